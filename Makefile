@@ -1,0 +1,43 @@
+# Two commands for a new user: `make run` and `make test`. Both build the virtual
+# environment in .venv from requirements.lock first when it is missing or stale.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-from-lock
+
+.PHONY: run test lint validate bench lock clean-venv
+
+$(STAMP): requirements.lock
+	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
+	@rm -rf $(VENV)
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
+	@$(PYTHON) -m venv $(VENV)
+	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	@touch $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(PY) -m ruff check jobs tests bench dags
+	$(PY) -m jobs validate
+
+validate: $(STAMP)
+	$(PY) -m jobs validate
+
+run: $(STAMP)
+	$(PY) -m jobs demo
+
+bench: $(STAMP)
+	$(PY) bench/match_windows.py
+
+# Re-resolve the lock from requirements.in (needs the package index).
+lock:
+	rm -rf /tmp/ses-lock-venv && $(PYTHON) -m venv /tmp/ses-lock-venv
+	/tmp/ses-lock-venv/bin/pip install --quiet -r requirements.in
+	/tmp/ses-lock-venv/bin/pip check
+	(echo '# Full pinned set, from `pip freeze` of a venv built from requirements.in (make lock). Do not edit by hand.'; \
+	 /tmp/ses-lock-venv/bin/pip freeze) > requirements.lock
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,300 @@
+"""Load and validate pattern files (DESIGN.md section 4).
+
+A pattern file arrives in a pull request, so it is treated as data: the YAML is *composed*
+into a node tree with PyYAML's safe loader and only plain scalars, lists and mappings are
+accepted; any tag such as ``!!python/object`` is refused before anything is constructed.
+Every problem is reported with the file and line, all at once.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from .conditions import ConditionSyntaxError, PrevRelationship, Property, Relationship, parse_condition
+from .pattern import MATCHERS, Pattern, Variable, parse_duration
+
+REQUIRED = ("name", "source", "within", "sets")
+OPTIONAL = ("conditions", "matcher", "description")
+ALLOWED_KEYS = REQUIRED + OPTIONAL
+NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)$")
+SAFE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map")}
+RESERVED = {"prev"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    path: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}: {self.message}"
+
+
+class PatternError(ValueError):
+    """One or more problems in a pattern file; ``str()`` gives one ``path:line: message`` each."""
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _check_tags(node: yaml.Node, path: str, problems: list[Problem]) -> None:
+    if node.tag not in SAFE_TAGS:
+        problems.append(Problem(path, _line(node),
+                                f"tag {node.tag!r} is not allowed: a pattern file holds plain "
+                                "text, numbers, lists and mappings only"))
+        return
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            _check_tags(k, path, problems)
+            _check_tags(v, path, problems)
+    elif isinstance(node, yaml.SequenceNode):
+        for v in node.value:
+            _check_tags(v, path, problems)
+
+
+def _scalar(node: yaml.Node):
+    return yaml.constructor.SafeConstructor().construct_object(node)
+
+
+def load_pattern(path: str | Path) -> Pattern:
+    """Read and validate one pattern file; raises ``PatternError``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PatternError([Problem(str(path), 0, f"cannot read the file: {exc.strerror}")]) from None
+    except UnicodeDecodeError:
+        raise PatternError([Problem(str(path), 0, "the file is not UTF-8 text")]) from None
+    return parse_pattern(text, str(path))
+
+
+def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
+    """Parse and validate the text of a pattern file; raises ``PatternError``."""
+    try:
+        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark else 0
+        reason = getattr(exc, "problem", None) or str(exc)
+        raise PatternError([Problem(path, line, f"not valid YAML: {reason}")]) from None
+    docs = [d for d in docs if d is not None]
+    if len(docs) != 1:
+        raise PatternError([Problem(path, 1, "a pattern file holds exactly one YAML document"
+                                    if docs else "the file is empty")])
+    root = docs[0]
+    problems: list[Problem] = []
+    _check_tags(root, path, problems)
+    if problems:
+        raise PatternError(problems)
+    if not isinstance(root, yaml.MappingNode):
+        raise PatternError([Problem(path, _line(root), "a pattern file is a mapping of keys "
+                                    f"({', '.join(REQUIRED)}, ...)")])
+    fields: dict[str, yaml.Node] = {}
+    key_lines: dict[str, int] = {}
+    for knode, vnode in root.value:
+        key = _scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
+        if not isinstance(key, str):
+            problems.append(Problem(path, _line(knode), "keys must be plain words"))
+            continue
+        if key in fields:
+            problems.append(Problem(path, _line(knode), f"key {key!r} appears twice"))
+            continue
+        if key not in ALLOWED_KEYS:
+            hint = difflib.get_close_matches(key, ALLOWED_KEYS, n=1)
+            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            problems.append(Problem(path, _line(knode), f"unknown key {key!r} "
+                                    f"(allowed: {', '.join(ALLOWED_KEYS)}){extra}"))
+            continue
+        fields[key] = vnode
+        key_lines[key] = _line(knode)
+    for key in REQUIRED:
+        if key not in fields:
+            problems.append(Problem(path, _line(root), f"missing field {key!r}"))
+
+    def text_field(key: str, pattern: re.Pattern | None = None, rule: str = "") -> str | None:
+        node = fields.get(key)
+        if node is None:
+            return None
+        value = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
+        if not isinstance(value, str) or not value.strip():
+            problems.append(Problem(path, _line(node), f"{key!r} must be text"))
+            return None
+        if pattern is not None and not pattern.match(value):
+            problems.append(Problem(path, _line(node), f"{key} {value!r} {rule}"))
+            return None
+        return value
+
+    name = text_field("name", NAME, "must be lower case letters, digits and _ "
+                      "(it names the output table)")
+    source = text_field("source", NAME, "must be lower case letters, digits and _")
+    description = text_field("description") or ""
+    matcher = "ses"
+    if "matcher" in fields:
+        matcher = text_field("matcher") or "ses"
+        if matcher not in MATCHERS:
+            problems.append(Problem(path, _line(fields["matcher"]),
+                                    f"unknown matcher {matcher!r}: use ses or zstream"))
+    within, tau = None, 0
+    if "within" in fields:
+        node = fields["within"]
+        raw = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
+        if isinstance(raw, int) and not isinstance(raw, bool):
+            problems.append(Problem(path, _line(node),
+                                    f"within: {raw} has no unit: write e.g. {raw}d "
+                                    "(units: ms, s, min, h, d)"))
+        elif not isinstance(raw, str):
+            problems.append(Problem(path, _line(node), "within must be a duration such as 15d"))
+        else:
+            try:
+                tau = parse_duration(raw)
+                within = raw.strip()
+            except ValueError as exc:
+                problems.append(Problem(path, _line(node), f"within: {exc}"))
+
+    sets = _parse_sets(fields.get("sets"), path, problems)
+    variables = {v.name: v for s in sets for v in s}
+    conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path, problems)
+    if problems:
+        raise PatternError(problems)
+    return Pattern(name=name, source=source, within=within, tau=tau, sets=sets,
+                   conditions=tuple(conditions), matcher=matcher, description=description,
+                   path=path, condition_lines=tuple(cond_lines))
+
+
+def _parse_sets(node, path: str, problems: list[Problem]) -> tuple[tuple[Variable, ...], ...]:
+    if node is None:
+        return ()
+    if not isinstance(node, yaml.SequenceNode) or not node.value:
+        problems.append(Problem(path, _line(node), "sets must be a non-empty list of event "
+                                "sets, e.g. [[c, p+], [b]]"))
+        return ()
+    seen: dict[str, int] = {}
+    out: list[tuple[Variable, ...]] = []
+    index = 0
+    for i, set_node in enumerate(node.value):
+        if not isinstance(set_node, yaml.SequenceNode) or not set_node.value:
+            problems.append(Problem(path, _line(set_node), f"event set {i + 1} must be a "
+                                    "non-empty list of variables, e.g. [c, p+]"))
+            continue
+        current = []
+        for vnode in set_node.value:
+            raw = _scalar(vnode) if isinstance(vnode, yaml.ScalarNode) else None
+            m = VARIABLE.match(raw) if isinstance(raw, str) else None
+            if m is None:
+                problems.append(Problem(path, _line(vnode),
+                                        f"bad variable {raw!r} in set {i + 1}: write a name, "
+                                        "with a trailing + for a group variable (p+)"))
+                continue
+            name, plus = m.groups()
+            if name in RESERVED:
+                problems.append(Problem(path, _line(vnode), f"{name!r} is reserved and cannot "
+                                        "name a variable"))
+                continue
+            if name in seen:
+                where = ("twice in set " + str(i + 1)) if seen[name] == i else \
+                    f"in sets {seen[name] + 1} and {i + 1}"
+                problems.append(Problem(path, _line(vnode), f"variable {name!r} appears {where}: "
+                                        "each variable belongs to exactly one set"))
+                continue
+            seen[name] = i
+            current.append(Variable(name, bool(plus), i, index))
+            index += 1
+        out.append(tuple(current))
+    return tuple(out)
+
+
+def _parse_conditions(node, variables: dict[str, Variable], path: str,
+                      problems: list[Problem]):
+    conditions, lines = [], []
+    if node is None:
+        return conditions, lines
+    if isinstance(node, yaml.ScalarNode) and _scalar(node) is None:
+        return conditions, lines
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append(Problem(path, _line(node), "conditions must be a list, one condition "
+                                "per line"))
+        return conditions, lines
+    known = ", ".join(variables) or "none"
+    for cnode in node.value:
+        line = _line(cnode)
+        text = _scalar(cnode) if isinstance(cnode, yaml.ScalarNode) else None
+        if not isinstance(text, str):
+            problems.append(Problem(path, line, "a condition must be text such as "
+                                    "c.type = 'C'"))
+            continue
+        try:
+            cond, used = parse_condition(text)
+        except ConditionSyntaxError as exc:
+            col = f" (column {exc.column})" if exc.column else ""
+            problems.append(Problem(path, line, f"in condition {text!r}{col}: {exc}"))
+            continue
+        bad = [v for v, _ in used if v not in variables]
+        if bad:
+            for v in dict.fromkeys(bad):
+                problems.append(Problem(path, line, f"in condition {text!r}: unknown variable "
+                                        f"{v!r} (the pattern's variables are {known})"))
+            continue
+        if isinstance(cond, PrevRelationship) and not variables[cond.var].group:
+            problems.append(Problem(path, line, f"in condition {text!r}: prev() needs a group "
+                                    f"variable, but {cond.var!r} is a singleton (write "
+                                    f"{cond.var}+ in sets to make it a group)"))
+            continue
+        conditions.append(cond)
+        lines.append(line)
+    return conditions, lines
+
+
+def check_schema(pattern: Pattern, schema: dict[str, str]) -> list[Problem]:
+    """Problems of ``pattern`` against a source schema ``{column: 'string'|'number'|...}``.
+
+    Attributes must exist; a literal must have the column's kind; two attributes compared
+    with each other must be of one kind.
+    """
+    problems = []
+    path = pattern.path or "<pattern>"
+    lines = pattern.condition_lines or (0,) * len(pattern.conditions)
+    columns = ", ".join(sorted(schema))
+
+    def kind_of(attr):
+        return "number" if schema.get(attr) in ("number", "integer", "double") else schema.get(attr)
+
+    for cond, line in zip(pattern.conditions, lines):
+        attrs = []
+        if isinstance(cond, Property):
+            attrs = [cond.attr] + ([cond.other_attr] if cond.other_attr else [])
+        elif isinstance(cond, Relationship):
+            attrs = [cond.left.attr, cond.right.attr]
+        else:
+            attrs = [cond.attr, cond.other_attr]
+        missing = [a for a in dict.fromkeys(attrs) if a not in schema]
+        for a in missing:
+            hint = difflib.get_close_matches(a, list(schema), n=1)
+            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            problems.append(Problem(path, line, f"in condition '{cond}': the source has no "
+                                    f"attribute {a!r} (columns: {columns}){extra}"))
+        if missing:
+            continue
+        if isinstance(cond, Property) and cond.other_attr is None:
+            want = kind_of(cond.attr)
+            got = "string" if isinstance(cond.value, str) else "number"
+            if want in ("string", "number") and want != got:
+                problems.append(Problem(path, line, f"in condition '{cond}': {cond.attr} holds "
+                                        f"{want}s but is compared with a {got}"))
+        else:
+            kinds = {kind_of(a) for a in attrs}
+            if len(kinds) > 1:
+                problems.append(Problem(path, line, f"in condition '{cond}': compares "
+                                        f"attributes of different types ({', '.join(sorted(kinds))})"))
+    return problems

@@ -1,0 +1,111 @@
+"""Matches (substitutions) and the literal check of the match-window paper's Definition 2.
+
+A match binds every variable to a non-empty sequence of distinct events in processing order
+(one event for a singleton). Definition 2, conditions 1-3:
+
+1. I(Θγ) holds: properties for every bound event, relationships for every pair of events of
+   the two variables, ``prev`` relationships for every consecutive pair of a group;
+2. every event bound to a variable of B_i is strictly before (on ``ts``) every event bound to
+   a variable of B_{i+1};
+3. the span between the first and the last event is at most τ.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+
+from .conditions import compare
+from .events import Event, format_ts
+from .pattern import Pattern
+
+
+@dataclass(frozen=True)
+class Match:
+    pattern: str
+    bindings: tuple[tuple[str, tuple[Event, ...]], ...]  # in the pattern's variable order
+
+    @cached_property
+    def events(self) -> tuple[Event, ...]:
+        return tuple(sorted((e for _, es in self.bindings for e in es), key=lambda e: e.seq))
+
+    @property
+    def start(self) -> Event:
+        return self.events[0]
+
+    @property
+    def end(self) -> Event:
+        return self.events[-1]
+
+    @cached_property
+    def key(self) -> tuple:
+        """Identity of a match: which event ids are bound to which variable."""
+        return tuple((v, tuple(e.id for e in es)) for v, es in self.bindings)
+
+    def sort_key(self) -> tuple:
+        return (self.start.ts, self.start.id, self.end.ts, self.key)
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "pattern": self.pattern,
+            "start": format_ts(self.start.ts),
+            "end": format_ts(self.end.ts),
+            "bindings": {v: [e.id for e in es] for v, es in self.bindings},
+        })
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Match) and self.key == other.key
+
+
+def make_match(pattern: Pattern, binding: dict[str, list[Event]]) -> Match:
+    return Match(pattern.name, tuple(
+        (v.name, tuple(sorted(binding[v.name], key=lambda e: e.seq))) for v in pattern.variables))
+
+
+def sorted_matches(matches) -> list[Match]:
+    return sorted(set(matches), key=Match.sort_key)
+
+
+def is_match(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
+    """Definition 2 (conditions 1-3) of the match-window paper, checked literally."""
+    variables = pattern.variables
+    # a substitution: one binding per variable, non-empty, one event for a singleton,
+    # every event used at most once
+    if set(binding) != {v.name for v in variables}:
+        return False
+    used = []
+    for v in variables:
+        seq = binding[v.name]
+        if not seq or (not v.group and len(seq) != 1):
+            return False
+        used.extend(e.seq for e in seq)
+    if len(used) != len(set(used)):
+        return False
+    ordered = {v: sorted(es, key=lambda e: e.seq) for v, es in binding.items()}
+    # condition 1
+    for v in variables:
+        for prop in pattern.properties[v.name]:
+            if not all(prop.holds(e.attrs) for e in ordered[v.name]):
+                return False
+        for prev in pattern.prev_relationships[v.name]:
+            seq = ordered[v.name]
+            if not all(prev.holds(a.attrs, b.attrs) for a, b in zip(seq, seq[1:])):
+                return False
+    for rel in pattern.relationships:
+        for a in ordered[rel.left.var]:
+            for b in ordered[rel.right.var]:
+                if not compare(rel.op, a.attrs.get(rel.left.attr), b.attrs.get(rel.right.attr)):
+                    return False
+    # condition 2
+    for v in variables:
+        for w in variables:
+            if w.set_index == v.set_index + 1:
+                if not all(a.ts < b.ts for a in ordered[v.name] for b in ordered[w.name]):
+                    return False
+    # condition 3
+    stamps = [e.ts for es in ordered.values() for e in es]
+    return max(stamps) - min(stamps) <= pattern.tau

@@ -1,0 +1,252 @@
+"""The test oracle: slow, literal transcriptions of the papers' definitions.
+
+* ``all_matches``: every match of Definition 2 (match-window paper, conditions 1-3), by
+  enumerating substitutions inside the τ-window of each possible first event.
+* ``ses_exec``: SESExec / ConsumeEvent (SES paper, Algorithms 1-2) as written: an
+  automaton instance is started at every event; transitions and their conditions Θδ are
+  derived on the fly from the pattern (section 4.2), with Θ+eq added (DESIGN.md section 4).
+* ``ses_definition``: the SES paper's Definition 2 (conditions 1-5) within one partition,
+  used to cross-check ``ses_exec`` where the two agree.
+
+Nothing here prunes beyond what a definition states; these functions are the spec.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from .conditions import compare
+from .events import Event
+from .matches import Match, is_match, make_match
+from .pattern import Pattern, Variable
+
+
+# --------------------------------------------------------------------------------------
+# Definition 2 of the match-window paper: all matches
+# --------------------------------------------------------------------------------------
+def _partial_ok(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
+    """Conditions 1-3 restricted to the variables bound so far (for pruning the search)."""
+    sub_vars = [v for v in pattern.variables if v.name in binding]
+    for rel in pattern.relationships:
+        if rel.left.var in binding and rel.right.var in binding:
+            for a in binding[rel.left.var]:
+                for b in binding[rel.right.var]:
+                    if not compare(rel.op, a.attrs.get(rel.left.attr), b.attrs.get(rel.right.attr)):
+                        return False
+    for v in sub_vars:
+        for w in sub_vars:
+            if w.set_index == v.set_index + 1:
+                if not all(a.ts < b.ts for a in binding[v.name] for b in binding[w.name]):
+                    return False
+    return True
+
+
+def _group_sequences(var: Variable, pattern: Pattern, candidates: list[Event]):
+    """Every non-empty subsequence of ``candidates`` whose consecutive pairs satisfy prev."""
+    prevs = pattern.prev_relationships[var.name]
+    if not var.group:
+        for e in candidates:
+            yield [e]
+        return
+
+    def extend(seq, start):
+        yield seq
+        for i in range(start, len(candidates)):
+            e = candidates[i]
+            if all(p.holds(seq[-1].attrs, e.attrs) for p in prevs):
+                yield from extend(seq + [e], i + 1)
+
+    for i, e in enumerate(candidates):
+        yield from extend([e], i + 1)
+
+
+def matches_starting_at(pattern: Pattern, window: list[Event]) -> list[Match]:
+    """All Definition-2 matches among ``window`` whose first event is ``window[0]``."""
+    if not window:
+        return []
+    first = window[0]
+    cands = {v.name: [e for e in window if all(p.holds(e.attrs) for p in pattern.properties[v.name])]
+             for v in pattern.variables}
+    out: list[Match] = []
+    variables = pattern.variables
+
+    def search(i: int, binding: dict[str, list[Event]], used: set[int]):
+        if i == len(variables):
+            if first.seq in used and is_match(pattern, binding):
+                out.append(make_match(pattern, binding))
+            return
+        v = variables[i]
+        free = [e for e in cands[v.name] if e.seq not in used]
+        for seq in _group_sequences(v, pattern, free):
+            binding[v.name] = seq
+            if _partial_ok(pattern, binding):
+                search(i + 1, binding, used | {e.seq for e in seq})
+            del binding[v.name]
+
+    search(0, {}, set())
+    return out
+
+
+def tau_window(events: list[Event], i: int, tau: int) -> list[Event]:
+    """Def. 3 of the match-window paper in processing order: e_i and the events after it
+    within τ."""
+    first = events[i]
+    out = []
+    for e in events[i:]:
+        if e.ts - first.ts > tau:
+            break
+        out.append(e)
+    return out
+
+
+def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
+    """Every match of ``pattern`` in ``events`` (in processing order) by Definition 2."""
+    out: list[Match] = []
+    for i in range(len(events)):
+        out.extend(matches_starting_at(pattern, tau_window(events, i, pattern.tau)))
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# SES paper, Algorithms 1-2, transcribed
+# --------------------------------------------------------------------------------------
+def _transitions(pattern: Pattern, state: frozenset[str]) -> list[tuple[Variable, bool]]:
+    """Outgoing transitions of a state of the concatenated SES automaton (section 4.2):
+    ``(variable bound, starts a new set?)``. A state is the set of bound variables."""
+    if not state:
+        return [(v, False) for v in pattern.sets[0]]
+    current = max(pattern.by_name[n].set_index for n in state)
+    out = [(v, False) for v in pattern.sets[current] if v.name not in state or v.group]
+    if current + 1 < len(pattern.sets) and all(v.name in state for v in pattern.sets[current]):
+        out.extend((v, True) for v in pattern.sets[current + 1])
+    return out
+
+
+def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
+                       buffer: list[tuple[str, Event]]) -> bool:
+    """Θδ instantiated with β' (all of it), for the transition that bound ``var``."""
+    bound: dict[str, list[Event]] = defaultdict(list)
+    for name, e in buffer:
+        bound[name].append(e)
+    mine = bound[var.name]
+    for prop in pattern.properties[var.name]:
+        if not all(prop.holds(e.attrs) for e in mine):
+            return False
+    for prev in pattern.prev_relationships[var.name]:
+        if not all(prev.holds(a.attrs, b.attrs) for a, b in zip(mine, mine[1:])):
+            return False
+    for rel in pattern.relationships + pattern.equality_closure:
+        if var.name in rel.variables:
+            other = rel.right.var if rel.left.var == var.name else rel.left.var
+            if other in bound:
+                for a in bound[rel.left.var]:
+                    for b in bound[rel.right.var]:
+                        if not compare(rel.op, a.attrs.get(rel.left.attr),
+                                       b.attrs.get(rel.right.attr)):
+                            return False
+    if new_set:  # concatenation: v'.T < v.T for every v' of the preceding sets
+        for name, e in buffer:
+            if pattern.by_name[name].set_index < var.set_index and not e.ts < mine[-1].ts:
+                return False
+    return True
+
+
+def _consume(pattern: Pattern, state: frozenset[str], buffer: list, e: Event):
+    """Algorithm 2, ConsumeEvent."""
+    out = []
+    for var, new_set in _transitions(pattern, state):
+        buffer2 = buffer + [(var.name, e)]
+        if _theta_delta_holds(pattern, var, new_set, buffer2):
+            out.append((state | {var.name}, buffer2))
+    if not out and state:
+        out = [(state, buffer)]
+    return out
+
+
+def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -> list[Match]:
+    """Algorithm 1, SESExec, over ``events`` in processing order; accepting instances still
+    alive at the end of the input are matches too (their window closed with the input)."""
+    final = frozenset(v.name for v in pattern.variables)
+    results: dict[tuple, Match] = {}
+    omega: list[tuple[frozenset[str], list]] = []
+    peak = 0
+
+    def emit(buffer):
+        binding: dict[str, list[Event]] = defaultdict(list)
+        for name, ev in buffer:
+            binding[name].append(ev)
+        m = make_match(pattern, binding)
+        results[m.key] = m
+
+    for e in events:
+        omega.append((frozenset(), []))
+        nxt = []
+        for state, buffer in omega:
+            if buffer and max(abs(e.ts - b.ts) for _, b in buffer) > pattern.tau:
+                if state == final:
+                    emit(buffer)
+            else:
+                nxt.extend(_consume(pattern, state, buffer, e))
+        omega = nxt
+        peak = max(peak, len(omega))
+    for state, buffer in omega:
+        if state == final:
+            emit(buffer)
+    if stats is not None:
+        stats["max_instances"] = max(stats.get("max_instances", 0), peak)
+    return list(results.values())
+
+
+# --------------------------------------------------------------------------------------
+# SES paper, Definition 2 (conditions 1-5) within one partition
+# --------------------------------------------------------------------------------------
+def partitions(pattern: Pattern, events: list[Event]) -> dict[tuple, list[Event]]:
+    """Events grouped by their values of the partition attributes X (Def. 6)."""
+    groups: dict[tuple, list[Event]] = defaultdict(list)
+    for e in events:
+        groups[tuple(e.attrs.get(a) for a in pattern.partition_attributes)].append(e)
+    return groups
+
+
+def ses_definition(pattern: Pattern, events: list[Event]) -> list[Match]:
+    """Matching substitutions of the SES paper's Def. 2, conditions 1-5, per partition.
+
+    Condition 4 (skip-till-next-match): for bindings v/e and v'/e' with e.T < e'.T, no
+    event e'' with e.T < e''.T < e'.T is bound to v' in any match of the partition unless it
+    is bound to v' here. Condition 5: no match with the same first event strictly contains
+    this one.
+    """
+    out: list[Match] = []
+    for part in partitions(pattern, events).values():
+        gamma = all_matches(pattern, part)
+        bindable: dict[str, set[Event]] = defaultdict(set)
+        as_sets = []
+        for m in gamma:
+            pairs = {(v, e.seq) for v, es in m.bindings for e in es}
+            as_sets.append(pairs)
+            for v, es in m.bindings:
+                bindable[v].update(es)
+        for m, pairs in zip(gamma, as_sets):
+            flat = [(v, e) for v, es in m.bindings for e in es]
+            ok = True
+            for _, e in flat:
+                for v2, e2 in flat:
+                    if not e.ts < e2.ts:
+                        continue
+                    if any(e.ts < x.ts < e2.ts and (v2, x.seq) not in pairs for x in bindable[v2]):
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if ok:
+                start = m.start.seq
+                ok = not any(o.start.seq == start and pairs < opairs
+                             for o, opairs in zip(gamma, as_sets))
+            if ok:
+                out.append(m)
+    return out
+
+
+def earliest_maximal(pattern: Pattern, events: list[Event], stats: dict | None = None):
+    """The oracle for the ``ses`` matcher: SESExec (the automaton is the semantics)."""
+    return ses_exec(pattern, events, stats)

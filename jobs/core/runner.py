@@ -1,0 +1,68 @@
+"""One entry point for every matcher, with the ``--stats`` counters.
+
+``bruteforce`` computes what the pattern's own matcher means with the oracle:
+earliest-maximal matches (SESExec) for ``ses``, all matches (Definition 2) for ``zstream``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from . import oracle
+from .events import Event
+from .matches import Match, sorted_matches
+from .pattern import Pattern
+
+MATCHERS = ("ses", "zstream", "bruteforce")
+STRATEGIES = ("lazy", "eager")
+
+
+@dataclass(frozen=True)
+class MatchOptions:
+    matcher: str | None = None  # None: the pattern's own
+    strategy: str = "lazy"
+    filter: bool = True
+    partition: bool = True
+    conditions: bool = True
+
+
+def new_stats(events: list[Event]) -> dict:
+    return {"events": len(events), "events_after_filter": len(events), "partitions": 1,
+            "windows": 0, "candidate_windows": 0, "matcher_calls": 0, "matches": 0,
+            "max_instances": 0, "seconds": 0.0}
+
+
+def run(pattern: Pattern, events: list[Event], options: MatchOptions = MatchOptions()):
+    """Match ``pattern`` over ``events`` (processing order); returns (matches, stats)."""
+    matcher = options.matcher or pattern.matcher
+    if matcher not in MATCHERS:
+        raise ValueError(f"unknown matcher {matcher!r}: use one of {', '.join(MATCHERS)}")
+    if options.strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {options.strategy!r}: use lazy or eager")
+    stats = new_stats(events)
+    started = time.perf_counter()
+    if matcher == "bruteforce":
+        stats["windows"] = stats["candidate_windows"] = stats["matcher_calls"] = len(events)
+        if pattern.matcher == "ses":
+            matches = oracle.ses_exec(pattern, events, stats)
+        else:
+            matches = oracle.all_matches(pattern, events)
+    elif matcher == "ses":
+        matches = _ses(pattern, events, options, stats)
+    else:
+        matches = _zstream(pattern, events, options, stats)
+    matches = sorted_matches(matches)
+    stats["matches"] = len(matches)
+    stats["seconds"] = round(time.perf_counter() - started, 6)
+    return matches, stats
+
+
+def _ses(pattern, events, options, stats) -> list[Match]:
+    raise NotImplementedError("the ses matcher is not built yet (issue 3); "
+                              "use --matcher bruteforce")
+
+
+def _zstream(pattern, events, options, stats) -> list[Match]:
+    raise NotImplementedError("the zstream matcher is not built yet (issue 4); "
+                              "use --matcher bruteforce")
