@@ -130,10 +130,11 @@ _TOKEN = re.compile(
     (?P<ws>\s+)
   | (?P<string>'(?:[^']|'')*')
   | (?P<number>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
+  | (?P<bad_op>==|<>|=>|=<)
   | (?P<op><=|>=|!=|=|<|>)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<punct>[().+])
-  | (?P<bad>==|<>|=>|=<|!|\S)
+  | (?P<bad>!|\S)
     """,
     re.VERBOSE,
 )
@@ -154,9 +155,9 @@ def tokenize(text: str) -> list[_Token]:
         if m is None:  # pragma: no cover - the last alternative matches any character
             raise ConditionSyntaxError(f"cannot read {text[pos:]!r}", pos + 1)
         kind = m.lastgroup
-        if kind == "bad":
+        if kind in ("bad", "bad_op"):
             bad = m.group()
-            if bad in ("==", "<>", "=>", "=<", "!"):
+            if kind == "bad_op" or bad == "!":
                 raise ConditionSyntaxError(
                     f"bad operator {bad!r}: use one of = != < <= > >=", pos + 1)
             if bad == '"':

@@ -163,9 +163,11 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
             except ValueError as exc:
                 problems.append(Problem(path, _line(node), f"within: {exc}"))
 
-    sets = _parse_sets(fields.get("sets"), path, problems)
+    broken: set[str] = set()  # names of badly written variables: no follow-on errors for them
+    sets = _parse_sets(fields.get("sets"), path, problems, broken)
     variables = {v.name: v for s in sets for v in s}
-    conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path, problems)
+    conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
+                                               problems, broken)
     if problems:
         raise PatternError(problems)
     return Pattern(name=name, source=source, within=within, tau=tau, sets=sets,
@@ -173,7 +175,8 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
                    path=path, condition_lines=tuple(cond_lines))
 
 
-def _parse_sets(node, path: str, problems: list[Problem]) -> tuple[tuple[Variable, ...], ...]:
+def _parse_sets(node, path: str, problems: list[Problem],
+                broken: set[str]) -> tuple[tuple[Variable, ...], ...]:
     if node is None:
         return ()
     if not isinstance(node, yaml.SequenceNode) or not node.value:
@@ -193,6 +196,8 @@ def _parse_sets(node, path: str, problems: list[Problem]) -> tuple[tuple[Variabl
             raw = _scalar(vnode) if isinstance(vnode, yaml.ScalarNode) else None
             m = VARIABLE.match(raw) if isinstance(raw, str) else None
             if m is None:
+                if isinstance(raw, str) and re.match(r"[A-Za-z_]\w*", raw):
+                    broken.add(re.match(r"[A-Za-z_]\w*", raw).group())
                 problems.append(Problem(path, _line(vnode),
                                         f"bad variable {raw!r} in set {i + 1}: write a name, "
                                         "with a trailing + for a group variable (p+)"))
@@ -216,7 +221,7 @@ def _parse_sets(node, path: str, problems: list[Problem]) -> tuple[tuple[Variabl
 
 
 def _parse_conditions(node, variables: dict[str, Variable], path: str,
-                      problems: list[Problem]):
+                      problems: list[Problem], broken: set[str]):
     conditions, lines = [], []
     if node is None:
         return conditions, lines
@@ -242,7 +247,7 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
             continue
         bad = [v for v, _ in used if v not in variables]
         if bad:
-            for v in dict.fromkeys(bad):
+            for v in dict.fromkeys(x for x in bad if x not in broken):
                 problems.append(Problem(path, line, f"in condition {text!r}: unknown variable "
                                         f"{v!r} (the pattern's variables are {known})"))
             continue

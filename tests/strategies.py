@@ -1,0 +1,86 @@
+"""Hypothesis strategies: random SES patterns and random event tables.
+
+Patterns have 1-3 event sets, singleton and group variables, properties, equality and
+order relationships and prev() conditions; events have few distinct values and many
+timestamp ties so that the interesting cases (nondeterminism, ties, several partitions)
+come up often.
+"""
+
+from hypothesis import strategies as st
+
+from jobs.core.events import Event, order
+from jobs.core.loader import parse_pattern
+
+DAY = 86400 * 10**9
+TYPES = ("A", "B", "C", "D")
+OPS = ("=", "!=", "<", "<=", ">", ">=")
+
+
+@st.composite
+def patterns(draw, max_vars: int = 4, matcher: str = "ses", relationships: str = "any",
+             prev: bool = True, exclusive: bool = False):
+    """``relationships``: 'any', 'partition' (only the same-patient chain) or 'none';
+    ``exclusive``: every variable requires its own event type, so no event fits two."""
+    n_sets = draw(st.integers(1, 3))
+    names = iter("abcdefgh")
+    sets, variables = [], []
+    for _ in range(n_sets):
+        size = draw(st.integers(1, 2))
+        current = []
+        for _ in range(size):
+            if len(variables) >= max_vars:
+                break
+            v = next(names)
+            group = draw(st.booleans())
+            current.append(v + ("+" if group else ""))
+            variables.append((v, group))
+        if current:
+            sets.append(current)
+    conditions = []
+    for i, (v, group) in enumerate(variables):
+        kind = draw(st.sampled_from(["type", "type", "value", "none"]))
+        if exclusive:
+            conditions.append(f"{v}.type = '{TYPES[i]}'")
+            if kind == "value":
+                conditions.append(f"{v}.value {draw(st.sampled_from(OPS))} {draw(st.integers(0, 3))}")
+        elif kind == "type":
+            conditions.append(f"{v}.type = '{draw(st.sampled_from(TYPES))}'")
+        elif kind == "value":
+            conditions.append(f"{v}.value {draw(st.sampled_from(OPS))} {draw(st.integers(0, 3))}")
+        if prev and group and draw(st.booleans()):
+            conditions.append(f"prev({v}.value) {draw(st.sampled_from(OPS))} {v}.value")
+    if relationships != "none" and len(variables) > 1:
+        names_only = [v for v, _ in variables]
+        if relationships == "partition" or draw(st.booleans()):  # same patient for all: X
+            for x, y in zip(names_only, names_only[1:]):
+                conditions.append(f"{x}.patient = {y}.patient")
+        elif relationships == "any":
+            for _ in range(draw(st.integers(0, 2))):
+                x, y = draw(st.permutations(names_only))[:2]
+                conditions.append(f"{x}.patient = {y}.patient")
+        for _ in range(draw(st.integers(0, 1)) if relationships == "any" else 0):
+            x, y = draw(st.permutations(names_only))[:2]
+            conditions.append(f"{x}.value {draw(st.sampled_from(OPS))} {y}.value")
+    tau_days = draw(st.integers(1, 6))
+    text = (f"name: random\nsource: random\nwithin: {tau_days}d\n"
+            f"sets: {[list(s) for s in sets]}\n".replace("'", "")
+            + "conditions:\n" + "".join(f"  - \"{c}\"\n" for c in conditions)
+            + f"matcher: {matcher}\n")
+    return parse_pattern(text, "<random>")
+
+
+@st.composite
+def event_tables(draw, max_events: int = 9, max_day: int = 8, distinct_ts: bool = False):
+    n = draw(st.integers(0, max_events))
+    if distinct_ts:
+        days = draw(st.lists(st.integers(0, max(max_day, n)), min_size=n, max_size=n, unique=True))
+    else:
+        days = [draw(st.integers(0, max_day)) for _ in range(n)]
+    events = []
+    for i in range(n):
+        events.append(Event(
+            f"e{i:02d}",
+            days[i] * DAY,
+            {"type": draw(st.sampled_from(TYPES)), "value": draw(st.integers(0, 3)),
+             "patient": draw(st.integers(1, 2))}))
+    return order(events)
