@@ -1,0 +1,158 @@
+"""``python -m jobs validate`` and ``python -m jobs match``: the contract tools rely on."""
+
+import json
+import subprocess
+import sys
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from jobs.cli import main
+from jobs.core.events import EventFileError, format_ts, parse_ts, read_events
+
+from .helpers import EXAMPLES, ROOT
+
+MW = str(EXAMPLES / "chemo_match_windows.csv")
+P1 = str(ROOT / "patterns" / "mw_chemo_p1.yaml")
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_validate_default_patterns(capsys):
+    code, out, err = run_cli(capsys, "validate")
+    assert code == 0 and "valid" in out and err == ""
+
+
+def test_validate_reports_path_line_message(capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nsource: chemo_mw\nwithin: 2 weeks\nsets: [[c]]\n"
+                   "conditions:\n  - c.kind = 'C'\n")
+    code, out, err = run_cli(capsys, "validate", str(bad), P1)
+    assert code == 1
+    lines = err.strip().splitlines()
+    assert lines[0] == f"{bad}:3: within: bad unit 'weeks' in '2 weeks': use one of ms, s, min, h, d"
+    assert len(lines) == 2 and "1 problem(s) in 2 pattern file(s)" in lines[1]
+
+
+def test_validate_checks_schema_and_source(capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nsource: chemo_mw\nwithin: 2d\nsets: [[c]]\n"
+                   "conditions:\n  - c.kind = 'C'\n")
+    code, _, err = run_cli(capsys, "validate", str(bad))
+    assert code == 1 and f"{bad}:6: in condition 'c.kind = 'C'': the source has no attribute 'kind'" in err
+    bad.write_text("name: bad\nsource: nowhere\nwithin: 2d\nsets: [[c]]\n")
+    code, _, err = run_cli(capsys, "validate", str(bad))
+    assert code == 1 and "unknown source 'nowhere'" in err
+
+
+def test_validate_duplicate_names(capsys, tmp_path):
+    for n in ("a", "b"):
+        (tmp_path / f"{n}.yaml").write_text("name: same\nsource: chemo_mw\nwithin: 2d\nsets: [[c]]\n")
+    code, _, err = run_cli(capsys, "validate", str(tmp_path))
+    assert code == 1 and "pattern name 'same' is already used" in err
+
+
+def test_match_bruteforce_jsonl_and_stats(capsys):
+    code, out, err = run_cli(capsys, "match", P1, MW, "--matcher", "bruteforce", "--stats")
+    assert code == 0
+    rows = [json.loads(x) for x in out.splitlines()]
+    assert rows[0] == {"pattern": "mw_chemo_p1", "start": "2010-07-03T00:00:00",
+                       "end": "2010-07-17T00:00:00",
+                       "bindings": {"c": ["e1"], "p": ["e3", "e9"], "b": ["e11"]}}
+    assert [r["start"] for r in rows] == sorted(r["start"] for r in rows)
+    assert len(rows) == 3
+    stats = json.loads(err)
+    for key in ("events", "events_after_filter", "partitions", "windows", "candidate_windows",
+                "matcher_calls", "matches", "seconds"):
+        assert key in stats
+    assert stats["events"] == 14 and stats["matches"] == 3
+
+
+def test_match_bruteforce_zstream_means_all_matches(capsys, tmp_path):
+    p = tmp_path / "z.yaml"
+    p.write_text(open(P1).read().replace("matcher: ses", "matcher: zstream"))
+    code, out, _ = run_cli(capsys, "match", str(p), MW, "--matcher", "bruteforce")
+    assert code == 0 and len(out.splitlines()) == 11
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (["missing.csv"], "no such file"),
+    ([MW, "--id-column", "nope"], "no column 'nope'"),
+    ([MW, "--time-column", "type"], "is not an ISO-8601 timestamp"),
+])
+def test_match_bad_input_exit_2(capsys, args, fragment):
+    code, out, err = run_cli(capsys, "match", P1, *args, "--matcher", "bruteforce")
+    assert code == 2 and fragment in err and out == ""
+
+
+def test_match_attribute_missing_from_file(capsys, tmp_path):
+    f = tmp_path / "e.csv"
+    f.write_text("event_id,ts,kind\ne1,2010-01-01,C\n")
+    code, _, err = run_cli(capsys, "match", P1, str(f), "--matcher", "bruteforce")
+    assert code == 2 and "no attribute 'type'" in err
+
+
+def test_module_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "jobs", "match", P1, MW, "--matcher",
+                           "bruteforce"], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 3
+
+
+# -- reading events ---------------------------------------------------------------------
+def test_csv_numbers_and_missing_values(tmp_path):
+    f = tmp_path / "e.csv"
+    f.write_text("event_id,ts,n,x,s\n2,2010-01-02T00:00:00,1,1.5,a\n"
+                 "1,2010-01-01T00:00:00,2,,7\n10,2010-01-02T00:00:00,3,2,b\n")
+    ev = read_events(f)
+    assert [e.id for e in ev] == ["1", "10", "2"]  # (ts, id) with ids as strings
+    assert [e.seq for e in ev] == [0, 1, 2]
+    assert ev[0].attrs["n"] == 2 and ev[0].attrs["x"] is None and ev[0].attrs["s"] == "7"
+    assert ev[2].attrs["x"] == 1.5
+
+
+@pytest.mark.parametrize("content, fragment", [
+    ("event_id,ts\ne1,2010-01-01\ne1,2010-01-02\n", "line 3: duplicate event_id 'e1' (first at line 2)"),
+    ("event_id,ts\ne1,yesterday\n", "line 2: ts 'yesterday' is not an ISO-8601 timestamp"),
+    ("event_id,ts\ne1,\n", "line 2: empty 'ts'"),
+    ("event_id,ts\ne1,2010-01-01,extra\n", "line 2: 3 fields, the header has 2"),
+    ("", "empty file"),
+])
+def test_csv_errors_name_the_line(tmp_path, content, fragment):
+    f = tmp_path / "e.csv"
+    f.write_text(content)
+    with pytest.raises(EventFileError) as info:
+        read_events(f)
+    assert fragment in str(info.value) and str(f) in str(info.value)
+
+
+def test_parquet_with_timestamp_type(tmp_path):
+    f = tmp_path / "e.parquet"
+    table = pa.table({"event_id": ["a", "b"],
+                      "ts": pa.array([1_000_000_000_123, 5], pa.timestamp("ns")),
+                      "v": [1.5, None]})
+    pq.write_table(table, f)
+    ev = read_events(f)
+    assert [e.id for e in ev] == ["b", "a"]
+    assert ev[1].ts == 1_000_000_000_123 and format_ts(ev[1].ts) == "1970-01-01T00:16:40.000000123"
+    assert ev[0].attrs["v"] is None
+
+
+def test_not_parquet(tmp_path):
+    f = tmp_path / "e.parquet"
+    f.write_text("not parquet")
+    with pytest.raises(EventFileError, match="not a readable Parquet file"):
+        read_events(f)
+
+
+def test_timestamps():
+    assert parse_ts("1970-01-01T00:00:01") == 10**9
+    assert parse_ts("1970-01-01T01:00:00+01:00") == 0
+    assert parse_ts("1970-01-01T00:00:00.123456789Z") == 123456789
+    assert format_ts(parse_ts("2010-07-03T09:00:00")) == "2010-07-03T09:00:00"
+    assert format_ts(1_500_000) == "1970-01-01T00:00:00.001500"
+    assert format_ts(1_500_000_000) == "1970-01-01T00:00:01.500"
