@@ -217,9 +217,10 @@ def test_derived_parts_of_p1():
                             "b": (Property("b", "type", "=", "B"),)}
     assert p.prev_relationships["p"] == (PrevRelationship("p", "value", "<", "value"),)
     assert len(p.relationships) == 2
-    # Example 12: Θ+eq adds c.PID = b.PID; X = {PID}
+    # Example 12: Θ+eq adds c.PID = b.PID (and the reflexive p.PID = p.PID); X = {PID}
     assert set(map(str, p.equality_closure)) == {
-        "c.patient = p.patient", "c.patient = b.patient", "p.patient = b.patient"}
+        "c.patient = p.patient", "c.patient = b.patient", "p.patient = b.patient",
+        "p.patient = p.patient"}
     assert p.partition_attributes == ("patient",)
 
 
@@ -230,7 +231,7 @@ def test_partition_attributes_need_every_variable():
     assert "c.unit = p.unit" in set(map(str, p.equality_closure))
     p2 = parse_pattern(VALID.replace("p.patient = b.patient", "p.patient < b.patient"))
     assert p2.partition_attributes == ()
-    assert set(map(str, p2.equality_closure)) == {"c.patient = p.patient"}
+    assert set(map(str, p2.equality_closure)) == {"c.patient = p.patient", "p.patient = p.patient"}
 
 
 def test_version_ignores_order_and_changes_with_content():

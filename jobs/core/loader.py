@@ -15,7 +15,13 @@ from pathlib import Path
 
 import yaml
 
-from .conditions import ConditionSyntaxError, PrevRelationship, Property, Relationship, parse_condition
+from .conditions import (
+    ConditionSyntaxError,
+    PrevRelationship,
+    Property,
+    Relationship,
+    parse_condition,
+)
 from .pattern import MATCHERS, Pattern, Variable, parse_duration
 
 REQUIRED = ("name", "source", "within", "sets")

@@ -117,12 +117,20 @@ class Pattern:
 
     @cached_property
     def equality_closure(self) -> tuple[Relationship, ...]:
-        """Θ+eq without its reflexive members: every ``v.A = w.A`` implied by Θeq."""
+        """Θ+eq: every ``v.A = w.A`` implied by Θeq (match-window paper, Def. 6).
+
+        Of the reflexive members only those of group variables are kept: ``p.A = p.A`` says
+        that all events bound to ``p`` agree on A, which Θ implies when p is linked to
+        another variable on A. Without it a group variable's loop could bind an event of
+        another partition before its partner is bound, and partitioning would change results.
+        """
         out = []
         for a, comps in self.equality_components.items():
             for comp in comps:
                 names = [v.name for v in self.variables if v.name in comp]
                 for i, v in enumerate(names):
+                    if self.by_name[v].group:
+                        out.append(Relationship(Ref(v, a), "=", Ref(v, a)))
                     for w in names[i + 1:]:
                         out.append(Relationship(Ref(v, a), "=", Ref(w, a)))
         return tuple(out)

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import lru_cache
 
 from . import oracle
+from .automaton import SESAutomaton
 from .events import Event
 from .matches import Match, sorted_matches
 from .pattern import Pattern
+from .windows import Pruning, match_windows
 
 MATCHERS = ("ses", "zstream", "bruteforce")
 STRATEGIES = ("lazy", "eager")
@@ -58,9 +61,22 @@ def run(pattern: Pattern, events: list[Event], options: MatchOptions = MatchOpti
     return matches, stats
 
 
+@lru_cache(maxsize=64)
+def compile_ses(pattern: Pattern, partitioned: bool) -> SESAutomaton:
+    """The SES automaton of a pattern, built once and reused for every window."""
+    return SESAutomaton(pattern, partitioned=partitioned)
+
+
 def _ses(pattern, events, options, stats) -> list[Match]:
-    raise NotImplementedError("the ses matcher is not built yet (issue 3); "
-                              "use --matcher bruteforce")
+    if options.strategy == "eager":
+        stats["windows"] = stats["candidate_windows"] = 0
+        return compile_ses(pattern, False).run_eager(events, stats)
+    partitioned = options.partition and bool(pattern.partition_attributes)
+    automaton = compile_ses(pattern, partitioned)
+    pruning = Pruning(filter=options.filter, partition=options.partition,
+                      conditions=options.conditions)
+    return match_windows(pattern, events, automaton.run_from_first, automaton.event_mask,
+                         pruning, stats)
 
 
 def _zstream(pattern, events, options, stats) -> list[Match]:
