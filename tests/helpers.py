@@ -30,3 +30,25 @@ def keys(matches) -> set:
 
 def as_dicts(matches) -> list[dict]:
     return [{v: list(ids) for v, ids in m.key} for m in sorted(matches, key=lambda m: m.sort_key())]
+
+
+SHARED_REAL = ROOT.parent / "shared" / "data" / "real"
+
+
+def real_slice(name: str, patients: int, time_column: str = "timestamp",
+               patient_column: str = "patient"):
+    """The events of the first ``patients`` patients (sorted ids) of a real log, with a
+    stable event_id (row number in the file)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    from jobs.core.events import Event, order
+
+    table = pq.read_table(SHARED_REAL / f"{name}.parquet")
+    ids = sorted({p for p in table.column(patient_column).to_pylist() if p is not None})[:patients]
+    table = table.append_column("row", pa.array(range(table.num_rows)))
+    table = table.filter(pc.is_in(table.column(patient_column), value_set=pa.array(ids)))
+    ts = table.column(time_column).cast("timestamp[ns]").cast("int64").to_pylist()
+    rows = table.drop_columns([time_column]).to_pylist()
+    return order(Event(f"r{r.pop('row'):06d}", t, r) for t, r in zip(ts, rows))
