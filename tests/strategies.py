@@ -18,14 +18,14 @@ OPS = ("=", "!=", "<", "<=", ">", ">=")
 
 @st.composite
 def patterns(draw, max_vars: int = 4, matcher: str = "ses", relationships: str = "any",
-             prev: bool = True, exclusive: bool = False):
+             prev: bool = True, exclusive: bool = False, max_set_size: int = 2):
     """``relationships``: 'any', 'partition' (only the same-patient chain) or 'none';
     ``exclusive``: every variable requires its own event type, so no event fits two."""
     n_sets = draw(st.integers(1, 3))
     names = iter("abcdefgh")
     sets, variables = [], []
     for _ in range(n_sets):
-        size = draw(st.integers(1, 2))
+        size = draw(st.integers(1, max_set_size))
         current = []
         for _ in range(size):
             if len(variables) >= max_vars:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from .conditions import FLIPPED, compare
 from .events import Event
+from .filtering import PropertyMasks
 from .matches import Match
 from .pattern import Pattern
 
@@ -50,7 +51,7 @@ class SESAutomaton:
         self.m = len(variables)
         self.names = tuple(v.name for v in variables)
         index = {v.name: v.index for v in variables}
-        self.property_checks = tuple(pattern.properties[v.name] for v in variables)
+        self.event_mask = PropertyMasks(pattern)  # ē of an event (Theorem 1)
         dropped = set(pattern.partition_attributes) if partitioned else set()
         rels = []
         for r in pattern.relationships + pattern.equality_closure:
@@ -100,15 +101,6 @@ class SESAutomaton:
         return Transition(v.index, target, new_set, tuple(checks), prevs)
 
     # -- per event -------------------------------------------------------------------
-    def event_mask(self, e: Event) -> int:
-        """ē: bit i set iff e satisfies every property of variable i (Θp_vi)."""
-        mask = 0
-        attrs = e.attrs
-        for i, props in enumerate(self.property_checks):
-            if all(p.holds(attrs) for p in props):
-                mask |= 1 << i
-        return mask
-
     def consume(self, inst: Instance, e: Event, emask: int) -> list[Instance]:
         """ConsumeEvent (SES paper, Algorithm 2)."""
         state, bindings, first_ts, last_ts = inst
