@@ -1,6 +1,7 @@
 """The command line: ``python -m jobs validate|match …``.
 
-Exit codes: 0 success; 1 invalid pattern files (``validate``); 2 bad input or usage.
+Exit codes: 0 success; 1 invalid pattern files (``validate``); 2 bad input or usage;
+3 a ZStream window exceeded its cap on partial matches.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from .config import CONF, ROOT, load_sources
 from .core.events import EventFileError, read_events
 from .core.loader import PatternError, Problem, check_schema, load_pattern
 from .core.runner import MATCHERS, MatchOptions, run
+from .core.zstream import DEFAULT_MAX_MATCHES, MatchCapExceeded
 
 
 def pattern_files(paths: list[str]) -> list[Path]:
@@ -94,17 +96,21 @@ def cmd_match(args) -> int:
             return 2
     options = MatchOptions(matcher=args.matcher, strategy=args.strategy,
                            filter=not args.no_filter, partition=not args.no_partition,
-                           conditions=not args.no_conditions)
+                           conditions=not args.no_conditions, plan=args.plan or "zstream",
+                           max_matches_per_window=args.max_matches_per_window)
     try:
         matches, stats = run(pattern, events, options)
-    except NotImplementedError as exc:
+    except MatchCapExceeded as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return 2
+        return 3
+    if args.plan and "plan" in stats:
+        print(f"plan ({options.plan}): {stats['plan']}  estimated Cost_tree = "
+              f"{stats['plan_cost']:,}", file=sys.stderr)
     out = sys.stdout
     for m in matches:
         out.write(m.to_json() + "\n")
     if args.stats:
-        print(json.dumps(stats), file=sys.stderr)
+        print(json.dumps(stats, ensure_ascii=False), file=sys.stderr)
     return 0
 
 
@@ -121,10 +127,7 @@ def cmd_demo(args) -> int:
             print(f"{pattern.name}: source {source.name!r} has no local example file; skipped")
             continue
         events = read_events(ROOT / source.example, source.id_column, source.time_column)
-        try:
-            matches, stats = run(pattern, events)
-        except NotImplementedError:
-            matches, stats = run(pattern, events, MatchOptions(matcher="bruteforce"))
+        matches, stats = run(pattern, events)
         print(f"{pattern.name}: {len(matches)} match(es) in {stats['events']} events of "
               f"{source.example} ({stats['seconds']:.3f} s)")
         for m in matches:
@@ -150,7 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--matcher", choices=MATCHERS, default=None,
                    help="default: the pattern's own; bruteforce = the test oracle")
     m.add_argument("--strategy", choices=("lazy", "eager"), default="lazy",
-                   help="ses only: lazy match windows (default) or SESExec over the whole stream")
+                   help="lazy match windows (default) or eager: ses runs SESExec, zstream "
+                        "its tree, over the whole stream")
     m.add_argument("--id-column", default="event_id")
     m.add_argument("--time-column", default="ts", help="ISO-8601 text or a timestamp type")
     m.add_argument("--no-filter", action="store_true", help="do not filter events (Theorem 1)")
@@ -158,6 +162,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not partition by the attributes X (Def. 6)")
     m.add_argument("--no-conditions", action="store_true",
                    help="do not test the necessary match conditions (Theorem 2)")
+    m.add_argument("--plan", nargs="?", const="zstream", choices=("zstream", "left-deep"),
+                   help="zstream: the plan generator (default zstream); prints the chosen "
+                        "tree and its estimated cost on stderr")
+    m.add_argument("--max-matches-per-window", type=int, default=DEFAULT_MAX_MATCHES,
+                   metavar="N", help="zstream: cap on partial matches per window "
+                                     f"(default {DEFAULT_MAX_MATCHES:,})")
     m.add_argument("--stats", action="store_true", help="print counters as JSON on stderr")
     m.set_defaults(func=cmd_match)
 

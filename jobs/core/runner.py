@@ -10,12 +10,14 @@ import time
 from dataclasses import dataclass
 from functools import lru_cache
 
-from . import oracle
+from . import oracle, zstream
 from .automaton import SESAutomaton
 from .events import Event
 from .matches import Match, sorted_matches
 from .pattern import Pattern
+from .plans import cost_tree
 from .windows import Pruning, match_windows
+from .zstream import DEFAULT_MAX_MATCHES
 
 MATCHERS = ("ses", "zstream", "bruteforce")
 STRATEGIES = ("lazy", "eager")
@@ -28,12 +30,14 @@ class MatchOptions:
     filter: bool = True
     partition: bool = True
     conditions: bool = True
+    plan: str = "zstream"  # zstream only: the plan generator
+    max_matches_per_window: int = DEFAULT_MAX_MATCHES
 
 
 def new_stats(events: list[Event]) -> dict:
     return {"events": len(events), "events_after_filter": len(events), "partitions": 1,
             "windows": 0, "candidate_windows": 0, "matcher_calls": 0, "matches": 0,
-            "max_instances": 0, "seconds": 0.0}
+            "seconds": 0.0}
 
 
 def run(pattern: Pattern, events: list[Event], options: MatchOptions = MatchOptions()):
@@ -80,5 +84,20 @@ def _ses(pattern, events, options, stats) -> list[Match]:
 
 
 def _zstream(pattern, events, options, stats) -> list[Match]:
-    raise NotImplementedError("the zstream matcher is not built yet (issue 4); "
-                              "use --matcher bruteforce")
+    partitioned = options.partition and bool(pattern.partition_attributes) \
+        and options.strategy == "lazy"
+    evaluator, plan_stats = zstream.build(pattern, events, options.plan, partitioned,
+                                          options.max_matches_per_window)
+    stats["plan"] = str(evaluator.plan)
+    stats["plan_cost"] = round(cost_tree(evaluator.plan, plan_stats), 3)
+    if options.strategy == "eager":  # the tree over the whole stream, no windows
+        stats["windows"] = stats["candidate_windows"] = 0
+        stats["matcher_calls"] = 1
+        found, peak = evaluator.evaluate(events, [evaluator.event_mask(e) for e in events])
+        stats["max_partial_matches"] = peak
+        return found
+    pruning = Pruning(filter=options.filter, partition=options.partition,
+                      conditions=options.conditions)
+    return match_windows(pattern, events,
+                         lambda window, masks: evaluator.evaluate(window, masks, first=window[0]),
+                         evaluator.event_mask, pruning, stats, peak_key="max_partial_matches")

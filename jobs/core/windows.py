@@ -107,11 +107,13 @@ def _missing(value) -> bool:
 
 def match_windows(pattern: Pattern, events: list[Event], algorithm: Algorithm,
                   event_mask: Callable[[Event], int], pruning: Pruning = Pruning(),
-                  stats: dict | None = None, on_window=None) -> list[Match]:
+                  stats: dict | None = None, on_window=None,
+                  peak_key: str = "max_instances") -> list[Match]:
     """Algorithm 1, Match(P, E, A), over ``events`` in processing order.
 
     ``algorithm(window, masks)`` is A(P, W): it returns the matches that start at the
-    window's first event and its peak of live automaton instances. ``on_window`` (tests)
+    window's first event and its peak of work items (live automaton instances, or partial
+    matches for ZStream), reported as ``peak_key``. ``on_window`` (tests)
     sees every window considered: (events, counters, conditions 4-5, counters positive).
     """
     tau = pattern.tau
@@ -123,7 +125,7 @@ def match_windows(pattern: Pattern, events: list[Event], algorithm: Algorithm,
     tie = 0
     out: list[Match] = []
     st = {"events": len(events), "events_after_filter": 0, "partitions": 0, "windows": 0,
-          "candidate_windows": 0, "matcher_calls": 0, "max_instances": 0,
+          "candidate_windows": 0, "matcher_calls": 0, peak_key: 0,
           "max_window": 0, "max_buffered": 0}
     buffered = 0
 
@@ -142,8 +144,8 @@ def match_windows(pattern: Pattern, events: list[Event], algorithm: Algorithm,
             st["matcher_calls"] += 1
             found, peak = algorithm([x[0] for x in evs], [x[1] for x in evs])
             out.extend(found)
-            if peak > st["max_instances"]:
-                st["max_instances"] = peak
+            if peak > st[peak_key]:
+                st[peak_key] = peak
         evs.popleft()
         buffered -= 1
         if w.stats is not None:

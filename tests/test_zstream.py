@@ -1,0 +1,146 @@
+"""ZStream: all matches by tree plans, equal to the oracle (Definition 2) for every plan
+shape and every pruning combination; plans, the cost model and the cap."""
+
+import itertools
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.cli import main
+from jobs.core import oracle
+from jobs.core.plans import (
+    Join,
+    Leaf,
+    LeftDeepPlanner,
+    PlanStatistics,
+    ZStreamPlanner,
+    cost_tree,
+    partial_matches,
+)
+from jobs.core.runner import MatchOptions, run
+from jobs.core.zstream import MatchCapExceeded, ZStreamEvaluator
+
+from .helpers import EXAMPLES, ROOT, chemo_mw, keys, pattern_file, pattern_text
+from .strategies import event_tables, patterns
+
+COMBINATIONS = [MatchOptions(matcher="zstream", strategy="eager")] + [
+    MatchOptions(matcher="zstream", filter=f, partition=p, conditions=c, plan=plan)
+    for (f, p, c), plan in itertools.product(itertools.product([True, False], repeat=3),
+                                             ["zstream", "left-deep"])]
+
+
+@st.composite
+def trees(draw, pattern):
+    """A random tree shape over a random order of the pattern's variables."""
+    leaves = [Leaf(v.index, str(v)) for v in pattern.variables]
+    leaves = draw(st.permutations(leaves))
+
+    def build(items):
+        if len(items) == 1:
+            return items[0]
+        k = draw(st.integers(1, len(items) - 1))
+        return Join(build(items[:k]), build(items[k:]))
+
+    return build(list(leaves))
+
+
+def zpattern(name):
+    p = pattern_file(name)
+    return pattern_text(open(p.path).read().replace("matcher: ses", "matcher: zstream"))
+
+
+def test_p1_all_eleven_matches_every_combination():
+    p, events = zpattern("mw_chemo_p1"), chemo_mw()
+    expected = keys(oracle.all_matches(p, events))
+    assert len(expected) == 11
+    for options in COMBINATIONS:
+        found, stats = run(p, events, options)
+        assert keys(found) == expected, options
+        assert stats["matches"] == 11
+
+
+def test_q1_all_matches():
+    from .helpers import chemo_ses
+    p, events = zpattern("ses_chemo_q1"), chemo_ses()
+    expected = keys(oracle.all_matches(p, events))
+    for options in COMBINATIONS:
+        assert keys(run(p, events, options)[0]) == expected, options
+
+
+@given(st.data())
+def test_every_plan_shape_equals_the_oracle(data):
+    pattern = data.draw(patterns(matcher="zstream"))
+    events = data.draw(event_tables(max_events=8))
+    expected = keys(oracle.all_matches(pattern, events))
+    plan = data.draw(trees(pattern))
+    for partitioned in (False, True):
+        if partitioned and not pattern.partition_attributes:
+            continue
+        ev = ZStreamEvaluator(pattern, plan, partitioned=partitioned)
+        masks = [ev.event_mask(e) for e in events]
+        if partitioned:  # one partition at a time, as the match windows do
+            found = set()
+            for part in oracle.partitions(pattern, events).values():
+                pm = [ev.event_mask(e) for e in part]
+                found |= keys(ev.evaluate(part, pm)[0])
+        else:
+            found = keys(ev.evaluate(events, masks)[0])
+        assert found == expected, str(plan)
+
+
+@given(patterns(matcher="zstream"), event_tables(max_events=8))
+def test_every_combination_equals_the_oracle(pattern, events):
+    expected = keys(oracle.all_matches(pattern, events))
+    for options in COMBINATIONS:
+        assert keys(run(pattern, events, options)[0]) == expected, options
+
+
+def test_cost_model_and_zstream_plan_choice():
+    """PM(in) = PM(l)·PM(r)·SEL; the DP finds the cheapest shape for the leaf order."""
+    p = pattern_text("name: x\nsource: s\nwithin: 1d\nsets: [[a], [b], [c]]\n")
+    st_ = PlanStatistics((100.0, 100.0, 2.0), {(0, 1): 0.5, (1, 2): 0.01, (0, 2): 1.0})
+    a, b, c = (Leaf(i, n) for i, n in enumerate("abc"))
+    left_deep = Join(Join(a, b), c)
+    right_deep = Join(a, Join(b, c))
+    assert partial_matches(Join(a, b), st_) == 100 * 100 * 0.5
+    assert cost_tree(left_deep, st_) == 202 + 5000 + 5000 * 2 * 0.01 * 1.0
+    assert cost_tree(right_deep, st_) == 202 + 2 + 100 * 2 * 0.5 * 1.0
+    assert ZStreamPlanner().plan(p, st_) == right_deep
+    assert LeftDeepPlanner().plan(p, st_) == left_deep
+    assert str(right_deep) == "(a ⋈ (b ⋈ c))"
+
+
+def test_plan_option_prints_tree_and_cost(capsys, tmp_path):
+    z = tmp_path / "z.yaml"
+    z.write_text(open(ROOT / "patterns" / "mw_chemo_p1.yaml").read().replace(
+        "matcher: ses", "matcher: zstream"))
+    code = main(["match", str(z), str(EXAMPLES / "chemo_match_windows.csv"), "--plan", "--stats"])
+    out, err = capsys.readouterr()
+    assert code == 0 and len(out.splitlines()) == 11
+    first, stats = err.splitlines()[0], json.loads(err.splitlines()[1])
+    assert first.startswith("plan (zstream): ") and "estimated Cost_tree = " in first
+    assert stats["plan"] in first and stats["max_partial_matches"] > 0
+
+
+def test_cap_names_the_window_and_how_to_raise_it(capsys, tmp_path):
+    from jobs.core.events import Event, order
+    p = pattern_text("name: blowup\nsource: s\nwithin: 10d\nsets: [[a+], [b]]\nconditions:\n"
+                     "  - a.type = 'A'\n  - b.type = 'B'\nmatcher: zstream\n")
+    events = order([Event(f"a{i:02d}", i, {"type": "A"}) for i in range(16)] +
+                   [Event("b", 100, {"type": "B"})])
+    with pytest.raises(MatchCapExceeded) as info:
+        run(p, events, MatchOptions(max_matches_per_window=1000))
+    msg = str(info.value)
+    assert "more than 1,000 partial matches" in msg and "event a00" in msg
+    assert "--max-matches-per-window" in msg
+    assert len(run(p, events, MatchOptions(max_matches_per_window=10**6))[0]) == 2**16 - 1
+    f = tmp_path / "e.csv"
+    f.write_text("event_id,ts,type\n" + "".join(f"a{i:02d},2010-01-01T00:00:{i:02d},A\n"
+                                                for i in range(16)) + "b,2010-01-02,B\n")
+    y = tmp_path / "p.yaml"
+    y.write_text("name: blowup\nsource: s\nwithin: 10d\nsets: [[a+], [b]]\nconditions:\n"
+                 "  - a.type = 'A'\n  - b.type = 'B'\nmatcher: zstream\n")
+    code = main(["match", str(y), str(f), "--max-matches-per-window", "500"])
+    assert code == 3 and "raise the cap" in capsys.readouterr().err
