@@ -9,11 +9,16 @@ the most frequent event types. Every pattern runs on the same slice of the log w
 * baseline match windows, A called for every window, no pruning;
 * f, fp, fpc  + filtering (Theorem 1), + partitioning (Def. 6), + necessary conditions.
 
-All six must return identical matches (checked). Throughput = events / second; factors
-are relative to the baseline, as in the paper's Figs. 6-7. Output: a Markdown table on
-stdout and in bench/out/match_windows.md, raw figures in .json, and a PNG plot.
+With ``--matcher zstream`` the same patterns run with ZStream (all matches): baseline, f,
+fp, fpc with ZStream's plan, and fpc with the left-deep plan (``fpc-ld``; best of five
+runs against the best of five of fpc, to compare the plans on equal terms; the table says
+how many patterns got the same tree from both generators).
 
-    python bench/match_windows.py [--events 4000] [--per-k 3] [--kmax 6]
+All configurations must return identical matches (checked). Throughput = events / second;
+factors are relative to the baseline, as in the paper's Figs. 6-7. Output: a Markdown table
+on stdout and in bench/out/<matcher>_windows.md, raw figures in .json, and a PNG plot.
+
+    python bench/match_windows.py [--matcher ses|zstream] [--events N] [--per-k 3] [--kmax 6]
 """
 
 from __future__ import annotations
@@ -35,12 +40,23 @@ from jobs.core.runner import MatchOptions, run  # noqa: E402
 
 HOSPITAL = ROOT.parent / "shared" / "data" / "real" / "bpi2011_hospital.parquet"
 CONFIGS = {
-    "eager": MatchOptions(matcher="ses", strategy="eager"),
-    "baseline": MatchOptions(matcher="ses", filter=False, partition=False, conditions=False),
-    "f": MatchOptions(matcher="ses", filter=True, partition=False, conditions=False),
-    "fp": MatchOptions(matcher="ses", filter=True, partition=True, conditions=False),
-    "fpc": MatchOptions(matcher="ses"),
+    "ses": {
+        "eager": MatchOptions(matcher="ses", strategy="eager"),
+        "baseline": MatchOptions(matcher="ses", filter=False, partition=False, conditions=False),
+        "f": MatchOptions(matcher="ses", filter=True, partition=False, conditions=False),
+        "fp": MatchOptions(matcher="ses", filter=True, partition=True, conditions=False),
+        "fpc": MatchOptions(matcher="ses"),
+    },
+    "zstream": {
+        "baseline": MatchOptions(matcher="zstream", filter=False, partition=False,
+                                 conditions=False),
+        "f": MatchOptions(matcher="zstream", filter=True, partition=False, conditions=False),
+        "fp": MatchOptions(matcher="zstream", filter=True, partition=True, conditions=False),
+        "fpc": MatchOptions(matcher="zstream"),
+        "fpc-ld": MatchOptions(matcher="zstream", plan="left-deep"),
+    },
 }
+REPEATS = {"fpc": 5, "fpc-ld": 5}  # best of n, where two configurations are compared closely
 
 
 def load_hospital(n_events: int, start: str) -> list[Event]:
@@ -59,13 +75,13 @@ def load_hospital(n_events: int, start: str) -> list[Event]:
     return order(Event(f"h{r.pop('row'):06d}", t, r) for t, r in zip(stamps, rows))
 
 
-def make_pattern(kind: str, types: list[str], tau: str):
+def make_pattern(kind: str, types: list[str], tau: str, matcher: str = "ses"):
     names = [f"v{i + 1}" for i in range(len(types))]
     sets = [[n] for n in names] if kind == "Pseq" else [names]
     conds = [f"{n}.event_type = '{t}'" for n, t in zip(names, types)]
     conds += [f"{a}.patient = {b}.patient" for a, b in zip(names, names[1:])]
     text = (f"name: bench\nsource: hospital\nwithin: {tau}\nsets: {sets}\n".replace("'", "")
-            + "conditions:\n" + "".join(f'  - "{c}"\n' for c in conds))
+            + "conditions:\n" + "".join(f'  - "{c}"\n' for c in conds) + f"matcher: {matcher}\n")
     return parse_pattern(text, "<bench>")
 
 
@@ -78,7 +94,8 @@ def frequent_types(events: list[Event], top: int) -> list[str]:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--events", type=int, default=4000, help="slice length (events)")
+    ap.add_argument("--matcher", choices=("ses", "zstream"), default="ses")
+    ap.add_argument("--events", type=int, default=20000, help="slice length (events)")
     ap.add_argument("--start", default="2006-01-01", help="slice start date")
     ap.add_argument("--per-k", type=int, default=3, help="random patterns per k and kind")
     ap.add_argument("--kmax", type=int, default=6)
@@ -99,44 +116,48 @@ def main(argv=None) -> int:
     for k in range(1, args.kmax + 1):
         for kind in ("Pseq", "Pset"):
             for j in range(args.per_k):
-                pattern = make_pattern(kind, rng.sample(types, k), args.tau)
+                pattern = make_pattern(kind, rng.sample(types, k), args.tau, args.matcher)
                 row = {"kind": kind, "k": k, "pattern": j, "configs": {}}
                 reference = None
-                for name, options in CONFIGS.items():
-                    t0 = time.perf_counter()
-                    matches, stats = run(pattern, events, options)
-                    seconds = time.perf_counter() - t0
+                for name, options in CONFIGS[args.matcher].items():
+                    seconds = float("inf")
+                    for _ in range(REPEATS.get(name, 1) if args.matcher == "zstream" else 1):
+                        t0 = time.perf_counter()
+                        matches, stats = run(pattern, events, options)
+                        seconds = min(seconds, time.perf_counter() - t0)
                     keyset = {m.key for m in matches}
                     if reference is None:
                         reference = keyset
                     elif keyset != reference:
-                        raise SystemExit(f"{kind} k={k} #{j}: {name} differs from eager")
+                        raise SystemExit(f"{kind} k={k} #{j}: {name} differs from the first")
                     stats["seconds"] = seconds
                     stats["throughput"] = len(events) / seconds
                     row["configs"][name] = stats
                 results.append(row)
                 c = row["configs"]
-                print(f"  {kind} k={k} #{j}: matches={c['fpc']['matches']} "
-                      f"baseline={c['baseline']['seconds']:.2f}s fpc={c['fpc']['seconds']:.3f}s "
-                      f"eager={c['eager']['seconds']:.2f}s", file=sys.stderr, flush=True)
-    table = summarize(results, len(events))
+                print(f"  {kind} k={k} #{j}: matches={c['fpc']['matches']} " + " ".join(
+                    f"{n}={c[n]['seconds']:.3f}s" for n in c), file=sys.stderr, flush=True)
+    table = summarize(results, len(events), args.matcher)
     print(table)
-    (out / "match_windows.md").write_text(table + "\n")
-    (out / "match_windows.json").write_text(json.dumps(results, indent=1))
-    plot(results, out / "match_windows.png")
-    print(f"\nwritten: {out}/match_windows.md, .json, .png", file=sys.stderr)
+    stem = f"{args.matcher}_windows"
+    (out / f"{stem}.md").write_text(table + "\n")
+    (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
+    plot(results, out / f"{stem}.png", args.matcher)
+    print(f"\nwritten: {out}/{stem}.md, .json, .png", file=sys.stderr)
     return 0
 
 
-def summarize(results, n_events: int) -> str:
-    lines = [
-        f"Throughput factors over the baseline (mean throughput of the patterns per row), "
-        f"{n_events} hospital events.",
-        "",
-        "| pattern | k | baseline ev/s | f | fp | fpc | fpc/eager | windows (base → fpc) "
-        "| calls of A (base → fpc) | peak instances (eager → fpc) | largest window (base → fpc) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
+def summarize(results, n_events: int, matcher: str) -> str:
+    zs = matcher == "zstream"
+    head = ("| pattern | k | baseline ev/s | f | fp | fpc | ZStream plan / left-deep (fpc) "
+            "| windows (base → fpc) | calls of A (base → fpc) | peak partial matches (base → fpc) "
+            "| largest window (base → fpc) |") if zs else (
+            "| pattern | k | baseline ev/s | f | fp | fpc | fpc/eager | windows (base → fpc) "
+            "| calls of A (base → fpc) | peak instances (eager → fpc) "
+            "| largest window (base → fpc) |")
+    lines = [f"{matcher}: throughput factors over the baseline (mean throughput of the patterns "
+             f"per row), {n_events} hospital events.", "", head,
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     groups: dict[tuple, list] = {}
     for r in results:
         groups.setdefault((r["kind"], r["k"]), []).append(r["configs"])
@@ -148,20 +169,27 @@ def summarize(results, n_events: int) -> str:
             return sum(c[name][key] for c in cs)
 
         def peak(name, key, cs=cs):
-            return max(c[name][key] for c in cs)
+            return max(c[name].get(key, 0) for c in cs)
 
         base = thr("baseline")
+        if zs:
+            same = sum(c["fpc"]["plan"] == c["fpc-ld"]["plan"] for c in cs)
+            versus = f"{thr('fpc') / thr('fpc-ld'):.2f}× ({same}/{len(cs)} same tree)"
+            peaks = (f"{peak('baseline', 'max_partial_matches'):,} → "
+                     f"{peak('fpc', 'max_partial_matches'):,}")
+        else:
+            versus = f"{thr('fpc') / thr('eager'):.1f}×"
+            peaks = f"{peak('eager', 'max_instances'):,} → {peak('fpc', 'max_instances'):,}"
         lines.append(
             f"| {kind} | {k} | {base:,.0f} | {thr('f') / base:.1f}× | {thr('fp') / base:.1f}× "
-            f"| {thr('fpc') / base:.1f}× | {thr('fpc') / thr('eager'):.1f}× "
+            f"| {thr('fpc') / base:.1f}× | {versus} "
             f"| {tot('baseline', 'windows'):,} → {tot('fpc', 'windows'):,} "
             f"| {tot('baseline', 'matcher_calls'):,} → {tot('fpc', 'matcher_calls'):,} "
-            f"| {peak('eager', 'max_instances'):,} → {peak('fpc', 'max_instances'):,} "
-            f"| {peak('baseline', 'max_window'):,} → {peak('fpc', 'max_window'):,} |")
+            f"| {peaks} | {peak('baseline', 'max_window'):,} → {peak('fpc', 'max_window'):,} |")
     return "\n".join(lines)
 
 
-def plot(results, path: Path) -> None:
+def plot(results, path: Path, matcher: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -170,7 +198,8 @@ def plot(results, path: Path) -> None:
     fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for ax, kind in zip(axes, ("Pseq", "Pset")):
         ks = sorted({r["k"] for r in results if r["kind"] == kind})
-        for name, style in (("f", "o-"), ("fp", "s-"), ("fpc", "^-"), ("eager", "x--")):
+        other = ("fpc-ld", "x--") if matcher == "zstream" else ("eager", "x--")
+        for name, style in (("f", "o-"), ("fp", "s-"), ("fpc", "^-"), other):
             ys = []
             for k in ks:
                 cs = [r["configs"] for r in results if r["kind"] == kind and r["k"] == k]
@@ -178,7 +207,7 @@ def plot(results, path: Path) -> None:
                 ys.append(statistics.mean(c[name]["throughput"] for c in cs) / base)
             ax.plot(ks, ys, style, label=name)
         ax.set_yscale("log")
-        ax.set_title(f"{kind}: throughput / baseline (SES, hospital log)")
+        ax.set_title(f"{kind}: throughput / baseline ({matcher}, hospital log)")
         ax.set_xlabel("k (variables)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("factor (log)")

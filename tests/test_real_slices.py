@@ -92,3 +92,26 @@ def test_sepsis_slice(sepsis, name):
 @pytest.mark.parametrize("name", sorted(HOSPITAL))
 def test_hospital_slice(hospital, name):
     check_all(pattern_text(HOSPITAL[name]), hospital)
+
+
+def all_matches_per_partition(pattern, events):
+    """Def. 2 per partition: with X non-empty no match mixes partitions (its equalities
+    would fail), so the union over partitions is every match, and far cheaper to enumerate."""
+    assert pattern.partition_attributes
+    out = []
+    for part in oracle.partitions(pattern, events).values():
+        out.extend(oracle.all_matches(pattern, part))
+    return out
+
+
+@pytest.mark.parametrize("name", ["triage_then_antibiotics", "blood_counts_then_consult",
+                                  "electrolytes_any_order"])
+def test_zstream_real_slices(sepsis, hospital, name):
+    text = {**SEPSIS, **HOSPITAL}[name] + "matcher: zstream\n"
+    events = sepsis if name in SEPSIS else hospital
+    pattern = pattern_text(text)
+    expected = keys(all_matches_per_partition(pattern, events))
+    assert expected
+    from .test_zstream import COMBINATIONS as Z
+    for options in Z:
+        assert keys(run(pattern, events, options)[0]) == expected, options
