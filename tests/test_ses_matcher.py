@@ -38,7 +38,8 @@ def test_fig5_summary_statistics_sequence():
     p = pattern_file("mw_chemo_p1")
     a = SESAutomaton(p, partitioned=True)
     seen = []
-    match_windows(p, chemo_mw(), a.run_from_first, a.event_mask,
+    events = chemo_mw()
+    match_windows(p, events, a.run_from_first, a.event_mask.batch(events),
                   on_window=lambda evs, cnt, c45, pos: seen.append(
                       ([e.id for e in evs], cnt, c45, pos)))
     first = [s for s in seen if s[0][0] == "e1"][0]
@@ -127,7 +128,7 @@ def test_necessary_conditions_never_reject_a_window_with_a_match(data):
     a = SESAutomaton(pattern)
     starts = {m.start.id for m in oracle.ses_exec(pattern, events)}
     rejected = []
-    match_windows(pattern, events, a.run_from_first, a.event_mask,
+    match_windows(pattern, events, a.run_from_first, a.event_mask.batch(events),
                   Pruning(partition=False),
                   on_window=lambda evs, cnt, c45, pos: None if (c45 and pos) else rejected.append(evs[0].id))
     assert not starts & set(rejected)

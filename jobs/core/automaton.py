@@ -166,8 +166,7 @@ class SESAutomaton:
         alive: list[Instance] = []
         peak = 0
         tau, final, start = self.tau, self.final, self.start
-        for e in events:
-            mask = self.event_mask(e)
+        for e, mask in zip(events, self.event_mask.batch(events)):
             alive.append(self.new_instance())
             nxt = []
             for inst in alive:

@@ -79,8 +79,8 @@ def _ses(pattern, events, options, stats) -> list[Match]:
     automaton = compile_ses(pattern, partitioned)
     pruning = Pruning(filter=options.filter, partition=options.partition,
                       conditions=options.conditions)
-    return match_windows(pattern, events, automaton.run_from_first, automaton.event_mask,
-                         pruning, stats)
+    return match_windows(pattern, events, automaton.run_from_first,
+                         automaton.event_mask.batch(events), pruning, stats)
 
 
 def _zstream(pattern, events, options, stats) -> list[Match]:
@@ -93,11 +93,12 @@ def _zstream(pattern, events, options, stats) -> list[Match]:
     if options.strategy == "eager":  # the tree over the whole stream, no windows
         stats["windows"] = stats["candidate_windows"] = 0
         stats["matcher_calls"] = 1
-        found, peak = evaluator.evaluate(events, [evaluator.event_mask(e) for e in events])
+        found, peak = evaluator.evaluate(events, evaluator.event_mask.batch(events))
         stats["max_partial_matches"] = peak
         return found
     pruning = Pruning(filter=options.filter, partition=options.partition,
                       conditions=options.conditions)
     return match_windows(pattern, events,
                          lambda window, masks: evaluator.evaluate(window, masks, first=window[0]),
-                         evaluator.event_mask, pruning, stats, peak_key="max_partial_matches")
+                         evaluator.event_mask.batch(events), pruning, stats,
+                         peak_key="max_partial_matches")

@@ -106,12 +106,12 @@ def _missing(value) -> bool:
 
 
 def match_windows(pattern: Pattern, events: list[Event], algorithm: Algorithm,
-                  event_mask: Callable[[Event], int], pruning: Pruning = Pruning(),
+                  masks: list[int], pruning: Pruning = Pruning(),
                   stats: dict | None = None, on_window=None,
                   peak_key: str = "max_instances") -> list[Match]:
     """Algorithm 1, Match(P, E, A), over ``events`` in processing order.
 
-    ``algorithm(window, masks)`` is A(P, W): it returns the matches that start at the
+    ``masks`` holds ē of every event (Theorem 1). ``algorithm(window, masks)`` is A(P, W): it returns the matches that start at the
     window's first event and its peak of work items (live automaton instances, or partial
     matches for ZStream), reported as ``peak_key``. ``on_window`` (tests)
     sees every window considered: (events, counters, conditions 4-5, counters positive).
@@ -155,14 +155,23 @@ def match_windows(pattern: Pattern, events: list[Event], algorithm: Algorithm,
         while w.events and (now is None or now - w.events[0][0].ts > tau):
             close_first(w)
 
-    for e in events:
-        mask = event_mask(e)
-        if pruning.filter and not mask:
+    filtering = pruning.filter
+    single = attrs[0] if len(attrs) == 1 else None
+    kept = 0
+    for e, mask in zip(events, masks):
+        if filtering and not mask:
             continue
-        key = tuple(e.attrs.get(a) for a in attrs)
-        if attrs and any(_missing(k) for k in key):
-            continue  # a missing partition value never equals anything: no match has e
-        st["events_after_filter"] += 1
+        if single is not None:
+            key = e.attrs.get(single)
+            if key is None or key != key:  # missing or NaN equals nothing: no match has e
+                continue
+        elif attrs:
+            key = tuple(e.attrs.get(a) for a in attrs)
+            if any(_missing(k) for k in key):
+                continue
+        else:
+            key = ()
+        kept += 1
         # close every window (of any partition) that e shows to be complete
         while heap and e.ts - heap[0][0] > tau:
             _, _, k = heapq.heappop(heap)
@@ -187,6 +196,7 @@ def match_windows(pattern: Pattern, events: list[Event], algorithm: Algorithm,
             st["max_buffered"] = buffered
     for w in windows.values():
         close_until(w, None)
+    st["events_after_filter"] = kept
     st["partitions"] = len(windows)
     if stats is not None:
         for k, v in st.items():
