@@ -29,7 +29,8 @@ run: $(STAMP)
 	$(PY) -m jobs demo
 
 bench: $(STAMP)
-	$(PY) bench/match_windows.py
+	$(PY) bench/match_windows.py --matcher ses --events 20000 --per-k 3
+	$(PY) bench/match_windows.py --matcher zstream --events 8000 --per-k 2
 
 # Re-resolve the lock from requirements.in (needs the package index).
 lock:
