@@ -95,17 +95,34 @@ def is_match(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
             seq = ordered[v.name]
             if not all(prev.holds(a.attrs, b.attrs) for a, b in zip(seq, seq[1:])):
                 return False
-    for rel in pattern.relationships:
-        for a in ordered[rel.left.var]:
-            for b in ordered[rel.right.var]:
-                if not compare(rel.op, a.attrs.get(rel.left.attr), b.attrs.get(rel.right.attr)):
-                    return False
+    if not relationships_hold(pattern, ordered):
+        return False
     # condition 2
-    for v in variables:
-        for w in variables:
-            if w.set_index == v.set_index + 1:
-                if not all(a.ts < b.ts for a in ordered[v.name] for b in ordered[w.name]):
-                    return False
+    if not set_order_holds(pattern, ordered):
+        return False
     # condition 3
     stamps = [e.ts for es in ordered.values() for e in es]
     return max(stamps) - min(stamps) <= pattern.tau
+
+
+def relationships_hold(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
+    """Condition 1 for the relationships whose two variables are both in ``binding``:
+    every pair of their events."""
+    for rel in pattern.relationships:
+        if rel.left.var in binding and rel.right.var in binding:
+            for a in binding[rel.left.var]:
+                for b in binding[rel.right.var]:
+                    if not compare(rel.op, a.attrs.get(rel.left.attr), b.attrs.get(rel.right.attr)):
+                        return False
+    return True
+
+
+def set_order_holds(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
+    """Condition 2 for the variables in ``binding``: B_i strictly before B_{i+1}."""
+    bound = [v for v in pattern.variables if v.name in binding]
+    for v in bound:
+        for w in bound:
+            if w.set_index == v.set_index + 1:
+                if not all(a.ts < b.ts for a in binding[v.name] for b in binding[w.name]):
+                    return False
+    return True

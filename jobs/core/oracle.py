@@ -17,7 +17,7 @@ from collections import defaultdict
 
 from .conditions import compare
 from .events import Event
-from .matches import Match, is_match, make_match
+from .matches import Match, is_match, make_match, relationships_hold, set_order_holds
 from .pattern import Pattern, Variable
 
 
@@ -25,20 +25,8 @@ from .pattern import Pattern, Variable
 # Definition 2 of the match-window paper: all matches
 # --------------------------------------------------------------------------------------
 def _partial_ok(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
-    """Conditions 1-3 restricted to the variables bound so far (for pruning the search)."""
-    sub_vars = [v for v in pattern.variables if v.name in binding]
-    for rel in pattern.relationships:
-        if rel.left.var in binding and rel.right.var in binding:
-            for a in binding[rel.left.var]:
-                for b in binding[rel.right.var]:
-                    if not compare(rel.op, a.attrs.get(rel.left.attr), b.attrs.get(rel.right.attr)):
-                        return False
-    for v in sub_vars:
-        for w in sub_vars:
-            if w.set_index == v.set_index + 1:
-                if not all(a.ts < b.ts for a in binding[v.name] for b in binding[w.name]):
-                    return False
-    return True
+    """Conditions 1-2 restricted to the variables bound so far (for pruning the search)."""
+    return relationships_hold(pattern, binding) and set_order_holds(pattern, binding)
 
 
 def _group_sequences(var: Variable, pattern: Pattern, candidates: list[Event]):
