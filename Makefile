@@ -26,7 +26,8 @@ validate: $(STAMP)
 	$(PY) -m jobs validate
 
 run: $(STAMP)
-	$(PY) -m jobs demo
+	$(PY) -m jobs validate
+	$(PY) -m jobs run
 
 bench: $(STAMP)
 	$(PY) bench/match_windows.py --matcher ses --events 20000 --per-k 3

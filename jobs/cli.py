@@ -114,26 +114,80 @@ def cmd_match(args) -> int:
     return 0
 
 
-def cmd_demo(args) -> int:
-    """What ``make run`` does until the Spark pipeline exists: lint, then match every
-    pattern over its source's example file locally, and say what is not built yet."""
-    if cmd_validate(argparse.Namespace(paths=[], sources=None)) != 0:
-        return 1
-    sources = load_sources()
-    for f in pattern_files([str(ROOT / "patterns")]):
-        pattern = load_pattern(f)
-        source = sources[pattern.source]
-        if not source.example:
-            print(f"{pattern.name}: source {source.name!r} has no local example file; skipped")
-            continue
-        events = read_events(ROOT / source.example, source.id_column, source.time_column)
-        matches, stats = run(pattern, events)
-        print(f"{pattern.name}: {len(matches)} match(es) in {stats['events']} events of "
-              f"{source.example} ({stats['seconds']:.3f} s)")
-        for m in matches:
-            print("  " + m.to_json())
-    print("\nnot built yet: the nightly Spark pipeline (ingest -> match -> validate -> publish "
-          "to Delta) is issue 5; this run matched locally, without Spark, and wrote nothing.")
+def _spark(args):
+    from .config import load_profile
+    from .spark import build_session
+
+    profile = load_profile(args.profile)
+    return profile, build_session(profile)
+
+
+def _pipeline_errors(fn):
+    """Clear one-line errors for what a user can fix (Java, config, missing input)."""
+    def wrapper(args) -> int:
+        from .config import ConfigError
+        from .ingest import IngestError
+        from .spark import JavaMissing
+
+        try:
+            return fn(args)
+        except (JavaMissing, ConfigError, IngestError, FileNotFoundError, PatternError,
+                ValueError) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    return wrapper
+
+
+@_pipeline_errors
+def cmd_ingest(args) -> int:
+    from .config import load_profile
+    from .pipeline import ingest_sources, new_run_id
+
+    profile = load_profile(args.profile)
+    ingest_sources(profile, new_run_id(args.logical_date or "manual"), args.source or None)
+    return 0
+
+
+@_pipeline_errors
+def cmd_match_job(args) -> int:
+    from datetime import date
+
+    from .pipeline import match_step, plan
+
+    profile, spark = _spark(args)
+    logical_date = args.logical_date or date.today().isoformat()
+    planned = plan(profile, Path(args.pattern), logical_date)
+    stats = match_step(spark, profile, planned, args.run_id, logical_date, args.slices)
+    print(json.dumps(stats, ensure_ascii=False))
+    return 0
+
+
+@_pipeline_errors
+def cmd_publish(args) -> int:
+    from .config import load_profile
+    from .pipeline import publish_step
+
+    row = publish_step(load_profile(args.profile), Path(args.pattern), args.run_id)
+    print(f"published {row['pattern']}: {row['inserted']} new match(es), "
+          f"{row['deleted'] or 0} removed, {row['matches']} in this run's range")
+    return 0
+
+
+@_pipeline_errors
+def cmd_run(args) -> int:
+    from .pipeline import run_all
+
+    profile, spark = _spark(args)
+    rows = run_all(spark, profile, args.logical_date, args.pattern or None, args.slices)
+    return 1 if any(r.get("status") == "failed" for r in rows) else 0
+
+
+@_pipeline_errors
+def cmd_backfill(args) -> int:
+    from .pipeline import backfill
+
+    profile, spark = _spark(args)
+    backfill(spark, profile, args.start, args.end, args.pattern or None)
     return 0
 
 
@@ -171,8 +225,41 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--stats", action="store_true", help="print counters as JSON on stderr")
     m.set_defaults(func=cmd_match)
 
-    d = sub.add_parser("demo", help="what `make run` does for now: lint and match the examples")
-    d.set_defaults(func=cmd_demo)
+    def pipeline_parser(name, help_text, func):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--profile", help="conf/pipeline.yaml profile (default: local, or "
+                                          "$SES_PROFILE)")
+        p.set_defaults(func=func)
+        return p
+
+    i = pipeline_parser("ingest", "raw landing files -> events/<source> Delta tables", cmd_ingest)
+    i.add_argument("--source", action="append", help="only this source (repeatable)")
+    i.add_argument("--logical-date", help="names the ingest run")
+
+    j = pipeline_parser("match-job", "one pattern on Spark into staging (phases 1 and 2)",
+                        cmd_match_job)
+    j.add_argument("pattern")
+    j.add_argument("--run-id", required=True)
+    j.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+    j.add_argument("--slices", action="store_true", help="cut time into slices even with "
+                                                         "partition attributes")
+
+    u = pipeline_parser("publish", "staged matches -> matches/<pattern>, and the runs log",
+                        cmd_publish)
+    u.add_argument("pattern")
+    u.add_argument("--run-id", required=True)
+
+    r = pipeline_parser("run", "ingest, match and publish every pattern for a logical date",
+                        cmd_run)
+    r.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+    r.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
+    r.add_argument("--slices", action="store_true", help="cut time into slices everywhere")
+
+    b = pipeline_parser("backfill", "recompute the matches starting in [start, end)",
+                        cmd_backfill)
+    b.add_argument("--start", required=True, help="YYYY-MM-DD")
+    b.add_argument("--end", required=True, help="YYYY-MM-DD (exclusive)")
+    b.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
     return parser
 
 

@@ -1,25 +1,58 @@
-"""Reading ``conf/``: the sources and their schemas."""
+"""Reading ``conf/``: sources (schemas, landing, id rules) and pipeline profiles."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
+from .core.pattern import parse_duration
+
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
+KINDS = ("string", "integer", "double", "number", "timestamp")
+FORMATS = ("csv", "jsonl", "parquet")
+
+
+class ConfigError(ValueError):
+    """A configuration file that cannot be used; the message names file and entry."""
 
 
 @dataclass(frozen=True)
 class Source:
     name: str
     columns: dict[str, str]
-    id_column: str = "event_id"
     time_column: str = "ts"
+    id_column: str | None = "event_id"  # None: ids from the content hash rule
+    landing: str | None = None
+    format: str = "csv"
     example: str | None = None
     description: str = ""
-    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def id_rule(self) -> str:
+        return "column" if self.id_column else "content_hash"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    landing: str
+    lake: str
+    spark_master: str
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    allowed_lateness: int = 0  # ns
+    slice_length: int = 90 * 86400 * 10**9
+    max_partition_events: int = 1_000_000
+    max_matches_per_window: int = 100_000
+
+
+def _resolve(path: str) -> str:
+    if "://" in path or os.path.isabs(path):
+        return path
+    return str(ROOT / path)
 
 
 def load_sources(path: Path | None = None) -> dict[str, Source]:
@@ -28,14 +61,52 @@ def load_sources(path: Path | None = None) -> dict[str, Source]:
         doc = yaml.safe_load(f) or {}
     out = {}
     for name, spec in (doc.get("sources") or {}).items():
-        spec = dict(spec)
-        out[name] = Source(
-            name=name,
-            columns=dict(spec.pop("columns", {})),
-            id_column=spec.pop("id_column", "event_id"),
-            time_column=spec.pop("time_column", "ts"),
-            example=spec.pop("example", None),
-            description=spec.pop("description", ""),
-            extra=spec,
-        )
+        spec = dict(spec or {})
+        columns = dict(spec.get("columns") or {})
+        bad = {c: k for c, k in columns.items() if k not in KINDS}
+        if bad:
+            raise ConfigError(f"{path}: source {name!r}: unknown column kinds {bad} "
+                              f"(use {', '.join(KINDS)})")
+        fmt = spec.get("format", "csv")
+        if fmt not in FORMATS:
+            raise ConfigError(f"{path}: source {name!r}: format {fmt!r} (use {', '.join(FORMATS)})")
+        id_spec = spec.get("id") or {"column": spec.get("id_column", "event_id")}
+        if "column" in id_spec:
+            id_column = id_spec["column"]
+        elif id_spec.get("rule") == "content_hash":
+            id_column = None
+        else:
+            raise ConfigError(f"{path}: source {name!r}: id must be {{column: NAME}} or "
+                              "{rule: content_hash}")
+        time_column = spec.get("time_column", "ts")
+        if columns and time_column not in columns:
+            raise ConfigError(f"{path}: source {name!r}: time column {time_column!r} is not "
+                              "among its columns")
+        out[name] = Source(name=name, columns=columns, time_column=time_column,
+                           id_column=id_column, landing=spec.get("landing"), format=fmt,
+                           example=spec.get("example"), description=spec.get("description", ""))
     return out
+
+
+def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
+    name = name or os.environ.get("SES_PROFILE", "local")
+    path = path or CONF / "pipeline.yaml"
+    with open(path, encoding="utf-8") as f:
+        doc = yaml.safe_load(f) or {}
+    profiles = doc.get("profiles") or {}
+    if name not in profiles:
+        raise ConfigError(f"{path}: no profile {name!r} (profiles: {', '.join(profiles)})")
+    spec = profiles[name]
+    spark = spec.get("spark") or {}
+    match = spec.get("match") or {}
+    return Profile(
+        name=name,
+        landing=_resolve(spec["landing"]),
+        lake=_resolve(spec["lake"]),
+        spark_master=spark.get("master", "local[*]"),
+        spark_conf={k: str(v) for k, v in (spark.get("conf") or {}).items()},
+        allowed_lateness=parse_duration(match.get("allowed_lateness", "0s")),
+        slice_length=parse_duration(match.get("slice_length", "90d")),
+        max_partition_events=int(match.get("max_partition_events", 1_000_000)),
+        max_matches_per_window=int(match.get("max_matches_per_window", 100_000)),
+    )

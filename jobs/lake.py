@@ -1,0 +1,94 @@
+"""The lake: table locations and Delta Lake reads and writes through delta-rs (``deltalake``).
+
+delta-spark's JVM jars cannot be fetched here (no Maven), so Delta tables are written with
+delta-rs from Arrow, and Spark reads a table's current snapshot as Parquet files
+(``DeltaTable.file_uris()``, with ``basePath`` so that partition columns come back).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+
+@dataclass(frozen=True)
+class Lake:
+    root: str
+
+    def _p(self, *parts: str) -> str:
+        return os.path.join(self.root, *parts)
+
+    def events(self, source: str) -> str:
+        return self._p("events", source)
+
+    def quarantine(self, source: str) -> str:
+        return self._p("quarantine", source)
+
+    def ingest_log(self) -> str:
+        return self._p("ingest_log")
+
+    def staging(self, pattern: str, run_id: str) -> str:
+        return self._p("staging", pattern, run_id)
+
+    def matches(self, pattern: str) -> str:
+        return self._p("matches", pattern)
+
+    def runs(self) -> str:
+        return self._p("runs")
+
+
+def exists(path: str) -> bool:
+    return DeltaTable.is_deltatable(path)
+
+
+def table(path: str) -> DeltaTable:
+    if not exists(path):
+        raise FileNotFoundError(f"no Delta table at {path}: run the step that creates it first "
+                                "(ingest creates events/<source>, publish creates matches/<pattern>)")
+    return DeltaTable(path)
+
+
+def read_arrow(path: str, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """A table's current snapshot as Arrow (for small tables: runs, ingest log)."""
+    if not exists(path):
+        return None
+    ds = DeltaTable(path).to_pyarrow_dataset()
+    return ds.to_table(columns=columns, filter=filter)
+
+
+def append(path: str, data: pa.Table, partition_by: list[str] | None = None) -> None:
+    write_deltalake(path, data, mode="append", partition_by=partition_by,
+                    schema_mode="merge" if exists(path) else None)
+
+
+def insert_new(path: str, data: pa.Table, key: str | tuple[str, ...],
+               partition_by: list[str] | None = None) -> int:
+    """Insert the rows of ``data`` whose key is not in the table yet (MERGE ... WHEN NOT
+    MATCHED INSERT), creating the table if needed; returns the number of rows inserted."""
+    if data.num_rows == 0:
+        return 0
+    if not exists(path):
+        write_deltalake(path, data, partition_by=partition_by)
+        return data.num_rows
+    keys = (key,) if isinstance(key, str) else key
+    predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+    metrics = (DeltaTable(path).merge(data, predicate=predicate, source_alias="s",
+                                      target_alias="t")
+               .when_not_matched_insert_all().execute())
+    return int(metrics.get("num_target_rows_inserted", 0))
+
+
+def read_spark(spark, path: str, partition_filters=None):
+    """Spark DataFrame over the current snapshot of a Delta table (only the files of the
+    partitions that pass ``partition_filters``, e.g. [("event_date", ">=", "2006-01-01")])."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    dt = table(path)
+    files = dt.file_uris(partition_filters=partition_filters) if partition_filters else dt.file_uris()
+    if not files:
+        schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+        return spark.createDataFrame([], schema)
+    return spark.read.option("basePath", path).parquet(*files)

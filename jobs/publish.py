@@ -1,0 +1,104 @@
+"""``publish``: staging matches -> ``matches/<pattern>`` (Delta), and the ``runs`` log.
+
+The staged match rows of a run replace the published matches of the same pattern version
+whose first event lies in the run's range, in one Delta MERGE on ``match_id``: rows that
+are new are inserted, rows that no longer match are deleted, rows that stay are untouched.
+A rerun of the same logical date therefore changes nothing. A full recompute (new or
+changed pattern version) overwrites the table in one commit, so the old version's matches
+go with it. Matches reach the table from the staging Parquet files written by the
+executors; the driver streams them into the MERGE, bounded by the run's matches, never by
+the events.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+
+from . import lake as lk
+from .core.pattern import Pattern
+from .horizons import RunRange
+
+BINDINGS = pa.map_(pa.string(), pa.list_(pa.string()))
+TS = pa.timestamp("us", tz="UTC")
+
+
+def staged_matches(staging: str, pattern: Pattern, run_id: str) -> pa.Table:
+    """The match rows of a run, in the published schema (DESIGN.md section 4)."""
+    ds = pads.dataset(staging, format="parquet")
+    t = ds.to_table(filter=pc.field("kind") == "match")
+    n = t.num_rows
+    bindings = [list(json.loads(b).items()) for b in t.column("bindings").to_pylist()]
+    cols = {
+        "match_id": t.column("match_id"),
+        "pattern": pa.array([pattern.name] * n, pa.string()),
+        "pattern_version": pa.array([pattern.version] * n, pa.string()),
+    }
+    for k in pattern.partition_attributes:
+        cols[k] = t.column(k)
+    cols.update({
+        "start_ts": t.column("start_ts").cast(TS),
+        "end_ts": t.column("end_ts").cast(TS),
+        "n_events": t.column("n_events").cast(pa.int64()),
+        "bindings": pa.array(bindings, BINDINGS),
+        "run_id": pa.array([run_id] * n, pa.string()),
+    })
+    return pa.table(cols)
+
+
+def publish(lake: lk.Lake, pattern: Pattern, run_id: str, staging: str,
+            rng: RunRange) -> dict:
+    """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}."""
+    data = staged_matches(staging, pattern, run_id)
+    path = lake.matches(pattern.name)
+    if rng.full or not lk.exists(path):
+        lk.write_deltalake(path, data, mode="overwrite", schema_mode="overwrite")
+        return {"inserted": data.num_rows, "deleted": None, "published": data.num_rows}
+    scope = [f"t.pattern_version = '{pattern.version}'", f"t.start_ts < '{_iso(rng.high)}'"]
+    if rng.low is not None:
+        scope.append(f"t.start_ts >= '{_iso(rng.low)}'")
+    metrics = (lk.table(path).merge(data, predicate="t.match_id = s.match_id",
+                                    source_alias="s", target_alias="t")
+               .when_not_matched_insert_all()
+               .when_not_matched_by_source_delete(predicate=" AND ".join(scope))
+               .execute())
+    return {"inserted": int(metrics.get("num_target_rows_inserted", 0)),
+            "deleted": int(metrics.get("num_target_rows_deleted", 0)),
+            "published": lk.table(path).count()}
+
+
+def _iso(ns: int) -> str:
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+RUNS_SCHEMA = pa.schema([
+    ("run_id", pa.string()), ("logical_date", pa.string()), ("pattern", pa.string()),
+    ("pattern_version", pa.string()), ("source", pa.string()), ("matcher", pa.string()),
+    ("horizon_low", TS), ("horizon_high", TS), ("full_recompute", pa.bool_()),
+    ("events", pa.int64()), ("events_after_filter", pa.int64()), ("partitions", pa.int64()),
+    ("windows", pa.int64()), ("candidate_windows", pa.int64()), ("matcher_calls", pa.int64()),
+    ("matches", pa.int64()), ("inserted", pa.int64()), ("deleted", pa.int64()),
+    ("late_events", pa.int64()), ("seconds", pa.float64()), ("status", pa.string()),
+    ("message", pa.string()), ("started_at", TS), ("finished_at", TS)])
+
+
+def log_run(lake: lk.Lake, row: dict) -> None:
+    """Append one row (one pattern, one run) to the runs table."""
+    values = {}
+    for f in RUNS_SCHEMA:
+        v = row.get(f.name)
+        if f.type == TS and isinstance(v, int):
+            v = datetime.fromtimestamp(v / 1e9, tz=timezone.utc)
+        values[f.name] = pa.array([v], f.type)
+    lk.append(lake.runs(), pa.table(values, schema=RUNS_SCHEMA))
+
+
+def previous_runs(lake: lk.Lake, pattern: str) -> list[dict]:
+    t = lk.read_arrow(lake.runs())
+    if t is None:
+        return []
+    return [r for r in t.to_pylist() if r["pattern"] == pattern]

@@ -1,0 +1,51 @@
+"""The one place that builds the SparkSession, from the profile in ``conf/pipeline.yaml``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from .config import Profile
+
+
+class JavaMissing(RuntimeError):
+    pass
+
+
+def check_java() -> str:
+    """Spark needs Java 17 or newer; say how to get it instead of a Py4J stack trace."""
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") \
+        else shutil.which("java")
+    how = ("install it (Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless) "
+           "or point JAVA_HOME at a Java 17+ installation")
+    if not java or not os.path.exists(java):
+        raise JavaMissing(f"Spark needs Java 17 or newer and none was found: {how}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except OSError as exc:
+        raise JavaMissing(f"cannot run {java}: {exc}; {how}") from None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    major = int(m.group(1)) if m else 0
+    if major == 1 and m.group(2):  # "1.8" style
+        major = int(m.group(2))
+    if major < 17:
+        raise JavaMissing(f"Spark needs Java 17 or newer, {java} is Java {major or '?'}: {how}")
+    return java
+
+
+def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
+    """A SparkSession for the profile; Python workers use this interpreter (the venv)."""
+    check_java()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(profile.spark_master).appName(app_name)
+    for key, value in profile.spark_conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
