@@ -3,9 +3,10 @@
 The staged match rows of a run replace the published matches of the same pattern version
 whose first event lies in the run's range, in one Delta MERGE on ``match_id``: rows that
 are new are inserted, rows that no longer match are deleted, rows that stay are untouched.
-A rerun of the same logical date therefore changes nothing. A full recompute (new or
-changed pattern version) overwrites the table in one commit, so the old version's matches
-go with it. Matches reach the table from the staging Parquet files written by the
+A rerun of the same logical date therefore changes nothing (no commit at all). A full
+recompute (new or changed pattern version) also deletes the old version's rows in the same
+commit; when the new version's columns differ (other partition attributes), it overwrites
+the table in one commit instead. Matches reach the table from the staging Parquet files written by the
 executors; the driver streams them into the MERGE, bounded by the run's matches, never by
 the events.
 """
@@ -55,20 +56,29 @@ def publish(lake: lk.Lake, pattern: Pattern, run_id: str, staging: str,
     """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}."""
     data = staged_matches(staging, pattern, run_id)
     path = lake.matches(pattern.name)
-    if rng.full or not lk.exists(path):
+    if not lk.exists(path) or (rng.full and _schema_changed(path, data.schema)):
         lk.write_deltalake(path, data, mode="overwrite", schema_mode="overwrite")
-        return {"inserted": data.num_rows, "deleted": None, "published": data.num_rows}
-    scope = [f"t.pattern_version = '{pattern.version}'", f"t.start_ts < '{_iso(rng.high)}'"]
+        return {"inserted": data.num_rows, "deleted": 0, "published": data.num_rows}
+    # the rows this run is the truth for: its version's matches starting in the range,
+    # and, on a full recompute, every row of another version
+    scope = [f"t.start_ts < '{_iso(rng.high)}'"]
     if rng.low is not None:
         scope.append(f"t.start_ts >= '{_iso(rng.low)}'")
+    mine = f"t.pattern_version = '{pattern.version}' AND " + " AND ".join(scope)
+    delete_when = f"({mine}) OR t.pattern_version != '{pattern.version}'" if rng.full else mine
     metrics = (lk.table(path).merge(data, predicate="t.match_id = s.match_id",
                                     source_alias="s", target_alias="t")
                .when_not_matched_insert_all()
-               .when_not_matched_by_source_delete(predicate=" AND ".join(scope))
+               .when_not_matched_by_source_delete(predicate=delete_when)
                .execute())
     return {"inserted": int(metrics.get("num_target_rows_inserted", 0)),
             "deleted": int(metrics.get("num_target_rows_deleted", 0)),
             "published": lk.table(path).count()}
+
+
+def _schema_changed(path: str, schema: pa.Schema) -> bool:
+    current = pa.schema(lk.table(path).schema().to_arrow())
+    return [f.name for f in current] != [f.name for f in schema]
 
 
 def _iso(ns: int) -> str:

@@ -4,15 +4,15 @@ from jobs.core.events import read_events
 from jobs.core.loader import load_pattern, parse_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "data" / "examples"
+EXAMPLES = ROOT / "data" / "landing"
 
 
 def chemo_mw():
-    return read_events(EXAMPLES / "chemo_match_windows.csv")
+    return read_events(EXAMPLES / "chemo_mw" / "chemo_match_windows.csv")
 
 
 def chemo_ses():
-    return read_events(EXAMPLES / "chemo_ses.csv")
+    return read_events(EXAMPLES / "chemo_ses" / "chemo_ses.csv")
 
 
 def pattern_file(name: str):

@@ -116,7 +116,7 @@ def test_plan_option_prints_tree_and_cost(capsys, tmp_path):
     z = tmp_path / "z.yaml"
     z.write_text(open(ROOT / "patterns" / "mw_chemo_p1.yaml").read().replace(
         "matcher: ses", "matcher: zstream"))
-    code = main(["match", str(z), str(EXAMPLES / "chemo_match_windows.csv"), "--plan", "--stats"])
+    code = main(["match", str(z), str(EXAMPLES / "chemo_mw" / "chemo_match_windows.csv"), "--plan", "--stats"])
     out, err = capsys.readouterr()
     assert code == 0 and len(out.splitlines()) == 11
     first, stats = err.splitlines()[0], json.loads(err.splitlines()[1])

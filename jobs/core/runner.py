@@ -95,10 +95,13 @@ def _zstream(pattern, events, options, stats) -> list[Match]:
         stats["matcher_calls"] = 1
         found, peak = evaluator.evaluate(events, evaluator.event_mask.batch(events))
         stats["max_partial_matches"] = peak
+        stats["partial_matches"] = evaluator.work
         return found
     pruning = Pruning(filter=options.filter, partition=options.partition,
                       conditions=options.conditions)
-    return match_windows(pattern, events,
-                         lambda window, masks: evaluator.evaluate(window, masks, first=window[0]),
-                         evaluator.event_mask.batch(events), pruning, stats,
-                         peak_key="max_partial_matches")
+    found = match_windows(pattern, events,
+                          lambda window, masks: evaluator.evaluate(window, masks, first=window[0]),
+                          evaluator.event_mask.batch(events), pruning, stats,
+                          peak_key="max_partial_matches")
+    stats["partial_matches"] = evaluator.work
+    return found

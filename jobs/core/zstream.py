@@ -73,6 +73,7 @@ class ZStreamEvaluator:
         self.set_of = [v.set_index for v in pattern.variables]
         self.group = [v.group for v in pattern.variables]
         self.specs: dict[int, _JoinSpec] = {}
+        self.work = 0  # partial matches produced by all nodes, over all evaluations
         self._compile(plan)
 
     # -- compilation ---------------------------------------------------------------------
@@ -148,6 +149,11 @@ class ZStreamEvaluator:
                 "'within', or add conditions)")
 
     def _eval(self, node: TreePlan, events, masks) -> list[Partial]:
+        out = self._eval_node(node, events, masks)
+        self.work += len(out)  # partial matches produced: the realized Cost_tree
+        return out
+
+    def _eval_node(self, node: TreePlan, events, masks) -> list[Partial]:
         if isinstance(node, Leaf):
             return self._leaf(node.var, events, masks)
         left = self._eval(node.left, events, masks)
