@@ -79,6 +79,13 @@ def load_sources(path: Path | None = None) -> dict[str, Source]:
             raise ConfigError(f"{path}: source {name!r}: id must be {{column: NAME}} or "
                               "{rule: content_hash}")
         time_column = spec.get("time_column", "ts")
+        reserved = {"event_date", "source_file", "ingest_run", "ingested_at", "event_id", "ts"}
+        clash = [c for c in columns if c in reserved
+                 and not (c == "event_id" and id_column == c) and not (c == "ts" and time_column == c)]
+        if clash:
+            raise ConfigError(f"{path}: source {name!r}: column(s) {clash} clash with the "
+                              "columns ingestion adds (event_id, ts, event_date, source_file, "
+                              "ingest_run, ingested_at); rename them")
         if columns and time_column not in columns:
             raise ConfigError(f"{path}: source {name!r}: time column {time_column!r} is not "
                               "among its columns")

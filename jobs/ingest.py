@@ -178,8 +178,12 @@ def type_rows(source: Source, records: list[tuple[int, dict | str]], file_label:
     return out
 
 
+LINEAGE = ("event_id", "ts", "event_date", "source_file", "ingest_run", "ingested_at")
+
+
 def events_schema(source: Source) -> pa.Schema:
-    fields = [pa.field(c, ARROW[k]) for c, k in source.columns.items()]
+    """The source's columns, then the columns every events table has."""
+    fields = [pa.field(c, ARROW[k]) for c, k in source.columns.items() if c not in LINEAGE]
     fields += [pa.field("event_id", pa.string()), pa.field("ts", ARROW["timestamp"]),
                pa.field("event_date", pa.string()), pa.field("source_file", pa.string()),
                pa.field("ingest_run", pa.string()), pa.field("ingested_at", ARROW["timestamp"])]

@@ -87,7 +87,8 @@ def read_spark(spark, path: str, partition_filters=None):
     from pyspark.sql.pandas.types import from_arrow_schema
 
     dt = table(path)
-    files = dt.file_uris(partition_filters=partition_filters) if partition_filters else dt.file_uris()
+    files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
+        else dt.file_uris()
     if not files:
         schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
         return spark.createDataFrame([], schema)

@@ -174,9 +174,10 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
     logical_date = logical_date or date.today().isoformat()
     run_id = new_run_id(logical_date)
     t0 = time.perf_counter()
-    ingest_sources(profile, run_id, echo=echo)
+    patterns = pipeline_patterns(paths)
+    ingest_sources(profile, run_id, sorted({p.source for _, p in patterns}), echo=echo)
     rows = []
-    for path, _ in pipeline_patterns(paths):
+    for path, _ in patterns:
         planned = plan(profile, path, logical_date)
         echo(f"match {planned.pattern.name} ({planned.pattern.matcher}, source "
              f"{planned.pattern.source}, {describe_range(planned.rng)}) ...")

@@ -18,3 +18,41 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT
+
+
+SPARK_CONF = {
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.files.openCostInBytes": "65536",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+}
+
+
+def make_profile(tmp: Path, landing: Path | None = None, **kw):
+    """A pipeline profile on a private lake (and landing copy) under ``tmp``."""
+    import shutil
+
+    from jobs.config import Profile
+
+    if landing is None:
+        landing = tmp / "landing"
+        if not landing.exists():
+            shutil.copytree(ROOT / "data" / "landing", landing)
+    opts = dict(allowed_lateness=0, slice_length=7 * 86400 * 10**9, max_partition_events=1_000_000,
+                max_matches_per_window=100_000)
+    opts.update(kw)
+    return Profile(name="test", landing=str(landing), lake=str(tmp / "lake"),
+                   spark_master="local[2]", spark_conf=SPARK_CONF, **opts)
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """The one SparkSession of the test run."""
+    from jobs.spark import build_session
+
+    session = build_session(make_profile(tmp_path_factory.mktemp("spark")), "ses-tests")
+    yield session
+    session.stop()

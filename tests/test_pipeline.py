@@ -1,0 +1,218 @@
+"""The nightly pipeline with the real Spark, Delta (delta-rs) and data: the Spark job's
+matches equal the local matcher for every pattern (with and without time slices),
+reruns change nothing, incremental nights add up to a full recompute, late events are
+counted, a pattern version change recomputes everything, bad rows go to quarantine."""
+
+import shutil
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from jobs import lake as lk
+from jobs.config import Source
+from jobs.core.events import Event, order
+from jobs.core.loader import load_pattern
+from jobs.core.runner import run
+from jobs.horizons import RunRange, horizon, plan_range
+from jobs.ingest import IngestError, ingest
+from jobs.phase2 import match_id
+from jobs.pipeline import backfill, match_step, pattern_paths, plan, publish_step, run_all
+
+from .conftest import make_profile
+
+LOGICAL_DATE = "2026-11-20"
+
+
+def events_from_lake(profile, source: str) -> list[Event]:
+    t = DeltaTable(lk.Lake(profile.lake).events(source)).to_pyarrow_table()
+    ts = t.column("ts").cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64()).to_pylist()
+    rows = t.drop_columns(["ts"]).to_pylist()
+    return order(Event(r["event_id"], x, r) for x, r in zip(ts, rows))
+
+
+def local_ids(profile, pattern, low=None, high=None) -> set[str]:
+    matches, _ = run(pattern, events_from_lake(profile, pattern.source))
+    return {match_id(pattern.version, m.key) for m in matches
+            if (low is None or m.start.ts >= low) and (high is None or m.start.ts < high)}
+
+
+def published_ids(profile, name: str) -> set[str]:
+    t = DeltaTable(lk.Lake(profile.lake).matches(name)).to_pyarrow_table(columns=["match_id"])
+    return set(t.column("match_id").to_pylist())
+
+
+@pytest.fixture(scope="module")
+def nightly(spark, tmp_path_factory):
+    profile = make_profile(tmp_path_factory.mktemp("nightly"))
+    log = []
+    rows = run_all(spark, profile, LOGICAL_DATE, echo=log.append)
+    return profile, rows, log
+
+
+def test_every_pattern_spark_equals_local(nightly):
+    profile, rows, log = nightly
+    assert {r["pattern"] for r in rows} == {load_pattern(p).name for p in pattern_paths()}
+    assert all(r["status"] == "success" for r in rows), rows
+    for path in pattern_paths():
+        pattern = load_pattern(path)
+        expected = local_ids(profile, pattern)
+        assert expected, f"{pattern.name} should match something in the committed data"
+        assert published_ids(profile, pattern.name) == expected, pattern.name
+    assert any("tables:" in line for line in log)
+
+
+def test_every_pattern_with_time_slices(spark, nightly):
+    profile = nightly[0]
+    for path in pattern_paths():
+        planned = plan(profile, path, LOGICAL_DATE, rng=RunRange(None, horizon(
+            LOGICAL_DATE, load_pattern(path).tau, 0), True))
+        stats = match_step(spark, profile, planned, "sliced", LOGICAL_DATE, force_slices=True)
+        assert stats["sliced"] == "all" and stats["groups"] > stats["partitions"]
+        staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(planned.pattern.name, "sliced"),
+                                    format="parquet").to_table().to_pylist()
+        ids = {r["match_id"] for r in staged if r["kind"] == "match"}
+        assert ids == published_ids(profile, planned.pattern.name), planned.pattern.name
+
+
+def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    names = [load_pattern(p).name for p in pattern_paths()]
+    before = {n: DeltaTable(lake.matches(n)).version() for n in names}
+    events_before = DeltaTable(lake.events("hospital")).version()
+    rows = run_all(spark, profile, LOGICAL_DATE, echo=lambda *_: None)
+    assert all(r["inserted"] == 0 and r["deleted"] == 0 for r in rows)
+    assert {n: DeltaTable(lake.matches(n)).version() for n in names} == before
+    assert DeltaTable(lake.events("hospital")).version() == events_before
+    runs = DeltaTable(lake.runs()).to_pyarrow_table().to_pylist()
+    assert len(runs) == 2 * len(names) and {r["status"] for r in runs} == {"success"}
+
+
+def test_incremental_nights_late_events_and_backfill(spark, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).parent.parent / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    p1 = [str(Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml")]
+    pattern = load_pattern(p1[0])
+    quiet = dict(echo=lambda *_: None)
+    nights = ["2010-07-10", "2010-07-20", "2010-08-30"]
+    seen = []
+    for night in nights:
+        rows = run_all(spark, profile, night, p1, **quiet)
+        seen.append(rows[0])
+    assert seen[0]["full_recompute"] and not seen[1]["full_recompute"]
+    assert seen[1]["horizon_low"] == seen[0]["horizon_high"]  # contiguous ranges
+    assert [r["inserted"] for r in seen] == [0, 1, 2]
+    assert published_ids(profile, pattern.name) == local_ids(profile, pattern)
+    # a late P dose for patient 1 on 4 July: its range is closed, so it is counted
+    (landing / "chemo_mw" / "late.csv").write_text(
+        "event_id,patient,type,value,unit,ts\ne15,1,P,100,mg,2010-07-04T00:00:00\n")
+    late = run_all(spark, profile, "2010-08-31", p1, **quiet)[0]
+    assert late["late_events"] == 1 and late["inserted"] == 0
+    assert published_ids(profile, pattern.name) != local_ids(profile, pattern)
+    # backfill of the closed range recomputes e1's match with the late dose
+    row = backfill(spark, profile, "2010-07-01", "2010-07-06", p1, **quiet)[0]
+    assert (row["inserted"], row["deleted"]) == (1, 1)
+    assert published_ids(profile, pattern.name) == local_ids(profile, pattern)
+
+
+def test_pattern_version_change_recomputes_everything(spark, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).parent.parent / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    path = tmp_path / "p1.yaml"
+    original = (Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml").read_text()
+    path.write_text(original)
+    quiet = dict(echo=lambda *_: None)
+    first = run_all(spark, profile, "2010-08-30", [str(path)], **quiet)[0]
+    v1 = load_pattern(path).version
+    path.write_text(original.replace("within: 15d", "within: 9d"))
+    changed = load_pattern(path)
+    assert changed.version != v1
+    runs = DeltaTable(lk.Lake(profile.lake).runs()).to_pyarrow_table().to_pylist()
+    assert not plan_range("2010-08-31", changed.tau, 0, changed.version, runs).low
+    second = run_all(spark, profile, "2010-08-31", [str(path)], **quiet)[0]
+    assert first["full_recompute"] and second["full_recompute"]
+    t = DeltaTable(lk.Lake(profile.lake).matches(changed.name)).to_pyarrow_table()
+    assert set(t.column("pattern_version").to_pylist()) == {changed.version}
+    assert published_ids(profile, changed.name) == local_ids(profile, changed)
+    assert second["deleted"] >= 1  # the old version's rows went in the same commit
+
+
+def test_match_row_contract(nightly):
+    profile = nightly[0]
+    t = DeltaTable(lk.Lake(profile.lake).matches("mw_chemo_p1")).to_pyarrow_table()
+    assert t.column_names == ["match_id", "pattern", "pattern_version", "patient", "start_ts",
+                              "end_ts", "n_events", "bindings", "run_id"]
+    rows = sorted(t.to_pylist(), key=lambda r: r["start_ts"])
+    assert dict(rows[0]["bindings"]) == {"c": ["e1"], "p": ["e3", "e9"], "b": ["e11"]}
+    assert rows[0]["n_events"] == 4 and rows[0]["patient"] == 1
+
+
+SOURCE = Source(name="toy", columns={"pid": "string", "kind": "string", "dose": "double",
+                                     "at": "timestamp"},
+                time_column="at", id_column=None, landing="toy", format="csv")
+
+
+def test_quarantine_and_idempotent_ingest(tmp_path):
+    landing = tmp_path / "landing" / "toy"
+    landing.mkdir(parents=True)
+    (landing / "a.csv").write_text(
+        "pid,kind,dose,at\n"
+        "1,C,10,2020-01-01T00:00:00\n"
+        "1,C,ten,2020-01-02T00:00:00\n"
+        "2,P,5,yesterday\n"
+        "2,P,5,2020-01-03\n"
+        "2,P,5,2020-01-03\n")  # a true duplicate row: occurrence 2 keeps it apart
+    lake = lk.Lake(str(tmp_path / "lake"))
+    r = ingest(SOURCE, str(tmp_path / "landing"), lake, "run1")
+    assert (r.rows, r.new_events, r.quarantined) == (5, 3, 2)
+    q = DeltaTable(lake.quarantine("toy")).to_pyarrow_table().to_pylist()
+    reasons = {row["line"]: row["reason"] for row in q}
+    assert reasons == {3: "column 'dose': 'ten' is not a double",
+                       4: "column 'at': 'yesterday' is not a timestamp"}
+    assert all(row["source_file"] == "toy/a.csv" for row in q)
+    events = DeltaTable(lake.events("toy")).to_pyarrow_table()
+    assert set(events.column("event_date").to_pylist()) == {"2020-01-01", "2020-01-03"}
+    assert "source_file" in events.column_names and "ingest_run" in events.column_names
+    # the same file again adds nothing; a renamed copy adds no event twice
+    assert ingest(SOURCE, str(tmp_path / "landing"), lake, "run2").files == 0
+    shutil.copy(landing / "a.csv", landing / "b.csv")
+    r3 = ingest(SOURCE, str(tmp_path / "landing"), lake, "run3")
+    assert r3.files == 1 and r3.new_events == 0
+    assert DeltaTable(lake.events("toy")).count() == 3
+
+
+def test_unreadable_file_fails_and_writes_nothing(tmp_path):
+    landing = tmp_path / "landing" / "toy"
+    landing.mkdir(parents=True)
+    (landing / "a.csv").write_text("pid,kind,dose,at\n1,C,10,2020-01-01T00:00:00\n")
+    lake = lk.Lake(str(tmp_path / "lake"))
+    ingest(SOURCE, str(tmp_path / "landing"), lake, "run1")
+    version = DeltaTable(lake.events("toy")).version()
+    (landing / "b.csv").write_text("pid,kind,dose,at\n2,C,1,2020-02-01T00:00:00\n")
+    (landing / "c.csv.gz").write_bytes(b"this is not gzip")
+    with pytest.raises(IngestError, match=r"c\.csv\.gz: cannot be read as csv"):
+        ingest(SOURCE, str(tmp_path / "landing"), lake, "run2")
+    assert DeltaTable(lake.events("toy")).version() == version  # b.csv not written either
+    log = DeltaTable(lake.ingest_log()).to_pyarrow_table().to_pylist()
+    assert [r["file"] for r in log] == ["toy/a.csv"]
+
+
+def test_publish_needs_a_staged_run(tmp_path):
+    profile = make_profile(tmp_path, landing=tmp_path)
+    with pytest.raises(FileNotFoundError, match="run `match-job` for it first"):
+        publish_step(profile, Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml",
+                     "nope")
+
+
+def test_java_missing_is_explained(monkeypatch, tmp_path):
+    from jobs.spark import JavaMissing, check_java
+
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
+    with pytest.raises(JavaMissing, match="Java 17 or newer.*openjdk-17-jre-headless"):
+        check_java()
