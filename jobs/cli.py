@@ -191,6 +191,29 @@ def cmd_backfill(args) -> int:
     return 0
 
 
+@_pipeline_errors
+def cmd_query(args) -> int:
+    from .lake import Lake, register_views
+
+    profile, spark = _spark(args)
+    views = register_views(spark, Lake(profile.lake))
+    if not args.sql:
+        print("tables: " + ", ".join(views))
+        return 0
+    import logging
+
+    from pyspark.errors import AnalysisException, ParseException
+
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # we say it shorter
+    try:
+        spark.sql(args.sql).show(args.limit, truncate=False)
+    except (AnalysisException, ParseException) as exc:
+        first = str(exc).strip().splitlines()[0]
+        print(f"error: {first}\n(tables: {', '.join(views)})", file=sys.stderr)
+        return 2
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m jobs",
                                      description="SES pattern matching over event histories.")
@@ -254,6 +277,11 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
     r.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
     r.add_argument("--slices", action="store_true", help="cut time into slices everywhere")
+
+    q = pipeline_parser("query", "Spark SQL over the lake's tables (no SQL: list them)",
+                        cmd_query)
+    q.add_argument("sql", nargs="?")
+    q.add_argument("--limit", type=int, default=20)
 
     b = pipeline_parser("backfill", "recompute the matches starting in [start, end)",
                         cmd_backfill)
