@@ -56,37 +56,40 @@ def output_columns(keys: tuple[str, ...]) -> list[str]:
     return ["kind", "match_id", *keys, "start_ts", "end_ts", "n_events", "bindings", "stats"]
 
 
-def _events(pdf: pd.DataFrame, attrs: list[str]) -> list[Event]:
-    ts = pdf["ts"].to_numpy()
-    if np.issubdtype(ts.dtype, np.datetime64):
-        ts = ts.astype("datetime64[ns]").astype(np.int64)
-    ids = pdf["event_id"].astype(str).tolist()
-    cols = {a: pdf[a].tolist() for a in attrs}
-    out = []
-    for i in range(len(ids)):
-        attrs_i = {}
-        for a, values in cols.items():
-            v = values[i]
-            if v is not None and isinstance(v, float) and v != v:
-                v = None
-            attrs_i[a] = v
-        out.append(Event(ids[i], int(ts[i]), attrs_i, i))
-    # the processing order (ts, id as strings); Spark sorted by the same keys
-    out.sort(key=lambda e: (e.ts, e.id))
-    for i, e in enumerate(out):
-        e.seq = i
-    return out
+class _Batch:
+    """One Arrow batch as Python lists (converted once, sliced per group)."""
+
+    def __init__(self, pdf: pd.DataFrame, attrs: list[str], keys: tuple[str, ...]):
+        ts = pdf["ts"].to_numpy()
+        if np.issubdtype(ts.dtype, np.datetime64):
+            ts = ts.astype("datetime64[ns]").astype(np.int64)
+        self.ts = ts.tolist()
+        self.ids = pdf["event_id"].astype(str).tolist()
+        self.attrs = {a: [None if isinstance(v, float) and v != v else v for v in pdf[a].tolist()]
+                      for a in attrs}
+        self.keys = {k: pdf[k].tolist() for k in keys}
+        self.slices = pdf[SLICE].tolist() if SLICE in pdf.columns else None
+
+    def events(self, a: int, b: int) -> list[Event]:
+        names = list(self.attrs)
+        cols = [self.attrs[n][a:b] for n in names]
+        out = [Event(self.ids[i], self.ts[i], dict(zip(names, [c[i - a] for c in cols])))
+               for i in range(a, b)]
+        out.sort(key=lambda e: (e.ts, e.id))  # processing order; Spark sorted the same way
+        for i, e in enumerate(out):
+            e.seq = i
+        return out
 
 
-def match_group(spec: Phase2Spec, pdf: pd.DataFrame) -> pd.DataFrame:
-    """The match rows and the stats row of one group."""
+def match_group(spec: Phase2Spec, batch: _Batch, a: int, b: int, out: dict) -> None:
+    """Match one group (rows a..b of the batch); append its match rows and stats row to
+    the column lists of ``out``."""
     pattern = _pattern(spec.pattern_text)
     t0 = time.perf_counter()
-    attrs = sorted(pattern.attributes | set(spec.keys))
-    events = _events(pdf, [a for a in attrs if a in pdf.columns])
+    events = batch.events(a, b)
     lo, hi = spec.low, spec.high
-    if spec.slice_length is not None and SLICE in pdf.columns:
-        j = int(pdf[SLICE].iloc[0])
+    if spec.slice_length is not None and batch.slices is not None:
+        j = int(batch.slices[a])
         if j != NOT_SLICED:  # only large partitions are sliced when X exists
             s_lo = spec.slice_origin + j * spec.slice_length
             s_hi = s_lo + spec.slice_length
@@ -94,36 +97,66 @@ def match_group(spec: Phase2Spec, pdf: pd.DataFrame) -> pd.DataFrame:
             hi = s_hi if hi is None else min(hi, s_hi)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window)
     matches, stats = run(pattern, events, options)
-    keyvals = {k: pdf[k].iloc[0] for k in spec.keys}
-    rows = []
+    kept = 0
+
+    def add(kind, mid, start, end, n, bindings, st):
+        out["kind"].append(kind)
+        out["match_id"].append(mid)
+        for k in spec.keys:
+            out[k].append(batch.keys[k][a])
+        out["start_ts"].append(start)
+        out["end_ts"].append(end)
+        out["n_events"].append(n)
+        out["bindings"].append(bindings)
+        out["stats"].append(st)
+
     for m in matches:
         if (lo is not None and m.start.ts < lo) or (hi is not None and m.start.ts >= hi):
             continue
-        rows.append({
-            "kind": "match", "match_id": match_id(pattern.version, m.key), **keyvals,
-            "start_ts": pd.Timestamp(m.start.ts, unit="ns"),
-            "end_ts": pd.Timestamp(m.end.ts, unit="ns"),
-            "n_events": len(m.events),
-            "bindings": json.dumps({v: list(ids) for v, ids in m.key}),
-            "stats": None,
-        })
-    stats["matches"] = len(rows)
+        kept += 1
+        add("match", match_id(pattern.version, m.key), m.start.ts, m.end.ts, len(m.events),
+            json.dumps({v: list(ids) for v, ids in m.key}), None)
+    stats["matches"] = kept
     stats["seconds"] = time.perf_counter() - t0
     stats.pop("plan", None)
-    rows.append({"kind": "stats", "match_id": None, **keyvals, "start_ts": pd.NaT,
-                 "end_ts": pd.NaT, "n_events": 0, "bindings": None,
-                 "stats": json.dumps(stats)})
-    out = pd.DataFrame(rows, columns=output_columns(spec.keys))
-    out["start_ts"] = pd.to_datetime(out["start_ts"])
-    out["end_ts"] = pd.to_datetime(out["end_ts"])
-    out["n_events"] = out["n_events"].astype("int64")
-    return out
+    add("stats", None, None, None, 0, None, json.dumps(stats))
+
+
+def _frame(spec: Phase2Spec, out: dict) -> pd.DataFrame:
+    df = pd.DataFrame(out, columns=output_columns(spec.keys))
+    nat = np.iinfo(np.int64).min  # NaT as int64
+    for c in ("start_ts", "end_ts"):
+        ns = np.array([nat if v is None else v for v in out[c]], dtype=np.int64)
+        df[c] = ns.view("datetime64[ns]")
+    df["n_events"] = df["n_events"].astype("int64")
+    return df
 
 
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """mapInPandas body: split the sorted stream of rows into groups and match each."""
+    pattern = _pattern(spec.pattern_text)
     group_cols = list(spec.keys) + ([SLICE] if spec.slice_length is not None else [])
     carry: pd.DataFrame | None = None
+
+    def process(pdf: pd.DataFrame, last_is_complete: bool):
+        attrs = [a for a in sorted(pattern.attributes | set(spec.keys)) if a in pdf.columns]
+        batch = _Batch(pdf, attrs, spec.keys)
+        if group_cols:
+            key = pdf[group_cols[0]].astype(str).to_numpy() if len(group_cols) == 1 else \
+                pdf[group_cols].astype(str).agg("\x1f".join, axis=1).to_numpy()
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]).tolist()
+        else:
+            starts = [0]
+        bounds = starts + [len(pdf)]
+        out = {c: [] for c in output_columns(spec.keys)}
+        groups = list(zip(bounds[:-1], bounds[1:]))
+        if not last_is_complete:
+            groups = groups[:-1]
+        for a, b in groups:
+            match_group(spec, batch, a, b, out)
+        rest = None if last_is_complete else pdf.iloc[bounds[-2]:].reset_index(drop=True)
+        return (_frame(spec, out) if out["kind"] else None), rest
+
     for pdf in batches:
         if carry is not None and len(carry):
             pdf = pd.concat([carry, pdf], ignore_index=True)
@@ -132,12 +165,10 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
         if not group_cols:
             carry = pdf
             continue
-        keys = pdf[group_cols].astype(str).agg("\x1f".join, axis=1).to_numpy() \
-            if len(group_cols) > 1 else pdf[group_cols[0]].astype(str).to_numpy()
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        bounds = list(starts) + [len(pdf)]
-        for a, b in zip(bounds[:-2], bounds[1:-1]):
-            yield match_group(spec, pdf.iloc[a:b].reset_index(drop=True))
-        carry = pdf.iloc[bounds[-2]:].reset_index(drop=True)
+        frame, carry = process(pdf, last_is_complete=False)
+        if frame is not None:
+            yield frame
     if carry is not None and len(carry):
-        yield match_group(spec, carry)
+        frame, _ = process(carry, last_is_complete=True)
+        if frame is not None:
+            yield frame
