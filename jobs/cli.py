@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .config import CONF, ROOT, load_sources
 from .core.events import EventFileError, read_events
+from .core.examples import run_example
 from .core.loader import PatternError, Problem, check_schema, load_pattern
 from .core.runner import MATCHERS, MatchOptions, run
 from .core.zstream import DEFAULT_MAX_MATCHES, MatchCapExceeded
@@ -56,12 +57,17 @@ def cmd_validate(args) -> int:
                                         f"({sources_file} defines: {', '.join(sorted(sources))})"))
             elif source.columns:
                 problems.extend(check_schema(pattern, source.columns))
+        for example in pattern.examples:  # the pattern's own small tests
+            result = run_example(pattern, example)
+            if not result.ok:
+                problems.append(Problem(str(f), example.line, result.message()))
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
         print(f"{len(problems)} problem(s) in {len(files)} pattern file(s)", file=sys.stderr)
         return 1
-    print(f"ok: {len(files)} pattern file(s) valid")
+    n_examples = sum(len(load_pattern(f).examples) for f in files)
+    print(f"ok: {len(files)} pattern file(s) valid, {n_examples} example(s) pass")
     return 0
 
 

@@ -22,14 +22,15 @@ from .conditions import (
     Relationship,
     parse_condition,
 )
-from .pattern import MATCHERS, Pattern, Variable, parse_duration
+from .pattern import MATCHERS, Example, Pattern, Variable, parse_duration
 
 REQUIRED = ("name", "source", "within", "sets")
-OPTIONAL = ("conditions", "matcher", "description")
+OPTIONAL = ("conditions", "matcher", "description", "examples")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)$")
-SAFE_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "seq", "map")}
+SAFE_TAGS = {f"tag:yaml.org,2002:{t}"
+             for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
 RESERVED = {"prev"}
 
 
@@ -174,11 +175,12 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
     variables = {v.name: v for s in sets for v in s}
     conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
                                                problems, broken)
+    examples = _parse_examples(fields.get("examples"), variables, path, problems)
     if problems:
         raise PatternError(problems)
     return Pattern(name=name, source=source, within=within, tau=tau, sets=sets,
                    conditions=tuple(conditions), matcher=matcher, description=description,
-                   path=path, condition_lines=tuple(cond_lines))
+                   path=path, condition_lines=tuple(cond_lines), examples=tuple(examples))
 
 
 def _parse_sets(node, path: str, problems: list[Problem],
@@ -265,6 +267,69 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
         conditions.append(cond)
         lines.append(line)
     return conditions, lines
+
+
+def _plain(node: yaml.Node):
+    """A node as plain Python data (tags were checked already)."""
+    if isinstance(node, yaml.MappingNode):
+        return {_plain(k): _plain(v) for k, v in node.value}
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(v) for v in node.value]
+    return _scalar(node)
+
+
+def _parse_examples(node, variables: dict[str, Variable], path: str,
+                    problems: list[Problem]) -> list[Example]:
+    """``examples``: a list of {name, events: [rows], expect: [bindings]}."""
+    if node is None:
+        return []
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append(Problem(path, _line(node), "examples must be a list of "
+                                "{name, events, expect}"))
+        return []
+    out = []
+    for i, ex in enumerate(node.value, start=1):
+        line = _line(ex)
+        if not isinstance(ex, yaml.MappingNode):
+            problems.append(Problem(path, line, f"example {i} must be a mapping with "
+                                    "events and expect"))
+            continue
+        parts = {_scalar(k): v for k, v in ex.value}
+        unknown = set(parts) - {"name", "events", "expect"}
+        if unknown:
+            problems.append(Problem(path, line, f"example {i}: unknown key(s) "
+                                    f"{', '.join(map(str, sorted(unknown, key=str)))} "
+                                    "(allowed: name, events, expect)"))
+        name = _plain(parts["name"]) if "name" in parts else f"example {i}"
+        events, expect = _plain(parts.get("events")) if "events" in parts else None, \
+            _plain(parts.get("expect")) if "expect" in parts else None
+        if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+            problems.append(Problem(path, line, f"example {name!r}: events must be a list "
+                                    "of rows (mappings with event_id and ts)"))
+            continue
+        bad = [j for j, e in enumerate(events, start=1) if "event_id" not in e or "ts" not in e]
+        if bad:
+            problems.append(Problem(path, _line(parts["events"]), f"example {name!r}: event "
+                                    f"row(s) {bad} need event_id and ts"))
+            continue
+        if not isinstance(expect, list) or not all(isinstance(m, dict) for m in expect):
+            problems.append(Problem(path, line, f"example {name!r}: expect must be a list of "
+                                    "matches such as {c: [e1], p: [e3, e9]} (may be empty)"))
+            continue
+        ids = {str(e["event_id"]) for e in events}
+        for m in expect:
+            wrong = set(m) ^ set(variables)
+            missing = {str(x) for v in m.values() for x in (v if isinstance(v, list) else [v])} - ids
+            if wrong or missing:
+                what = (f"variables {sorted(map(str, wrong))} do not match the pattern's "
+                        f"({', '.join(variables)})" if wrong
+                        else f"unknown event id(s) {sorted(missing)}")
+                problems.append(Problem(path, _line(parts["expect"]),
+                                        f"example {name!r}: expected match {m}: {what}"))
+        out.append(Example(str(name), line, tuple(events), tuple(
+            {v: [str(x) for x in (ids_ if isinstance(ids_, list) else [ids_])]
+             for v, ids_ in m.items()} for m in expect)))
+    return out
 
 
 def check_schema(pattern: Pattern, schema: dict[str, str]) -> list[Problem]:

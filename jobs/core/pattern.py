@@ -51,6 +51,16 @@ class Variable:
 
 
 @dataclass(frozen=True)
+class Example:
+    """A small example carried by a pattern file: given events, the expected matches."""
+
+    name: str
+    line: int
+    events: tuple[dict, ...]
+    expect: tuple[dict, ...]  # variable -> event ids
+
+
+@dataclass(frozen=True)
 class Pattern:
     name: str
     source: str | None
@@ -62,6 +72,7 @@ class Pattern:
     description: str = ""
     path: str | None = field(default=None, compare=False)
     condition_lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
 
     # -- variables -------------------------------------------------------------------
     @cached_property

@@ -1,0 +1,49 @@
+"""Running the examples a pattern file carries (given events -> expected matches), like
+the tests of a dbt model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .events import Event, order, parse_ts
+from .pattern import Example, Pattern
+from .runner import run
+
+
+@dataclass(frozen=True)
+class ExampleResult:
+    example: Example
+    missing: tuple[dict, ...]  # expected, not found
+    unexpected: tuple[dict, ...]  # found, not expected
+
+    @property
+    def ok(self) -> bool:
+        return not self.missing and not self.unexpected
+
+    def message(self) -> str:
+        if self.ok:
+            return f"example {self.example.name!r} ok"
+        parts = []
+        if self.missing:
+            parts.append("missing " + "; ".join(map(str, self.missing)))
+        if self.unexpected:
+            parts.append("unexpected " + "; ".join(map(str, self.unexpected)))
+        return f"example {self.example.name!r} fails: " + ", ".join(parts)
+
+    def describe(self, path: str) -> str:
+        return f"{path}:{self.example.line}: {self.message()}"
+
+
+def _canon(match: dict) -> tuple:
+    return tuple(sorted((v, tuple(ids)) for v, ids in match.items()))
+
+
+def run_example(pattern: Pattern, example: Example) -> ExampleResult:
+    events = order(Event(str(r["event_id"]), parse_ts(r["ts"]),
+                         {k: v for k, v in r.items()}) for r in example.events)
+    matches, _ = run(pattern, events)
+    found = {_canon({v: list(ids) for v, ids in m.key}) for m in matches}
+    expected = {_canon(m) for m in example.expect}
+    return ExampleResult(example,
+                         tuple({v: list(ids) for v, ids in x} for x in sorted(expected - found)),
+                         tuple({v: list(ids) for v, ids in x} for x in sorted(found - expected)))
