@@ -82,8 +82,11 @@ def events_table(name: str) -> pa.Table:
     return t.append_column("event_date", pc.strftime(ts, format="%Y-%m-%d"))
 
 
+SOURCES = {"hospital": "hospital", "10m": "hospital10m", "loans": "loans"}
+
+
 def ensure_table(lake: lk.Lake, name: str) -> tuple[str, int]:
-    source = "hospital" if name == "10m" else name
+    source = SOURCES[name]
     path = lake.events(source)
     if not lk.exists(path):
         t0 = time.perf_counter()
@@ -142,7 +145,8 @@ def main(argv=None) -> int:
     rows = []
     for name in args.sets.split(","):
         source, n = ensure_table(lake, name)
-        text = PATTERNS["hospital" if source == "hospital" else "loans"]
+        text = PATTERNS["loans" if name == "loans" else "hospital"].replace(
+            "source: hospital\n", f"source: {source}\n")
         pattern = parse_pattern(text, f"<{name}>")
         kw = dict(low=None, high=None, slice_length=profile.slice_length,
                   max_partition_events=profile.max_partition_events,

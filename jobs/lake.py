@@ -81,6 +81,19 @@ def insert_new(path: str, data: pa.Table, key: str | tuple[str, ...],
     return int(metrics.get("num_target_rows_inserted", 0))
 
 
+def count_rows(path: str, partition_filters=None) -> int:
+    """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
+    per-file statistics (no data is read)."""
+    dt = table(path)
+    files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
+        else dt.file_uris()
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    records = dict(zip(actions.column("path").to_pylist(),
+                       actions.column("num_records").to_pylist()))
+    wanted = {f.replace("\\", "/").rsplit("/", 1)[-1] for f in files}
+    return sum(n or 0 for p, n in records.items() if p.rsplit("/", 1)[-1] in wanted)
+
+
 def read_spark(spark, path: str, partition_filters=None):
     """Spark DataFrame over the current snapshot of a Delta table (only the files of the
     partitions that pass ``partition_filters``, e.g. [("event_date", ">=", "2006-01-01")])."""

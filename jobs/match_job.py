@@ -90,10 +90,8 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
         df = df.where(F.col("ts") <= F.lit(_ts(high + tau)))
     keep = filter_column(pattern)
     keys = list(pattern.partition_attributes)
-    counts = df.agg(F.count(F.lit(1)).alias("events"),
-                    F.sum((keep if keep is not None else F.lit(True)).cast("int"))
-                    .alias("kept")).first()
-    stats = {"events": int(counts["events"] or 0), "events_after_filter": int(counts["kept"] or 0)}
+    scanned = lk.count_rows(path, filters or None)
+    stats = {"events": scanned}
     if keep is not None:
         df = df.where(keep)
     for k in keys:
@@ -104,7 +102,7 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     slicing = None
     if not keys or force_slices:
         slicing = "all"
-    elif max_partition_events:
+    elif max_partition_events and scanned > max_partition_events:
         big = (df.groupBy(*[col(k) for k in keys]).count()
                .where(F.col("count") > max_partition_events).drop("count"))
         big_keys = big.limit(10_000).collect()
@@ -150,11 +148,12 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     out.write.mode("overwrite").parquet(staging)
     group_stats = (spark.read.parquet(staging).where(F.col("kind") == "stats")
                    .select("stats", *[col(k) for k in keys]).collect())
-    stats.update({k: 0 for k in ("windows", "candidate_windows", "matcher_calls", "matches")})
+    summed = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches")
+    stats.update({k: 0 for k in summed})
     peak, phase2_seconds = 0, 0.0
     for row in group_stats:
         s = json.loads(row["stats"])
-        for k in ("windows", "candidate_windows", "matcher_calls", "matches"):
+        for k in summed:
             stats[k] += int(s.get(k, 0))
         peak = max(peak, int(s.get("max_instances", s.get("max_partial_matches", 0))))
         phase2_seconds += float(s.get("seconds", 0.0))

@@ -88,6 +88,7 @@ def match_group(spec: Phase2Spec, batch: _Batch, a: int, b: int, out: dict) -> N
     t0 = time.perf_counter()
     events = batch.events(a, b)
     lo, hi = spec.low, spec.high
+    s_lo = s_hi = None  # the group's own time slice
     if spec.slice_length is not None and batch.slices is not None:
         j = int(batch.slices[a])
         if j != NOT_SLICED:  # only large partitions are sliced when X exists
@@ -97,6 +98,10 @@ def match_group(spec: Phase2Spec, batch: _Batch, a: int, b: int, out: dict) -> N
             hi = s_hi if hi is None else min(hi, s_hi)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window)
     matches, stats = run(pattern, events, options)
+    # events that passed the filter, each counted in one group only (the slice holding its
+    # ts; copies in earlier, overlapping slices do not count), so the sum is exact
+    stats["events_after_filter"] = len(events) if s_lo is None else \
+        sum(1 for e in events if s_lo <= e.ts < s_hi)
     kept = 0
 
     def add(kind, mid, start, end, n, bindings, st):
