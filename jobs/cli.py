@@ -133,12 +133,13 @@ def _pipeline_errors(fn):
     def wrapper(args) -> int:
         from .config import ConfigError
         from .ingest import IngestError
+        from .pipeline import ValidationFailed
         from .spark import JavaMissing
 
         try:
             return fn(args)
         except (JavaMissing, ConfigError, IngestError, FileNotFoundError, PatternError,
-                ValueError) as exc:
+                ValueError, ValidationFailed) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     return wrapper
@@ -147,10 +148,25 @@ def _pipeline_errors(fn):
 @_pipeline_errors
 def cmd_ingest(args) -> int:
     from .config import load_profile
-    from .pipeline import ingest_sources, new_run_id
+    from .pipeline import ValidationFailed, ingest_sources, new_run_id, validate_events_step
 
     profile = load_profile(args.profile)
-    ingest_sources(profile, new_run_id(args.logical_date or "manual"), args.source or None)
+    run_id = args.run_id or new_run_id(args.logical_date or "manual")
+    results = ingest_sources(profile, run_id, args.source or None)
+    if args.validate:
+        from .spark import build_session
+
+        spark = build_session(profile)
+        failed = False
+        for r in results:
+            if not r.new_events:
+                continue
+            try:
+                print("validate " + validate_events_step(spark, profile, r.source, run_id).describe())
+            except ValidationFailed as exc:
+                print(f"error: {exc}", file=sys.stderr)
+                failed = True
+        return 1 if failed else 0
     return 0
 
 
@@ -165,6 +181,33 @@ def cmd_match_job(args) -> int:
     planned = plan(profile, Path(args.pattern), logical_date)
     stats = match_step(spark, profile, planned, args.run_id, logical_date, args.slices)
     print(json.dumps(stats, ensure_ascii=False))
+    return 0
+
+
+@_pipeline_errors
+def cmd_validate_run(args) -> int:
+    from .pipeline import ValidationFailed, validate_step
+
+    profile, spark = _spark(args)
+    try:
+        outcome = validate_step(spark, profile, Path(args.pattern), args.run_id)
+    except ValidationFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(outcome["summary"])
+    return 0
+
+
+@_pipeline_errors
+def cmd_validate_events(args) -> int:
+    from .pipeline import ValidationFailed, validate_events_step
+
+    profile, spark = _spark(args)
+    try:
+        print(validate_events_step(spark, profile, args.source, args.ingest_run).describe())
+    except ValidationFailed as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     return 0
 
 
@@ -186,6 +229,36 @@ def cmd_run(args) -> int:
     profile, spark = _spark(args)
     rows = run_all(spark, profile, args.logical_date, args.pattern or None, args.slices)
     return 1 if any(r.get("status") == "failed" for r in rows) else 0
+
+
+@_pipeline_errors
+def cmd_runs(args) -> int:
+    """The run log, without Spark (delta-rs)."""
+    from .config import load_profile
+    from .lake import Lake, read_arrow
+
+    t = read_arrow(Lake(load_profile(args.profile).lake).runs())
+    rows = t.to_pylist() if t is not None else []
+    if not rows:
+        print("no runs logged yet")
+    if args.run_id:
+        rows = [r for r in rows if r["run_id"] == args.run_id]
+    rows = sorted(rows, key=lambda r: (r["started_at"] or 0, r["pattern"]))[-args.last:]
+    print(f"{'run_id':34} {'pattern':36} {'status':8} {'matches':>8} {'new':>6} {'del':>5} "
+          f"{'late':>5} {'seconds':>8}  message")
+    for r in rows:
+        def n(k, r=r):
+            return "-" if r.get(k) is None else r[k]
+        secs = "-" if r.get("seconds") is None else f"{r['seconds']:.1f}"
+        print(f"{r['run_id'][:34]:34} {r['pattern'][:36]:36} {r['status']:8} {n('matches'):>8} "
+              f"{n('inserted'):>6} {n('deleted'):>5} {n('late_events'):>5} {secs:>8}  "
+              f"{(r.get('message') or '')[:200]}")
+    if args.expect is not None:
+        ok = {r["pattern"] for r in rows if r["status"] == "success"}
+        if len(ok) < args.expect:
+            print(f"error: {len(ok)} of {args.expect} pattern(s) published", file=sys.stderr)
+            return 1
+    return 1 if any(r["status"] != "success" for r in rows) else 0
 
 
 @_pipeline_errors
@@ -264,6 +337,9 @@ def build_parser() -> argparse.ArgumentParser:
     i = pipeline_parser("ingest", "raw landing files -> events/<source> Delta tables", cmd_ingest)
     i.add_argument("--source", action="append", help="only this source (repeatable)")
     i.add_argument("--logical-date", help="names the ingest run")
+    i.add_argument("--run-id", help="the ingest run id (default: from the date and time)")
+    i.add_argument("--validate", action="store_true",
+                   help="run the events suite on each new batch (Great Expectations)")
 
     j = pipeline_parser("match-job", "one pattern on Spark into staging (phases 1 and 2)",
                         cmd_match_job)
@@ -272,6 +348,16 @@ def build_parser() -> argparse.ArgumentParser:
     j.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
     j.add_argument("--slices", action="store_true", help="cut time into slices even with "
                                                          "partition attributes")
+
+    w = pipeline_parser("validate-run", "Great Expectations on a staged run (before publish)",
+                        cmd_validate_run)
+    w.add_argument("pattern")
+    w.add_argument("--run-id", required=True)
+
+    e = pipeline_parser("validate-events", "Great Expectations on a source's events",
+                        cmd_validate_events)
+    e.add_argument("--source", required=True)
+    e.add_argument("--ingest-run", help="only the events of this ingest run")
 
     u = pipeline_parser("publish", "staged matches -> matches/<pattern>, and the runs log",
                         cmd_publish)
@@ -288,6 +374,11 @@ def build_parser() -> argparse.ArgumentParser:
                         cmd_query)
     q.add_argument("sql", nargs="?")
     q.add_argument("--limit", type=int, default=20)
+
+    g = pipeline_parser("runs", "show the run log (no Spark)", cmd_runs)
+    g.add_argument("--run-id")
+    g.add_argument("--last", type=int, default=20)
+    g.add_argument("--expect", type=int, help="exit 1 unless this many patterns succeeded")
 
     b = pipeline_parser("backfill", "recompute the matches starting in [start, end)",
                         cmd_backfill)

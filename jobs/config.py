@@ -97,7 +97,7 @@ def load_sources(path: Path | None = None) -> dict[str, Source]:
 
 def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
     name = name or os.environ.get("SES_PROFILE", "local")
-    path = path or CONF / "pipeline.yaml"
+    path = path or Path(os.environ.get("SES_PIPELINE_CONF", CONF / "pipeline.yaml"))
     with open(path, encoding="utf-8") as f:
         doc = yaml.safe_load(f) or {}
     profiles = doc.get("profiles") or {}

@@ -146,21 +146,25 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
         return MatchJobResult(staging, stats)
     out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
     out.write.mode("overwrite").parquet(staging)
-    group_stats = (spark.read.parquet(staging).where(F.col("kind") == "stats")
-                   .select("stats", *[col(k) for k in keys]).collect())
-    summed = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches")
-    stats.update({k: 0 for k in summed})
-    peak, phase2_seconds = 0, 0.0
-    for row in group_stats:
-        s = json.loads(row["stats"])
-        for k in summed:
-            stats[k] += int(s.get(k, 0))
-        peak = max(peak, int(s.get("max_instances", s.get("max_partial_matches", 0))))
-        phase2_seconds += float(s.get("seconds", 0.0))
-    stats["partitions"] = len({tuple(row[k] for k in keys) for row in group_stats})
-    stats["groups"] = len(group_stats)
-    stats["max_instances" if pattern.matcher == "ses" else "max_partial_matches"] = peak
-    stats["phase2_seconds"] = round(phase2_seconds, 3)
+    # the per-group stats rows are summed in Spark: the driver gets one row back
+    fields = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches",
+              "max_instances", "max_partial_matches")
+    schema_json = ", ".join(f"{f} long" for f in fields) + ", seconds double"
+    parsed = (spark.read.parquet(staging).where(F.col("kind") == "stats")
+              .select(F.from_json("stats", schema_json).alias("s"), *[col(k) for k in keys]))
+    aggs = [F.sum(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in fields[:5]]
+    aggs += [F.max(F.greatest(F.coalesce(F.col("s.max_instances"), F.lit(0)),
+                              F.coalesce(F.col("s.max_partial_matches"), F.lit(0)))).alias("peak"),
+             F.sum("s.seconds").alias("phase2_seconds"), F.count(F.lit(1)).alias("groups"),
+             (F.countDistinct(*[col(k) for k in keys]) if keys else F.lit(1)).alias("partitions")]
+    total = parsed.agg(*aggs).first()
+    for f in fields[:5]:
+        stats[f] = int(total[f] or 0)
+    stats["partitions"] = int(total["partitions"] or 0) if total["groups"] else 0
+    stats["groups"] = int(total["groups"] or 0)
+    stats["max_instances" if pattern.matcher == "ses" else "max_partial_matches"] = \
+        int(total["peak"] or 0)
+    stats["phase2_seconds"] = round(float(total["phase2_seconds"] or 0.0), 3)
     stats["sliced"] = slicing or "no"
     stats["seconds"] = round(time.perf_counter() - started, 3)
     write_text(f"{staging}/_stats.json", json.dumps(stats))

@@ -127,16 +127,55 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
     return stats
 
 
-def publish_step(profile: Profile, path: Path, run_id: str) -> dict:
-    """Publish a staged run and append its row to the runs log."""
-    pattern = load_pattern(path)
-    lake = lk.Lake(profile.lake)
+class ValidationFailed(RuntimeError):
+    """A quality gate failed: nothing is published; the message names the expectations."""
+
+
+def _staged_stats(lake: lk.Lake, pattern: Pattern, run_id: str) -> dict:
     staging = lake.staging(pattern.name, run_id)
     try:
-        stats = json.loads(read_text(f"{staging}/_stats.json"))
+        return json.loads(read_text(f"{staging}/_stats.json"))
     except (FileNotFoundError, OSError):
         raise FileNotFoundError(f"no staged run {run_id!r} for pattern {pattern.name!r} at "
                                 f"{staging}: run `match-job` for it first") from None
+
+
+def validate_step(spark, profile: Profile, path: Path, run_id: str) -> dict:
+    """The matches suite on a staged run; the outcome goes to ``_validation.json``."""
+    from .quality import validate_matches
+
+    pattern = load_pattern(path)
+    lake = lk.Lake(profile.lake)
+    stats = _staged_stats(lake, pattern, run_id)
+    if stats.get("matches", 0) == 0:
+        outcome = {"success": True, "failed": [], "docs": None, "summary": "no matches to check"}
+    else:
+        o = validate_matches(spark, lake, pattern, run_id, stats["low"], stats["high"])
+        outcome = {"success": o.success, "failed": o.failed, "docs": o.docs,
+                   "summary": o.describe()}
+    write_text(f"{lake.staging(pattern.name, run_id)}/_validation.json", json.dumps(outcome))
+    if not outcome["success"]:
+        exc = ValidationFailed(f"{pattern.name}: {outcome['summary']}")
+        log_failure(profile, pattern, run_id, stats.get("logical_date", ""), str(exc))
+        exc.logged = True
+        raise exc
+    return outcome
+
+
+def publish_step(profile: Profile, path: Path, run_id: str) -> dict:
+    """Publish a staged, validated run and append its row to the runs log."""
+    pattern = load_pattern(path)
+    lake = lk.Lake(profile.lake)
+    staging = lake.staging(pattern.name, run_id)
+    stats = _staged_stats(lake, pattern, run_id)
+    try:
+        verdict = json.loads(read_text(f"{staging}/_validation.json"))
+    except (FileNotFoundError, OSError):
+        raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} was not validated: run "
+                               "`validate-run` for it first") from None
+    if not verdict["success"]:
+        raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} failed validation, "
+                               f"nothing published: {verdict['summary']}")
     if stats["pattern_version"] != pattern.version:
         raise ValueError(f"{path} changed since run {run_id} was staged (version "
                          f"{stats['pattern_version']} -> {pattern.version}): match it again")
@@ -167,25 +206,50 @@ def log_failure(profile: Profile, pattern: Pattern, run_id: str, logical_date: s
         "started_at": now, "finished_at": now})
 
 
+def validate_events_step(spark, profile: Profile, source: str, ingest_run: str | None):
+    """The events suite on one ingest batch; raises ``ValidationFailed``."""
+    from .quality import validate_events
+
+    outcome = validate_events(spark, lk.Lake(profile.lake), load_sources()[source], ingest_run)
+    if not outcome.success:
+        raise ValidationFailed(f"events of {source}: {outcome.describe()}")
+    return outcome
+
+
 def run_all(spark, profile: Profile, logical_date: str | None = None,
             paths: list[str] | None = None, force_slices: bool = False,
             echo=print) -> list[dict]:
-    """Ingest every source, then match and publish every pattern, for one logical date."""
+    """Ingest every source, then match, validate and publish every pattern, for one
+    logical date."""
     logical_date = logical_date or date.today().isoformat()
     run_id = new_run_id(logical_date)
     t0 = time.perf_counter()
     patterns = pipeline_patterns(paths)
-    ingest_sources(profile, run_id, sorted({p.source for _, p in patterns}), echo=echo)
+    ingested = ingest_sources(profile, run_id, sorted({p.source for _, p in patterns}),
+                              echo=echo)
+    bad_sources = {}
+    for r in ingested:
+        if r.new_events:
+            try:
+                echo("validate " + validate_events_step(spark, profile, r.source, run_id).describe())
+            except ValidationFailed as exc:
+                bad_sources[r.source] = str(exc)
+                echo(f"FAILED {exc}")
     rows = []
     for path, _ in patterns:
         planned = plan(profile, path, logical_date)
         echo(f"match {planned.pattern.name} ({planned.pattern.matcher}, source "
              f"{planned.pattern.source}, {describe_range(planned.rng)}) ...")
         try:
+            if planned.pattern.source in bad_sources:
+                raise ValidationFailed(bad_sources[planned.pattern.source])
             match_step(spark, profile, planned, run_id, logical_date, force_slices)
+            validate_step(spark, profile, path, run_id)
             rows.append(publish_step(profile, path, run_id))
         except Exception as exc:  # one failing pattern does not stop the others
-            log_failure(profile, planned.pattern, run_id, logical_date, f"{type(exc).__name__}: {exc}")
+            if not getattr(exc, "logged", False):
+                log_failure(profile, planned.pattern, run_id, logical_date,
+                            f"{type(exc).__name__}: {exc}")
             echo(f"FAILED {planned.pattern.name}: {type(exc).__name__}: {exc}")
             rows.append({"pattern": planned.pattern.name, "status": "failed", "message": str(exc)})
     echo(summary(profile, rows, run_id, time.perf_counter() - t0))
@@ -200,6 +264,7 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
     for path, _ in pipeline_patterns(paths):
         planned = plan(profile, path, end, rng=backfill_range(start, end))
         match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
+        validate_step(spark, profile, path, run_id)
         rows.append(publish_step(profile, path, run_id))
     echo(summary(profile, rows, run_id, None))
     return rows

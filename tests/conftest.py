@@ -27,6 +27,7 @@ SPARK_CONF = {
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.files.openCostInBytes": "65536",
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 

@@ -216,3 +216,65 @@ def test_java_missing_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
     with pytest.raises(JavaMissing, match="Java 17 or newer.*openjdk-17-jre-headless"):
         check_java()
+
+
+def _chemo_profile(tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).parent.parent / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    return make_profile(tmp_path, landing=landing), landing
+
+
+P1 = str(Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml")
+
+
+def test_corrupted_events_batch_fails_validation_and_publishes_nothing(spark, tmp_path):
+    profile, landing = _chemo_profile(tmp_path)
+    (landing / "chemo_mw" / "bad.csv").write_text(
+        "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2999-01-01T00:00:00\n")
+    messages = []
+    rows = run_all(spark, profile, "2010-08-30", [P1], echo=messages.append)
+    assert rows[0]["status"] == "failed"
+    assert "expect_column_values_to_be_between(ts): 1 row(s)" in rows[0]["message"]
+    assert "data_docs" in rows[0]["message"]  # where a person can read the details
+    lake = lk.Lake(profile.lake)
+    assert not lk.exists(lake.matches("mw_chemo_p1"))
+    runs = DeltaTable(lake.runs()).to_pyarrow_table().to_pylist()
+    assert [r["status"] for r in runs] == ["failed"]
+    docs = Path(profile.lake) / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    assert docs.exists()
+
+
+def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):
+    import pyarrow.parquet as pq
+
+    from jobs.pipeline import ValidationFailed, validate_step
+
+    profile, _ = _chemo_profile(tmp_path)
+    run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
+    lake = lk.Lake(profile.lake)
+    published = published_ids(profile, "mw_chemo_p1")
+    version = DeltaTable(lake.matches("mw_chemo_p1")).version()
+    planned = plan(profile, Path(P1), "2010-08-31", rng=RunRange(None, horizon(
+        "2010-08-31", load_pattern(P1).tau, 0), True))
+    match_step(spark, profile, planned, "tampered", "2010-08-31")
+    staging = Path(lake.staging("mw_chemo_p1", "tampered"))
+    files = sorted(staging.glob("*.parquet"))
+    t = pa.concat_tables([pq.read_table(f) for f in files])
+    for f in files:
+        f.unlink()
+    rows = t.to_pylist()
+    first = next(r for r in rows if r["kind"] == "match")
+    rows.append(dict(first))  # a duplicated match
+    wrong = next(r for r in rows if r["kind"] == "match" and r is not first)
+    wrong["bindings"] = wrong["bindings"].replace('"b": ["e12"]', '"b": ["e2"]')  # b before p
+    pq.write_table(pa.Table.from_pylist(rows, schema=t.schema), staging / "part-0.parquet")
+    with pytest.raises(ValidationFailed) as info:
+        validate_step(spark, profile, Path(P1), "tampered")
+    msg = str(info.value)
+    assert "expect_column_values_to_be_unique(match_id)" in msg
+    assert "expect_column_values_to_be_in_set(set_order_ok)" in msg
+    with pytest.raises(ValidationFailed, match="failed validation, nothing published"):
+        publish_step(profile, Path(P1), "tampered")
+    assert DeltaTable(lake.matches("mw_chemo_p1")).version() == version
+    assert published_ids(profile, "mw_chemo_p1") == published

@@ -1,0 +1,121 @@
+"""The nightly SES pipeline: ingest -> per pattern (match -> validate -> publish) -> summary.
+
+Thin on purpose: parsing this file reads ``conf/pipeline.yaml`` (schedule, retries) and
+nothing else; the work runs in the project's jobs, started from the project's venv with
+spark-submit as ``make run`` does (``spark_entry.py``). Patterns are listed when a run
+starts (``patterns/*.yaml``), so a new pattern file joins the next run without touching
+this file. Every step is idempotent by logical date: the staging run id is derived from it
+and publishing MERGEs by match_id.
+
+Environment: SES_PROFILE (profile in conf/pipeline.yaml), SES_PIPELINE_CONF (another
+pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml).
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import yaml
+from airflow.sdk import dag, task, task_group
+
+PROJECT = Path(__file__).resolve().parent.parent
+VENV_BIN = PROJECT / ".venv" / "bin"
+
+
+def _settings() -> dict:
+    path = Path(os.environ.get("SES_PIPELINE_CONF", PROJECT / "conf" / "pipeline.yaml"))
+    with open(path, encoding="utf-8") as f:
+        return (yaml.safe_load(f) or {}).get("airflow") or {}
+
+
+SETTINGS = _settings()
+
+
+def _job(*args: str) -> str:
+    """Run one step the way `make run` does; fail the task with the step's own message."""
+    import subprocess
+
+    env = dict(os.environ, PYSPARK_PYTHON=str(VENV_BIN / "python"),
+               PYSPARK_DRIVER_PYTHON=str(VENV_BIN / "python"))
+    cmd = [str(VENV_BIN / "spark-submit"), "--master", "local[*]",
+           str(PROJECT / "spark_entry.py"), *args]
+    proc = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True)
+    out = "\n".join(line for line in (proc.stdout + proc.stderr).splitlines()
+                    if " WARN " not in line and "log4j" not in line)
+    print(out)
+    if proc.returncode != 0:
+        errors = [line for line in out.splitlines() if line.startswith("error:")]
+        raise RuntimeError(errors[-1] if errors else f"{' '.join(args)} exited with "
+                           f"{proc.returncode}")
+    return out
+
+
+@dag(
+    dag_id="ses_nightly",
+    schedule=SETTINGS.get("schedule", "0 2 * * *"),
+    start_date=datetime.fromisoformat(SETTINGS.get("start_date", "2026-11-01")).replace(
+        tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": int(SETTINGS.get("retries", 2)),
+                  "retry_delay": timedelta(minutes=int(SETTINGS.get("retry_delay_minutes", 5)))},
+    tags=["ses", "lakehouse"],
+    doc_md=__doc__,
+)
+def ses_nightly():
+    @task
+    def list_patterns() -> list[str]:
+        pattern = os.environ.get("SES_PATTERNS", "patterns/*.yaml")
+        return [str(p) for p in sorted(PROJECT.glob(pattern))]
+
+    @task
+    def ingest(paths: list[str], ds=None) -> str:
+        """Raw files of the patterns' sources -> events/<source>, then the events suite on
+        the new batch."""
+        sources = sorted({(yaml.safe_load(Path(p).read_text()) or {}).get("source", "")
+                          for p in paths})
+        _job("ingest", "--logical-date", ds, "--run-id", f"airflow_{ds}", "--validate",
+             *[arg for s in sources for arg in ("--source", s)])
+        return ds
+
+    @task_group
+    def pattern_run(path: str):
+        @task
+        def match(path: str, ds=None) -> str:
+            _job("match-job", path, "--run-id", f"airflow_{ds}", "--logical-date", ds)
+            return path
+
+        @task(retries=0)  # a failed suite fails again: no retry, no publish
+        def validate(path: str, ds=None) -> str:
+            _job("validate-run", path, "--run-id", f"airflow_{ds}")
+            return path
+
+        @task
+        def publish(path: str, ds=None) -> str:
+            _job("publish", path, "--run-id", f"airflow_{ds}")
+            return path
+
+        publish(validate(match(path)))
+
+    @task(trigger_rule="all_done", retries=0)
+    def summary(paths: list[str], ds=None) -> str:
+        """The run log of this logical date, also when some step failed; the run fails
+        unless every pattern was published."""
+        import subprocess
+
+        out = subprocess.run([str(VENV_BIN / "python"), "-m", "jobs", "runs", "--run-id",
+                              f"airflow_{ds}", "--expect", str(len(paths))],
+                             cwd=PROJECT, capture_output=True, text=True)
+        print(out.stdout + out.stderr)
+        if out.returncode != 0:
+            raise RuntimeError(f"not every pattern was published for {ds}: see the run log above")
+        return out.stdout
+
+    paths = list_patterns()
+    runs = pattern_run.expand(path=paths)
+    ingest(paths) >> runs >> summary(paths)
+
+
+ses_nightly()

@@ -1,0 +1,212 @@
+"""Quality gates with Great Expectations (GX 1.x), between match and publish.
+
+Suites live as GX JSON files in ``expectations/``. What depends on a source or a pattern
+is derived, never written by hand per pattern:
+
+* events: the checks of ``expectations/events.json`` plus, per column of the source schema
+  (``conf/sources.yaml``), its Spark type;
+* matches: the checks of ``expectations/matches.json`` on a frame that joins every staged
+  match with the events it binds (span, set order, equal partition values, distinct and
+  existing events, start/end = first/last bound event), plus, from the pattern file, each
+  variable's count (a singleton exactly once, a group at least once) and τ.
+
+A failing suite stops publishing; the message names the failed expectations, and the Data
+Docs HTML is written next to the lake (``<lake>/gx/uncommitted/data_docs/local_site``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from functools import reduce
+
+from . import lake as lk
+from .config import ROOT, Source
+from .core.pattern import Pattern
+
+SUITES = ROOT / "expectations"
+SPARK_TYPES = {"string": "StringType", "integer": "LongType", "double": "DoubleType",
+               "number": "DoubleType", "timestamp": "TimestampType"}
+TS_MIN = datetime(1900, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass
+class Outcome:
+    suite: str
+    success: bool
+    failed: list[str]
+    docs: str | None
+    evaluated: int
+
+    def describe(self) -> str:
+        if self.success:
+            return f"{self.suite}: {self.evaluated} expectations met"
+        where = f"; details: {self.docs}" if self.docs else ""
+        return f"{self.suite}: failed {len(self.failed)} of {self.evaluated}: " + \
+            "; ".join(self.failed) + where
+
+
+def load_suite(name: str) -> dict:
+    with open(SUITES / f"{name}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def events_expectations(source: Source) -> list[dict]:
+    suite = load_suite("events")["expectations"]
+    for col, kind in source.columns.items():
+        column = "ts" if col == source.time_column else col
+        suite.append({"type": "expect_column_values_to_be_of_type",
+                      "kwargs": {"column": column, "type_": SPARK_TYPES[kind]}})
+    return suite
+
+
+def matches_expectations(pattern: Pattern) -> list[dict]:
+    suite = load_suite("matches")["expectations"]
+    for v in pattern.variables:
+        kwargs = {"column": f"n_{v.name}", "min_value": 1}
+        if not v.group:
+            kwargs["max_value"] = 1
+        suite.append({"type": "expect_column_values_to_be_between", "kwargs": kwargs})
+    suite.append({"type": "expect_column_values_to_be_between",
+                  "kwargs": {"column": "n_events", "min_value": len(pattern.variables)}})
+    return suite
+
+
+# -- the frame the match suite checks ------------------------------------------------------
+def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
+                      low: int | None, high: int | None):
+    """One row per staged match with the columns the match suite checks."""
+    from pyspark.sql import functions as F
+
+    from .match_job import col
+
+    staged = (spark.read.parquet(staging).where(F.col("kind") == "match")
+              .select("match_id", "start_ts", "end_ts", "n_events",
+                      F.from_json("bindings", "map<string,array<string>>").alias("b")))
+    bound = (staged.select("match_id", F.explode("b").alias("var", "ids"))
+             .select("match_id", "var", F.explode("ids").alias("event_id")))
+    filters = []
+    if low is not None:
+        filters.append(("event_date", ">=", _day(low)))
+    if high is not None:
+        filters.append(("event_date", "<=", _day(high + pattern.tau)))
+    keys = list(pattern.partition_attributes)
+    events = lk.read_spark(spark, events_path, filters or None).select(
+        "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
+    joined = bound.join(events, on="event_id", how="left")
+    per_var = joined.groupBy("match_id", "var").agg(
+        F.count(F.lit(1)).alias("n"), F.min("ets").alias("lo"), F.max("ets").alias("hi"))
+    aggs = [F.count(F.lit(1)).alias("bound"), F.count("ets").alias("found"),
+            F.countDistinct("event_id").alias("distinct"),
+            F.min("ets").alias("first_ts"), F.max("ets").alias("last_ts")]
+    for k in keys:
+        aggs += [F.countDistinct(col(k)).alias(f"dk_{k}"), F.count(col(k)).alias(f"nk_{k}")]
+    per_match = joined.groupBy("match_id").agg(*aggs)
+    pivot = per_var.groupBy("match_id").pivot("var", [v.name for v in pattern.variables]).agg(
+        F.first("n").alias("n"), F.first("lo").alias("lo"), F.first("hi").alias("hi"))
+    df = staged.drop("b").join(per_match, "match_id", "left").join(pivot, "match_id", "left")
+    order_terms = []
+    for a, b in zip(pattern.sets, pattern.sets[1:]):
+        last_a = F.greatest(*[F.col(f"{v.name}_hi") for v in a]) if len(a) > 1 else F.col(f"{a[0].name}_hi")
+        first_b = F.least(*[F.col(f"{v.name}_lo") for v in b]) if len(b) > 1 else F.col(f"{b[0].name}_lo")
+        order_terms.append(F.coalesce(last_a < first_b, F.lit(False)))
+    part_terms = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
+    true = F.lit(True)
+    return df.select(
+        "match_id", "start_ts", "end_ts", "n_events",
+        (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
+        .alias("span_seconds"),
+        F.coalesce((F.col("start_ts") == F.col("first_ts")) & (F.col("end_ts") == F.col("last_ts"))
+                   & (F.col("n_events") == F.col("bound")), F.lit(False)).alias("times_ok"),
+        F.coalesce(F.col("found") == F.col("bound"), F.lit(False)).alias("events_found_ok"),
+        F.coalesce(F.col("distinct") == F.col("bound"), F.lit(False)).alias("distinct_events_ok"),
+        (reduce(lambda x, y: x & y, order_terms) if order_terms else true).alias("set_order_ok"),
+        (F.coalesce(reduce(lambda x, y: x & y, part_terms), F.lit(False)) if part_terms
+         else true).alias("partition_ok"),
+        *[F.coalesce(F.col(f"{v.name}_n"), F.lit(0)).alias(f"n_{v.name}") for v in pattern.variables],
+    )
+
+
+def _day(ns: int) -> str:
+    from .core.events import format_ts
+
+    return format_ts(ns)[:10]
+
+
+# -- running a suite -------------------------------------------------------------------------
+_CONTEXTS: dict[str, object] = {}
+
+
+def context(lake_root: str):
+    """A GX file context next to the lake (its Data Docs are HTML files there)."""
+    root = lake_root if "://" not in lake_root else os.path.join(os.getcwd(), "gx-docs")
+    if root not in _CONTEXTS:
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        os.makedirs(root, exist_ok=True)
+        ctx = gx.get_context(mode="file", project_root_dir=root)
+        ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+        _CONTEXTS[root] = ctx
+    return _CONTEXTS[root]
+
+
+def run_suite(lake_root: str, name: str, expectations: list[dict], df,
+              parameters: dict) -> Outcome:
+    import great_expectations as gx
+    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.core.expectation_suite import ExpectationSuite
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
+
+    ctx = context(lake_root)
+    ds = ctx.data_sources.add_or_update_spark(name="lake")
+    try:
+        asset = ds.get_asset(name)
+    except LookupError:
+        asset = ds.add_dataframe_asset(name=name)
+    try:
+        batch = asset.get_batch_definition("all")
+    except KeyError:
+        batch = asset.add_batch_definition_whole_dataframe("all")
+    suite = ctx.suites.add_or_update(ExpectationSuite(name=name, expectations=[
+        ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"]) for e in expectations]))
+    vd = ctx.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=name, data=batch, suite=suite))
+    checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
+        name=name, validation_definitions=[vd], actions=[UpdateDataDocsAction(name="docs")]))
+    result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
+    run = list(result.run_results.values())[0]
+    failed = []
+    for r in run.results:
+        if not r.success:
+            cfg = r.expectation_config
+            column = cfg.kwargs.get("column") or f"{cfg.kwargs.get('column_A')}/{cfg.kwargs.get('column_B')}"
+            count = (r.result or {}).get("unexpected_count")
+            failed.append(f"{cfg.type}({column})" + (f": {count} row(s)" if count else ""))
+    urls = ctx.get_docs_sites_urls()
+    docs = urls[0]["site_url"] if urls else None
+    return Outcome(name, bool(result.success), failed, docs, len(run.results))
+
+
+def validate_events(spark, lake: lk.Lake, source: Source, ingest_run: str | None = None,
+                    future: timedelta = timedelta(days=1)) -> Outcome:
+    """The events suite on one ingest batch of a source (all events if no run is given)."""
+    from pyspark.sql import functions as F
+
+    df = lk.read_spark(spark, lake.events(source.name))
+    if ingest_run is not None:
+        df = df.where(F.col("ingest_run") == ingest_run)
+    params = {"ts_min": TS_MIN, "ts_max": datetime.now(timezone.utc) + future}
+    return run_suite(lake.root, f"events_{source.name}", events_expectations(source), df, params)
+
+
+def validate_matches(spark, lake: lk.Lake, pattern: Pattern, run_id: str, low: int | None,
+                     high: int | None) -> Outcome:
+    df = match_check_frame(spark, lake.staging(pattern.name, run_id), pattern,
+                           lake.events(pattern.source), low, high)
+    return run_suite(lake.root, f"matches_{pattern.name}", matches_expectations(pattern), df,
+                     {"tau_seconds": pattern.tau / 1e9})

@@ -1,0 +1,110 @@
+"""The Airflow DAG with the real Airflow (SQLite, in a private AIRFLOW_HOME): it imports
+cleanly with the expected tasks, and ``dag.test()`` runs it end to end on a small real
+data set, publishing the right matches and run log; a failing quality gate stops
+publishing. Airflow runs in a subprocess so its settings do not leak into other tests."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def airflow_env(tmp_path_factory):
+    home = tmp_path_factory.mktemp("airflow")
+    env = dict(os.environ, AIRFLOW_HOME=str(home), AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"),
+               AIRFLOW__CORE__LOAD_EXAMPLES="False", AIRFLOW__CORE__UNIT_TEST_MODE="False")
+    proc = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env,
+                          capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return env
+
+
+def python(env, code: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env,
+                          capture_output=True, text=True, cwd=ROOT, timeout=1200)
+
+
+def test_dag_imports_with_expected_tasks(airflow_env):
+    proc = python(airflow_env, """
+        import json
+        from airflow.dag_processing.dagbag import DagBag
+        bag = DagBag(%r)
+        dag = bag.get_dag("ses_nightly")
+        print(json.dumps({"errors": {k: str(v) for k, v in bag.import_errors.items()},
+                          "tasks": sorted(t.task_id for t in dag.tasks),
+                          "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
+                          "retries": dag.default_args["retries"],
+                          "schedule": repr(dag.timetable)}))
+    """ % str(ROOT / "dags"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    info = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert info["errors"] == {}
+    assert info["tasks"] == ["ingest", "list_patterns", "pattern_run.match",
+                             "pattern_run.publish", "pattern_run.validate", "summary"]
+    assert info["catchup"] is False and info["max_active_runs"] == 1 and info["retries"] == 2
+    assert "expression='0 2 * * *'" in info["schedule"]
+
+
+def _profile(tmp_path: Path, extra_rows: str = "") -> dict:
+    landing = tmp_path / "landing"
+    shutil.copytree(ROOT / "data" / "landing" / "chemo_mw", landing / "chemo_mw")
+    if extra_rows:
+        (landing / "chemo_mw" / "extra.csv").write_text(
+            "event_id,patient,type,value,unit,ts\n" + extra_rows)
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(textwrap.dedent(f"""\
+        airflow: {{schedule: "0 2 * * *", start_date: "2010-07-01", retries: 0}}
+        profiles:
+          test:
+            landing: {landing}
+            lake: {tmp_path / 'lake'}
+            spark:
+              master: local[2]
+              conf: {{spark.sql.shuffle.partitions: "4", spark.ui.enabled: "false",
+                      spark.ui.showConsoleProgress: "false", spark.sql.session.timeZone: UTC}}
+            match: {{allowed_lateness: 0s, slice_length: 7d}}
+        """))
+    return {"SES_PIPELINE_CONF": str(conf), "SES_PROFILE": "test",
+            "SES_PATTERNS": "patterns/mw_chemo_p1.yaml"}
+
+
+DAG_TEST = """
+    from datetime import datetime, timezone
+    from airflow.dag_processing.dagbag import DagBag
+    dag = DagBag(%r).get_dag("ses_nightly")
+    run = dag.test(logical_date=datetime(2010, 8, 30, tzinfo=timezone.utc))
+    states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    print("RESULT", run.state, states)
+""" % str(ROOT / "dags")
+
+
+def test_dag_test_runs_the_whole_pipeline(airflow_env, tmp_path):
+    env = dict(airflow_env, **_profile(tmp_path))
+    proc = python(env, DAG_TEST)
+    result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
+    assert result and result[0].startswith("RESULT success"), proc.stdout[-3000:] + proc.stderr[-3000:]
+    t = DeltaTable(str(tmp_path / "lake" / "matches" / "mw_chemo_p1")).to_pyarrow_table()
+    assert sorted(dict(b)["c"][0] for b in t.column("bindings").to_pylist()) == ["e1", "e7", "e7"]
+    runs = DeltaTable(str(tmp_path / "lake" / "runs")).to_pyarrow_table().to_pylist()
+    assert [(r["run_id"], r["status"], r["matches"]) for r in runs] == \
+        [("airflow_2010-08-30", "success", 3)]
+
+
+def test_dag_corrupted_batch_publishes_nothing(airflow_env, tmp_path):
+    env = dict(airflow_env, **_profile(tmp_path, "z1,1,B,1,mg,2999-01-01T00:00:00\n"))
+    proc = python(env, DAG_TEST)
+    result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
+    assert result and result[0].startswith("RESULT failed"), proc.stdout[-3000:]
+    assert "'ingest': 'failed'" in result[0] and "'pattern_run.publish': 'upstream_failed'" in result[0]
+    assert "'summary': 'failed'" in result[0]
+    assert "expect_column_values_to_be_between(ts)" in proc.stdout + proc.stderr
+    assert not (tmp_path / "lake" / "matches" / "mw_chemo_p1").exists()
