@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-from-lock
 
-.PHONY: run test lint validate bench lock clean-venv
+.PHONY: run test lint validate bench airflow lock clean-venv
 
 $(STAMP): requirements.lock
 	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
@@ -19,7 +19,7 @@ test: $(STAMP)
 	$(PY) -m pytest -q
 
 lint: $(STAMP)
-	$(PY) -m ruff check jobs tests bench dags
+	$(PY) -m ruff check jobs tests bench dags spark_entry.py
 	$(PY) -m jobs validate
 
 validate: $(STAMP)
@@ -29,9 +29,23 @@ run: $(STAMP)
 	$(PY) -m jobs validate
 	$(PY) -m jobs run
 
+# Airflow standalone on 127.0.0.1:8080 with dags/, settings for a 2-core machine.
+# The admin password is printed at start and kept in .airflow/simple_auth_manager_passwords.json.generated.
+airflow: $(STAMP)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
+	AIRFLOW_HOME=$(CURDIR)/.airflow \
+	AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
+	AIRFLOW__CORE__LOAD_EXAMPLES=False \
+	AIRFLOW__CORE__PARALLELISM=4 \
+	AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG=2 \
+	AIRFLOW__API__HOST=127.0.0.1 \
+	AIRFLOW__API__PORT=8080 \
+	$(VENV)/bin/airflow standalone
+
 bench: $(STAMP)
 	$(PY) bench/match_windows.py --matcher ses --events 20000 --per-k 3
 	$(PY) bench/match_windows.py --matcher zstream --events 8000 --per-k 2
+	$(PY) bench/spark_pipeline.py --sets hospital,loans,10m
 
 # Re-resolve the lock from requirements.in (needs the package index).
 lock:
