@@ -18,7 +18,6 @@ DP-B, ...) plugs in the same way.
 
 from __future__ import annotations
 
-import bisect
 import random
 from dataclasses import dataclass
 from functools import cached_property
@@ -145,38 +144,54 @@ PLANNERS: dict[str, Planner] = {"zstream": ZStreamPlanner(), "left-deep": LeftDe
 
 
 def estimate_statistics(pattern: Pattern, events: list[Event], masks: list[int],
-                        pair_condition, samples: int = 400, seed: int = 0) -> PlanStatistics:
-    """Arrival rates and selectivities estimated on the input (or a sample of it).
+                        pair_condition, partition_key=None, windows: int = 300,
+                        pairs_per_window: int = 4, seed: int = 0) -> PlanStatistics:
+    """Leaf sizes and selectivities estimated on a sample of the match windows the tree
+    will actually be evaluated on (same partition, first event fitting the first set,
+    τ long), so W·r_v is the mean number of events fitting v per window.
 
-    ``pair_condition(i, a, j, b)`` tells whether events a (as variable i) and b (as j) satisfy
-    every condition between the two variables (relationships, set order, span, distinct).
+    ``pair_condition(i, a, j, b)`` tells whether events a (as variable i) and b (as j)
+    satisfy every condition between the two variables; ``partition_key(e)`` gives the
+    partition of an event (None: one partition).
     """
     m = len(pattern.variables)
-    per_var = [[e for e, mask in zip(events, masks) if mask >> i & 1] for i in range(m)]
-    span = (events[-1].ts - events[0].ts) if len(events) > 1 else 0
+    first_set = sum(1 << v.index for v in pattern.sets[0])
+    groups: dict = {}
+    for e, mask in zip(events, masks):
+        if mask:
+            groups.setdefault(partition_key(e) if partition_key else None, []).append((e, mask))
+    starts = [(key, i) for key, evs in groups.items() for i, (_, mask) in enumerate(evs)
+              if mask & first_set]
+    rng = random.Random(seed)
+    sample = rng.sample(starts, min(windows, len(starts)))
+    sizes = [0.0] * m
+    hits: dict[tuple[int, int], int] = {}
+    tries: dict[tuple[int, int], int] = {}
+    for key, i in sample:
+        evs = groups[key]
+        t0 = evs[i][0].ts
+        per_var: list[list[Event]] = [[] for _ in range(m)]
+        for e, mask in evs[i:]:
+            if e.ts - t0 > pattern.tau:
+                break
+            for v in range(m):
+                if mask >> v & 1:
+                    per_var[v].append(e)
+        for v in range(m):
+            sizes[v] += len(per_var[v])
+        for a in range(m):
+            for b in range(a + 1, m):
+                if per_var[a] and per_var[b]:
+                    for _ in range(pairs_per_window):
+                        x, y = rng.choice(per_var[a]), rng.choice(per_var[b])
+                        tries[(a, b)] = tries.get((a, b), 0) + 1
+                        hits[(a, b)] = hits.get((a, b), 0) + bool(pair_condition(a, x, b, y))
+    n = max(len(sample), 1)
     leaf_pm = []
     for v in pattern.variables:
-        n = len(per_var[v.index])
-        per_window = n if span <= pattern.tau else n * pattern.tau / span
-        per_window = max(per_window, 1e-3)
+        per_window = max(sizes[v.index] / n, 1e-3)
         if v.group:
             per_window = min(2.0 ** min(per_window, 40) - 1, GROUP_PM_CAP)
         leaf_pm.append(per_window)
-    rng = random.Random(seed)
-    stamps = [[e.ts for e in evs] for evs in per_var]
-    selectivity = {}
-    for i in range(m):
-        for j in range(i + 1, m):
-            a_list, b_list = per_var[i], per_var[j]
-            if not a_list or not b_list:
-                continue
-            hits = 0
-            for _ in range(samples):
-                a = rng.choice(a_list)
-                # pair a with an event of j inside its τ-window (the cost model's W)
-                lo = bisect.bisect_left(stamps[j], a.ts - pattern.tau)
-                hi = bisect.bisect_right(stamps[j], a.ts + pattern.tau)
-                if lo < hi:
-                    hits += bool(pair_condition(i, a, j, b_list[rng.randrange(lo, hi)]))
-            selectivity[(i, j)] = max(hits / samples, 1.0 / (samples + 1))
+    selectivity = {k: max(hits[k] / t, 1.0 / (t + 1)) for k, t in tries.items()}
     return PlanStatistics(tuple(leaf_pm), selectivity)

@@ -265,7 +265,10 @@ def build(pattern: Pattern, events: list[Event], planner: str = "zstream",
     if planner not in PLANNERS:
         raise ValueError(f"unknown plan {planner!r}: use one of {', '.join(PLANNERS)}")
     probe = ZStreamEvaluator(pattern, Leaf(0, pattern.variables[0].name), partitioned, max_matches)
-    masks = [probe.event_mask(e) for e in events]
-    st = estimate_statistics(pattern, events, masks, probe.pair_ok)
+    masks = probe.event_mask.batch(events)
+    keys = pattern.partition_attributes if partitioned else ()
+    st = estimate_statistics(pattern, events, masks, probe.pair_ok,
+                             partition_key=(lambda e: tuple(e.attrs.get(k) for k in keys))
+                             if keys else None)
     plan = PLANNERS[planner].plan(pattern, st)
     return ZStreamEvaluator(pattern, plan, partitioned, max_matches), st
