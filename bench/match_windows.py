@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from jobs.core.events import Event, order  # noqa: E402
+from jobs.core.events import Event  # noqa: E402
 from jobs.core.loader import parse_pattern  # noqa: E402
 from jobs.core.runner import MatchOptions, run  # noqa: E402
 
@@ -60,19 +60,20 @@ REPEATS = {"fpc": 5, "fpc-ld": 5}  # best of n, where two configurations are com
 
 
 def load_hospital(n_events: int, start: str) -> list[Event]:
+    import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from jobs.core.events import parse_ts
+    from jobs.core.events import events_from_arrow, parse_ts
 
     table = pq.read_table(HOSPITAL, columns=["patient", "event_type", "timestamp"])
-    table = table.append_column("row", __import__("pyarrow").array(range(table.num_rows)))
+    table = table.append_column("row", pa.array(range(table.num_rows)))
     table = table.sort_by([("timestamp", "ascending"), ("row", "ascending")])
     ts = table.column("timestamp").cast("timestamp[ns]").cast("int64")
     table = table.filter(pc.greater_equal(ts, parse_ts(start))).slice(0, n_events)
-    stamps = table.column("timestamp").cast("timestamp[ns]").cast("int64").to_pylist()
-    rows = table.select(["patient", "event_type", "row"]).to_pylist()
-    return order(Event(f"h{r.pop('row'):06d}", t, r) for t, r in zip(stamps, rows))
+    ids = pa.array([f"h{r:06d}" for r in table.column("row").to_pylist()])
+    table = table.drop_columns(["row"]).append_column("event_id", ids)
+    return events_from_arrow(table, time_column="timestamp")
 
 
 def make_pattern(kind: str, types: list[str], tau: str, matcher: str = "ses"):

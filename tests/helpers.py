@@ -43,12 +43,10 @@ def real_slice(name: str, patients: int, time_column: str = "timestamp",
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from jobs.core.events import Event, order
+    from jobs.core.events import events_from_arrow
 
     table = pq.read_table(SHARED_REAL / f"{name}.parquet")
     ids = sorted({p for p in table.column(patient_column).to_pylist() if p is not None})[:patients]
-    table = table.append_column("row", pa.array(range(table.num_rows)))
+    table = table.append_column("event_id", pa.array([f"r{i:06d}" for i in range(table.num_rows)]))
     table = table.filter(pc.is_in(table.column(patient_column), value_set=pa.array(ids)))
-    ts = table.column(time_column).cast("timestamp[ns]").cast("int64").to_pylist()
-    rows = table.drop_columns([time_column]).to_pylist()
-    return order(Event(f"r{r.pop('row'):06d}", t, r) for t, r in zip(ts, rows))
+    return events_from_arrow(table, time_column=time_column)

@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 
 from jobs import lake as lk
 from jobs.config import Source
-from jobs.core.events import Event, order
+from jobs.core.events import Event, events_from_arrow
 from jobs.core.loader import load_pattern
 from jobs.core.runner import run
 from jobs.horizons import RunRange, horizon, plan_range
@@ -26,10 +26,7 @@ LOGICAL_DATE = "2026-11-20"
 
 
 def events_from_lake(profile, source: str) -> list[Event]:
-    t = DeltaTable(lk.Lake(profile.lake).events(source)).to_pyarrow_table()
-    ts = t.column("ts").cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64()).to_pylist()
-    rows = t.drop_columns(["ts"]).to_pylist()
-    return order(Event(r["event_id"], x, r) for x, r in zip(ts, rows))
+    return events_from_arrow(DeltaTable(lk.Lake(profile.lake).events(source)).to_pyarrow_table())
 
 
 def local_ids(profile, pattern, low=None, high=None) -> set[str]:

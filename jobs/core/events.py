@@ -93,6 +93,16 @@ def _number(text: str):
         return value
 
 
+def events_from_arrow(table, id_column: str = "event_id", time_column: str = "ts") -> list[Event]:
+    """Events from an Arrow table with a timestamp column (e.g. a Delta events table), in
+    processing order; the other columns become attributes."""
+    import pyarrow as pa
+
+    ts = table.column(time_column).cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
+    rows = table.drop_columns([time_column]).to_pylist()
+    return order(Event(str(r[id_column]), t, r) for t, r in zip(ts.to_pylist(), rows))
+
+
 def read_events(path: str | Path, id_column: str = "event_id", time_column: str = "ts") -> list[Event]:
     """Read a CSV (with a header) or Parquet file into events in processing order.
 
