@@ -100,18 +100,28 @@ def ses_nightly():
         publish(validate(match(path)))
 
     @task(trigger_rule="all_done", retries=0)
-    def summary(paths: list[str], ds=None) -> str:
+    def summary(paths: list[str], ds=None) -> list[dict]:
         """The run log of this logical date, also when some step failed; the run fails
         unless every pattern was published."""
-        import subprocess
+        import sys
 
-        out = subprocess.run([str(VENV_BIN / "python"), "-m", "jobs", "runs", "--run-id",
-                              f"airflow_{ds}", "--expect", str(len(paths))],
-                             cwd=PROJECT, capture_output=True, text=True)
-        print(out.stdout + out.stderr)
-        if out.returncode != 0:
-            raise RuntimeError(f"not every pattern was published for {ds}: see the run log above")
-        return out.stdout
+        sys.path.insert(0, str(PROJECT))
+        from jobs.config import load_profile
+        from jobs.lake import Lake, read_arrow
+
+        lake = Lake(load_profile().lake)
+        table = read_arrow(lake.runs())
+        rows = [r for r in (table.to_pylist() if table is not None else [])
+                if r["run_id"] == f"airflow_{ds}"]
+        lines = [f"{r['pattern']:40} {r['status']:8} matches={r['matches']} "
+                 f"new={r['inserted']} late={r['late_events']} {r['message'] or ''}"
+                 for r in sorted(rows, key=lambda r: r["pattern"])]
+        print("\n".join(lines) or f"no runs logged for airflow_{ds} in {lake.runs()}")
+        published = {r["pattern"] for r in rows if r["status"] == "success"}
+        if len(published) < len(paths):
+            raise RuntimeError(f"{len(published)} of {len(paths)} pattern(s) published for {ds} "
+                               f"(run log {lake.runs()}): " + " | ".join(lines))
+        return [{"pattern": r["pattern"], "matches": r["matches"]} for r in rows]
 
     paths = list_patterns()
     runs = pattern_run.expand(path=paths)

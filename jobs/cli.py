@@ -243,7 +243,7 @@ def cmd_runs(args) -> int:
         print("no runs logged yet")
     if args.run_id:
         rows = [r for r in rows if r["run_id"] == args.run_id]
-    rows = sorted(rows, key=lambda r: (r["started_at"] or 0, r["pattern"]))[-args.last:]
+    rows = sorted(rows, key=lambda r: (str(r["started_at"]), r["pattern"]))[-args.last:]
     print(f"{'run_id':34} {'pattern':36} {'status':8} {'matches':>8} {'new':>6} {'del':>5} "
           f"{'late':>5} {'seconds':>8}  message")
     for r in rows:
