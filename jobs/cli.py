@@ -149,7 +149,7 @@ def _pipeline_errors(fn):
 @_pipeline_errors
 def cmd_ingest(args) -> int:
     from .config import load_profile
-    from .pipeline import ValidationFailed, ingest_sources, new_run_id, validate_events_step
+    from .pipeline import ingest_sources, new_run_id, validate_new_events
 
     profile = load_profile(args.profile)
     run_id = args.run_id or new_run_id(args.logical_date or "manual")
@@ -157,16 +157,11 @@ def cmd_ingest(args) -> int:
     if args.validate:
         from .spark import build_session
 
-        spark = build_session(profile)
-        failed = False
-        for r in results:
-            if not r.new_events:
-                continue
-            try:
-                print("validate " + validate_events_step(spark, profile, r.source, run_id).describe())
-            except ValidationFailed as exc:
-                print(f"error: {exc}", file=sys.stderr)
-                failed = True
+        failed = validate_new_events(build_session(profile), profile, results, run_id,
+                                     echo=lambda line: None if line.startswith("FAILED")
+                                     else print(line))
+        for message in failed.values():
+            print(f"error: {message}", file=sys.stderr)
         return 1 if failed else 0
     return 0
 

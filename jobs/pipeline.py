@@ -216,6 +216,22 @@ def validate_events_step(spark, profile: Profile, source: str, ingest_run: str |
     return outcome
 
 
+def validate_new_events(spark, profile: Profile, ingested: list, ingest_run: str,
+                        echo=print) -> dict[str, str]:
+    """The events suite on every source that got new events in ``ingest_run``; returns
+    {source: message} for the sources that failed."""
+    failed = {}
+    for r in ingested:
+        if not r.new_events:
+            continue
+        try:
+            echo("validate " + validate_events_step(spark, profile, r.source, ingest_run).describe())
+        except ValidationFailed as exc:
+            failed[r.source] = str(exc)
+            echo(f"FAILED {exc}")
+    return failed
+
+
 def run_all(spark, profile: Profile, logical_date: str | None = None,
             paths: list[str] | None = None, force_slices: bool = False,
             echo=print) -> list[dict]:
@@ -227,14 +243,7 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
     patterns = pipeline_patterns(paths)
     ingested = ingest_sources(profile, run_id, sorted({p.source for _, p in patterns}),
                               echo=echo)
-    bad_sources = {}
-    for r in ingested:
-        if r.new_events:
-            try:
-                echo("validate " + validate_events_step(spark, profile, r.source, run_id).describe())
-            except ValidationFailed as exc:
-                bad_sources[r.source] = str(exc)
-                echo(f"FAILED {exc}")
+    bad_sources = validate_new_events(spark, profile, ingested, run_id, echo)
     rows = []
     for path, _ in patterns:
         planned = plan(profile, path, logical_date)
