@@ -15,7 +15,6 @@ driver reads back only the stats rows (one per group), never the events or the m
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -62,6 +61,16 @@ class MatchJobResult:
     stats: dict
 
 
+def event_date_filters(low: int | None, high: int | None, tau: int) -> list | None:
+    """The ``event_date`` partitions that hold events with ts in [low, high + τ]."""
+    filters = []
+    if low is not None:
+        filters.append(("event_date", ">=", format_ts(low)[:10]))
+    if high is not None:
+        filters.append(("event_date", "<=", format_ts(high + tau)[:10]))
+    return filters or None
+
+
 def _ts(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
@@ -78,19 +87,15 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     started = time.perf_counter()
     path = lake.events(pattern.source)
     tau = pattern.tau
-    filters = []
-    if low is not None:
-        filters.append(("event_date", ">=", format_ts(low)[:10]))
-    if high is not None:
-        filters.append(("event_date", "<=", format_ts(high + tau)[:10]))
-    df = lk.read_spark(spark, path, filters or None)
+    filters = event_date_filters(low, high, tau)
+    df = lk.read_spark(spark, path, filters)
     if low is not None:
         df = df.where(F.col("ts") >= F.lit(_ts(low)))
     if high is not None:
         df = df.where(F.col("ts") <= F.lit(_ts(high + tau)))
     keep = filter_column(pattern)
     keys = list(pattern.partition_attributes)
-    scanned = lk.count_rows(path, filters or None)
+    scanned = lk.count_rows(path, filters)
     stats = {"events": scanned}
     if keep is not None:
         df = df.where(keep)
@@ -167,7 +172,6 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     stats["phase2_seconds"] = round(float(total["phase2_seconds"] or 0.0), 3)
     stats["sliced"] = slicing or "no"
     stats["seconds"] = round(time.perf_counter() - started, 3)
-    write_text(f"{staging}/_stats.json", json.dumps(stats))
     return MatchJobResult(staging, stats)
 
 

@@ -80,20 +80,16 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
     """One row per staged match with the columns the match suite checks."""
     from pyspark.sql import functions as F
 
-    from .match_job import col
+    from .match_job import col, event_date_filters
 
     staged = (spark.read.parquet(staging).where(F.col("kind") == "match")
               .select("match_id", "start_ts", "end_ts", "n_events",
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
     bound = (staged.select("match_id", F.explode("b").alias("var", "ids"))
              .select("match_id", "var", F.explode("ids").alias("event_id")))
-    filters = []
-    if low is not None:
-        filters.append(("event_date", ">=", _day(low)))
-    if high is not None:
-        filters.append(("event_date", "<=", _day(high + pattern.tau)))
     keys = list(pattern.partition_attributes)
-    events = lk.read_spark(spark, events_path, filters or None).select(
+    events = lk.read_spark(spark, events_path,
+                           event_date_filters(low, high, pattern.tau)).select(
         "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
     joined = bound.join(events, on="event_id", how="left")
     per_var = joined.groupBy("match_id", "var").agg(
@@ -127,12 +123,6 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
          else true).alias("partition_ok"),
         *[F.coalesce(F.col(f"{v.name}_n"), F.lit(0)).alias(f"n_{v.name}") for v in pattern.variables],
     )
-
-
-def _day(ns: int) -> str:
-    from .core.events import format_ts
-
-    return format_ts(ns)[:10]
 
 
 # -- running a suite -------------------------------------------------------------------------
