@@ -86,14 +86,14 @@ def _ses(pattern, events, options, stats) -> list[Match]:
 def _zstream(pattern, events, options, stats) -> list[Match]:
     partitioned = options.partition and bool(pattern.partition_attributes) \
         and options.strategy == "lazy"
-    evaluator, plan_stats = zstream.build(pattern, events, options.plan, partitioned,
+    evaluator, plan_stats, masks = zstream.build(pattern, events, options.plan, partitioned,
                                           options.max_matches_per_window)
     stats["plan"] = str(evaluator.plan)
     stats["plan_cost"] = round(cost_tree(evaluator.plan, plan_stats), 3)
     if options.strategy == "eager":  # the tree over the whole stream, no windows
         stats["windows"] = stats["candidate_windows"] = 0
         stats["matcher_calls"] = 1
-        found, peak = evaluator.evaluate(events, evaluator.event_mask.batch(events))
+        found, peak = evaluator.evaluate(events, masks)
         stats["max_partial_matches"] = peak
         stats["partial_matches"] = evaluator.work
         return found
@@ -101,7 +101,6 @@ def _zstream(pattern, events, options, stats) -> list[Match]:
                       conditions=options.conditions)
     found = match_windows(pattern, events,
                           lambda window, masks: evaluator.evaluate(window, masks, first=window[0]),
-                          evaluator.event_mask.batch(events), pruning, stats,
-                          peak_key="max_partial_matches")
+                          masks, pruning, stats, peak_key="max_partial_matches")
     stats["partial_matches"] = evaluator.work
     return found

@@ -261,7 +261,7 @@ def _key(bindings, spec) -> tuple | None:
 def build(pattern: Pattern, events: list[Event], planner: str = "zstream",
           partitioned: bool = False, max_matches: int = DEFAULT_MAX_MATCHES):
     """Choose a plan for ``pattern`` from statistics estimated on ``events`` and compile it;
-    returns (evaluator, statistics)."""
+    returns (evaluator, statistics, the events' property masks)."""
     if planner not in PLANNERS:
         raise ValueError(f"unknown plan {planner!r}: use one of {', '.join(PLANNERS)}")
     probe = ZStreamEvaluator(pattern, Leaf(0, pattern.variables[0].name), partitioned, max_matches)
@@ -271,4 +271,4 @@ def build(pattern: Pattern, events: list[Event], planner: str = "zstream",
                              partition_key=(lambda e: tuple(e.attrs.get(k) for k in keys))
                              if keys else None)
     plan = PLANNERS[planner].plan(pattern, st)
-    return ZStreamEvaluator(pattern, plan, partitioned, max_matches), st
+    return ZStreamEvaluator(pattern, plan, partitioned, max_matches), st, masks
