@@ -28,7 +28,6 @@ class Source:
     id_column: str | None = "event_id"  # None: ids from the content hash rule
     landing: str | None = None
     format: str = "csv"
-    example: str | None = None
     description: str = ""
 
     @property
@@ -91,7 +90,7 @@ def load_sources(path: Path | None = None) -> dict[str, Source]:
                               "among its columns")
         out[name] = Source(name=name, columns=columns, time_column=time_column,
                            id_column=id_column, landing=spec.get("landing"), format=fmt,
-                           example=spec.get("example"), description=spec.get("description", ""))
+                           description=spec.get("description", ""))
     return out
 
 

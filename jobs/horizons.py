@@ -15,7 +15,7 @@ the same matches. Pure functions: no Spark, no I/O.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 
 from .core.events import parse_ts
 
@@ -69,8 +69,3 @@ def _ns(value) -> int:
         return parse_ts(value)
     return parse_ts(str(value))
 
-
-def dates(start: date | str, end: date | str) -> list[str]:
-    """Logical dates from start to end inclusive, as ISO text."""
-    d0, d1 = date.fromisoformat(str(start)[:10]), date.fromisoformat(str(end)[:10])
-    return [(d0 + timedelta(days=i)).isoformat() for i in range((d1 - d0).days + 1)]

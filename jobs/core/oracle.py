@@ -234,7 +234,3 @@ def ses_definition(pattern: Pattern, events: list[Event]) -> list[Match]:
                 out.append(m)
     return out
 
-
-def earliest_maximal(pattern: Pattern, events: list[Event], stats: dict | None = None):
-    """The oracle for the ``ses`` matcher: SESExec (the automaton is the semantics)."""
-    return ses_exec(pattern, events, stats)
