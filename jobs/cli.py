@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 
 from .config import CONF, ROOT, load_sources
-from .core.events import EventFileError, read_events
+from .core.events import EventFileError
 from .core.examples import run_example
 from .core.loader import PatternError, Problem, check_schema, load_pattern
-from .core.runner import MATCHERS, MatchOptions, run
-from .core.zstream import DEFAULT_MAX_MATCHES, MatchCapExceeded
+from .core.runner import DEFAULT_MAX_MATCHES, MATCHERS, MatchCapExceeded, MatchOptions
 
 
 def pattern_files(paths: list[str]) -> list[Path]:
@@ -72,31 +71,25 @@ def cmd_validate(args) -> int:
     return 0
 
 
-def _file_schema(events) -> dict[str, str | None]:
-    """Column kinds seen in a file: 'number', 'string', 'mixed' or None (all missing)."""
-    schema: dict[str, str | None] = dict.fromkeys(events[0].attrs) if events else {}
-    for e in events:
-        for k, v in e.attrs.items():
-            if v is not None:
-                kind = "number" if isinstance(v, (int, float)) and not isinstance(v, bool) \
-                    else "string"
-                schema[k] = kind if schema.get(k) in (None, kind) else "mixed"
-    return schema
-
-
 def cmd_match(args) -> int:
+    from .core.columns import read_columns
+    from .core.engine import MatchStats, compile_pattern, execute
+    from .core.output import json_lines, sort_batch
+
     try:
         pattern = load_pattern(args.pattern)
     except PatternError as exc:
         print(exc, file=sys.stderr)
         return 2
+    compiled = compile_pattern(pattern)
     try:
-        events = read_events(args.events, id_column=args.id_column, time_column=args.time_column)
+        cols, schema = read_columns(args.events, compiled.attributes,
+                                    id_column=args.id_column, time_column=args.time_column)
     except EventFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if events:
-        problems = check_schema(pattern, _file_schema(events))
+    if cols.n:
+        problems = check_schema(pattern, schema)
         if problems:
             for p in problems:
                 print(f"{p} [against {args.events}]", file=sys.stderr)
@@ -105,20 +98,41 @@ def cmd_match(args) -> int:
                            filter=not args.no_filter, partition=not args.no_partition,
                            conditions=not args.no_conditions, plan=args.plan or "zstream",
                            max_matches_per_window=args.max_matches_per_window)
-    try:
-        matches, stats = run(pattern, events, options)
-    except MatchCapExceeded as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 3
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    if options.matcher == "bruteforce":
+        from .core.events import read_events
+        from .core.runner import run
+
+        matches, stats = run(pattern, read_events(args.events, args.id_column,
+                                                  args.time_column), options)
+        text = "".join(m.to_json() + "\n" for m in matches)
+        _write(out, text.encode())
+    else:
+        st = MatchStats()
+        names = [v.name for v in compiled.variables]
+        id_rank = cols.id_rank()
+        try:
+            for batch in execute(compiled, cols, options, st):
+                _write(out, json_lines(pattern.name, names, sort_batch(batch, cols, len(names),
+                                                                       id_rank), cols))
+        except MatchCapExceeded as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 3
+        stats = st.as_dict()
     if args.plan and "plan" in stats:
         print(f"plan ({options.plan}): {stats['plan']}  estimated Cost_tree = "
               f"{stats['plan_cost']:,}", file=sys.stderr)
-    out = sys.stdout
-    for m in matches:
-        out.write(m.to_json() + "\n")
     if args.stats:
         print(json.dumps(stats, ensure_ascii=False), file=sys.stderr)
     return 0
+
+
+def _write(out, data: bytes) -> None:
+    if out is None:  # a text stream (tests capture stdout as text)
+        sys.stdout.write(data.decode())
+    else:
+        out.write(data)
+        out.flush()
 
 
 def _spark(args):

@@ -45,7 +45,7 @@ class Profile:
     allowed_lateness: int = 0  # ns
     slice_length: int = 90 * 86400 * 10**9
     max_partition_events: int = 1_000_000
-    max_matches_per_window: int = 100_000
+    max_matches_per_window: int = 1_000_000
 
 
 def _resolve(path: str) -> str:
@@ -114,5 +114,5 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
         allowed_lateness=parse_duration(match.get("allowed_lateness", "0s")),
         slice_length=parse_duration(match.get("slice_length", "90d")),
         max_partition_events=int(match.get("max_partition_events", 1_000_000)),
-        max_matches_per_window=int(match.get("max_matches_per_window", 100_000)),
+        max_matches_per_window=int(match.get("max_matches_per_window", 1_000_000)),
     )

@@ -38,7 +38,7 @@ class Phase2Spec:
     high: int | None
     slice_origin: int = 0
     slice_length: int | None = None  # None: no time slices
-    max_matches_per_window: int = 100_000
+    max_matches_per_window: int = 1_000_000
 
 
 @lru_cache(maxsize=16)

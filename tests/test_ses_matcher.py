@@ -8,9 +8,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.core import oracle
-from jobs.core.automaton import SESAutomaton
+from jobs.core.columns import from_events
+from jobs.core.engine import SESMatcher, compile_pattern, group_events, scan
 from jobs.core.runner import MatchOptions, run
-from jobs.core.windows import Pruning, SummaryStatistics, match_windows
+from jobs.core.windows import SummaryStatistics, reference_candidates
 
 from .helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
 from .strategies import event_tables, patterns
@@ -20,33 +21,45 @@ COMBINATIONS = [MatchOptions(matcher="ses", strategy="eager")] + [
     for f, p, c in itertools.product([True, False], repeat=3)]
 
 
+def automaton(pattern, partitioned=False):
+    return SESMatcher(compile_pattern(pattern), MatchOptions(), partitioned)
+
+
+def windows_of(pattern, events, options=MatchOptions()):
+    """The group, every window's diagnosis and the candidates, as the engine sees them."""
+    c = compile_pattern(pattern)
+    partitioned = options.partition and bool(c.partition_attributes)
+    group = group_events(c, from_events(events, c.attributes), options, partitioned)
+    first, end, _, d_end, d_cnt, d_c45, d_pos = scan(c, group, options, diagnose=True)
+    return group, first, d_end, d_cnt, d_c45, d_pos
+
+
 def test_automaton_states_of_q1():
     """SES paper, Fig. 5: 8 states for {c, p+, d} plus the accepting state; loops for p+."""
-    a = SESAutomaton(pattern_file("ses_chemo_q1"))
-    assert len(a.transitions) == 9
+    a = automaton(pattern_file("ses_chemo_q1"))
+    assert len(a.labels) == 9
     text = a.describe()
     assert "{c, p, d} --p--> {c, p, d} loop" in text
     assert "{c, p, d} --b--> {c, p, d, b} new set" in text
     assert "{} --c--> {c}" in text
     assert "{c, p, d, b} --" not in text  # b is a singleton: no loop in the accepting state
-    assert sum(len(t) for t in a.transitions) == 12 + 4 + 1  # 12 forward, 4 loops, 1 to {b}
+    assert len(a.transitions) == 12 + 4 + 1  # 12 forward, 4 loops, 1 to {b}
 
 
 def test_fig5_summary_statistics_sequence():
     """Match-window paper, Fig. 5: the window of patient 1 and its counters; rows (6) and
     (7) of the figure are the counter test of Theorem 3."""
     p = pattern_file("mw_chemo_p1")
-    a = SESAutomaton(p, partitioned=True)
-    seen = []
     events = chemo_mw()
-    match_windows(p, events, a.run_from_first, a.event_mask.batch(events),
-                  on_window=lambda evs, cnt, c45, pos: seen.append(
-                      ([e.id for e in evs], cnt, c45, pos)))
-    first = [s for s in seen if s[0][0] == "e1"][0]
-    assert first == (["e1", "e2", "e3", "e9", "e11"], (1, 2, 1), True, True)
+    group, _, d_end, d_cnt, d_c45, d_pos = windows_of(p, events)
+    ids = group.cols.ids.to_pylist()
+    i = ids.index("e1")
+    window = ids[i:d_end[i]]
+    assert (window, tuple(d_cnt[i]), d_c45[i], d_pos[i]) == \
+        (["e1", "e2", "e3", "e9", "e11"], (1, 2, 1), True, True)
     # replay the statistics event by event, as in the figure
     s = SummaryStatistics(p)
-    masks = {e.id: a.event_mask(e) for e in chemo_mw()}
+    masks = dict(zip(ids, group.masks.tolist()))
     counted, rows = {}, []
     window = []
     for eid in ["e1", "e2", "e3", "e9", "e11"]:
@@ -95,7 +108,7 @@ def test_pruning_counters_show_the_work_saved():
     assert full["events_after_filter"] == 13  # e6 (D) filtered out, Example 8
     assert full["partitions"] == 2 and full["windows"] == 13
     assert full["candidate_windows"] == full["matcher_calls"] == 3
-    assert full["max_instances"] < eager["max_instances"]
+    assert full["peak"] < eager["peak"] and full["work_item"] == "live instances"
 
 
 def test_design_example_automaton_semantics():
@@ -125,10 +138,19 @@ def test_longer_streams_equal_the_oracle(pattern, events):
 def test_necessary_conditions_never_reject_a_window_with_a_match(data):
     pattern = data.draw(patterns())
     events = data.draw(event_tables())
-    a = SESAutomaton(pattern)
     starts = {m.start.id for m in oracle.ses_exec(pattern, events)}
-    rejected = []
-    match_windows(pattern, events, a.run_from_first, a.event_mask.batch(events),
-                  Pruning(partition=False),
-                  on_window=lambda evs, cnt, c45, pos: None if (c45 and pos) else rejected.append(evs[0].id))
-    assert not starts & set(rejected)
+    group, _, _, _, c45, pos = windows_of(pattern, events, MatchOptions(partition=False))
+    ids = group.cols.ids.to_pylist()
+    rejected = {ids[i] for i in range(len(ids)) if not (c45[i] and pos[i])}
+    assert not starts & rejected
+
+
+@given(patterns(), event_tables(max_events=14, max_day=12), st.booleans())
+def test_window_kernel_equals_the_reference_statistics(pattern, events, partition):
+    """kernels.scan_windows keeps exactly the windows the Python SummaryStatistics keep."""
+    options = MatchOptions(partition=partition)
+    group, first, *_ = windows_of(pattern, events, options)
+    segments = list(zip(group.seg_start.tolist(), group.seg_end.tolist()))
+    expected = reference_candidates(pattern, group.cols.ts.tolist(), group.masks.tolist(),
+                                    segments, pattern.tau)
+    assert first.tolist() == expected

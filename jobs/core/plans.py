@@ -13,17 +13,16 @@ that fit it, 2^(W·r_v) - 1 (capped).
 Generators share one interface (``Planner.plan(pattern, statistics)``); this module has
 the left-deep default (TRIVIAL: leaves in pattern order) and ZStream's own (all tree
 shapes over a fixed leaf order, by dynamic programming). Leaf reordering (EFREQ, GREEDY,
-DP-B, ...) plugs in the same way.
+DP-B, ...) plugs in the same way. The seeded evaluator (``engine.ZStreamMatcher``) joins
+the variables depth-first in the order of a tree's leaves, after the window's first event.
 """
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from .events import Event
 from .pattern import Pattern
 
 GROUP_PM_CAP = 1e12
@@ -140,58 +139,24 @@ class ZStreamPlanner:
         return best[(0, n - 1)][1]
 
 
+@dataclass(frozen=True)
+class FixedPlan:
+    """A given tree (tests, and a plan chosen elsewhere, e.g. on the driver)."""
+
+    tree: TreePlan
+    name: str = "fixed"
+
+    def plan(self, pattern: Pattern, st: PlanStatistics) -> TreePlan:
+        return self.tree
+
+
 PLANNERS: dict[str, Planner] = {"zstream": ZStreamPlanner(), "left-deep": LeftDeepPlanner()}
 
 
-def estimate_statistics(pattern: Pattern, events: list[Event], masks: list[int],
-                        pair_condition, partition_key=None, windows: int = 300,
-                        pairs_per_window: int = 4, seed: int = 0) -> PlanStatistics:
-    """Leaf sizes and selectivities estimated on a sample of the match windows the tree
-    will actually be evaluated on (same partition, first event fitting the first set,
-    τ long), so W·r_v is the mean number of events fitting v per window.
-
-    ``pair_condition(i, a, j, b)`` tells whether events a (as variable i) and b (as j)
-    satisfy every condition between the two variables; ``partition_key(e)`` gives the
-    partition of an event (None: one partition).
-    """
-    m = len(pattern.variables)
-    first_set = sum(1 << v.index for v in pattern.sets[0])
-    groups: dict = {}
-    for e, mask in zip(events, masks):
-        if mask:
-            groups.setdefault(partition_key(e) if partition_key else None, []).append((e, mask))
-    starts = [(key, i) for key, evs in groups.items() for i, (_, mask) in enumerate(evs)
-              if mask & first_set]
-    rng = random.Random(seed)
-    sample = rng.sample(starts, min(windows, len(starts)))
-    sizes = [0.0] * m
-    hits: dict[tuple[int, int], int] = {}
-    tries: dict[tuple[int, int], int] = {}
-    for key, i in sample:
-        evs = groups[key]
-        t0 = evs[i][0].ts
-        per_var: list[list[Event]] = [[] for _ in range(m)]
-        for e, mask in evs[i:]:
-            if e.ts - t0 > pattern.tau:
-                break
-            for v in range(m):
-                if mask >> v & 1:
-                    per_var[v].append(e)
-        for v in range(m):
-            sizes[v] += len(per_var[v])
-        for a in range(m):
-            for b in range(a + 1, m):
-                if per_var[a] and per_var[b]:
-                    for _ in range(pairs_per_window):
-                        x, y = rng.choice(per_var[a]), rng.choice(per_var[b])
-                        tries[(a, b)] = tries.get((a, b), 0) + 1
-                        hits[(a, b)] = hits.get((a, b), 0) + bool(pair_condition(a, x, b, y))
-    n = max(len(sample), 1)
-    leaf_pm = []
-    for v in pattern.variables:
-        per_window = max(sizes[v.index] / n, 1e-3)
-        if v.group:
-            per_window = min(2.0 ** min(per_window, 40) - 1, GROUP_PM_CAP)
-        leaf_pm.append(per_window)
-    selectivity = {k: max(hits[k] / t, 1.0 / (t + 1)) for k, t in tries.items()}
-    return PlanStatistics(tuple(leaf_pm), selectivity)
+def planner(plan: str | Planner) -> Planner:
+    """A generator by name (``PLANNERS``), or a planner object as it is."""
+    if not isinstance(plan, str):
+        return plan
+    if plan not in PLANNERS:
+        raise ValueError(f"unknown plan {plan!r}: use one of {', '.join(PLANNERS)}")
+    return PLANNERS[plan]

@@ -1,0 +1,567 @@
+"""The matching engine: Algorithm 1 of the match-window paper on columns.
+
+``execute`` takes a compiled pattern and a group of events as columns and yields the
+matches in batches of columns (``MatchBatch``), in the order of their first event:
+
+1. ē for every event at once (Theorem 1); events with ē = 0 are dropped (filter);
+2. the events are grouped by the values of the partition attributes X (Def. 6), each
+   partition kept in processing order (partitioning);
+3. ``kernels.scan_windows`` walks every partition's windows with the summary statistics
+   and keeps the candidate windows (Theorem 2, conditions 4-7; Theorem 3);
+4. the matcher (``MATCHERS``: one class per algorithm, prepared once from the compiled
+   pattern and the options) is called on the candidate windows in batches; its result is
+   a ``WindowResult``: match columns, the peak and the total of its work items.
+
+Memory is bounded by one batch of matches (``batch_size``) plus the group's columns.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field, fields
+from functools import lru_cache
+from typing import ClassVar, Iterator
+
+import numpy as np
+
+from . import kernels
+from .columns import EventColumns
+from .compiled import OPS, CompiledPattern
+from .conditions import FLIPPED
+from .events import format_ts
+from .plans import Leaf, Planner, PlanStatistics, cost_tree, nodes, planner
+
+DEFAULT_MAX_MATCHES = 1_000_000
+DEFAULT_BATCH = 1 << 16
+STRATEGIES = ("lazy", "eager")
+
+
+class MatchCapExceeded(RuntimeError):
+    """Too much work in one window: the message says which window and how to raise the cap."""
+
+
+@dataclass(frozen=True)
+class MatchOptions:
+    matcher: str | None = None  # None: the pattern's own
+    strategy: str = "lazy"
+    filter: bool = True
+    partition: bool = True
+    conditions: bool = True
+    plan: str | Planner = "zstream"  # zstream only: the plan generator (or a Planner)
+    max_matches_per_window: int = DEFAULT_MAX_MATCHES
+
+
+@dataclass
+class MatchStats:
+    """The counters of one run (one typed record; ``arrow_schema`` is its Arrow form)."""
+
+    events: int = 0
+    events_after_filter: int = 0
+    partitions: int = 0
+    windows: int = 0
+    candidate_windows: int = 0
+    matcher_calls: int = 0
+    matches: int = 0
+    peak: int = 0  # the most work items (live instances / partial matches) in one window
+    work: int = 0  # work items produced over all windows
+    max_window: int = 0  # events in the largest window
+    seconds: float = 0.0
+    matcher: str = ""
+    work_item: str = ""  # what peak and work count
+    plan: str = ""
+    plan_cost: float = 0.0
+
+    MAXIMA: ClassVar[tuple[str, ...]] = ("peak", "max_window")
+    TEXT: ClassVar[tuple[str, ...]] = ("matcher", "work_item", "plan")
+
+    def add(self, other: MatchStats) -> None:
+        """Fold another group's counters into these (sums; maxima for peaks)."""
+        for f in fields(self):
+            a, b = getattr(self, f.name), getattr(other, f.name)
+            if f.name in self.TEXT:
+                setattr(self, f.name, a or b)
+            elif f.name in self.MAXIMA:
+                setattr(self, f.name, max(a, b))
+            else:
+                setattr(self, f.name, a + b)
+
+    def as_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["seconds"] = round(out["seconds"], 6)
+        if not self.plan:
+            del out["plan"], out["plan_cost"]
+        return out
+
+    @classmethod
+    def numeric_fields(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in fields(cls) if f.name not in cls.TEXT)
+
+    @classmethod
+    def arrow_schema(cls):
+        import pyarrow as pa
+
+        kinds = {int: pa.int64(), float: pa.float64(), str: pa.string()}
+        return pa.schema([(f.name, kinds[type(f.default)]) for f in fields(cls)])
+
+
+@dataclass
+class GroupData:
+    """The kept events of one run, grouped by partition, each partition in processing
+    order; ``rows`` maps back to the caller's rows."""
+
+    cols: EventColumns
+    masks: np.ndarray
+    rows: np.ndarray
+    seg_start: np.ndarray
+    seg_end: np.ndarray
+    cache: dict = field(default_factory=dict)
+
+
+@dataclass
+class Windows:
+    first: np.ndarray  # index (in GroupData) of each window's first event
+    end: np.ndarray  # exclusive end
+
+
+@dataclass
+class MatchColumns:
+    """Matches as columns: match k binds ``events[offsets[k]:offsets[k+1]]`` (GroupData
+    indices), variable by variable in pattern order, each variable's events in order."""
+
+    window: np.ndarray
+    offsets: np.ndarray
+    events: np.ndarray
+    variables: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.window)
+
+
+@dataclass
+class WindowResult:
+    matches: MatchColumns
+    peak: int
+    work: int
+    resume: int  # the next window to process (== number of windows when done)
+
+
+@dataclass
+class MatchBatch:
+    """A batch of matches in the caller's rows, ordered by first event."""
+
+    first: np.ndarray  # row of each match's first event
+    start_ts: np.ndarray
+    end_ts: np.ndarray
+    offsets: np.ndarray
+    rows: np.ndarray  # bound rows, variable by variable
+    variables: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.first)
+
+
+# --------------------------------------------------------------------------------------
+# Matchers
+# --------------------------------------------------------------------------------------
+class Matcher:
+    """Prepared once from a compiled pattern and options; ``match`` runs A(P, W) on a
+    batch of candidate windows of a group."""
+
+    name: ClassVar[str]
+    work_item: ClassVar[str]
+
+    def __init__(self, compiled: CompiledPattern, options: MatchOptions, partitioned: bool):
+        self.compiled = compiled
+        self.options = options
+        self.partitioned = partitioned
+        self.cap = options.max_matches_per_window
+        rel = compiled.relationship_table(partitioned)
+        prev = compiled.prev_table
+        self.rel = (rel.ptr, rel.attr, rel.op, rel.other, rel.other_attr)
+        self.prev = (prev.ptr, prev.attr, prev.op, prev.other_attr)
+
+    def describe_plan(self, group: GroupData) -> tuple[str, float]:
+        return "", 0.0
+
+    def match(self, group: GroupData, windows: Windows, start: int, capacity: int
+              ) -> WindowResult:
+        raise NotImplementedError
+
+    def eager(self, group: GroupData) -> WindowResult:
+        raise NotImplementedError
+
+    def _buffers(self, capacity: int):
+        return (np.empty(capacity, np.int64), np.zeros(capacity + 1, np.int64),
+                np.empty(capacity * 4 + 64, np.int64), np.empty(capacity * 4 + 64, np.int64))
+
+    def _run(self, kernel_call, group, windows, start, capacity) -> WindowResult:
+        while True:
+            out_win, out_off, out_ev, out_var = self._buffers(capacity)
+            stats = np.zeros(4, np.int64)
+            status, resume, n_out, n_ev = kernel_call(out_win, out_off, out_ev, out_var, stats)
+            if status == kernels.CAP:
+                self._cap_error(group, windows, resume)
+            if status == kernels.FULL and resume == start and n_out == 0:
+                capacity *= 4  # one window alone needs more room
+                continue
+            return WindowResult(MatchColumns(windows.first[out_win[:n_out]], out_off[:n_out + 1],
+                                             out_ev[:n_ev], out_var[:n_ev]),
+                                int(stats[1]), int(stats[0]), int(resume))
+
+    def _cap_error(self, group: GroupData, windows: Windows, w: int):
+        i = int(windows.first[w])
+        eid = group.cols.ids[i].as_py()
+        raise MatchCapExceeded(
+            f"pattern {self.compiled.name!r}: more than {self.cap:,} {self.work_item} in the "
+            f"window starting at event {eid} ({format_ts(int(group.cols.ts[i]))}); raise the "
+            "cap with --max-matches-per-window N (or shorten 'within', or add conditions)")
+
+
+class SESMatcher(Matcher):
+    """The SES automaton (SES paper, section 4): earliest and maximal matches."""
+
+    name = "ses"
+    work_item = "live instances"
+
+    def __init__(self, compiled, options, partitioned):
+        super().__init__(compiled, options, partitioned)
+        self._build_automaton()
+
+    def _build_automaton(self) -> None:
+        """States per subset of each set, loops for group variables, concatenation with
+        the time constraint on the transitions leaving a set's start state (4.2.1-4.2.2);
+        each transition's Θδ: the relationships of its variable with the bound ones."""
+        c = self.compiled
+        sets: list[list] = [[] for _ in range(c.n_sets)]
+        for v in c.variables:
+            sets[v.set_index].append(v)
+        ids: dict[tuple[int, int], int] = {}
+        for i, s in enumerate(sets):
+            for sub in range(1 << len(s)):
+                if i > 0 and sub == 0:
+                    continue
+                ids[(i, sub)] = len(ids)
+        self.state_ids = ids
+        self.start = ids[(0, 0)]
+        self.final = ids[(len(sets) - 1, (1 << len(sets[-1])) - 1)]
+        pairs = c.relationship_pairs(self.partitioned)
+        trans, checks = [], []
+        self.labels = [""] * len(ids)
+        st_ptr = np.zeros(len(ids) + 1, np.int64)
+        for (i, sub), sid in sorted(ids.items(), key=lambda kv: kv[1]):
+            bound = {v.index for s in sets[:i] for v in s} | \
+                {v.index for j, v in enumerate(sets[i]) if sub >> j & 1}
+            self.labels[sid] = "{" + ", ".join(v.name for v in c.variables
+                                               if v.index in bound) + "}"
+            out = []
+            for j, v in enumerate(sets[i]):
+                if not sub >> j & 1:
+                    out.append((v.index, ids[(i, sub | 1 << j)], False))
+                elif v.is_group:
+                    out.append((v.index, sid, False))
+            if sub == (1 << len(sets[i])) - 1 and i + 1 < len(sets):
+                for j, v in enumerate(sets[i + 1]):
+                    out.append((v.index, ids[(i + 1, 1 << j)], True))
+            for var, target, new in out:
+                rows = []
+                for x, a, op, y, b in pairs:
+                    if x == var and y in bound:
+                        rows.append((c.row(a), op, y, c.row(b)))
+                    elif y == var and x in bound:
+                        rows.append((c.row(b), FLIPPED[op], x, c.row(a)))
+                trans.append((var, target, new))
+                checks.append(rows)
+            st_ptr[sid + 1] = len(trans)
+        self.transitions = trans
+        self.st_ptr = st_ptr
+        self.tr_var = np.array([t[0] for t in trans], np.int64)
+        self.tr_target = np.array([t[1] for t in trans], np.int64)
+        self.tr_new = np.array([t[2] for t in trans], np.bool_)
+        trc_ptr = np.zeros(len(trans) + 1, np.int64)
+        flat = []
+        for k, rows in enumerate(checks):
+            flat.extend((a, OPS[op], y, b) for a, op, y, b in rows)
+            trc_ptr[k + 1] = len(flat)
+        arr = np.array(flat, np.int64).reshape(-1, 4)
+        self.trc = (trc_ptr, arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].copy(),
+                    arr[:, 3].copy())
+
+    def describe(self) -> str:
+        """The states and transitions, for people (and the docs)."""
+        lines = []
+        names = [v.name for v in self.compiled.variables]
+        for sid in range(len(self.labels)):
+            for t in range(self.st_ptr[sid], self.st_ptr[sid + 1]):
+                var, target, new = self.transitions[t]
+                kind = "loop" if target == sid else "new set" if new else ""
+                lines.append(f"{self.labels[sid]} --{names[var]}--> {self.labels[target]} "
+                             f"{kind}".rstrip())
+        return "\n".join(lines)
+
+    def _tables(self):
+        return (self.st_ptr, self.tr_var, self.tr_target, self.tr_new, *self.trc, *self.prev,
+                self.start, self.final, self.compiled.m)
+
+    def match(self, group, windows, start, capacity):
+        cols = group.cols
+
+        def call(out_win, out_off, out_ev, out_var, stats):
+            return kernels.ses_windows(cols.ts, cols.values, cols.kinds, group.masks,
+                                       *self._tables(), windows.first, windows.end, start,
+                                       self.cap, out_win, out_off, out_ev, out_var, stats)
+        return self._run(call, group, windows, start, capacity)
+
+    def eager(self, group):
+        cols = group.cols
+        stats = np.zeros(4, np.int64)
+        first, off, ev, var = kernels.ses_eager(cols.ts, cols.values, cols.kinds, group.masks,
+                                                *self._tables(), self.compiled.tau, stats)
+        return WindowResult(MatchColumns(first, off, ev, var), int(stats[1]), int(stats[0]),
+                            len(first))
+
+
+class ZStreamMatcher(Matcher):
+    """All matches (Def. 2), seeded: the window's first event is bound first and the
+    other variables are joined to it depth-first in the order of the plan's leaves."""
+
+    name = "zstream"
+    work_item = "partial matches"
+
+    def _prepare(self, group: GroupData):
+        if "zstream" in group.cache:
+            return group.cache["zstream"]
+        c = self.compiled
+        per_var = [np.flatnonzero((group.masks >> v.index) & 1) for v in c.variables]
+        cand_ptr = np.zeros(c.m + 1, np.int64)
+        cand_ptr[1:] = np.cumsum([len(x) for x in per_var])
+        cand_idx = np.concatenate(per_var).astype(np.int64) if per_var else np.zeros(0, np.int64)
+        cand_ts = group.cols.ts[cand_idx]
+        st = estimate_statistics(c, group, per_var, self.partitioned)
+        plan = planner(self.options.plan).plan(c.pattern, st)
+        leaves = [n.var for n in nodes(plan) if isinstance(n, Leaf)]
+        orders = np.array([[s] + [v for v in leaves if v != s] for s in range(c.m)], np.int64)
+        prepared = (cand_ptr, cand_idx, cand_ts, orders, plan, st)
+        group.cache["zstream"] = prepared
+        return prepared
+
+    def describe_plan(self, group):
+        *_, plan, st = self._prepare(group)
+        return str(plan), round(cost_tree(plan, st), 3)
+
+    def match(self, group, windows, start, capacity):
+        cand_ptr, cand_idx, cand_ts, orders, _, _ = self._prepare(group)
+        cols, c = group.cols, self.compiled
+
+        def call(out_win, out_off, out_ev, out_var, stats):
+            return kernels.zstream_windows(cols.ts, cols.values, cols.kinds, group.masks,
+                                           cand_ptr, cand_idx, cand_ts, *self.rel, *self.prev,
+                                           c.set_of, c.group, orders, windows.first,
+                                           windows.end, start, self.cap, out_win, out_off,
+                                           out_ev, out_var, stats)
+        return self._run(call, group, windows, start, capacity)
+
+
+MATCHERS: dict[str, type[Matcher]] = {m.name: m for m in (SESMatcher, ZStreamMatcher)}
+
+
+@lru_cache(maxsize=64)
+def prepare(compiled: CompiledPattern, options: MatchOptions, partitioned: bool) -> Matcher:
+    """The matcher of ``options`` (default: the pattern's own), prepared once."""
+    name = options.matcher or compiled.pattern.matcher
+    if name not in MATCHERS:
+        raise ValueError(f"unknown matcher {name!r}: use one of {', '.join(MATCHERS)}")
+    return MATCHERS[name](compiled, options, partitioned)
+
+
+@lru_cache(maxsize=64)
+def compile_pattern(pattern) -> CompiledPattern:
+    return CompiledPattern(pattern)
+
+
+# --------------------------------------------------------------------------------------
+# Statistics for the plan (Kolchinsky & Schuster, section 4.2), from sampled windows
+# --------------------------------------------------------------------------------------
+def estimate_statistics(c: CompiledPattern, group: GroupData, per_var: list[np.ndarray],
+                        partitioned: bool, windows: int = 300, pairs_per_window: int = 4,
+                        seed: int = 0) -> PlanStatistics:
+    """W·r_v as the mean number of events fitting v per sampled window (windows that
+    start with an event fitting the first set), and each pair's selectivity from sampled
+    pairs of such events (set order and the relationships between the two variables)."""
+    ts, masks = group.cols.ts, group.masks
+    starts = np.flatnonzero(masks & c.first_set)
+    rng = random.Random(seed)
+    sample = sorted(rng.sample(range(len(starts)), min(windows, len(starts))))
+    seg_of = np.searchsorted(group.seg_end, np.arange(len(ts)), side="right")
+    pairs = c.relationship_pairs(partitioned)
+    compare = kernels.cmp.py_func
+    vals, kinds = group.cols.values, group.cols.kinds
+    sizes = np.zeros(c.m)
+    hits: dict[tuple[int, int], int] = {}
+    tries: dict[tuple[int, int], int] = {}
+
+    def ok(a: int, x: int, b: int, y: int) -> bool:
+        if x == y:
+            return False
+        if c.set_of[a] < c.set_of[b] and not ts[x] < ts[y]:
+            return False
+        if c.set_of[b] < c.set_of[a] and not ts[y] < ts[x]:
+            return False
+        for i, ai, op, j, bj in pairs:
+            if (i, j) == (a, b):
+                e, f = x, y
+            elif (i, j) == (b, a):
+                e, f = y, x
+            else:
+                continue
+            ra, rb = c.row(ai), c.row(bj)
+            if not compare(OPS[op], vals[ra, e], kinds[ra, e], vals[rb, f], kinds[rb, f]):
+                return False
+        return True
+
+    for k in sample:
+        i = int(starts[k])
+        seg_end = int(group.seg_end[seg_of[i]])
+        end = i + int(np.searchsorted(ts[i:seg_end], ts[i] + c.tau, side="right"))
+        in_window = []
+        for v in range(c.m):
+            lo, hi = np.searchsorted(per_var[v], [i, end])
+            in_window.append(per_var[v][lo:hi])
+            sizes[v] += hi - lo
+        for a in range(c.m):
+            for b in range(a + 1, c.m):
+                if len(in_window[a]) and len(in_window[b]):
+                    for _ in range(pairs_per_window):
+                        x = int(rng.choice(in_window[a]))
+                        y = int(rng.choice(in_window[b]))
+                        tries[(a, b)] = tries.get((a, b), 0) + 1
+                        hits[(a, b)] = hits.get((a, b), 0) + ok(a, x, b, y)
+    n = max(len(sample), 1)
+    leaf_pm = []
+    for v in c.variables:
+        per_window = max(sizes[v.index] / n, 1e-3)
+        if v.is_group:
+            per_window = min(2.0 ** min(per_window, 40) - 1, 1e12)
+        leaf_pm.append(float(per_window))
+    selectivity = {k: max(hits[k] / t, 1.0 / (t + 1)) for k, t in tries.items()}
+    return PlanStatistics(tuple(leaf_pm), selectivity)
+
+
+# --------------------------------------------------------------------------------------
+# Algorithm 1 on columns
+# --------------------------------------------------------------------------------------
+def group_events(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
+                 partitioned: bool) -> GroupData:
+    """Filter (Theorem 1) and partition (Def. 6) the events, keeping processing order
+    inside each partition."""
+    masks = c.masks(cols)
+    keep = masks != 0 if options.filter else np.ones(cols.n, np.bool_)
+    keys = []
+    if partitioned:
+        for a in c.partition_attributes:
+            r = c.row(a)
+            keep &= cols.kinds[r] != 0  # a missing value equals nothing: in no match
+            keys.append((cols.kinds[r], cols.values[r]))
+    rows = np.flatnonzero(keep)
+    if keys and len(rows):
+        code = np.zeros(len(rows), np.int64)
+        for kind, value in keys:
+            _, inv = np.unique(np.stack([kind[rows].astype(np.float64), value[rows]]),
+                               axis=1, return_inverse=True)
+            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
+            code = code.ravel()
+        order = np.argsort(code, kind="stable")
+        rows = rows[order]
+        code = code[order]
+        bounds = np.flatnonzero(np.r_[True, code[1:] != code[:-1]])
+        seg_start = bounds.astype(np.int64)
+        seg_end = np.r_[bounds[1:], len(rows)].astype(np.int64)
+    else:
+        seg_start = np.array([0] if len(rows) else [], np.int64)
+        seg_end = np.array([len(rows)] if len(rows) else [], np.int64)
+    return GroupData(cols.take(rows), masks[rows], rows, seg_start, seg_end)
+
+
+def scan(c: CompiledPattern, group: GroupData, options: MatchOptions, diagnose: bool = False):
+    """The windows of every partition and the candidates among them (kernels.scan_windows)."""
+    return kernels.scan_windows(group.cols.ts, group.masks, group.seg_start, group.seg_end,
+                                c.tau, c.m, c.first_set, c.prev_mask, c.later_mask,
+                                options.conditions, diagnose)
+
+
+def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
+            stats: MatchStats | None = None, batch_size: int = DEFAULT_BATCH
+            ) -> Iterator[MatchBatch]:
+    """Match ``c`` over ``cols`` (processing order); yields batches of matches ordered by
+    their first event, and fills ``stats``."""
+    if options.strategy not in STRATEGIES:
+        raise ValueError(f"unknown strategy {options.strategy!r}: use lazy or eager")
+    started = time.perf_counter()
+    st = stats if stats is not None else MatchStats()
+    st.events = cols.n
+    eager = options.strategy == "eager"
+    if eager:  # the whole stream: no filter, no partitions, no windows skipped
+        options = MatchOptions(matcher=options.matcher, filter=False, partition=False,
+                               conditions=False, plan=options.plan,
+                               max_matches_per_window=options.max_matches_per_window)
+    partitioned = options.partition and bool(c.partition_attributes)
+    matcher = prepare(c, options, partitioned)
+    st.matcher, st.work_item = matcher.name, matcher.work_item
+    group = group_events(c, cols, options, partitioned)
+    st.events_after_filter = len(group.rows)
+    st.partitions = len(group.seg_start)
+    plan, cost = matcher.describe_plan(group) if len(group.rows) else ("", 0.0)
+    st.plan, st.plan_cost = plan, cost
+    if eager and isinstance(matcher, SESMatcher):
+        result = matcher.eager(group)
+        st.matcher_calls = st.events_after_filter
+        st.peak, st.work = result.peak, result.work
+        yield from _batches(group, result.matches, cols, st, sort=True)
+        st.seconds += time.perf_counter() - started
+        return
+    first, end, max_window, *_ = scan(c, group, options)
+    st.windows += st.events_after_filter
+    st.max_window = max(st.max_window, int(max_window))
+    order = np.argsort(group.rows[first], kind="stable")  # processing order of first events
+    windows = Windows(first[order], end[order])
+    st.candidate_windows += len(first)
+    st.matcher_calls += len(first)
+    w = 0
+    while w < len(windows.first):
+        result = matcher.match(group, windows, w, batch_size)
+        st.peak = max(st.peak, result.peak)
+        st.work += result.work
+        w = result.resume
+        st.seconds += time.perf_counter() - started
+        yield from _batches(group, result.matches, cols, st, sort=False)
+        started = time.perf_counter()
+    st.seconds += time.perf_counter() - started
+
+
+def _batches(group: GroupData, mc: MatchColumns, cols: EventColumns, st: MatchStats,
+             sort: bool) -> Iterator[MatchBatch]:
+    if not len(mc):
+        return
+    rows = group.rows[mc.events]
+    counts = np.diff(mc.offsets)
+    match_of = np.repeat(np.arange(len(mc)), counts)
+    ts = cols.ts[rows]
+    start_ts = np.minimum.reduceat(ts, mc.offsets[:-1])
+    end_ts = np.maximum.reduceat(ts, mc.offsets[:-1])
+    first = np.minimum.reduceat(rows, mc.offsets[:-1])
+    del match_of
+    st.matches += len(mc)
+    batch = MatchBatch(first, start_ts, end_ts, mc.offsets, rows, mc.variables)
+    if sort:
+        batch = batch_take(batch, np.lexsort((batch.end_ts, batch.first)))
+    yield batch
+
+
+def batch_take(b: MatchBatch, order: np.ndarray) -> MatchBatch:
+    counts = np.diff(b.offsets)[order]
+    offsets = np.zeros(len(order) + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    starts = b.offsets[:-1][order]
+    idx = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
+    return MatchBatch(b.first[order], b.start_ts[order], b.end_ts[order], offsets,
+                      b.rows[idx], b.variables[idx])

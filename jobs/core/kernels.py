@@ -1,0 +1,716 @@
+"""Compiled hot loops (Numba): the window scan, the seeded ZStream search, the SES automaton.
+
+One generic kernel per algorithm, compiled once per machine (``cache=True``) and driven by
+integer tables from ``CompiledPattern``: no code is generated from a pattern file. Values
+are the encoded columns of ``EventColumns`` (float64 value + int8 kind per attribute).
+
+Status codes returned by the matcher kernels: ``DONE`` (every window processed),
+``FULL`` (the output buffers are full: resume at the returned window), ``CAP`` (a window
+exceeded the cap on work items: the returned window names it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+DONE, FULL, CAP = 0, 1, 2
+_LEVEL, _EXT = 0, 1
+_I64_MIN = np.iinfo(np.int64).min
+_I64_MAX = np.iinfo(np.int64).max
+
+
+@njit(cache=True, inline="always")
+def cmp(op, lv, lk, rv, rk):
+    """``left op right`` on encoded values (see ``compiled.compare_columns``)."""
+    if lk == 0 or rk == 0:
+        return False
+    if lk != rk:
+        return op == 1
+    if op == 0:
+        return lv == rv
+    if op == 1:
+        return lv != rv
+    if op == 2:
+        return lv < rv
+    if op == 3:
+        return lv <= rv
+    if op == 4:
+        return lv > rv
+    return lv >= rv
+
+
+@njit(cache=True, inline="always")
+def _lower(a, lo, hi, x):
+    """First position p in [lo, hi) with a[p] >= x (a sorted)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _upper(a, lo, hi, x):
+    """First position p in [lo, hi) with a[p] > x (a sorted)."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# ------------------------------------------------------------------------------------
+# Match windows and summary statistics (match-window paper, Def. 5, Theorems 2-3)
+# ------------------------------------------------------------------------------------
+@njit(cache=True)
+def scan_windows(ts, masks, seg_start, seg_end, tau, m, first_set, prev_mask, later_mask,
+                 use_conditions, diagnose):
+    """Every window [i, end) of every segment (partition) and the necessary conditions.
+
+    Returns (first, end) of the candidate windows, the largest window, and, when
+    ``diagnose``, per event: the window end, the counters at test time, conditions 4-5,
+    and the counters' test (Theorem 3). Counting follows ``windows.SummaryStatistics``:
+    a counter is decremented only for an event counted for it, in the same epoch.
+    """
+    n = ts.shape[0]
+    cand_first = np.empty(n, np.int64)
+    cand_end = np.empty(n, np.int64)
+    nc = 0
+    max_window = 0
+    dn = n if diagnose else 0
+    d_end = np.zeros(dn, np.int64)
+    d_cnt = np.zeros((dn, m), np.int64)
+    d_c45 = np.zeros(dn, np.bool_)
+    d_pos = np.zeros(dn, np.bool_)
+    all_bits = (np.int64(1) << m) - 1
+    cbits = np.zeros(n if use_conditions else 0, np.int64)
+    cepoch = np.zeros((n if use_conditions else 0, m), np.int64)
+    cnt = np.zeros(m, np.int64)
+    epoch = np.zeros(m, np.int64)
+    for s in range(seg_start.shape[0]):
+        a = seg_start[s]
+        b = seg_end[s]
+        cnt[:] = 0
+        epoch[:] = 0
+        zero = all_bits
+        j = a
+        for i in range(a, b):
+            while j < b and ts[j] - ts[i] <= tau:
+                if use_conditions:
+                    bits = np.int64(0)
+                    mj = masks[j]
+                    for v in range(m):
+                        if (mj >> v) & 1 and (zero & prev_mask[v]) == 0:
+                            bits |= np.int64(1) << v
+                            cepoch[j, v] = epoch[v]
+                    for v in range(m):
+                        if (bits >> v) & 1:
+                            cnt[v] += 1
+                            zero &= ~(np.int64(1) << v)
+                    cbits[j] = bits
+                j += 1
+            wlen = j - i
+            if wlen > max_window:
+                max_window = wlen
+            c45 = wlen >= m and (masks[i] & first_set) != 0
+            pos = zero == 0
+            if diagnose:
+                d_end[i] = j
+                d_c45[i] = c45
+                d_pos[i] = pos
+                for v in range(m):
+                    d_cnt[i, v] = cnt[v]
+            if (not use_conditions) or (c45 and pos):
+                cand_first[nc] = i
+                cand_end[nc] = j
+                nc += 1
+            if use_conditions:
+                bits = cbits[i]
+                for v in range(m):
+                    if (bits >> v) & 1 and cepoch[i, v] == epoch[v]:
+                        cnt[v] -= 1
+                        if cnt[v] == 0:
+                            zero |= np.int64(1) << v
+                            later = later_mask[v]
+                            for w in range(m):
+                                if (later >> w) & 1 and cnt[w] != 0:
+                                    cnt[w] = 0
+                                    epoch[w] += 1
+                                    zero |= np.int64(1) << w
+    return cand_first[:nc], cand_end[:nc], max_window, d_end, d_cnt, d_c45, d_pos
+
+
+# ------------------------------------------------------------------------------------
+# ZStream, seeded: all matches (Def. 2) whose first event is the window's first event
+# ------------------------------------------------------------------------------------
+@njit(cache=True, inline="always")
+def _rels_ok(e, v, vals, kinds, rel_ptr, rel_attr, rel_op, rel_other, rel_oattr,
+             bst_ev, bst_var, nb):
+    for r in range(rel_ptr[v], rel_ptr[v + 1]):
+        a = rel_attr[r]
+        op = rel_op[r]
+        w = rel_other[r]
+        b = rel_oattr[r]
+        lv = vals[a, e]
+        lk = kinds[a, e]
+        for k in range(nb):
+            if bst_var[k] == w:
+                x = bst_ev[k]
+                if not cmp(op, lv, lk, vals[b, x], kinds[b, x]):
+                    return False
+    return True
+
+
+@njit(cache=True)
+def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
+                    rel_ptr, rel_attr, rel_op, rel_other, rel_oattr,
+                    prev_ptr, prev_attr, prev_op, prev_oattr,
+                    set_of, group, orders, win_first, win_end, w0, cap,
+                    out_win, out_off, out_ev, out_var, stats):
+    """All matches of the windows w0, w0+1, ...: the window's first event is bound to
+    each first-set variable it fits, the other variables are bound depth-first in the
+    plan's order (``orders[s]`` starts with the seed variable s) from the events that fit
+    them inside the window, under set order, relationships, prev and distinct events.
+    A group variable binds every valid sequence (each extension is a partial match).
+
+    ``stats`` (int64[4]) accumulates: partial matches, peak per window, matches, windows.
+    Returns (status, window to resume at, matches written, events written).
+    """
+    m = set_of.shape[0]
+    n_out = 0
+    n_ev = 0
+    max_out = out_win.shape[0]
+    max_ev = out_ev.shape[0]
+    depth_cap = 2 * (ts.shape[0] + m) + 4
+    fr_kind = np.empty(depth_cap, np.int64)
+    fr_d = np.empty(depth_cap, np.int64)
+    fr_v = np.empty(depth_cap, np.int64)
+    fr_pos = np.empty(depth_cap, np.int64)
+    fr_hi = np.empty(depth_cap, np.int64)
+    fr_bound = np.empty(depth_cap, np.int64)
+    fr_init = np.empty(depth_cap, np.int64)
+    bst_ev = np.empty(ts.shape[0] + m + 1, np.int64)
+    bst_var = np.empty(ts.shape[0] + m + 1, np.int64)
+    used = np.zeros(ts.shape[0], np.bool_)
+    for w in range(w0, win_first.shape[0]):
+        i = win_first[w]
+        end = win_end[w]
+        start_out = n_out
+        start_ev = n_ev
+        partial = 0
+        status = DONE
+        for s in range(m):
+            if set_of[s] != 0 or not (masks[i] >> s) & 1:
+                continue
+            a = cand_ptr[s]
+            b = cand_ptr[s + 1]
+            p_seed = _lower(cand_idx, a, b, i)
+            hi_s = _lower(cand_idx, a, b, end)
+            bst_ev[0] = i
+            bst_var[0] = s
+            nb = 1
+            used[i] = True
+            partial += 1
+            if partial > cap:
+                status = CAP
+            sp = 0
+            if status == DONE and group[s]:
+                fr_kind[sp] = _EXT
+                fr_d[sp] = 0
+                fr_v[sp] = s
+                fr_pos[sp] = p_seed + 1
+                fr_hi[sp] = hi_s
+                fr_bound[sp] = -1
+                fr_init[sp] = 1
+                sp += 1
+            if status == DONE:
+                if m == 1:
+                    if n_out >= max_out or n_ev + 1 > max_ev:
+                        status = FULL
+                    else:
+                        out_win[n_out] = w
+                        out_ev[n_ev] = i
+                        out_var[n_ev] = s
+                        n_ev += 1
+                        n_out += 1
+                        out_off[n_out] = n_ev
+                else:
+                    fr_kind[sp] = _LEVEL
+                    fr_d[sp] = 1
+                    fr_v[sp] = orders[s, 1]
+                    fr_bound[sp] = -1
+                    fr_init[sp] = 0
+                    sp += 1
+            while sp > 0 and status == DONE:
+                t = sp - 1
+                v = fr_v[t]
+                if fr_bound[t] >= 0:
+                    used[fr_bound[t]] = False
+                    nb -= 1
+                    fr_bound[t] = -1
+                if fr_init[t] == 0:
+                    fr_init[t] = 1
+                    lo_ts = _I64_MIN
+                    hi_ts = _I64_MAX
+                    sv = set_of[v]
+                    for k in range(nb):
+                        te = ts[bst_ev[k]]
+                        sw = set_of[bst_var[k]]
+                        if sw < sv and te > lo_ts:
+                            lo_ts = te
+                        elif sw > sv and te < hi_ts:
+                            hi_ts = te
+                    a = cand_ptr[v]
+                    b = cand_ptr[v + 1]
+                    lo = _upper(cand_idx, a, b, i)
+                    hi = _lower(cand_idx, lo, b, end)
+                    if lo_ts != _I64_MIN:
+                        lo = _upper(cand_ts, lo, hi, lo_ts)
+                    if hi_ts != _I64_MAX:
+                        hi = _lower(cand_ts, lo, hi, hi_ts)
+                    fr_pos[t] = lo
+                    fr_hi[t] = hi
+                found = -1
+                ext = fr_kind[t] == _EXT
+                while fr_pos[t] < fr_hi[t]:
+                    p = fr_pos[t]
+                    fr_pos[t] = p + 1
+                    e = cand_idx[p]
+                    if used[e]:
+                        continue
+                    ok = True
+                    if ext:
+                        last = bst_ev[nb - 1]
+                        for c in range(prev_ptr[v], prev_ptr[v + 1]):
+                            if not cmp(prev_op[c], vals[prev_attr[c], e], kinds[prev_attr[c], e],
+                                       vals[prev_oattr[c], last], kinds[prev_oattr[c], last]):
+                                ok = False
+                                break
+                    if ok and _rels_ok(e, v, vals, kinds, rel_ptr, rel_attr, rel_op, rel_other,
+                                       rel_oattr, bst_ev, bst_var, nb):
+                        found = p
+                        break
+                if found < 0:
+                    sp -= 1
+                    continue
+                e = cand_idx[found]
+                bst_ev[nb] = e
+                bst_var[nb] = v
+                nb += 1
+                used[e] = True
+                fr_bound[t] = e
+                partial += 1
+                if partial > cap:
+                    status = CAP
+                    break
+                d = fr_d[t]
+                if group[v]:
+                    fr_kind[sp] = _EXT
+                    fr_d[sp] = d
+                    fr_v[sp] = v
+                    fr_pos[sp] = found + 1
+                    fr_hi[sp] = fr_hi[t]
+                    fr_bound[sp] = -1
+                    fr_init[sp] = 1
+                    sp += 1
+                if d + 1 == m:
+                    if n_out >= max_out or n_ev + nb > max_ev:
+                        status = FULL
+                        break
+                    out_win[n_out] = w
+                    for vv in range(m):
+                        for k in range(nb):
+                            if bst_var[k] == vv:
+                                out_ev[n_ev] = bst_ev[k]
+                                out_var[n_ev] = vv
+                                n_ev += 1
+                    n_out += 1
+                    out_off[n_out] = n_ev
+                else:
+                    fr_kind[sp] = _LEVEL
+                    fr_d[sp] = d + 1
+                    fr_v[sp] = orders[s, d + 1]
+                    fr_bound[sp] = -1
+                    fr_init[sp] = 0
+                    sp += 1
+            for k in range(nb):
+                used[bst_ev[k]] = False
+            if status != DONE:
+                break
+        if status != DONE:
+            if status == FULL:
+                n_out = start_out
+                n_ev = start_ev
+            return status, w, n_out, n_ev
+        stats[0] += partial
+        if partial > stats[1]:
+            stats[1] = partial
+        stats[2] += n_out - start_out
+        stats[3] += 1
+    return DONE, win_first.shape[0], n_out, n_ev
+
+
+# ------------------------------------------------------------------------------------
+# The SES automaton (SES paper, Algorithms 1-2): instances with persistent bindings
+# ------------------------------------------------------------------------------------
+@njit(cache=True)
+def _grow(a, size):
+    b = np.empty(size, a.dtype)
+    b[:a.shape[0]] = a
+    return b
+
+
+@njit(cache=True, inline="always")
+def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, trc_op,
+           trc_other, trc_oattr, prev_ptr, prev_attr, prev_op, prev_oattr,
+           ilast, ihead, node_ev, node_prev):
+    v = tr_var[t]
+    if not (masks[j] >> v) & 1:
+        return False
+    if tr_new[t] and not ts[j] > ilast[k]:
+        return False
+    for c in range(trc_ptr[t], trc_ptr[t + 1]):
+        a = trc_attr[c]
+        op = trc_op[c]
+        b = trc_oattr[c]
+        lv = vals[a, j]
+        lk = kinds[a, j]
+        node = ihead[k, trc_other[c]]
+        while node >= 0:
+            x = node_ev[node]
+            if not cmp(op, lv, lk, vals[b, x], kinds[b, x]):
+                return False
+            node = node_prev[node]
+    h = ihead[k, v]
+    if h >= 0:
+        x = node_ev[h]
+        for c in range(prev_ptr[v], prev_ptr[v + 1]):
+            if not cmp(prev_op[c], vals[prev_attr[c], j], kinds[prev_attr[c], j],
+                       vals[prev_oattr[c], x], kinds[prev_oattr[c], x]):
+                return False
+    return True
+
+
+@njit(cache=True)
+def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
+                trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
+                prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m,
+                win_first, win_end, w0, cap, out_win, out_off, out_ev, out_var, stats):
+    """A(P, W) for the windows w0, w0+1, ...: the instance started at the window's first
+    event, run over the window (ConsumeEvent: a transition fires when the event fits its
+    variable, follows the bound set in time, and satisfies its relationships against every
+    bound event and ``prev`` against the variable's last event; several firing transitions
+    branch; an instance where none fires stays). Bindings are persistent lists (one chain
+    of nodes per variable), so branching copies m integers, not the bindings.
+
+    ``stats`` (int64[4]) accumulates: instances created, peak live instances, matches,
+    windows. Returns (status, window to resume at, matches written, events written).
+    """
+    n_out = 0
+    n_ev = 0
+    max_out = out_win.shape[0]
+    max_ev = out_ev.shape[0]
+    size = 64
+    cur_st = np.empty(size, np.int64)
+    cur_first = np.empty(size, np.int64)
+    cur_last = np.empty(size, np.int64)
+    cur_head = np.empty((size, m), np.int64)
+    nxt_st = np.empty(size, np.int64)
+    nxt_first = np.empty(size, np.int64)
+    nxt_last = np.empty(size, np.int64)
+    nxt_head = np.empty((size, m), np.int64)
+    node_ev = np.empty(1024, np.int64)
+    node_prev = np.empty(1024, np.int64)
+    seq = np.empty(64, np.int64)
+    for w in range(w0, win_first.shape[0]):
+        i = win_first[w]
+        end = win_end[w]
+        nn = 0
+        nc = 1
+        cur_st[0] = start
+        cur_first[0] = 0
+        cur_last[0] = 0
+        cur_head[0, :] = -1
+        peak = 0
+        created = 0
+        for j in range(i, end):
+            nx = 0
+            mj = masks[j]
+            for k in range(nc):
+                state = cur_st[k]
+                fired = False
+                if mj != 0:
+                    for t in range(st_ptr[state], st_ptr[state + 1]):
+                        if not _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new,
+                                      trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
+                                      prev_ptr, prev_attr, prev_op, prev_oattr,
+                                      cur_last, cur_head, node_ev, node_prev):
+                            continue
+                        fired = True
+                        v = tr_var[t]
+                        if nn >= node_ev.shape[0]:
+                            node_ev = _grow(node_ev, 2 * nn)
+                            node_prev = _grow(node_prev, 2 * nn)
+                        node_ev[nn] = j
+                        node_prev[nn] = cur_head[k, v]
+                        if nx >= nxt_st.shape[0]:
+                            size = 2 * nxt_st.shape[0]
+                            nxt_st = _grow(nxt_st, size)
+                            nxt_first = _grow(nxt_first, size)
+                            nxt_last = _grow(nxt_last, size)
+                            h2 = np.empty((size, m), np.int64)
+                            h2[:nx] = nxt_head[:nx]
+                            nxt_head = h2
+                        nxt_st[nx] = tr_target[t]
+                        nxt_first[nx] = ts[j] if state == start else cur_first[k]
+                        nxt_last[nx] = ts[j]
+                        for vv in range(m):
+                            nxt_head[nx, vv] = cur_head[k, vv]
+                        nxt_head[nx, v] = nn
+                        nn += 1
+                        nx += 1
+                        created += 1
+                if not fired and state != start:
+                    if nx >= nxt_st.shape[0]:
+                        size = 2 * nxt_st.shape[0]
+                        nxt_st = _grow(nxt_st, size)
+                        nxt_first = _grow(nxt_first, size)
+                        nxt_last = _grow(nxt_last, size)
+                        h2 = np.empty((size, m), np.int64)
+                        h2[:nx] = nxt_head[:nx]
+                        nxt_head = h2
+                    nxt_st[nx] = state
+                    nxt_first[nx] = cur_first[k]
+                    nxt_last[nx] = cur_last[k]
+                    for vv in range(m):
+                        nxt_head[nx, vv] = cur_head[k, vv]
+                    nx += 1
+            if nx > peak:
+                peak = nx
+            if nx > cap:
+                return CAP, w, n_out, n_ev
+            cur_st, nxt_st = nxt_st, cur_st
+            cur_first, nxt_first = nxt_first, cur_first
+            cur_last, nxt_last = nxt_last, cur_last
+            cur_head, nxt_head = nxt_head, cur_head
+            nc = nx
+            if nc == 0:
+                break
+        start_out = n_out
+        start_ev = n_ev
+        for k in range(nc):
+            if cur_st[k] != final:
+                continue
+            if n_out >= max_out:
+                return FULL, w, start_out, start_ev
+            out_win[n_out] = w
+            for vv in range(m):
+                cnt = 0
+                node = cur_head[k, vv]
+                while node >= 0:
+                    if cnt >= seq.shape[0]:
+                        seq = _grow(seq, 2 * cnt)
+                    seq[cnt] = node_ev[node]
+                    cnt += 1
+                    node = node_prev[node]
+                if n_ev + cnt > max_ev:
+                    return FULL, w, start_out, start_ev
+                for q in range(cnt):
+                    out_ev[n_ev] = seq[cnt - 1 - q]
+                    out_var[n_ev] = vv
+                    n_ev += 1
+            n_out += 1
+            out_off[n_out] = n_ev
+        stats[0] += created
+        if peak > stats[1]:
+            stats[1] = peak
+        stats[2] += n_out - start_out
+        stats[3] += 1
+    return DONE, win_first.shape[0], n_out, n_ev
+
+
+@njit(cache=True)
+def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
+              trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
+              prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m, tau, stats):
+    """SESExec (SES paper, Algorithm 1): an instance started at every event, all advanced
+    together; an instance expires τ after its first event (emitted if accepting). Nodes of
+    dead instances are compacted away when the pool fills. Returns (first, offsets,
+    events, variables) of every match."""
+    n = ts.shape[0]
+    size = 64
+    cur_st = np.empty(size, np.int64)
+    cur_first = np.empty(size, np.int64)
+    cur_last = np.empty(size, np.int64)
+    cur_head = np.empty((size, m), np.int64)
+    nxt_st = np.empty(size, np.int64)
+    nxt_first = np.empty(size, np.int64)
+    nxt_last = np.empty(size, np.int64)
+    nxt_head = np.empty((size, m), np.int64)
+    node_ev = np.empty(1024, np.int64)
+    node_prev = np.empty(1024, np.int64)
+    out_first = np.empty(16, np.int64)
+    out_off = np.zeros(17, np.int64)
+    out_ev = np.empty(64, np.int64)
+    out_var = np.empty(64, np.int64)
+    n_out = 0
+    n_ev = 0
+    nn = 0
+    nc = 0
+    peak = 0
+    created = 0
+    seq = np.empty(64, np.int64)
+    for j in range(n + 1):
+        # expire (and, after the last event, flush) instances
+        nx = 0
+        for k in range(nc):
+            if j < n and not (cur_st[k] != start and ts[j] - cur_first[k] > tau):
+                continue
+            if cur_st[k] == final:
+                if n_out + 1 >= out_first.shape[0]:
+                    out_first = _grow(out_first, 2 * out_first.shape[0])
+                    out_off = _grow(out_off, 2 * out_off.shape[0])
+                first = -1
+                for vv in range(m):
+                    cnt = 0
+                    node = cur_head[k, vv]
+                    while node >= 0:
+                        if cnt >= seq.shape[0]:
+                            seq = _grow(seq, 2 * cnt)
+                        seq[cnt] = node_ev[node]
+                        cnt += 1
+                        node = node_prev[node]
+                    while n_ev + cnt >= out_ev.shape[0]:
+                        out_ev = _grow(out_ev, 2 * out_ev.shape[0])
+                        out_var = _grow(out_var, 2 * out_var.shape[0])
+                    for q in range(cnt):
+                        x = seq[cnt - 1 - q]
+                        if first < 0 or x < first:
+                            first = x
+                        out_ev[n_ev] = x
+                        out_var[n_ev] = vv
+                        n_ev += 1
+                out_first[n_out] = first
+                n_out += 1
+                out_off[n_out] = n_ev
+            cur_st[k] = -1  # expired
+        if j == n:
+            break
+        # compact the live instances, then add the new one started at event j
+        live = 0
+        for k in range(nc):
+            if cur_st[k] >= 0:
+                cur_st[live] = cur_st[k]
+                cur_first[live] = cur_first[k]
+                cur_last[live] = cur_last[k]
+                for vv in range(m):
+                    cur_head[live, vv] = cur_head[k, vv]
+                live += 1
+        nc = live
+        if nc >= cur_st.shape[0]:
+            size = 2 * cur_st.shape[0]
+            cur_st = _grow(cur_st, size)
+            cur_first = _grow(cur_first, size)
+            cur_last = _grow(cur_last, size)
+            h2 = np.empty((size, m), np.int64)
+            h2[:nc] = cur_head[:nc]
+            cur_head = h2
+        cur_st[nc] = start
+        cur_first[nc] = 0
+        cur_last[nc] = 0
+        cur_head[nc, :] = -1
+        nc += 1
+        # garbage-collect nodes no live instance reaches
+        if nn + 2 * nc * m + 64 >= node_ev.shape[0]:
+            mark = np.zeros(nn, np.bool_)
+            for k in range(nc):
+                for vv in range(m):
+                    node = cur_head[k, vv]
+                    while node >= 0 and not mark[node]:
+                        mark[node] = True
+                        node = node_prev[node]
+            remap = np.full(nn, -1, np.int64)
+            kept = 0
+            for q in range(nn):
+                if mark[q]:
+                    remap[q] = kept
+                    node_ev[kept] = node_ev[q]
+                    node_prev[kept] = remap[node_prev[q]] if node_prev[q] >= 0 else -1
+                    kept += 1
+            for k in range(nc):
+                for vv in range(m):
+                    if cur_head[k, vv] >= 0:
+                        cur_head[k, vv] = remap[cur_head[k, vv]]
+            nn = kept
+            want = max(2 * (nn + 2 * nc * m + 64), 1024)
+            if want > node_ev.shape[0]:
+                node_ev = _grow(node_ev, want)
+                node_prev = _grow(node_prev, want)
+        mj = masks[j]
+        for k in range(nc):
+            state = cur_st[k]
+            fired = False
+            if mj != 0:
+                for t in range(st_ptr[state], st_ptr[state + 1]):
+                    if not _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new,
+                                  trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
+                                  prev_ptr, prev_attr, prev_op, prev_oattr,
+                                  cur_last, cur_head, node_ev, node_prev):
+                        continue
+                    fired = True
+                    v = tr_var[t]
+                    if nn >= node_ev.shape[0]:
+                        node_ev = _grow(node_ev, 2 * nn)
+                        node_prev = _grow(node_prev, 2 * nn)
+                    node_ev[nn] = j
+                    node_prev[nn] = cur_head[k, v]
+                    if nx >= nxt_st.shape[0]:
+                        size = 2 * nxt_st.shape[0]
+                        nxt_st = _grow(nxt_st, size)
+                        nxt_first = _grow(nxt_first, size)
+                        nxt_last = _grow(nxt_last, size)
+                        h2 = np.empty((size, m), np.int64)
+                        h2[:nx] = nxt_head[:nx]
+                        nxt_head = h2
+                    nxt_st[nx] = tr_target[t]
+                    nxt_first[nx] = ts[j] if state == start else cur_first[k]
+                    nxt_last[nx] = ts[j]
+                    for vv in range(m):
+                        nxt_head[nx, vv] = cur_head[k, vv]
+                    nxt_head[nx, v] = nn
+                    nn += 1
+                    nx += 1
+                    created += 1
+            if not fired and state != start:
+                if nx >= nxt_st.shape[0]:
+                    size = 2 * nxt_st.shape[0]
+                    nxt_st = _grow(nxt_st, size)
+                    nxt_first = _grow(nxt_first, size)
+                    nxt_last = _grow(nxt_last, size)
+                    h2 = np.empty((size, m), np.int64)
+                    h2[:nx] = nxt_head[:nx]
+                    nxt_head = h2
+                nxt_st[nx] = state
+                nxt_first[nx] = cur_first[k]
+                nxt_last[nx] = cur_last[k]
+                for vv in range(m):
+                    nxt_head[nx, vv] = cur_head[k, vv]
+                nx += 1
+        if nx > peak:
+            peak = nx
+        cur_st, nxt_st = nxt_st, cur_st
+        cur_first, nxt_first = nxt_first, cur_first
+        cur_last, nxt_last = nxt_last, cur_last
+        cur_head, nxt_head = nxt_head, cur_head
+        nc = nx
+    stats[0] += created
+    if peak > stats[1]:
+        stats[1] = peak
+    stats[2] += n_out
+    stats[3] += n
+    return out_first[:n_out], out_off[:n_out + 1], out_ev[:n_ev], out_var[:n_ev]

@@ -1,0 +1,141 @@
+"""Match batches as Arrow arrays: ISO timestamps, binding lists, JSON lines, match ids.
+
+Everything here works on whole batches (Arrow compute), so the local ``match`` command
+and phase 2 build no Python object per match, except the SHA-256 of a match id.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .columns import EventColumns
+from .engine import MatchBatch, batch_take
+
+_NEEDS_ESCAPE = r'["\\\x00-\x1f]|[^\x00-\x7f]'
+
+
+def iso_timestamps(ns: np.ndarray) -> pa.Array:
+    """``events.format_ts`` for an array: ISO-8601 UTC without offset, with 3, 6 or 9
+    fraction digits only when needed."""
+    ns = np.asarray(ns, dtype=np.int64)
+    secs = np.floor_divide(ns, 1_000_000_000)
+    rem = ns - secs * 1_000_000_000
+    base = pa.array(np.datetime_as_string(secs.astype("datetime64[s]"), unit="s"))
+    if not rem.any():
+        return base
+    frac9 = pc.utf8_lpad(pc.cast(pa.array(rem), pa.string()), 9, "0")
+    dot = pa.scalar(".")
+    f3 = pc.binary_join_element_wise(dot, pc.utf8_slice_codeunits(frac9, 0, 3), "")
+    f6 = pc.binary_join_element_wise(dot, pc.utf8_slice_codeunits(frac9, 0, 6), "")
+    f9 = pc.binary_join_element_wise(dot, frac9, "")
+    empty = pa.array([""] * len(ns))
+    frac = pc.if_else(pa.array(rem == 0), empty,
+                      pc.if_else(pa.array(rem % 1_000_000 == 0), f3,
+                                 pc.if_else(pa.array(rem % 1000 == 0), f6, f9)))
+    return pc.binary_join_element_wise(base, frac, "")
+
+
+def _match_of(batch: MatchBatch) -> np.ndarray:
+    return np.repeat(np.arange(len(batch)), np.diff(batch.offsets))
+
+
+def binding_lists(batch: MatchBatch, cols: EventColumns, m: int) -> list[pa.ListArray]:
+    """Per variable, the list of bound event ids of every match."""
+    ids = cols.ids.take(pa.array(batch.rows))
+    match_of = _match_of(batch)
+    out = []
+    for v in range(m):
+        sel = np.flatnonzero(batch.variables == v)
+        counts = np.bincount(match_of[sel], minlength=len(batch))
+        offsets = np.zeros(len(batch) + 1, np.int32)
+        np.cumsum(counts, out=offsets[1:])
+        out.append(pa.ListArray.from_arrays(pa.array(offsets), ids.take(pa.array(sel))))
+    return out
+
+
+def sort_batch(batch: MatchBatch, cols: EventColumns, m: int, id_rank: np.ndarray
+               ) -> MatchBatch:
+    """Order as ``matches.Match.sort_key``: first event, end, then the bindings' ids
+    variable by variable (a shorter sequence before its extensions)."""
+    if len(batch) < 2:
+        return batch
+    match_of = _match_of(batch)
+    counts = np.zeros((len(batch), m), np.int64)
+    np.add.at(counts, (match_of, batch.variables), 1)
+    width = counts.max(axis=0)
+    col0 = np.concatenate([[0], np.cumsum(width)[:-1]])
+    run_start = np.flatnonzero(np.r_[True, (np.diff(match_of) != 0) |
+                                     (np.diff(batch.variables) != 0)])
+    run_id = np.cumsum(np.r_[True, (np.diff(match_of) != 0) |
+                             (np.diff(batch.variables) != 0)]) - 1
+    pos = np.arange(len(batch.rows)) - run_start[run_id]
+    key = np.full((len(batch), int(width.sum())), -1, np.int64)
+    key[match_of, col0[batch.variables] + pos] = id_rank[batch.rows]
+    order = np.lexsort(tuple(key[:, k] for k in range(key.shape[1] - 1, -1, -1))
+                       + (batch.end_ts, batch.first))
+    return batch_take(batch, order)
+
+
+def json_lines(name: str, names: list[str], batch: MatchBatch, cols: EventColumns) -> bytes:
+    """The ``match`` command's output for a batch: one JSON object per line, as
+    ``Match.to_json`` writes it."""
+    if not len(batch):
+        return b""
+    lists = binding_lists(batch, cols, len(names))
+    ids = cols.ids.take(pa.array(batch.rows))
+    if pc.any(pc.match_substring_regex(ids, _NEEDS_ESCAPE)).as_py():
+        return _json_lines_slow(name, names, batch, lists)
+    quote = pa.scalar('"')
+    parts = [pa.scalar(json.dumps({"pattern": name})[:-1] + ', "start": "'),
+             iso_timestamps(batch.start_ts), pa.scalar('", "end": "'),
+             iso_timestamps(batch.end_ts), pa.scalar('", "bindings": {')]
+    for k, (v, lst) in enumerate(zip(names, lists)):
+        quoted = pc.binary_join_element_wise(quote, lst.flatten(), quote, "")
+        joined = pc.binary_join(pa.ListArray.from_arrays(lst.offsets, quoted), ", ")
+        parts += [pa.scalar((", " if k else "") + json.dumps(v) + ": ["), joined,
+                  pa.scalar("]")]
+    parts.append(pa.scalar("}}\n"))
+    lines = pc.binary_join_element_wise(*parts, "")
+    _, offsets_buf, data = lines.buffers()
+    offsets = np.frombuffer(offsets_buf, dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
+    return memoryview(data)[offsets[0]:offsets[-1]].tobytes()
+
+
+def _json_lines_slow(name, names, batch, lists) -> bytes:
+    from .events import format_ts
+
+    per_var = [lst.to_pylist() for lst in lists]
+    out = []
+    for k in range(len(batch)):
+        out.append(json.dumps({"pattern": name, "start": format_ts(int(batch.start_ts[k])),
+                               "end": format_ts(int(batch.end_ts[k])),
+                               "bindings": {v: per_var[j][k] for j, v in enumerate(names)}}))
+    return ("\n".join(out) + "\n").encode()
+
+
+def bindings_json(names: list[str], batch: MatchBatch, cols: EventColumns) -> list[str]:
+    """The ``bindings`` column of the match tables: ``{"v": ["id", ...], ...}`` with
+    ``json.dumps`` spacing, one string per match."""
+    lists = binding_lists(batch, cols, len(names))
+    per_var = [lst.to_pylist() for lst in lists]
+    return [json.dumps({v: per_var[j][k] for j, v in enumerate(names)})
+            for k in range(len(batch))]
+
+
+def match_ids(version: str, names: list[str], batch: MatchBatch, cols: EventColumns
+              ) -> list[str]:
+    """``phase2.match_id`` for every match of the batch (SHA-256 of the version and the
+    bindings)."""
+    lists = binding_lists(batch, cols, len(names))
+    per_var = [lst.to_pylist() for lst in lists]
+    out = []
+    for k in range(len(batch)):
+        key = [[v, per_var[j][k]] for j, v in enumerate(names)]
+        blob = json.dumps([version, key], separators=(",", ":"))
+        out.append(hashlib.sha256(blob.encode()).hexdigest()[:32])
+    return out
