@@ -43,6 +43,7 @@ airflow: $(STAMP)
 	$(VENV)/bin/airflow standalone
 
 bench: $(STAMP)
+	$(PY) bench/peers.py
 	$(PY) bench/match_windows.py --matcher ses --events 20000 --per-k 3
 	$(PY) bench/match_windows.py --matcher zstream --events 8000 --per-k 2
 	$(PY) bench/spark_pipeline.py --sets hospital,loans,10m

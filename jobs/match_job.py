@@ -22,6 +22,7 @@ from functools import reduce
 
 from . import lake as lk
 from .core.conditions import Property
+from .core.engine import MATCHERS, MatchStats
 from .core.events import format_ts
 from .core.pattern import Pattern
 from .phase2 import NOT_SLICED, SLICE, Phase2Spec, output_columns, run_partition
@@ -152,23 +153,22 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
     out.write.mode("overwrite").parquet(staging)
     # the per-group stats rows are summed in Spark: the driver gets one row back
-    fields = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches",
-              "max_instances", "max_partial_matches")
-    schema_json = ", ".join(f"{f} long" for f in fields) + ", seconds double"
+    sums = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches",
+            "work")
+    schema_json = ", ".join(f"{f} long" for f in MatchStats.numeric_fields() if f != "seconds")
+    schema_json += ", seconds double"
     parsed = (spark.read.parquet(staging).where(F.col("kind") == "stats")
               .select(F.from_json("stats", schema_json).alias("s"), *[col(k) for k in keys]))
-    aggs = [F.sum(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in fields[:5]]
-    aggs += [F.max(F.greatest(F.coalesce(F.col("s.max_instances"), F.lit(0)),
-                              F.coalesce(F.col("s.max_partial_matches"), F.lit(0)))).alias("peak"),
-             F.sum("s.seconds").alias("phase2_seconds"), F.count(F.lit(1)).alias("groups"),
+    aggs = [F.sum(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in sums]
+    aggs += [F.max(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in MatchStats.MAXIMA]
+    aggs += [F.sum("s.seconds").alias("phase2_seconds"), F.count(F.lit(1)).alias("groups"),
              (F.countDistinct(*[col(k) for k in keys]) if keys else F.lit(1)).alias("partitions")]
     total = parsed.agg(*aggs).first()
-    for f in fields[:5]:
+    for f in sums + MatchStats.MAXIMA:
         stats[f] = int(total[f] or 0)
     stats["partitions"] = int(total["partitions"] or 0) if total["groups"] else 0
     stats["groups"] = int(total["groups"] or 0)
-    stats["max_instances" if pattern.matcher == "ses" else "max_partial_matches"] = \
-        int(total["peak"] or 0)
+    stats["work_item"] = MATCHERS[pattern.matcher].work_item
     stats["phase2_seconds"] = round(float(total["phase2_seconds"] or 0.0), 3)
     stats["sliced"] = slicing or "no"
     stats["seconds"] = round(time.perf_counter() - started, 3)

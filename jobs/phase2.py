@@ -12,7 +12,6 @@ start range: the run's range, cut to the group's time slice) and one stats row.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 from dataclasses import dataclass
@@ -21,10 +20,12 @@ from typing import Iterator
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from .core.events import Event
+from .core.columns import from_arrow
+from .core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
 from .core.loader import parse_pattern
-from .core.runner import MatchOptions, run
+from .core.output import bindings_json, match_id, match_ids  # noqa: F401 (match_id: API)
 
 SLICE = "__slice"
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
@@ -46,85 +47,72 @@ def _pattern(text: str):
     return parse_pattern(text, "<phase 2>")
 
 
-def match_id(version: str, key: tuple) -> str:
-    """Deterministic from the pattern version and the bindings (DESIGN.md section 4)."""
-    blob = json.dumps([version, [[v, list(ids)] for v, ids in key]], separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
-
-
 def output_columns(keys: tuple[str, ...]) -> list[str]:
     return ["kind", "match_id", *keys, "start_ts", "end_ts", "n_events", "bindings", "stats"]
 
 
-class _Batch:
-    """One Arrow batch as Python lists (converted once, sliced per group)."""
-
-    def __init__(self, pdf: pd.DataFrame, attrs: list[str], keys: tuple[str, ...]):
-        ts = pdf["ts"].to_numpy()
-        if np.issubdtype(ts.dtype, np.datetime64):
-            ts = ts.astype("datetime64[ns]").astype(np.int64)
-        self.ts = ts.tolist()
-        self.ids = pdf["event_id"].astype(str).tolist()
-        self.attrs = {a: [None if isinstance(v, float) and v != v else v for v in pdf[a].tolist()]
-                      for a in attrs}
-        self.keys = {k: pdf[k].tolist() for k in keys}
-        self.slices = pdf[SLICE].tolist() if SLICE in pdf.columns else None
-
-    def events(self, a: int, b: int) -> list[Event]:
-        names = list(self.attrs)
-        cols = [self.attrs[n][a:b] for n in names]
-        out = [Event(self.ids[i], self.ts[i], dict(zip(names, [c[i - a] for c in cols])))
-               for i in range(a, b)]
-        out.sort(key=lambda e: (e.ts, e.id))  # processing order; Spark sorted the same way
-        for i, e in enumerate(out):
-            e.seq = i
-        return out
-
-
-def match_group(spec: Phase2Spec, batch: _Batch, a: int, b: int, out: dict) -> None:
+def match_group(spec: Phase2Spec, table: pa.Table, a: int, b: int, slice_value, out: dict
+                ) -> None:
     """Match one group (rows a..b of the batch); append its match rows and stats row to
     the column lists of ``out``."""
     pattern = _pattern(spec.pattern_text)
+    compiled = compile_pattern(pattern)
     t0 = time.perf_counter()
-    events = batch.events(a, b)
+    cols = from_arrow(table.slice(a, b - a), compiled.attributes)
     lo, hi = spec.low, spec.high
     s_lo = s_hi = None  # the group's own time slice
-    if spec.slice_length is not None and batch.slices is not None:
-        j = int(batch.slices[a])
+    if spec.slice_length is not None and slice_value is not None:
+        j = int(slice_value)
         if j != NOT_SLICED:  # only large partitions are sliced when X exists
             s_lo = spec.slice_origin + j * spec.slice_length
             s_hi = s_lo + spec.slice_length
             lo = s_lo if lo is None else max(lo, s_lo)
             hi = s_hi if hi is None else min(hi, s_hi)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window)
-    matches, stats = run(pattern, events, options)
+    st = MatchStats()
+    names = [v.name for v in compiled.variables]
+    keys = {k: table.column(k)[a].as_py() for k in spec.keys}
+    kept = 0
+    for batch in execute(compiled, cols, options, st):
+        inside = np.ones(len(batch), np.bool_)
+        if lo is not None:
+            inside &= batch.start_ts >= lo
+        if hi is not None:
+            inside &= batch.start_ts < hi
+        if not inside.all():
+            batch = batch_take(batch, np.flatnonzero(inside))
+        n = len(batch)
+        if not n:
+            continue
+        kept += n
+        out["kind"].extend(["match"] * n)
+        out["match_id"].extend(match_ids(pattern.version, names, batch, cols))
+        for k in spec.keys:
+            out[k].extend([keys[k]] * n)
+        out["start_ts"].extend(batch.start_ts.tolist())
+        out["end_ts"].extend(batch.end_ts.tolist())
+        out["n_events"].extend(np.diff(batch.offsets).tolist())
+        out["bindings"].extend(bindings_json(names, batch, cols))
+        out["stats"].extend([None] * n)
     # events that passed the filter, each counted in one group only (the slice holding its
     # ts; copies in earlier, overlapping slices do not count), so the sum is exact
-    stats["events_after_filter"] = len(events) if s_lo is None else \
-        sum(1 for e in events if s_lo <= e.ts < s_hi)
-    kept = 0
-
-    def add(kind, mid, start, end, n, bindings, st):
-        out["kind"].append(kind)
-        out["match_id"].append(mid)
-        for k in spec.keys:
-            out[k].append(batch.keys[k][a])
-        out["start_ts"].append(start)
-        out["end_ts"].append(end)
-        out["n_events"].append(n)
-        out["bindings"].append(bindings)
-        out["stats"].append(st)
-
-    for m in matches:
-        if (lo is not None and m.start.ts < lo) or (hi is not None and m.start.ts >= hi):
-            continue
-        kept += 1
-        add("match", match_id(pattern.version, m.key), m.start.ts, m.end.ts, len(m.events),
-            json.dumps({v: list(ids) for v, ids in m.key}), None)
-    stats["matches"] = kept
-    stats["seconds"] = time.perf_counter() - t0
-    stats.pop("plan", None)
-    add("stats", None, None, None, 0, None, json.dumps(stats))
+    if s_lo is not None:
+        kept_ts = cols.ts[compiled.masks(cols) != 0]
+        st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
+    st.matches = kept
+    st.seconds = time.perf_counter() - t0
+    record = st.as_dict()
+    for k in MatchStats.TEXT + ("plan_cost",):
+        record.pop(k, None)
+    out["kind"].append("stats")
+    out["match_id"].append(None)
+    for k in spec.keys:
+        out[k].append(keys[k])
+    out["start_ts"].append(None)
+    out["end_ts"].append(None)
+    out["n_events"].append(0)
+    out["bindings"].append(None)
+    out["stats"].append(json.dumps(record))
 
 
 def _frame(spec: Phase2Spec, out: dict) -> pd.DataFrame:
@@ -139,13 +127,12 @@ def _frame(spec: Phase2Spec, out: dict) -> pd.DataFrame:
 
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """mapInPandas body: split the sorted stream of rows into groups and match each."""
-    pattern = _pattern(spec.pattern_text)
     group_cols = list(spec.keys) + ([SLICE] if spec.slice_length is not None else [])
     carry: pd.DataFrame | None = None
 
     def process(pdf: pd.DataFrame, last_is_complete: bool):
-        attrs = [a for a in sorted(pattern.attributes | set(spec.keys)) if a in pdf.columns]
-        batch = _Batch(pdf, attrs, spec.keys)
+        table = pa.Table.from_pandas(pdf, preserve_index=False)
+        slices = pdf[SLICE].to_numpy() if SLICE in pdf.columns else None
         if group_cols:
             key = pdf[group_cols[0]].astype(str).to_numpy() if len(group_cols) == 1 else \
                 pdf[group_cols].astype(str).agg("\x1f".join, axis=1).to_numpy()
@@ -158,7 +145,7 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
         if not last_is_complete:
             groups = groups[:-1]
         for a, b in groups:
-            match_group(spec, batch, a, b, out)
+            match_group(spec, table, a, b, None if slices is None else slices[a], out)
         rest = None if last_is_complete else pdf.iloc[bounds[-2]:].reset_index(drop=True)
         return (_frame(spec, out) if out["kind"] else None), rest
 

@@ -22,7 +22,8 @@ from .conditions import (
     Relationship,
     parse_condition,
 )
-from .pattern import MATCHERS, Example, Pattern, Variable, parse_duration
+from .engine import MATCHERS
+from .pattern import Example, Pattern, Variable, parse_duration
 
 REQUIRED = ("name", "source", "within", "sets")
 OPTIONAL = ("conditions", "matcher", "description", "examples")
@@ -152,7 +153,8 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
         matcher = text_field("matcher") or "ses"
         if matcher not in MATCHERS:
             problems.append(Problem(path, _line(fields["matcher"]),
-                                    f"unknown matcher {matcher!r}: use ses or zstream"))
+                                    f"unknown matcher {matcher!r}: use one of "
+                                    f"{', '.join(MATCHERS)}"))
     within, tau = None, 0
     if "within" in fields:
         node = fields["within"]

@@ -133,9 +133,12 @@ def match_ids(version: str, names: list[str], batch: MatchBatch, cols: EventColu
     bindings)."""
     lists = binding_lists(batch, cols, len(names))
     per_var = [lst.to_pylist() for lst in lists]
-    out = []
-    for k in range(len(batch)):
-        key = [[v, per_var[j][k]] for j, v in enumerate(names)]
-        blob = json.dumps([version, key], separators=(",", ":"))
-        out.append(hashlib.sha256(blob.encode()).hexdigest()[:32])
-    return out
+    return [match_id(version, [(v, per_var[j][k]) for j, v in enumerate(names)])
+            for k in range(len(batch))]
+
+
+def match_id(version: str, key) -> str:
+    """Deterministic from the pattern version and the bindings (DESIGN.md section 4):
+    ``key`` is ((variable, event ids), ...) in pattern order."""
+    blob = json.dumps([version, [[v, list(ids)] for v, ids in key]], separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]

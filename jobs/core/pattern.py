@@ -23,7 +23,6 @@ UNITS_NS = {
     "d": 86400 * 1_000_000_000,
 }
 DURATION = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
-MATCHERS = ("ses", "zstream")
 
 
 def parse_duration(text: str) -> int:
