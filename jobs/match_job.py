@@ -162,11 +162,15 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     aggs = [F.sum(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in sums]
     aggs += [F.max(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in MatchStats.MAXIMA]
     aggs += [F.sum("s.seconds").alias("phase2_seconds"), F.count(F.lit(1)).alias("groups"),
-             (F.countDistinct(*[col(k) for k in keys]) if keys else F.lit(1)).alias("partitions")]
+             F.sum(F.coalesce(F.col("s.partitions"), F.lit(0))).alias("whole"),
+             (F.countDistinct(F.when(F.col("s.partitions") == 0, F.struct(*[col(k) for k in keys])))
+              if keys else F.lit(1)).alias("sliced")]
     total = parsed.agg(*aggs).first()
     for f in sums + MatchStats.MAXIMA:
         stats[f] = int(total[f] or 0)
-    stats["partitions"] = int(total["partitions"] or 0) if total["groups"] else 0
+    # whole partitions are counted by the engine, sliced ones once by their key
+    stats["partitions"] = (int(total["whole"] or 0) + int(total["sliced"] or 0)) \
+        if total["groups"] else 0
     stats["groups"] = int(total["groups"] or 0)
     stats["work_item"] = MATCHERS[pattern.matcher].work_item
     stats["phase2_seconds"] = round(float(total["phase2_seconds"] or 0.0), 3)

@@ -6,8 +6,10 @@ arrive sorted by (group keys, ts, event_id) within a Spark partition; a group ma
 several Arrow batches, so the last group of a batch is carried over to the next. Only one
 group's events are held at a time.
 
-Each group yields its match rows (those whose first event starts inside the group's own
-start range: the run's range, cut to the group's time slice) and one stats row.
+Whole partitions of a batch are matched by one engine call (the engine partitions by X
+itself); each time slice of a large partition by one call of its own. Each call yields
+its match rows (those whose first event starts inside its start range: the run's range,
+cut to the slice) and one stats row.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from .core.columns import from_arrow
+from .core.columns import from_arrow, processing_order
 from .core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
 from .core.loader import parse_pattern
 from .core.output import bindings_json, match_id, match_ids  # noqa: F401 (match_id: API)
@@ -51,27 +53,28 @@ def output_columns(keys: tuple[str, ...]) -> list[str]:
     return ["kind", "match_id", *keys, "start_ts", "end_ts", "n_events", "bindings", "stats"]
 
 
-def match_group(spec: Phase2Spec, table: pa.Table, a: int, b: int, slice_value, out: dict
-                ) -> None:
-    """Match one group (rows a..b of the batch); append its match rows and stats row to
-    the column lists of ``out``."""
+def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
+               ) -> pd.DataFrame:
+    """Match the events of ``table`` (one time slice of one partition when
+    ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
+    by X itself); returns their match rows and one stats row."""
     pattern = _pattern(spec.pattern_text)
     compiled = compile_pattern(pattern)
     t0 = time.perf_counter()
-    cols = from_arrow(table.slice(a, b - a), compiled.attributes)
+    table = table.take(pa.array(processing_order(table)))  # rows = the engine's rows
+    cols = from_arrow(table, compiled.attributes, ordered=True)
     lo, hi = spec.low, spec.high
     s_lo = s_hi = None  # the group's own time slice
-    if spec.slice_length is not None and slice_value is not None:
-        j = int(slice_value)
-        if j != NOT_SLICED:  # only large partitions are sliced when X exists
-            s_lo = spec.slice_origin + j * spec.slice_length
-            s_hi = s_lo + spec.slice_length
-            lo = s_lo if lo is None else max(lo, s_lo)
-            hi = s_hi if hi is None else min(hi, s_hi)
+    if spec.slice_length is not None and slice_value is not None \
+            and int(slice_value) != NOT_SLICED:  # only large partitions are sliced when X exists
+        s_lo = spec.slice_origin + int(slice_value) * spec.slice_length
+        s_hi = s_lo + spec.slice_length
+        lo = s_lo if lo is None else max(lo, s_lo)
+        hi = s_hi if hi is None else min(hi, s_hi)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window)
     st = MatchStats()
     names = [v.name for v in compiled.variables]
-    keys = {k: table.column(k)[a].as_py() for k in spec.keys}
+    frames = []
     kept = 0
     for batch in execute(compiled, cols, options, st):
         inside = np.ones(len(batch), np.bool_)
@@ -81,19 +84,20 @@ def match_group(spec: Phase2Spec, table: pa.Table, a: int, b: int, slice_value, 
             inside &= batch.start_ts < hi
         if not inside.all():
             batch = batch_take(batch, np.flatnonzero(inside))
-        n = len(batch)
-        if not n:
+        if not len(batch):
             continue
-        kept += n
-        out["kind"].extend(["match"] * n)
-        out["match_id"].extend(match_ids(pattern.version, names, batch, cols))
+        kept += len(batch)
+        first = pa.array(batch.first)
+        frame = {"kind": np.full(len(batch), "match", dtype=object),
+                 "match_id": match_ids(pattern.version, names, batch, cols)}
         for k in spec.keys:
-            out[k].extend([keys[k]] * n)
-        out["start_ts"].extend(batch.start_ts.tolist())
-        out["end_ts"].extend(batch.end_ts.tolist())
-        out["n_events"].extend(np.diff(batch.offsets).tolist())
-        out["bindings"].extend(bindings_json(names, batch, cols))
-        out["stats"].extend([None] * n)
+            frame[k] = table.column(k).take(first).to_pandas()
+        frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
+        frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
+        frame["n_events"] = np.diff(batch.offsets)
+        frame["bindings"] = bindings_json(names, batch, cols)
+        frame["stats"] = None
+        frames.append(pd.DataFrame(frame))
     # events that passed the filter, each counted in one group only (the slice holding its
     # ts; copies in earlier, overlapping slices do not count), so the sum is exact
     if s_lo is not None:
@@ -101,28 +105,20 @@ def match_group(spec: Phase2Spec, table: pa.Table, a: int, b: int, slice_value, 
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
     st.matches = kept
     st.seconds = time.perf_counter() - t0
-    record = st.as_dict()
-    for k in MatchStats.TEXT + ("plan_cost",):
-        record.pop(k, None)
-    out["kind"].append("stats")
-    out["match_id"].append(None)
-    for k in spec.keys:
-        out[k].append(keys[k])
-    out["start_ts"].append(None)
-    out["end_ts"].append(None)
-    out["n_events"].append(0)
-    out["bindings"].append(None)
-    out["stats"].append(json.dumps(record))
-
-
-def _frame(spec: Phase2Spec, out: dict) -> pd.DataFrame:
-    df = pd.DataFrame(out, columns=output_columns(spec.keys))
-    nat = np.iinfo(np.int64).min  # NaT as int64
-    for c in ("start_ts", "end_ts"):
-        ns = np.array([nat if v is None else v for v in out[c]], dtype=np.int64)
-        df[c] = ns.view("datetime64[ns]")
-    df["n_events"] = df["n_events"].astype("int64")
-    return df
+    if s_lo is not None:
+        st.partitions = 0  # a slice's partition is counted once, by its key (match job)
+    record = {k: v for k, v in st.as_dict().items()
+              if k not in MatchStats.TEXT + ("plan_cost",)}
+    stats_row = {"kind": ["stats"], "match_id": [None]}
+    for k in spec.keys:  # the first event's partition (sliced: the slice's partition)
+        stats_row[k] = table.column(k).slice(0, 1).to_pandas()
+    nat = np.array([np.iinfo(np.int64).min]).view("datetime64[ns]")
+    stats_row.update(start_ts=nat, end_ts=nat, n_events=[0], bindings=[None],
+                     stats=[json.dumps(record)])
+    frames.append(pd.DataFrame(stats_row))
+    out = pd.concat(frames, ignore_index=True)[output_columns(spec.keys)]
+    out["n_events"] = out["n_events"].astype("int64")
+    return out
 
 
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -132,7 +128,6 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
 
     def process(pdf: pd.DataFrame, last_is_complete: bool):
         table = pa.Table.from_pandas(pdf, preserve_index=False)
-        slices = pdf[SLICE].to_numpy() if SLICE in pdf.columns else None
         if group_cols:
             key = pdf[group_cols[0]].astype(str).to_numpy() if len(group_cols) == 1 else \
                 pdf[group_cols].astype(str).agg("\x1f".join, axis=1).to_numpy()
@@ -140,14 +135,21 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
         else:
             starts = [0]
         bounds = starts + [len(pdf)]
-        out = {c: [] for c in output_columns(spec.keys)}
         groups = list(zip(bounds[:-1], bounds[1:]))
         if not last_is_complete:
             groups = groups[:-1]
+        slices = pdf[SLICE].to_numpy() if SLICE in pdf.columns else None
+        whole, frames = [], []
         for a, b in groups:
-            match_group(spec, table, a, b, None if slices is None else slices[a], out)
+            if spec.keys and (slices is None or slices[a] == NOT_SLICED):
+                whole.append(np.arange(a, b))  # whole partitions: matched together
+            else:
+                frames.append(match_rows(spec, table.slice(a, b - a),
+                                         None if slices is None else slices[a]))
+        if whole:
+            frames.append(match_rows(spec, table.take(pa.array(np.concatenate(whole)))))
         rest = None if last_is_complete else pdf.iloc[bounds[-2]:].reset_index(drop=True)
-        return (_frame(spec, out) if out["kind"] else None), rest
+        return (pd.concat(frames, ignore_index=True) if frames else None), rest
 
     for pdf in batches:
         if carry is not None and len(carry):

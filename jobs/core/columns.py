@@ -76,6 +76,19 @@ def _processing_order(ts: np.ndarray, ids: pa.Array) -> np.ndarray:
     return np.lexsort((id_rank, ts))
 
 
+def processing_order(table: pa.Table, id_column: str = "event_id", time_column: str = "ts"
+                     ) -> np.ndarray:
+    """Row indices of ``table`` in processing order (ts, id)."""
+    ts = table.column(time_column)
+    ts = ts.cast(pa.timestamp("ns", tz=ts.type.tz)) if pa.types.is_timestamp(ts.type) else ts
+    ts = ts.cast(pa.int64()).to_numpy()
+    ids = table.column(id_column)
+    ids = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+    if not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)):
+        ids = _ids_as_text(ids)
+    return _processing_order(ts, ids)
+
+
 def _string_array(col: pa.ChunkedArray | pa.Array) -> pa.Array | None:
     if not isinstance(col, (pa.Array, pa.ChunkedArray)):
         return None

@@ -81,26 +81,48 @@ def sort_batch(batch: MatchBatch, cols: EventColumns, m: int, id_rank: np.ndarra
     return batch_take(batch, order)
 
 
+def _needs_escape(batch: MatchBatch, cols: EventColumns) -> bool:
+    ids = cols.ids.take(pa.array(batch.rows))
+    return bool(pc.any(pc.match_substring_regex(ids, _NEEDS_ESCAPE)).as_py())
+
+
+def _joined(lists: list[pa.ListArray], sep: str) -> list[pa.Array]:
+    """Per variable, its quoted ids joined: ``"e3"<sep>"e9"``."""
+    quote = pa.scalar('"')
+    out = []
+    for lst in lists:
+        quoted = pc.binary_join_element_wise(quote, lst.flatten(), quote, "")
+        out.append(pc.binary_join(pa.ListArray.from_arrays(lst.offsets, quoted), sep))
+    return out
+
+
+def _concat(parts: list) -> pa.Array:
+    return pc.binary_join_element_wise(*parts, "")
+
+
+def _bindings_parts(names: list[str], lists: list[pa.ListArray]) -> list:
+    """``{"c": ["e1"], "p": ["e3", "e9"]}`` as json.dumps writes it, in parts."""
+    parts: list = [pa.scalar("{")]
+    for k, (v, joined) in enumerate(zip(names, _joined(lists, ", "))):
+        parts += [pa.scalar((", " if k else "") + json.dumps(v) + ": ["), joined,
+                  pa.scalar("]")]
+    parts.append(pa.scalar("}"))
+    return parts
+
+
 def json_lines(name: str, names: list[str], batch: MatchBatch, cols: EventColumns) -> bytes:
     """The ``match`` command's output for a batch: one JSON object per line, as
     ``Match.to_json`` writes it."""
     if not len(batch):
         return b""
     lists = binding_lists(batch, cols, len(names))
-    ids = cols.ids.take(pa.array(batch.rows))
-    if pc.any(pc.match_substring_regex(ids, _NEEDS_ESCAPE)).as_py():
+    if _needs_escape(batch, cols):
         return _json_lines_slow(name, names, batch, lists)
-    quote = pa.scalar('"')
     parts = [pa.scalar(json.dumps({"pattern": name})[:-1] + ', "start": "'),
              iso_timestamps(batch.start_ts), pa.scalar('", "end": "'),
-             iso_timestamps(batch.end_ts), pa.scalar('", "bindings": {')]
-    for k, (v, lst) in enumerate(zip(names, lists)):
-        quoted = pc.binary_join_element_wise(quote, lst.flatten(), quote, "")
-        joined = pc.binary_join(pa.ListArray.from_arrays(lst.offsets, quoted), ", ")
-        parts += [pa.scalar((", " if k else "") + json.dumps(v) + ": ["), joined,
-                  pa.scalar("]")]
-    parts.append(pa.scalar("}}\n"))
-    lines = pc.binary_join_element_wise(*parts, "")
+             iso_timestamps(batch.end_ts), pa.scalar('", "bindings": '),
+             *_bindings_parts(names, lists), pa.scalar("}\n")]
+    lines = _concat(parts)
     _, offsets_buf, data = lines.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
     return memoryview(data)[offsets[0]:offsets[-1]].tobytes()
@@ -122,19 +144,27 @@ def bindings_json(names: list[str], batch: MatchBatch, cols: EventColumns) -> li
     """The ``bindings`` column of the match tables: ``{"v": ["id", ...], ...}`` with
     ``json.dumps`` spacing, one string per match."""
     lists = binding_lists(batch, cols, len(names))
-    per_var = [lst.to_pylist() for lst in lists]
-    return [json.dumps({v: per_var[j][k] for j, v in enumerate(names)})
-            for k in range(len(batch))]
+    if _needs_escape(batch, cols):
+        per_var = [lst.to_pylist() for lst in lists]
+        return [json.dumps({v: per_var[j][k] for j, v in enumerate(names)})
+                for k in range(len(batch))]
+    return _concat(_bindings_parts(names, lists)).to_pylist()
 
 
 def match_ids(version: str, names: list[str], batch: MatchBatch, cols: EventColumns
               ) -> list[str]:
-    """``phase2.match_id`` for every match of the batch (SHA-256 of the version and the
-    bindings)."""
+    """``match_id`` for every match of the batch: the JSON it hashes is built with Arrow
+    compute, only the SHA-256 runs per match."""
     lists = binding_lists(batch, cols, len(names))
-    per_var = [lst.to_pylist() for lst in lists]
-    return [match_id(version, [(v, per_var[j][k]) for j, v in enumerate(names)])
-            for k in range(len(batch))]
+    if _needs_escape(batch, cols) or json.dumps(version) != f'"{version}"':
+        per_var = [lst.to_pylist() for lst in lists]
+        return [match_id(version, [(v, per_var[j][k]) for j, v in enumerate(names)])
+                for k in range(len(batch))]
+    parts: list = [pa.scalar(f'["{version}",[')]
+    for k, (v, joined) in enumerate(zip(names, _joined(lists, ","))):
+        parts += [pa.scalar(("," if k else "") + f"[{json.dumps(v)},["), joined, pa.scalar("]]")]
+    parts.append(pa.scalar("]]"))
+    return [hashlib.sha256(b.encode()).hexdigest()[:32] for b in _concat(parts).to_pylist()]
 
 
 def match_id(version: str, key) -> str:
