@@ -166,8 +166,9 @@ def write_docs(rows: list[dict]) -> None:
              "machine, one workload after the other. Engine seconds exclude reading the input "
              "and process start-up on both sides (the project's start-up, loading its compiled "
              "kernels, is its own column); \"project + JSON output\" adds writing every match "
-             "as the `match` command's JSON line. Match counts differ slightly by rule "
-             "(ties and missing patients; `../shared/peers/README.md`).\n\n"
+             "as the `match` command's JSON line. Match counts differ slightly by rule: the "
+             "project orders sets strictly by `ts` and drops events without a patient, Siddhi "
+             "follows arrival order and treats a missing patient as one more patient.\n\n"
              f"{table(rows)}\n\n![peer workloads](peers.png)\n{MARK_END}")
     if MARK_BEGIN in text:
         pre, rest = text.split(MARK_BEGIN, 1)

@@ -89,29 +89,32 @@ def processing_order(table: pa.Table, id_column: str = "event_id", time_column: 
     return _processing_order(ts, ids)
 
 
-def _string_array(col: pa.ChunkedArray | pa.Array) -> pa.Array | None:
+def _plain(col) -> pa.Array | None:
+    """One Arrow array, dictionaries decoded; None for a column of Python objects."""
     if not isinstance(col, (pa.Array, pa.ChunkedArray)):
         return None
     if isinstance(col, pa.ChunkedArray):
         col = col.combine_chunks()
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    return col
+
+
+def _string_array(col: pa.ChunkedArray | pa.Array) -> pa.Array | None:
+    col = _plain(col)
+    if col is None:
+        return None
     t = col.type
-    if pa.types.is_dictionary(t):
-        col = col.cast(t.value_type)
-        t = col.type
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return col.cast(pa.string())
     return None
 
 
 def _numeric(col) -> np.ndarray | None:
-    if not isinstance(col, (pa.Array, pa.ChunkedArray)):
+    col = _plain(col)
+    if col is None:
         return None
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
     t = col.type
-    if pa.types.is_dictionary(t):
-        col = col.cast(t.value_type)
-        t = col.type
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) \
             or pa.types.is_decimal(t) or pa.types.is_null(t):
         return col.cast(pa.float64()).to_numpy(zero_copy_only=False)

@@ -397,6 +397,74 @@ def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, t
 
 
 @njit(cache=True)
+def _instances(size, m):
+    """Instance rows: state, first ts, last ts, and the head node of each variable."""
+    return (np.empty(size, np.int64), np.empty(size, np.int64), np.empty(size, np.int64),
+            np.empty((size, m), np.int64))
+
+
+@njit(cache=True)
+def _room(nx, st, first, last, head, m):
+    """The next-generation arrays with room for one more instance."""
+    if nx < st.shape[0]:
+        return st, first, last, head
+    size = 2 * st.shape[0]
+    h2 = np.empty((size, m), np.int64)
+    h2[:nx] = head[:nx]
+    return _grow(st, size), _grow(first, size), _grow(last, size), h2
+
+
+@njit(cache=True)
+def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last, nxt_head,
+          node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
+          trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr, prev_attr, prev_op,
+          prev_oattr, start, m):
+    """ConsumeEvent (SES paper, Algorithm 2) of event j for the nc current instances: one
+    new instance per firing transition, the instance itself when none fires (unless it is
+    the start instance). Returns the next generation and the grown node pool."""
+    nx = 0
+    created = 0
+    mj = masks[j]
+    for k in range(nc):
+        state = cur_st[k]
+        fired = False
+        if mj != 0:
+            for t in range(st_ptr[state], st_ptr[state + 1]):
+                if not _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr,
+                              trc_attr, trc_op, trc_other, trc_oattr, prev_ptr, prev_attr,
+                              prev_op, prev_oattr, cur_last, cur_head, node_ev, node_prev):
+                    continue
+                fired = True
+                v = tr_var[t]
+                if nn >= node_ev.shape[0]:
+                    node_ev = _grow(node_ev, 2 * nn)
+                    node_prev = _grow(node_prev, 2 * nn)
+                node_ev[nn] = j
+                node_prev[nn] = cur_head[k, v]
+                nxt_st, nxt_first, nxt_last, nxt_head = _room(nx, nxt_st, nxt_first, nxt_last,
+                                                              nxt_head, m)
+                nxt_st[nx] = tr_target[t]
+                nxt_first[nx] = ts[j] if state == start else cur_first[k]
+                nxt_last[nx] = ts[j]
+                for vv in range(m):
+                    nxt_head[nx, vv] = cur_head[k, vv]
+                nxt_head[nx, v] = nn
+                nn += 1
+                nx += 1
+                created += 1
+        if not fired and state != start:
+            nxt_st, nxt_first, nxt_last, nxt_head = _room(nx, nxt_st, nxt_first, nxt_last,
+                                                          nxt_head, m)
+            nxt_st[nx] = state
+            nxt_first[nx] = cur_first[k]
+            nxt_last[nx] = cur_last[k]
+            for vv in range(m):
+                nxt_head[nx, vv] = cur_head[k, vv]
+            nx += 1
+    return nx, created, nxt_st, nxt_first, nxt_last, nxt_head, node_ev, node_prev, nn
+
+
+@njit(cache=True)
 def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                 trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
                 prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m,
@@ -415,15 +483,8 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
     n_ev = 0
     max_out = out_win.shape[0]
     max_ev = out_ev.shape[0]
-    size = 64
-    cur_st = np.empty(size, np.int64)
-    cur_first = np.empty(size, np.int64)
-    cur_last = np.empty(size, np.int64)
-    cur_head = np.empty((size, m), np.int64)
-    nxt_st = np.empty(size, np.int64)
-    nxt_first = np.empty(size, np.int64)
-    nxt_last = np.empty(size, np.int64)
-    nxt_head = np.empty((size, m), np.int64)
+    cur_st, cur_first, cur_last, cur_head = _instances(64, m)
+    nxt_st, nxt_first, nxt_last, nxt_head = _instances(64, m)
     node_ev = np.empty(1024, np.int64)
     node_prev = np.empty(1024, np.int64)
     seq = np.empty(64, np.int64)
@@ -439,57 +500,12 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
         peak = 0
         created = 0
         for j in range(i, end):
-            nx = 0
-            mj = masks[j]
-            for k in range(nc):
-                state = cur_st[k]
-                fired = False
-                if mj != 0:
-                    for t in range(st_ptr[state], st_ptr[state + 1]):
-                        if not _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new,
-                                      trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
-                                      prev_ptr, prev_attr, prev_op, prev_oattr,
-                                      cur_last, cur_head, node_ev, node_prev):
-                            continue
-                        fired = True
-                        v = tr_var[t]
-                        if nn >= node_ev.shape[0]:
-                            node_ev = _grow(node_ev, 2 * nn)
-                            node_prev = _grow(node_prev, 2 * nn)
-                        node_ev[nn] = j
-                        node_prev[nn] = cur_head[k, v]
-                        if nx >= nxt_st.shape[0]:
-                            size = 2 * nxt_st.shape[0]
-                            nxt_st = _grow(nxt_st, size)
-                            nxt_first = _grow(nxt_first, size)
-                            nxt_last = _grow(nxt_last, size)
-                            h2 = np.empty((size, m), np.int64)
-                            h2[:nx] = nxt_head[:nx]
-                            nxt_head = h2
-                        nxt_st[nx] = tr_target[t]
-                        nxt_first[nx] = ts[j] if state == start else cur_first[k]
-                        nxt_last[nx] = ts[j]
-                        for vv in range(m):
-                            nxt_head[nx, vv] = cur_head[k, vv]
-                        nxt_head[nx, v] = nn
-                        nn += 1
-                        nx += 1
-                        created += 1
-                if not fired and state != start:
-                    if nx >= nxt_st.shape[0]:
-                        size = 2 * nxt_st.shape[0]
-                        nxt_st = _grow(nxt_st, size)
-                        nxt_first = _grow(nxt_first, size)
-                        nxt_last = _grow(nxt_last, size)
-                        h2 = np.empty((size, m), np.int64)
-                        h2[:nx] = nxt_head[:nx]
-                        nxt_head = h2
-                    nxt_st[nx] = state
-                    nxt_first[nx] = cur_first[k]
-                    nxt_last[nx] = cur_last[k]
-                    for vv in range(m):
-                        nxt_head[nx, vv] = cur_head[k, vv]
-                    nx += 1
+            nx, made, nxt_st, nxt_first, nxt_last, nxt_head, node_ev, node_prev, nn = _step(
+                j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last,
+                nxt_head, node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var,
+                tr_target, tr_new, trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr,
+                prev_attr, prev_op, prev_oattr, start, m)
+            created += made
             if nx > peak:
                 peak = nx
             if nx > cap:
@@ -543,15 +559,8 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
     dead instances are compacted away when the pool fills. Returns (first, offsets,
     events, variables) of every match."""
     n = ts.shape[0]
-    size = 64
-    cur_st = np.empty(size, np.int64)
-    cur_first = np.empty(size, np.int64)
-    cur_last = np.empty(size, np.int64)
-    cur_head = np.empty((size, m), np.int64)
-    nxt_st = np.empty(size, np.int64)
-    nxt_first = np.empty(size, np.int64)
-    nxt_last = np.empty(size, np.int64)
-    nxt_head = np.empty((size, m), np.int64)
+    cur_st, cur_first, cur_last, cur_head = _instances(64, m)
+    nxt_st, nxt_first, nxt_last, nxt_head = _instances(64, m)
     node_ev = np.empty(1024, np.int64)
     node_prev = np.empty(1024, np.int64)
     out_first = np.empty(16, np.int64)
@@ -567,7 +576,6 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
     seq = np.empty(64, np.int64)
     for j in range(n + 1):
         # expire (and, after the last event, flush) instances
-        nx = 0
         for k in range(nc):
             if j < n and not (cur_st[k] != start and ts[j] - cur_first[k] > tau):
                 continue
@@ -612,14 +620,8 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                     cur_head[live, vv] = cur_head[k, vv]
                 live += 1
         nc = live
-        if nc >= cur_st.shape[0]:
-            size = 2 * cur_st.shape[0]
-            cur_st = _grow(cur_st, size)
-            cur_first = _grow(cur_first, size)
-            cur_last = _grow(cur_last, size)
-            h2 = np.empty((size, m), np.int64)
-            h2[:nc] = cur_head[:nc]
-            cur_head = h2
+        cur_st, cur_first, cur_last, cur_head = _room(nc, cur_st, cur_first, cur_last,
+                                                      cur_head, m)
         cur_st[nc] = start
         cur_first[nc] = 0
         cur_last[nc] = 0
@@ -651,56 +653,12 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
             if want > node_ev.shape[0]:
                 node_ev = _grow(node_ev, want)
                 node_prev = _grow(node_prev, want)
-        mj = masks[j]
-        for k in range(nc):
-            state = cur_st[k]
-            fired = False
-            if mj != 0:
-                for t in range(st_ptr[state], st_ptr[state + 1]):
-                    if not _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new,
-                                  trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
-                                  prev_ptr, prev_attr, prev_op, prev_oattr,
-                                  cur_last, cur_head, node_ev, node_prev):
-                        continue
-                    fired = True
-                    v = tr_var[t]
-                    if nn >= node_ev.shape[0]:
-                        node_ev = _grow(node_ev, 2 * nn)
-                        node_prev = _grow(node_prev, 2 * nn)
-                    node_ev[nn] = j
-                    node_prev[nn] = cur_head[k, v]
-                    if nx >= nxt_st.shape[0]:
-                        size = 2 * nxt_st.shape[0]
-                        nxt_st = _grow(nxt_st, size)
-                        nxt_first = _grow(nxt_first, size)
-                        nxt_last = _grow(nxt_last, size)
-                        h2 = np.empty((size, m), np.int64)
-                        h2[:nx] = nxt_head[:nx]
-                        nxt_head = h2
-                    nxt_st[nx] = tr_target[t]
-                    nxt_first[nx] = ts[j] if state == start else cur_first[k]
-                    nxt_last[nx] = ts[j]
-                    for vv in range(m):
-                        nxt_head[nx, vv] = cur_head[k, vv]
-                    nxt_head[nx, v] = nn
-                    nn += 1
-                    nx += 1
-                    created += 1
-            if not fired and state != start:
-                if nx >= nxt_st.shape[0]:
-                    size = 2 * nxt_st.shape[0]
-                    nxt_st = _grow(nxt_st, size)
-                    nxt_first = _grow(nxt_first, size)
-                    nxt_last = _grow(nxt_last, size)
-                    h2 = np.empty((size, m), np.int64)
-                    h2[:nx] = nxt_head[:nx]
-                    nxt_head = h2
-                nxt_st[nx] = state
-                nxt_first[nx] = cur_first[k]
-                nxt_last[nx] = cur_last[k]
-                for vv in range(m):
-                    nxt_head[nx, vv] = cur_head[k, vv]
-                nx += 1
+        nx, made, nxt_st, nxt_first, nxt_last, nxt_head, node_ev, node_prev, nn = _step(
+            j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last,
+            nxt_head, node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var,
+            tr_target, tr_new, trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr,
+            prev_attr, prev_op, prev_oattr, start, m)
+        created += made
         if nx > peak:
             peak = nx
         cur_st, nxt_st = nxt_st, cur_st
