@@ -54,10 +54,10 @@ def output_columns(keys: tuple[str, ...]) -> list[str]:
 
 
 def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
-               ) -> pd.DataFrame:
+               ) -> Iterator[pd.DataFrame]:
     """Match the events of ``table`` (one time slice of one partition when
     ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
-    by X itself); returns their match rows and one stats row."""
+    by X itself); yields their match rows batch by batch, then one stats row."""
     pattern = _pattern(spec.pattern_text)
     compiled = compile_pattern(pattern)
     t0 = time.perf_counter()
@@ -74,7 +74,6 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window)
     st = MatchStats()
     names = [v.name for v in compiled.variables]
-    frames = []
     kept = 0
     for batch in execute(compiled, cols, options, st):
         inside = np.ones(len(batch), np.bool_)
@@ -97,7 +96,7 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
         frame["n_events"] = np.diff(batch.offsets)
         frame["bindings"] = bindings_json(names, batch, cols)
         frame["stats"] = None
-        frames.append(pd.DataFrame(frame))
+        yield _typed(spec, pd.DataFrame(frame))
     # events that passed the filter, each counted in one group only (the slice holding its
     # ts; copies in earlier, overlapping slices do not count), so the sum is exact
     if s_lo is not None:
@@ -115,10 +114,12 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     nat = np.array([np.iinfo(np.int64).min]).view("datetime64[ns]")
     stats_row.update(start_ts=nat, end_ts=nat, n_events=[0], bindings=[None],
                      stats=[json.dumps(record)])
-    frames.append(pd.DataFrame(stats_row))
-    out = pd.concat(frames, ignore_index=True)[output_columns(spec.keys)]
-    out["n_events"] = out["n_events"].astype("int64")
-    return out
+    yield _typed(spec, pd.DataFrame(stats_row))
+
+
+def _typed(spec: Phase2Spec, frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame[output_columns(spec.keys)]
+    return out.assign(n_events=out["n_events"].astype("int64"))
 
 
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -126,8 +127,8 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
     group_cols = list(spec.keys) + ([SLICE] if spec.slice_length is not None else [])
     carry: pd.DataFrame | None = None
 
-    def process(pdf: pd.DataFrame, last_is_complete: bool):
-        table = pa.Table.from_pandas(pdf, preserve_index=False)
+    def split(pdf: pd.DataFrame, last_is_complete: bool):
+        """The complete groups of a batch (row ranges) and the rows to carry over."""
         if group_cols:
             key = pdf[group_cols[0]].astype(str).to_numpy() if len(group_cols) == 1 else \
                 pdf[group_cols].astype(str).agg("\x1f".join, axis=1).to_numpy()
@@ -136,20 +137,22 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
             starts = [0]
         bounds = starts + [len(pdf)]
         groups = list(zip(bounds[:-1], bounds[1:]))
-        if not last_is_complete:
-            groups = groups[:-1]
+        if last_is_complete:
+            return groups, None
+        return groups[:-1], pdf.iloc[bounds[-2]:].reset_index(drop=True)
+
+    def process(pdf: pd.DataFrame, groups) -> Iterator[pd.DataFrame]:
+        table = pa.Table.from_pandas(pdf, preserve_index=False)
         slices = pdf[SLICE].to_numpy() if SLICE in pdf.columns else None
-        whole, frames = [], []
+        whole = []
         for a, b in groups:
             if spec.keys and (slices is None or slices[a] == NOT_SLICED):
                 whole.append(np.arange(a, b))  # whole partitions: matched together
             else:
-                frames.append(match_rows(spec, table.slice(a, b - a),
-                                         None if slices is None else slices[a]))
+                yield from match_rows(spec, table.slice(a, b - a),
+                                      None if slices is None else slices[a])
         if whole:
-            frames.append(match_rows(spec, table.take(pa.array(np.concatenate(whole)))))
-        rest = None if last_is_complete else pdf.iloc[bounds[-2]:].reset_index(drop=True)
-        return (pd.concat(frames, ignore_index=True) if frames else None), rest
+            yield from match_rows(spec, table.take(pa.array(np.concatenate(whole))))
 
     for pdf in batches:
         if carry is not None and len(carry):
@@ -159,10 +162,8 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
         if not group_cols:
             carry = pdf
             continue
-        frame, carry = process(pdf, last_is_complete=False)
-        if frame is not None:
-            yield frame
+        groups, carry = split(pdf, last_is_complete=False)
+        yield from process(pdf, groups)
     if carry is not None and len(carry):
-        frame, _ = process(carry, last_is_complete=True)
-        if frame is not None:
-            yield frame
+        groups, _ = split(carry, last_is_complete=True)
+        yield from process(carry, groups)

@@ -21,8 +21,13 @@ _NEEDS_ESCAPE = r'["\\\x00-\x1f]|[^\x00-\x7f]'
 
 def iso_timestamps(ns: np.ndarray) -> pa.Array:
     """``events.format_ts`` for an array: ISO-8601 UTC without offset, with 3, 6 or 9
-    fraction digits only when needed."""
+    fraction digits only when needed. Each distinct value is formatted once."""
     ns = np.asarray(ns, dtype=np.int64)
+    distinct, inverse = np.unique(ns, return_inverse=True)
+    return _iso(distinct).take(pa.array(inverse.ravel()))
+
+
+def _iso(ns: np.ndarray) -> pa.Array:
     secs = np.floor_divide(ns, 1_000_000_000)
     rem = ns - secs * 1_000_000_000
     base = pa.array(np.datetime_as_string(secs.astype("datetime64[s]"), unit="s"))
@@ -87,12 +92,17 @@ def _needs_escape(batch: MatchBatch, cols: EventColumns) -> bool:
 
 
 def _joined(lists: list[pa.ListArray], sep: str) -> list[pa.Array]:
-    """Per variable, its quoted ids joined: ``"e3"<sep>"e9"``."""
+    """Per variable, its quoted ids joined: ``"e3"<sep>"e9"`` (a singleton's list is its
+    one quoted id)."""
     quote = pa.scalar('"')
     out = []
     for lst in lists:
         quoted = pc.binary_join_element_wise(quote, lst.flatten(), quote, "")
-        out.append(pc.binary_join(pa.ListArray.from_arrays(lst.offsets, quoted), sep))
+        offsets = lst.offsets.to_numpy()
+        if len(quoted) == len(lst) and np.array_equal(offsets, np.arange(len(lst) + 1)):
+            out.append(quoted)
+        else:
+            out.append(pc.binary_join(pa.ListArray.from_arrays(lst.offsets, quoted), sep))
     return out
 
 
