@@ -25,7 +25,6 @@ from typing import ClassVar, Iterator
 
 import numpy as np
 
-from . import kernels
 from .columns import EventColumns
 from .compiled import OPS, CompiledPattern
 from .conditions import FLIPPED
@@ -33,6 +32,14 @@ from .events import format_ts
 from .plans import Leaf, Planner, PlanStatistics, cost_tree, nodes, planner
 
 DEFAULT_MAX_MATCHES = 1_000_000
+
+
+def _kernels():
+    """The compiled kernels, imported on first use (the loader and the CLI's ``validate``
+    need the registry, not Numba)."""
+    from . import kernels
+
+    return kernels
 DEFAULT_BATCH = 1 << 16
 STRATEGIES = ("lazy", "eager")
 
@@ -200,9 +207,9 @@ class Matcher:
             out_win, out_off, out_ev, out_var = self._buffers(capacity)
             stats = np.zeros(4, np.int64)
             status, resume, n_out, n_ev = kernel_call(out_win, out_off, out_ev, out_var, stats)
-            if status == kernels.CAP:
+            if status == _kernels().CAP:
                 self._cap_error(group, windows, resume)
-            if status == kernels.FULL and resume == start and n_out == 0:
+            if status == _kernels().FULL and resume == start and n_out == 0:
                 capacity *= 4  # one window alone needs more room
                 continue
             return WindowResult(MatchColumns(windows.first[out_win[:n_out]], out_off[:n_out + 1],
@@ -307,7 +314,7 @@ class SESMatcher(Matcher):
         cols = group.cols
 
         def call(out_win, out_off, out_ev, out_var, stats):
-            return kernels.ses_windows(cols.ts, cols.values, cols.kinds, group.masks,
+            return _kernels().ses_windows(cols.ts, cols.values, cols.kinds, group.masks,
                                        *self._tables(), windows.first, windows.end, start,
                                        self.cap, out_win, out_off, out_ev, out_var, stats)
         return self._run(call, group, windows, start, capacity)
@@ -315,7 +322,7 @@ class SESMatcher(Matcher):
     def eager(self, group):
         cols = group.cols
         stats = np.zeros(4, np.int64)
-        first, off, ev, var = kernels.ses_eager(cols.ts, cols.values, cols.kinds, group.masks,
+        first, off, ev, var = _kernels().ses_eager(cols.ts, cols.values, cols.kinds, group.masks,
                                                 *self._tables(), self.compiled.tau, stats)
         return WindowResult(MatchColumns(first, off, ev, var), int(stats[1]), int(stats[0]),
                             len(first))
@@ -354,7 +361,7 @@ class ZStreamMatcher(Matcher):
         cols, c = group.cols, self.compiled
 
         def call(out_win, out_off, out_ev, out_var, stats):
-            return kernels.zstream_windows(cols.ts, cols.values, cols.kinds, group.masks,
+            return _kernels().zstream_windows(cols.ts, cols.values, cols.kinds, group.masks,
                                            cand_ptr, cand_idx, cand_ts, *self.rel, *self.prev,
                                            c.set_of, c.group, orders, windows.first,
                                            windows.end, start, self.cap, out_win, out_off,
@@ -394,7 +401,7 @@ def estimate_statistics(c: CompiledPattern, group: GroupData, per_var: list[np.n
     sample = sorted(rng.sample(range(len(starts)), min(windows, len(starts))))
     seg_of = np.searchsorted(group.seg_end, np.arange(len(ts)), side="right")
     pairs = c.relationship_pairs(partitioned)
-    compare = kernels.cmp.py_func
+    compare = _kernels().cmp.py_func
     vals, kinds = group.cols.values, group.cols.kinds
     sizes = np.zeros(c.m)
     hits: dict[tuple[int, int], int] = {}
@@ -484,7 +491,7 @@ def group_events(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
 
 def scan(c: CompiledPattern, group: GroupData, options: MatchOptions, diagnose: bool = False):
     """The windows of every partition and the candidates among them (kernels.scan_windows)."""
-    return kernels.scan_windows(group.cols.ts, group.masks, group.seg_start, group.seg_end,
+    return _kernels().scan_windows(group.cols.ts, group.masks, group.seg_start, group.seg_end,
                                 c.tau, c.m, c.first_set, c.prev_mask, c.later_mask,
                                 options.conditions, diagnose)
 
@@ -565,3 +572,24 @@ def batch_take(b: MatchBatch, order: np.ndarray) -> MatchBatch:
     idx = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
     return MatchBatch(b.first[order], b.start_ts[order], b.end_ts[order], offsets,
                       b.rows[idx], b.variables[idx])
+
+
+def warm_up() -> float:
+    """Compile (or load from the cache) every kernel by running a tiny pattern through
+    each matcher and strategy; returns the seconds it took. ``make`` calls it once after
+    building the virtual environment, so no run pays the compilation."""
+    from .columns import from_events
+    from .events import Event, order
+    from .loader import parse_pattern
+
+    started = time.perf_counter()
+    events = order([Event(f"e{i}", i, {"t": "AB"[i % 2], "k": 1}) for i in range(4)])
+    for matcher in MATCHERS:
+        pattern = parse_pattern(f"name: warm\nsource: s\nwithin: 1s\nsets: [[a], [b+]]\n"
+                                f"conditions:\n  - a.t = 'A'\n  - b.t = 'B'\n"
+                                f"  - a.k = b.k\nmatcher: {matcher}\n", "<warm-up>")
+        compiled = compile_pattern(pattern)
+        cols = from_events(events, compiled.attributes)
+        for strategy in STRATEGIES:
+            list(execute(compiled, cols, MatchOptions(strategy=strategy)))
+    return time.perf_counter() - started

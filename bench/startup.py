@@ -1,0 +1,99 @@
+"""Start-up costs of the compiled engine: what a process, a pattern and a Spark task pay.
+
+Each figure comes from fresh Python processes (median of three):
+
+* compile: the kernels compiled from nothing (an empty Numba cache directory): once per
+  machine (or per cache directory) after an install;
+* load: the kernels loaded from the cache and called once: once per Python process (the
+  local ``match`` command; each Spark Python worker, which Spark reuses across tasks);
+* prepare: compiling a pattern and preparing its matcher: once per pattern and process;
+* per call: one ``execute`` on a small group (a patient's events): what phase 2 pays per
+  engine call on top of the matching itself.
+
+    python bench/startup.py   # prints a Markdown table, writes bench/out/startup.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PROBE = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+t0 = time.perf_counter()
+from jobs.core.engine import MatchOptions, compile_pattern, execute
+from jobs.core.columns import from_events
+from jobs.core.events import Event, order
+from jobs.core.loader import load_pattern
+imported = time.perf_counter() - t0
+events = order([Event(f"e{{i}}", i * 10**9, {{"type": t, "patient": 1, "value": i}})
+                for i, t in enumerate("CPPBCPB")])
+out = {{"import": imported}}
+for name in ("mw_chemo_p1", "ses_chemo_q1"):
+    t0 = time.perf_counter()
+    pattern = load_pattern({root!r} + "/patterns/" + name + ".yaml")
+    compiled = compile_pattern(pattern)
+    cols = from_events(events, compiled.attributes)
+    out.setdefault("prepare", []).append(time.perf_counter() - t0)
+    for matcher in ("ses", "zstream"):
+        t0 = time.perf_counter()
+        list(execute(compiled, cols, MatchOptions(matcher=matcher)))
+        list(execute(compiled, cols, MatchOptions(matcher=matcher, strategy="eager")))
+        first = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        for _ in range(200):
+            list(execute(compiled, cols, MatchOptions(matcher=matcher)))
+        out.setdefault("first_calls", []).append(first)
+        out.setdefault("per_call", []).append((time.perf_counter() - t0) / 200)
+print(json.dumps(out))
+"""
+
+
+def probe(cache_dir: str | None) -> dict:
+    env = dict(os.environ)
+    if cache_dir:
+        env["NUMBA_CACHE_DIR"] = cache_dir
+    proc = subprocess.run([sys.executable, "-c", PROBE.format(root=str(ROOT))],
+                          capture_output=True, text=True, env=env, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    compile_s, load_s, prepare_s, call_s = [], [], [], []
+    for _ in range(3):
+        with tempfile.TemporaryDirectory() as cache:
+            cold = probe(cache)  # empty cache: compiles (and fills the cache)
+            warm = probe(cache)  # the same cache: loads
+        compile_s.append(sum(cold["first_calls"]))
+        load_s.append(sum(warm["first_calls"]))
+        prepare_s.append(warm["prepare"][-1])  # the first includes lazy imports
+        call_s.append(max(warm["per_call"]))
+    med = statistics.median
+    rows = [("compile the kernels (empty cache)", "once per machine / cache directory",
+             f"{med(compile_s):.1f} s"),
+            ("load the kernels from the cache", "once per Python process (CLI run, Spark "
+             "Python worker)", f"{med(load_s):.2f} s"),
+            ("read, compile a pattern; its columns", "once per pattern and process",
+             f"{med(prepare_s) * 1000:.1f} ms"),
+            ("one engine call on a small group", "per phase-2 engine call",
+             f"{med(call_s) * 1000:.2f} ms")]
+    table = "| cost | paid | median of 3 |\n|---|---|---|\n" + "\n".join(
+        f"| {a} | {b} | {c} |" for a, b, c in rows)
+    print(table)
+    out = ROOT / "bench" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "startup.json").write_text(json.dumps(
+        {"compile_s": compile_s, "load_s": load_s, "prepare_s": prepare_s, "call_s": call_s}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
