@@ -55,7 +55,7 @@ def run_project(name: str, work: Path) -> dict:
     from jobs.core.columns import from_arrow
     from jobs.core.engine import MatchOptions, MatchStats, compile_pattern, execute
     from jobs.core.loader import load_pattern
-    from jobs.core.output import json_lines, sort_batch
+    from jobs.core.output import bindings_of, json_lines, sort_batch
 
     pattern_file, data, first_n, _ = WORKLOADS[name]
     t0 = time.perf_counter()
@@ -84,7 +84,8 @@ def run_project(name: str, work: Path) -> dict:
     t0 = time.perf_counter()
     with open(os.devnull, "wb") as out:
         for b in execute(compiled, cols, MatchOptions()):
-            out.write(json_lines(pattern.name, names, sort_batch(b, cols, len(names), rank), cols))
+            b = sort_batch(b, cols, len(names), rank)
+            out.write(json_lines(pattern.name, b, bindings_of(b, cols, names)))
     output_s = time.perf_counter() - t0
     return {"engine": "project", "run": name, "events": cols.n, "matches": n,
             "engine_seconds": statistics.median(times), "runs": times,

@@ -74,7 +74,7 @@ def cmd_validate(args) -> int:
 def cmd_match(args) -> int:
     from .core.columns import read_columns
     from .core.engine import MatchStats, compile_pattern, execute
-    from .core.output import json_lines, sort_batch
+    from .core.output import bindings_of, json_lines, sort_batch
 
     try:
         pattern = load_pattern(args.pattern)
@@ -113,8 +113,8 @@ def cmd_match(args) -> int:
         id_rank = cols.id_rank()
         try:
             for batch in execute(compiled, cols, options, st):
-                _write(out, json_lines(pattern.name, names, sort_batch(batch, cols, len(names),
-                                                                       id_rank), cols))
+                batch = sort_batch(batch, cols, len(names), id_rank)
+                _write(out, json_lines(pattern.name, batch, bindings_of(batch, cols, names)))
         except MatchCapExceeded as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 3

@@ -27,7 +27,7 @@ import pyarrow as pa
 from .core.columns import from_arrow, processing_order
 from .core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
 from .core.loader import parse_pattern
-from .core.output import bindings_json, match_id, match_ids  # noqa: F401 (match_id: API)
+from .core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
 
 SLICE = "__slice"
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
@@ -87,14 +87,15 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
             continue
         kept += len(batch)
         first = pa.array(batch.first)
+        bindings = bindings_of(batch, cols, names)
         frame = {"kind": np.full(len(batch), "match", dtype=object),
-                 "match_id": match_ids(pattern.version, names, batch, cols)}
+                 "match_id": match_ids(pattern.version, bindings)}
         for k in spec.keys:
             frame[k] = table.column(k).take(first).to_pandas()
         frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
         frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
         frame["n_events"] = np.diff(batch.offsets)
-        frame["bindings"] = bindings_json(names, batch, cols)
+        frame["bindings"] = bindings_json(bindings)
         frame["stats"] = None
         yield _typed(spec, pd.DataFrame(frame))
     # events that passed the filter, each counted in one group only (the slice holding its

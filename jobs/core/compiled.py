@@ -128,10 +128,6 @@ class CompiledPattern:
     def tau(self) -> int:
         return self.within.ns
 
-    @property
-    def all_singletons(self) -> bool:
-        return not self.group.any()
-
     # -- Theorem 1: property masks ---------------------------------------------------
     def masks(self, cols: EventColumns) -> np.ndarray:
         """ē of every event (bit v set iff the event satisfies every property of v)."""

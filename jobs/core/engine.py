@@ -32,6 +32,8 @@ from .events import format_ts
 from .plans import Leaf, Planner, PlanStatistics, cost_tree, nodes, planner
 
 DEFAULT_MAX_MATCHES = 1_000_000
+DEFAULT_BATCH = 1 << 16
+STRATEGIES = ("lazy", "eager")
 
 
 def _kernels():
@@ -40,8 +42,6 @@ def _kernels():
     from . import kernels
 
     return kernels
-DEFAULT_BATCH = 1 << 16
-STRATEGIES = ("lazy", "eager")
 
 
 class MatchCapExceeded(RuntimeError):
@@ -81,17 +81,6 @@ class MatchStats:
 
     MAXIMA: ClassVar[tuple[str, ...]] = ("peak", "max_window")
     TEXT: ClassVar[tuple[str, ...]] = ("matcher", "work_item", "plan")
-
-    def add(self, other: MatchStats) -> None:
-        """Fold another group's counters into these (sums; maxima for peaks)."""
-        for f in fields(self):
-            a, b = getattr(self, f.name), getattr(other, f.name)
-            if f.name in self.TEXT:
-                setattr(self, f.name, a or b)
-            elif f.name in self.MAXIMA:
-                setattr(self, f.name, max(a, b))
-            else:
-                setattr(self, f.name, a + b)
 
     def as_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -136,13 +125,13 @@ class MatchColumns:
     """Matches as columns: match k binds ``events[offsets[k]:offsets[k+1]]`` (GroupData
     indices), variable by variable in pattern order, each variable's events in order."""
 
-    window: np.ndarray
+    first: np.ndarray  # each match's window: the index of its first event
     offsets: np.ndarray
     events: np.ndarray
     variables: np.ndarray
 
     def __len__(self) -> int:
-        return len(self.window)
+        return len(self.first)
 
 
 @dataclass
@@ -195,8 +184,10 @@ class Matcher:
               ) -> WindowResult:
         raise NotImplementedError
 
-    def eager(self, group: GroupData) -> WindowResult:
-        raise NotImplementedError
+    def eager(self, group: GroupData) -> WindowResult | None:
+        """The matcher's own eager algorithm over the whole group, or None: then the eager
+        strategy runs every window without pruning."""
+        return None
 
     def _buffers(self, capacity: int):
         return (np.empty(capacity, np.int64), np.zeros(capacity + 1, np.int64),
@@ -249,7 +240,6 @@ class SESMatcher(Matcher):
                 if i > 0 and sub == 0:
                     continue
                 ids[(i, sub)] = len(ids)
-        self.state_ids = ids
         self.start = ids[(0, 0)]
         self.final = ids[(len(sets) - 1, (1 << len(sets[-1])) - 1)]
         pairs = c.relationship_pairs(self.partitioned)
@@ -399,7 +389,6 @@ def estimate_statistics(c: CompiledPattern, group: GroupData, per_var: list[np.n
     starts = np.flatnonzero(masks & c.first_set)
     rng = random.Random(seed)
     sample = sorted(rng.sample(range(len(starts)), min(windows, len(starts))))
-    seg_of = np.searchsorted(group.seg_end, np.arange(len(ts)), side="right")
     pairs = c.relationship_pairs(partitioned)
     compare = _kernels().cmp.py_func
     vals, kinds = group.cols.values, group.cols.kinds
@@ -428,7 +417,7 @@ def estimate_statistics(c: CompiledPattern, group: GroupData, per_var: list[np.n
 
     for k in sample:
         i = int(starts[k])
-        seg_end = int(group.seg_end[seg_of[i]])
+        seg_end = int(group.seg_end[np.searchsorted(group.seg_end, i, side="right")])
         end = i + int(np.searchsorted(ts[i:seg_end], ts[i] + c.tau, side="right"))
         in_window = []
         for v in range(c.m):
@@ -519,8 +508,8 @@ def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = Matc
     st.partitions = len(group.seg_start)
     plan, cost = matcher.describe_plan(group) if len(group.rows) else ("", 0.0)
     st.plan, st.plan_cost = plan, cost
-    if eager and isinstance(matcher, SESMatcher):
-        result = matcher.eager(group)
+    result = matcher.eager(group) if eager else None
+    if result is not None:
         st.matcher_calls = st.events_after_filter
         st.peak, st.work = result.peak, result.work
         yield from _batches(group, result.matches, cols, st, sort=True)
@@ -550,13 +539,10 @@ def _batches(group: GroupData, mc: MatchColumns, cols: EventColumns, st: MatchSt
     if not len(mc):
         return
     rows = group.rows[mc.events]
-    counts = np.diff(mc.offsets)
-    match_of = np.repeat(np.arange(len(mc)), counts)
     ts = cols.ts[rows]
     start_ts = np.minimum.reduceat(ts, mc.offsets[:-1])
     end_ts = np.maximum.reduceat(ts, mc.offsets[:-1])
     first = np.minimum.reduceat(rows, mc.offsets[:-1])
-    del match_of
     st.matches += len(mc)
     batch = MatchBatch(first, start_ts, end_ts, mc.offsets, rows, mc.variables)
     if sort:

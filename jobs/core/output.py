@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -49,18 +50,37 @@ def _match_of(batch: MatchBatch) -> np.ndarray:
     return np.repeat(np.arange(len(batch)), np.diff(batch.offsets))
 
 
-def binding_lists(batch: MatchBatch, cols: EventColumns, m: int) -> list[pa.ListArray]:
-    """Per variable, the list of bound event ids of every match."""
+@dataclass
+class Bindings:
+    """The bindings of a batch, built once and shared by every output format: per
+    variable, the list of bound event ids of every match; ``plain`` when no id needs JSON
+    escaping (then the formats are built with Arrow compute)."""
+
+    names: list[str]
+    lists: list[pa.ListArray]
+    plain: bool
+
+    def __len__(self) -> int:
+        return len(self.lists[0]) if self.lists else 0
+
+    def per_match(self) -> list[dict[str, list[str]]]:
+        """{variable: ids} of every match (the slow path, for ids that need escaping)."""
+        per_var = [lst.to_pylist() for lst in self.lists]
+        return [{v: per_var[j][k] for j, v in enumerate(self.names)} for k in range(len(self))]
+
+
+def bindings_of(batch: MatchBatch, cols: EventColumns, names: list[str]) -> Bindings:
     ids = cols.ids.take(pa.array(batch.rows))
     match_of = _match_of(batch)
-    out = []
-    for v in range(m):
+    lists = []
+    for v in range(len(names)):
         sel = np.flatnonzero(batch.variables == v)
         counts = np.bincount(match_of[sel], minlength=len(batch))
         offsets = np.zeros(len(batch) + 1, np.int32)
         np.cumsum(counts, out=offsets[1:])
-        out.append(pa.ListArray.from_arrays(pa.array(offsets), ids.take(pa.array(sel))))
-    return out
+        lists.append(pa.ListArray.from_arrays(pa.array(offsets), ids.take(pa.array(sel))))
+    plain = not pc.any(pc.match_substring_regex(ids, _NEEDS_ESCAPE)).as_py()
+    return Bindings(names, lists, plain)
 
 
 def sort_batch(batch: MatchBatch, cols: EventColumns, m: int, id_rank: np.ndarray
@@ -74,21 +94,15 @@ def sort_batch(batch: MatchBatch, cols: EventColumns, m: int, id_rank: np.ndarra
     np.add.at(counts, (match_of, batch.variables), 1)
     width = counts.max(axis=0)
     col0 = np.concatenate([[0], np.cumsum(width)[:-1]])
-    run_start = np.flatnonzero(np.r_[True, (np.diff(match_of) != 0) |
-                                     (np.diff(batch.variables) != 0)])
-    run_id = np.cumsum(np.r_[True, (np.diff(match_of) != 0) |
-                             (np.diff(batch.variables) != 0)]) - 1
+    new_run = np.r_[True, (np.diff(match_of) != 0) | (np.diff(batch.variables) != 0)]
+    run_start = np.flatnonzero(new_run)
+    run_id = np.cumsum(new_run) - 1
     pos = np.arange(len(batch.rows)) - run_start[run_id]
     key = np.full((len(batch), int(width.sum())), -1, np.int64)
     key[match_of, col0[batch.variables] + pos] = id_rank[batch.rows]
     order = np.lexsort(tuple(key[:, k] for k in range(key.shape[1] - 1, -1, -1))
                        + (batch.end_ts, batch.first))
     return batch_take(batch, order)
-
-
-def _needs_escape(batch: MatchBatch, cols: EventColumns) -> bool:
-    ids = cols.ids.take(pa.array(batch.rows))
-    return bool(pc.any(pc.match_substring_regex(ids, _NEEDS_ESCAPE)).as_py())
 
 
 def _joined(lists: list[pa.ListArray], sep: str) -> list[pa.Array]:
@@ -110,71 +124,56 @@ def _concat(parts: list) -> pa.Array:
     return pc.binary_join_element_wise(*parts, "")
 
 
-def _bindings_parts(names: list[str], lists: list[pa.ListArray]) -> list:
+def _bindings_parts(b: Bindings) -> list:
     """``{"c": ["e1"], "p": ["e3", "e9"]}`` as json.dumps writes it, in parts."""
     parts: list = [pa.scalar("{")]
-    for k, (v, joined) in enumerate(zip(names, _joined(lists, ", "))):
+    for k, (v, joined) in enumerate(zip(b.names, _joined(b.lists, ", "))):
         parts += [pa.scalar((", " if k else "") + json.dumps(v) + ": ["), joined,
                   pa.scalar("]")]
     parts.append(pa.scalar("}"))
     return parts
 
 
-def json_lines(name: str, names: list[str], batch: MatchBatch, cols: EventColumns) -> bytes:
+def json_lines(name: str, batch: MatchBatch, b: Bindings) -> bytes:
     """The ``match`` command's output for a batch: one JSON object per line, as
     ``Match.to_json`` writes it."""
     if not len(batch):
         return b""
-    lists = binding_lists(batch, cols, len(names))
-    if _needs_escape(batch, cols):
-        return _json_lines_slow(name, names, batch, lists)
+    if not b.plain:
+        from .events import format_ts
+
+        return "".join(json.dumps({"pattern": name, "start": format_ts(int(s)),
+                                   "end": format_ts(int(e)), "bindings": d}) + "\n"
+                       for s, e, d in zip(batch.start_ts, batch.end_ts, b.per_match())
+                       ).encode()
     parts = [pa.scalar(json.dumps({"pattern": name})[:-1] + ', "start": "'),
              iso_timestamps(batch.start_ts), pa.scalar('", "end": "'),
              iso_timestamps(batch.end_ts), pa.scalar('", "bindings": '),
-             *_bindings_parts(names, lists), pa.scalar("}\n")]
+             *_bindings_parts(b), pa.scalar("}\n")]
     lines = _concat(parts)
     _, offsets_buf, data = lines.buffers()
     offsets = np.frombuffer(offsets_buf, dtype=np.int32)[lines.offset:lines.offset + len(lines) + 1]
     return memoryview(data)[offsets[0]:offsets[-1]].tobytes()
 
 
-def _json_lines_slow(name, names, batch, lists) -> bytes:
-    from .events import format_ts
-
-    per_var = [lst.to_pylist() for lst in lists]
-    out = []
-    for k in range(len(batch)):
-        out.append(json.dumps({"pattern": name, "start": format_ts(int(batch.start_ts[k])),
-                               "end": format_ts(int(batch.end_ts[k])),
-                               "bindings": {v: per_var[j][k] for j, v in enumerate(names)}}))
-    return ("\n".join(out) + "\n").encode()
-
-
-def bindings_json(names: list[str], batch: MatchBatch, cols: EventColumns) -> list[str]:
+def bindings_json(b: Bindings) -> list[str]:
     """The ``bindings`` column of the match tables: ``{"v": ["id", ...], ...}`` with
     ``json.dumps`` spacing, one string per match."""
-    lists = binding_lists(batch, cols, len(names))
-    if _needs_escape(batch, cols):
-        per_var = [lst.to_pylist() for lst in lists]
-        return [json.dumps({v: per_var[j][k] for j, v in enumerate(names)})
-                for k in range(len(batch))]
-    return _concat(_bindings_parts(names, lists)).to_pylist()
+    if not b.plain:
+        return [json.dumps(d) for d in b.per_match()]
+    return _concat(_bindings_parts(b)).to_pylist()
 
 
-def match_ids(version: str, names: list[str], batch: MatchBatch, cols: EventColumns
-              ) -> list[str]:
+def match_ids(version: str, b: Bindings) -> list[str]:
     """``match_id`` for every match of the batch: the JSON it hashes is built with Arrow
     compute, only the SHA-256 runs per match."""
-    lists = binding_lists(batch, cols, len(names))
-    if _needs_escape(batch, cols) or json.dumps(version) != f'"{version}"':
-        per_var = [lst.to_pylist() for lst in lists]
-        return [match_id(version, [(v, per_var[j][k]) for j, v in enumerate(names)])
-                for k in range(len(batch))]
+    if not b.plain or json.dumps(version) != f'"{version}"':
+        return [match_id(version, d.items()) for d in b.per_match()]
     parts: list = [pa.scalar(f'["{version}",[')]
-    for k, (v, joined) in enumerate(zip(names, _joined(lists, ","))):
+    for k, (v, joined) in enumerate(zip(b.names, _joined(b.lists, ","))):
         parts += [pa.scalar(("," if k else "") + f"[{json.dumps(v)},["), joined, pa.scalar("]]")]
     parts.append(pa.scalar("]]"))
-    return [hashlib.sha256(b.encode()).hexdigest()[:32] for b in _concat(parts).to_pylist()]
+    return [hashlib.sha256(x.encode()).hexdigest()[:32] for x in _concat(parts).to_pylist()]
 
 
 def match_id(version: str, key) -> str:
