@@ -1,9 +1,7 @@
 """Entry file for spark-submit: ``spark-submit --py-files jobs.zip spark_entry.py run …``
 (the same subcommands as ``python -m jobs``)."""
 
-import sys
-
-from jobs.cli import main
+from jobs.cli import exit_now, main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_now(main())

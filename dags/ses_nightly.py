@@ -3,12 +3,12 @@
 Thin on purpose: parsing this file reads ``conf/pipeline.yaml`` (schedule, retries) and
 nothing else; the work runs in the project's jobs, started from the project's venv with
 spark-submit as ``make run`` does (``spark_entry.py``). Patterns are listed when a run
-starts (``patterns/*.yaml``), so a new pattern file joins the next run without touching
+starts (``patterns/*.yaml`` and ``*.yml``), so a new pattern file joins the next run without touching
 this file. Every step is idempotent by logical date: the staging run id is derived from it
 and publishing MERGEs by match_id.
 
 Environment: SES_PROFILE (profile in conf/pipeline.yaml), SES_PIPELINE_CONF (another
-pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml).
+pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml and *.yml).
 """
 
 from __future__ import annotations
@@ -67,16 +67,26 @@ def _job(*args: str) -> str:
 def ses_nightly():
     @task
     def list_patterns() -> list[str]:
-        pattern = os.environ.get("SES_PATTERNS", "patterns/*.yaml")
-        return [str(p) for p in sorted(PROJECT.glob(pattern))]
+        """Every pattern file (``*.yaml`` and ``*.yml``): a file that does not load or
+        whose name another file uses fails its own match task, with a row in the log."""
+        import sys
+
+        sys.path.insert(0, str(PROJECT))
+        from jobs.catalog import pattern_paths
+
+        return [str(p) for p in pattern_paths(glob=os.environ.get("SES_PATTERNS"))]
 
     @task
     def ingest(paths: list[str], ds=None) -> str:
-        """Raw files of the patterns' sources -> events/<source>, then the events suite on
-        the new batch."""
-        sources = sorted({(yaml.safe_load(Path(p).read_text()) or {}).get("source", "")
-                          for p in paths})
-        _job("ingest", "--logical-date", ds, "--run-id", f"airflow_{ds}", "--validate",
+        """Raw files of the patterns' sources -> events/<source>; each batch passes the
+        events suite before it is committed."""
+        import sys
+
+        sys.path.insert(0, str(PROJECT))
+        from jobs.catalog import load_catalog
+
+        sources = sorted({p.source for _, p in load_catalog(paths).patterns})
+        _job("ingest", "--logical-date", ds, "--run-id", f"airflow_{ds}",
              *[arg for s in sources for arg in ("--source", s)])
         return ds
 
@@ -100,28 +110,11 @@ def ses_nightly():
         publish(validate(match(path)))
 
     @task(trigger_rule="all_done", retries=0)
-    def summary(paths: list[str], ds=None) -> list[dict]:
+    def summary(paths: list[str], ds=None) -> str:
         """The run log of this logical date, also when some step failed; the run fails
-        unless every pattern was published."""
-        import sys
-
-        sys.path.insert(0, str(PROJECT))
-        from jobs.config import load_profile
-        from jobs.lake import Lake, read_arrow
-
-        lake = Lake(load_profile().lake)
-        table = read_arrow(lake.runs())
-        rows = [r for r in (table.to_pylist() if table is not None else [])
-                if r["run_id"] == f"airflow_{ds}"]
-        lines = [f"{r['pattern']:40} {r['status']:8} matches={r['matches']} "
-                 f"new={r['inserted']} late={r['late_events']} {r['message'] or ''}"
-                 for r in sorted(rows, key=lambda r: r["pattern"])]
-        print("\n".join(lines) or f"no runs logged for airflow_{ds} in {lake.runs()}")
-        published = {r["pattern"] for r in rows if r["status"] == "success"}
-        if len(published) < len(paths):
-            raise RuntimeError(f"{len(published)} of {len(paths)} pattern(s) published for {ds} "
-                               f"(run log {lake.runs()}): " + " | ".join(lines))
-        return [{"pattern": r["pattern"], "matches": r["matches"]} for r in rows]
+        unless every pattern was published (read by ``jobs runs`` in its own process)."""
+        return _job("runs", "--run-id", f"airflow_{ds}", "--last", "1000",
+                    "--expect", str(len(paths)))
 
     paths = list_patterns()
     runs = pattern_run.expand(path=paths)

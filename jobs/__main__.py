@@ -1,7 +1,5 @@
 """``python -m jobs …``: see ``jobs.cli``."""
 
-import sys
+from .cli import exit_now, main
 
-from .cli import main
-
-sys.exit(main())
+exit_now(main())

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from .config import CONF, ROOT, load_sources
+from .core.engine import DEFAULT_MEMORY_BUDGET
 from .core.events import EventFileError
 from .core.examples import run_example
 from .core.loader import PatternError, Problem, check_schema, load_pattern
@@ -30,26 +31,19 @@ def pattern_files(paths: list[str]) -> list[Path]:
 
 
 def cmd_validate(args) -> int:
+    from .catalog import load_catalog
+
     files = pattern_files(args.paths or [str(ROOT / "patterns")])
     if not files:
-        print(f"no pattern files (*.yaml) in {' '.join(args.paths or ['patterns/'])}",
+        print(f"no pattern files (*.yaml, *.yml) in {' '.join(args.paths or ['patterns/'])}",
               file=sys.stderr)
         return 1
     sources_file = Path(args.sources) if args.sources else CONF / "sources.yaml"
     sources = load_sources(sources_file) if sources_file.exists() else {}
-    problems: list[Problem] = []
-    names: dict[str, str] = {}
+    catalog = load_catalog(files)
+    problems: list[Problem] = [p for r in catalog.rejected for p in r.problems]
     n_examples = 0
-    for f in files:
-        try:
-            pattern = load_pattern(f)
-        except PatternError as exc:
-            problems.extend(exc.problems)
-            continue
-        if pattern.name in names:
-            problems.append(Problem(str(f), 1, f"pattern name {pattern.name!r} is already used "
-                                    f"by {names[pattern.name]}: names must be unique"))
-        names.setdefault(pattern.name, str(f))
+    for f, pattern in catalog.patterns:
         if sources:
             source = sources.get(pattern.source)
             if source is None:
@@ -59,7 +53,12 @@ def cmd_validate(args) -> int:
                 problems.extend(check_schema(pattern, source.columns))
         n_examples += len(pattern.examples)
         for example in pattern.examples:  # the pattern's own small tests
-            result = run_example(pattern, example)
+            try:
+                result = run_example(pattern, example)
+            except Exception as exc:  # noqa: BLE001 - report it with the file, check the rest
+                problems.append(Problem(str(f), example.line, f"example {example.name!r} "
+                                        f"could not run: {type(exc).__name__}: {exc}"))
+                continue
             if not result.ok:
                 problems.append(Problem(str(f), example.line, result.message()))
     for p in problems:
@@ -97,7 +96,8 @@ def cmd_match(args) -> int:
     options = MatchOptions(matcher=args.matcher, strategy=args.strategy,
                            filter=not args.no_filter, partition=not args.no_partition,
                            conditions=not args.no_conditions, plan=args.plan or "zstream",
-                           max_matches_per_window=args.max_matches_per_window)
+                           max_matches_per_window=args.max_matches_per_window,
+                           memory_budget=args.memory_budget)
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
     if options.matcher == "bruteforce":
         from .core.events import read_events
@@ -148,59 +148,119 @@ def _pipeline_errors(fn):
     def wrapper(args) -> int:
         from .config import ConfigError
         from .ingest import IngestError
+        from .locks import LakeBusy
         from .pipeline import ValidationFailed
         from .spark import JavaMissing
 
         try:
             return fn(args)
         except (JavaMissing, ConfigError, IngestError, FileNotFoundError, PatternError,
-                ValueError, ValidationFailed) as exc:
+                ValueError, ValidationFailed, LakeBusy) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except Exception as exc:
+            from deltalake.exceptions import CommitFailedError
+
+            if isinstance(exc, CommitFailedError):
+                print(f"error: another process committed to the same Delta table at the same "
+                      f"time ({str(exc).splitlines()[0][:200]}); another run is in progress: "
+                      "wait for it, then rerun (reruns are idempotent)", file=sys.stderr)
+                return 2
+            raise
+    return wrapper
+
+
+def _pattern_step(step):
+    """A per-pattern step (match-job, validate-run, publish): under the pattern's lock,
+    with a failed row in the run log when it fails."""
+    def wrapper(args) -> int:
+        from .catalog import load_catalog
+        from .config import load_profile
+        from .locks import pattern_lock
+        from .pipeline import log_failure, short_error
+
+        profile = load_profile(args.profile)
+        path = Path(args.pattern)
+        catalog = load_catalog([path])
+        rejected = [r for r in catalog.rejected if r.path.resolve() == path.resolve()]
+        pattern = None if rejected else catalog.get(path)
+        name = rejected[0].name if rejected else pattern.name
+        with pattern_lock(profile.lake, name, f"{args.command} {name} {args.run_id}",
+                          profile.lock_dir):
+            try:
+                if rejected:
+                    raise PatternError(list(rejected[0].problems))
+                return step(args, profile, path)
+            except Exception as exc:
+                if not getattr(exc, "logged", False):
+                    log_failure(profile, pattern, args.run_id,
+                                getattr(args, "logical_date", None) or "", short_error(exc),
+                                name=name)
+                raise
     return wrapper
 
 
 @_pipeline_errors
 def cmd_ingest(args) -> int:
     from .config import load_profile
-    from .pipeline import ingest_sources, new_run_id, validate_new_events
+    from .lake import Lake
+    from .locks import lake_lock
+    from .pipeline import ingest_sources, new_run_id
+    from .reconcile import reconcile
+    from .spark import build_session
 
     profile = load_profile(args.profile)
     run_id = args.run_id or new_run_id(args.logical_date or "manual")
-    results = ingest_sources(profile, run_id, args.source or None)
-    if args.validate:
-        from .spark import build_session
+    with lake_lock(profile.lake, f"ingest {run_id}", profile.lock_dir):
+        reconcile(Lake(profile.lake))
+        _, failed = ingest_sources(build_session(profile), profile, run_id, args.source or None,
+                                   echo=lambda line: None if line.startswith("FAILED")
+                                   else print(line))
+    for message in failed.values():
+        print(f"error: {message}", file=sys.stderr)
+    return 1 if failed else 0
 
-        failed = validate_new_events(build_session(profile), profile, results, run_id,
-                                     echo=lambda line: None if line.startswith("FAILED")
-                                     else print(line))
-        for message in failed.values():
-            print(f"error: {message}", file=sys.stderr)
-        return 1 if failed else 0
+
+@_pipeline_errors
+def cmd_retract(args) -> int:
+    from .config import load_profile
+    from .lake import Lake
+    from .locks import lake_lock
+    from .retract import retract
+
+    profile = load_profile(args.profile)
+    with lake_lock(profile.lake, "retract", profile.lock_dir):
+        row = retract(Lake(profile.lake), args.source, args.event_id, args.file, args.reason)
+    print(f"retracted {row['events']} event(s) of {args.source} "
+          f"({row['ts_min']} .. {row['ts_max']}); logged in {Lake(profile.lake).retractions()} "
+          f"as {row['retraction_id']}; the next run re-matches what they touched")
     return 0
 
 
 @_pipeline_errors
-def cmd_match_job(args) -> int:
+@_pattern_step
+def cmd_match_job(args, profile, path) -> int:
     from datetime import date
 
     from .pipeline import match_step, plan
+    from .spark import build_session
 
-    profile, spark = _spark(args)
+    spark = build_session(profile)
     logical_date = args.logical_date or date.today().isoformat()
-    planned = plan(profile, Path(args.pattern), logical_date)
+    planned = plan(profile, path, logical_date)
     stats = match_step(spark, profile, planned, args.run_id, logical_date, args.slices)
     print(json.dumps(stats, ensure_ascii=False))
     return 0
 
 
 @_pipeline_errors
-def cmd_validate_run(args) -> int:
+@_pattern_step
+def cmd_validate_run(args, profile, path) -> int:
     from .pipeline import ValidationFailed, validate_step
+    from .spark import build_session
 
-    profile, spark = _spark(args)
     try:
-        outcome = validate_step(spark, profile, Path(args.pattern), args.run_id)
+        outcome = validate_step(build_session(profile), profile, path, args.run_id)
     except ValidationFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -222,11 +282,11 @@ def cmd_validate_events(args) -> int:
 
 
 @_pipeline_errors
-def cmd_publish(args) -> int:
-    from .config import load_profile
+@_pattern_step
+def cmd_publish(args, profile, path) -> int:
     from .pipeline import publish_step
 
-    row = publish_step(load_profile(args.profile), Path(args.pattern), args.run_id)
+    row = publish_step(profile, path, args.run_id)
     print(f"published {row['pattern']}: {row['inserted']} new match(es), "
           f"{row['deleted'] or 0} removed, {row['matches']} in this run's range")
     return 0
@@ -303,6 +363,15 @@ def cmd_query(args) -> int:
     return 0
 
 
+def _size(text: str) -> int:
+    from .config import parse_bytes
+
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m jobs",
                                      description="SES pattern matching over event histories.")
@@ -334,6 +403,9 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-matches-per-window", type=int, default=DEFAULT_MAX_MATCHES,
                    metavar="N", help="zstream: cap on partial matches per window "
                                      f"(default {DEFAULT_MAX_MATCHES:,})")
+    m.add_argument("--memory-budget", type=_size, default=DEFAULT_MEMORY_BUDGET, metavar="SIZE",
+                   help="memory a matcher may use for instances, matches and events, e.g. "
+                        "512MB (default 2GB)")
     m.add_argument("--stats", action="store_true", help="print counters as JSON on stderr")
     m.set_defaults(func=cmd_match)
 
@@ -348,8 +420,15 @@ def build_parser() -> argparse.ArgumentParser:
     i.add_argument("--source", action="append", help="only this source (repeatable)")
     i.add_argument("--logical-date", help="names the ingest run")
     i.add_argument("--run-id", help="the ingest run id (default: from the date and time)")
-    i.add_argument("--validate", action="store_true",
-                   help="run the events suite on each new batch (Great Expectations)")
+
+    x = pipeline_parser("retract", "remove events by id or by landing file (logged; the "
+                        "next run re-matches what they touched)", cmd_retract)
+    x.add_argument("--source", required=True)
+    what = x.add_mutually_exclusive_group(required=True)
+    what.add_argument("--event-id", action="append", help="an event id (repeatable)")
+    what.add_argument("--file", help="every event of this landing file (as in source_file, "
+                                     "e.g. sepsis/sepsis_3.jsonl.gz)")
+    x.add_argument("--reason", required=True, help="why (kept in the retractions table)")
 
     j = pipeline_parser("match-job", "one pattern on Spark into staging (phases 1 and 2)",
                         cmd_match_job)
@@ -402,3 +481,16 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     return args.func(args)
+
+
+def exit_now(code: int) -> None:
+    """Leave without the interpreter's shutdown: delta-rs' runtime threads can abort a
+    normal exit (``terminate called without an active exception``, exit 134) after the
+    work is done. Output is flushed first; every table write has committed by now."""
+    import os
+
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)

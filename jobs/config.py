@@ -46,6 +46,22 @@ class Profile:
     slice_length: int = 90 * 86400 * 10**9
     max_partition_events: int = 1_000_000
     max_matches_per_window: int = 1_000_000
+    memory_budget: int = 2 * 1024**3  # bytes per matcher call (instances, matches, events)
+    earliest: str = "1900-01-01"  # events before this date are quarantined at ingest
+    max_future: int = 86400 * 10**9  # ... and events later than now + this (ns)
+    lock_dir: str | None = None  # where the lake lock lives for an object-store lake
+
+    def ts_range(self, now=None):
+        """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
+        from datetime import datetime, timezone
+
+        from .core.events import parse_ts
+        from .ingest import TimeRange
+
+        now = now or datetime.now(timezone.utc)
+        return TimeRange(parse_ts(self.earliest), parse_ts(now) + self.max_future,
+                         f"conf/pipeline.yaml, profile {self.name}: ingest.earliest and "
+                         "ingest.max_future")
 
 
 def _resolve(path: str) -> str:
@@ -94,6 +110,22 @@ def load_sources(path: Path | None = None) -> dict[str, Source]:
     return out
 
 
+UNITS = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "k": 1024, "m": 1024**2,
+         "g": 1024**3}
+
+
+def parse_bytes(text) -> int:
+    """``'2GB'``, ``'512mb'``, ``'1g'`` or a number of bytes -> bytes."""
+    import re
+
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in UNITS or len(m.group(1)) > 15:
+        raise ValueError(f"bad size {text!r}: write e.g. 2GB or 512MB")
+    return int(float(m.group(1)) * UNITS[m.group(2).lower()])
+
+
 def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
     name = name or os.environ.get("SES_PROFILE", "local")
     path = path or Path(os.environ.get("SES_PIPELINE_CONF", CONF / "pipeline.yaml"))
@@ -105,6 +137,7 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
     spec = profiles[name]
     spark = spec.get("spark") or {}
     match = spec.get("match") or {}
+    ingest = spec.get("ingest") or {}
     return Profile(
         name=name,
         landing=_resolve(spec["landing"]),
@@ -115,4 +148,24 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
         slice_length=parse_duration(match.get("slice_length", "90d")),
         max_partition_events=int(match.get("max_partition_events", 1_000_000)),
         max_matches_per_window=int(match.get("max_matches_per_window", 1_000_000)),
+        memory_budget=_setting(path, name, "match.memory_budget", parse_bytes,
+                               match.get("memory_budget", "2GB")),
+        earliest=_setting(path, name, "ingest.earliest", _date_text,
+                          ingest.get("earliest", "1900-01-01")),
+        max_future=_setting(path, name, "ingest.max_future", parse_duration,
+                            ingest.get("max_future", "1d")),
+        lock_dir=spec.get("lock_dir"),
     )
+
+
+def _date_text(value) -> str:
+    from datetime import date
+
+    return date.fromisoformat(str(value)).isoformat()
+
+
+def _setting(path, profile: str, key: str, parse, value):
+    try:
+        return parse(value)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"{path}: profile {profile!r}: {key}: {exc}") from None

@@ -39,6 +39,9 @@ class Lake:
     def runs(self) -> str:
         return self._p("runs")
 
+    def retractions(self) -> str:
+        return self._p("retractions")
+
 
 def exists(path: str) -> bool:
     return DeltaTable.is_deltatable(path)
@@ -121,7 +124,8 @@ def register_views(spark, lake: Lake) -> list[str]:
             if exists(path):
                 read_spark(spark, path).createOrReplaceTempView(f"{kind}_{name}")
                 views.append(f"{kind}_{name}")
-    for name, path in (("runs", lake.runs()), ("ingest_log", lake.ingest_log())):
+    for name, path in (("runs", lake.runs()), ("ingest_log", lake.ingest_log()),
+                       ("retractions", lake.retractions())):
         if exists(path):
             read_spark(spark, path).createOrReplaceTempView(name)
             views.append(name)

@@ -79,7 +79,9 @@ def _ts(ns: int) -> datetime:
 def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run_id: str,
                   low: int | None, high: int | None, slice_length: int,
                   max_partition_events: int, max_matches_per_window: int,
-                  force_slices: bool = False, sink: str = "parquet") -> MatchJobResult:
+                  force_slices: bool = False, sink: str = "parquet",
+                  memory_budget: int = 2 * 1024**3, limits: str | None = None
+                  ) -> MatchJobResult:
     """Match ``pattern`` for first events in [low, high) (None: unbounded); ``sink='noop'``
     runs phase 1 only (for measuring it)."""
     from pyspark.sql import functions as F
@@ -136,7 +138,9 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     df = df.sortWithinPartitions(*[col(c) for c in group], "ts", "event_id")
     spec = Phase2Spec(pattern_text=pattern_text, keys=tuple(keys), low=low, high=high,
                       slice_origin=origin, slice_length=slice_length if slicing else None,
-                      max_matches_per_window=max_matches_per_window)
+                      max_matches_per_window=max_matches_per_window,
+                      memory_budget=memory_budget,
+                      **({"limits": limits} if limits else {}))
     key_fields = [df.schema[k] for k in keys]
     schema = T.StructType([
         T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),

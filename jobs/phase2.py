@@ -42,6 +42,8 @@ class Phase2Spec:
     slice_origin: int = 0
     slice_length: int | None = None  # None: no time slices
     max_matches_per_window: int = 1_000_000
+    memory_budget: int = 2 * 1024**3
+    limits: str = "match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml"
 
 
 @lru_cache(maxsize=16)
@@ -71,7 +73,8 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
         s_hi = s_lo + spec.slice_length
         lo = s_lo if lo is None else max(lo, s_lo)
         hi = s_hi if hi is None else min(hi, s_hi)
-    options = MatchOptions(max_matches_per_window=spec.max_matches_per_window)
+    options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
+                           memory_budget=spec.memory_budget, limits=spec.limits)
     st = MatchStats()
     names = [v.name for v in compiled.variables]
     kept = 0

@@ -15,13 +15,17 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from . import lake as lk
-from .config import ROOT, Profile, load_sources
-from .core.loader import load_pattern
+from .catalog import Catalog, load_catalog
+from .config import Profile, load_sources
 from .core.pattern import Pattern
+from .failpoints import reached
 from .horizons import RunRange, backfill_range, plan_range
 from .ingest import describe, ingest
+from .locks import lake_lock
 from .match_job import read_text, run_match_job, write_text
 from .publish import log_run, previous_runs, publish
+from .reconcile import finish_run, reconcile, start_run
+from .retract import reopened_low
 
 
 def new_run_id(logical_date: str) -> str:
@@ -29,36 +33,51 @@ def new_run_id(logical_date: str) -> str:
     return f"{logical_date}_{now:%Y%m%dT%H%M%S}_{uuid.uuid4().hex[:6]}"
 
 
-def pattern_paths(paths: list[str] | None = None) -> list[Path]:
-    if paths:
-        return [Path(p) for p in paths]
-    folder = ROOT / "patterns"
-    return sorted(list(folder.glob("*.yaml")) + list(folder.glob("*.yml")))
-
-
-def pipeline_patterns(paths: list[str] | None = None) -> list[tuple[Path, Pattern]]:
-    """Patterns whose source the pipeline ingests (has a landing folder)."""
+def pipeline_catalog(paths: list[str] | None = None) -> tuple[Catalog, list]:
+    """The catalogue, and its patterns whose source the pipeline ingests (has a landing
+    folder)."""
+    catalog = load_catalog(paths)
     sources = load_sources()
-    out = []
-    for p in pattern_paths(paths):
-        pattern = load_pattern(p)
-        src = sources.get(pattern.source)
-        if src is not None and src.landing:
-            out.append((p, pattern))
-    return out
+    runnable = [(p, pattern) for p, pattern in catalog.patterns
+                if (src := sources.get(pattern.source)) is not None and src.landing]
+    return catalog, runnable
 
 
-def ingest_sources(profile: Profile, run_id: str, names: list[str] | None = None,
-                   echo=print) -> list:
+def events_gate(spark, profile: Profile):
+    """The events suite on a typed batch before it is committed (``ingest``'s gate)."""
+    def gate(source, events) -> None:
+        from .quality import validate_events_frame
+
+        outcome = validate_events_frame(spark, profile.lake, source, events,
+                                        profile.ts_range())
+        if not outcome.success:
+            raise ValidationFailed(f"events of {source.name}: {outcome.describe()}; nothing of "
+                                   "this batch was committed: fix or retract the bad rows' "
+                                   "files and rerun")
+    return gate
+
+
+def ingest_sources(spark, profile: Profile, run_id: str, names: list[str] | None = None,
+                   echo=print) -> tuple[list, dict[str, str]]:
+    """Ingest each source on its own: a source whose files cannot be read or whose batch
+    fails the events suite is reported in the returned {source: message} and nothing of it
+    is written; the others are ingested."""
     lake = lk.Lake(profile.lake)
-    results = []
+    gate = events_gate(spark, profile) if spark is not None else None
+    results, failed = [], {}
+    ts_range = profile.ts_range()
     for name, source in load_sources().items():
         if not source.landing or (names and name not in names):
             continue
-        r = ingest(source, profile.landing, lake, run_id)
+        try:
+            r = ingest(source, profile.landing, lake, run_id, ts_range=ts_range, gate=gate)
+        except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
+            failed[name] = f"ingest of {name} failed: {exc}"
+            echo(f"FAILED {failed[name]}")
+            continue
         echo("ingest " + describe(r))
         results.append(r)
-    return results
+    return results, failed
 
 
 @dataclass
@@ -70,14 +89,22 @@ class Planned:
 
 
 def plan(profile: Profile, path: Path, logical_date: str,
-         rng: RunRange | None = None) -> Planned:
-    pattern = load_pattern(path)
-    text = path.read_text(encoding="utf-8")
+         rng: RunRange | None = None, pattern: Pattern | None = None) -> Planned:
+    """The run's start range: after the previous run's horizon, and back to where
+    retractions since that run could change matches."""
+    pattern = pattern or load_catalog([path]).get(path)
+    text = Path(path).read_text(encoding="utf-8")
     lake = lk.Lake(profile.lake)
     if rng is None:
+        runs = previous_runs(lake, pattern.name)
         rng = plan_range(logical_date, pattern.tau, profile.allowed_lateness, pattern.version,
-                         previous_runs(lake, pattern.name))
-    return Planned(path, pattern, text, rng)
+                         runs)
+        ok = [r["started_at"] for r in runs if r["status"] == "success"
+              and r["pattern_version"] == pattern.version]
+        reopen = reopened_low(lake, pattern.source, max(ok) if ok else None, pattern.tau)
+        if reopen is not None and rng.low is not None and reopen < rng.low:
+            rng = RunRange(reopen, rng.high, rng.full)
+    return Planned(Path(path), pattern, text, rng)
 
 
 def late_events(spark, profile: Profile, planned: Planned) -> int:
@@ -117,7 +144,9 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
         result = run_match_job(spark, planned.pattern, planned.text, lake, run_id,
                                planned.rng.low, planned.rng.high, profile.slice_length,
                                profile.max_partition_events, profile.max_matches_per_window,
-                               force_slices=force_slices)
+                               force_slices=force_slices, memory_budget=profile.memory_budget,
+                               limits=f"match.max_matches_per_window and match.memory_budget "
+                                      f"in conf/pipeline.yaml (profile {profile.name})")
         staging, stats = result.staging, result.stats
     stats["late_events"] = late_events(spark, profile, planned)
     stats.update(low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
@@ -144,7 +173,7 @@ def validate_step(spark, profile: Profile, path: Path, run_id: str) -> dict:
     """The matches suite on a staged run; the outcome goes to ``_validation.json``."""
     from .quality import validate_matches
 
-    pattern = load_pattern(path)
+    pattern = load_catalog([path]).get(path)
     lake = lk.Lake(profile.lake)
     stats = _staged_stats(lake, pattern, run_id)
     if stats.get("matches", 0) == 0:
@@ -164,7 +193,7 @@ def validate_step(spark, profile: Profile, path: Path, run_id: str) -> dict:
 
 def publish_step(profile: Profile, path: Path, run_id: str) -> dict:
     """Publish a staged, validated run and append its row to the runs log."""
-    pattern = load_pattern(path)
+    pattern = load_catalog([path]).get(path)
     lake = lk.Lake(profile.lake)
     staging = lake.staging(pattern.name, run_id)
     stats = _staged_stats(lake, pattern, run_id)
@@ -181,29 +210,42 @@ def publish_step(profile: Profile, path: Path, run_id: str) -> dict:
                          f"{stats['pattern_version']} -> {pattern.version}): match it again")
     rng = RunRange(stats["low"], stats["high"], stats["full"])
     t0 = time.perf_counter()
+    row = dict(stats, run_id=run_id, pattern=pattern.name, source=pattern.source,
+               matcher=pattern.matcher, horizon_low=rng.low, horizon_high=rng.high,
+               full_recompute=rng.full, status="success", message=None,
+               started_at=datetime.fromisoformat(stats["started_at"]))
     if stats.get("matches", 0) == 0 and rng.empty:
         outcome = {"inserted": 0, "deleted": 0}
     else:
-        outcome = publish(lake, pattern, run_id, staging, rng)
-    row = dict(stats, run_id=run_id, pattern=pattern.name, source=pattern.source,
-               matcher=pattern.matcher, horizon_low=rng.low, horizon_high=rng.high,
-               full_recompute=rng.full, inserted=outcome["inserted"],
-               deleted=outcome["deleted"], status="success", message=None,
+        outcome = publish(lake, pattern, run_id, staging, rng, run_row=row)
+        reached("publish:after-merge")
+    row.update(inserted=outcome["inserted"], deleted=outcome["deleted"],
                seconds=float(stats.get("seconds", 0.0)) + time.perf_counter() - t0,
-               started_at=datetime.fromisoformat(stats["started_at"]),
                finished_at=datetime.now(timezone.utc))
     log_run(lake, row)
+    _remove_staging(staging)
     return row
 
 
-def log_failure(profile: Profile, pattern: Pattern, run_id: str, logical_date: str,
-                message: str) -> None:
+def _remove_staging(staging: str) -> None:
+    import shutil
+
+    if "://" not in staging:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def log_failure(profile: Profile, pattern: Pattern | None, run_id: str, logical_date: str,
+                message: str, name: str | None = None) -> None:
+    """A failed row in the run log (``pattern`` None: a file that did not load; ``name``
+    then names it)."""
     now = datetime.now(timezone.utc)
     log_run(lk.Lake(profile.lake), {
-        "run_id": run_id, "logical_date": logical_date, "pattern": pattern.name,
-        "pattern_version": pattern.version, "source": pattern.source,
-        "matcher": pattern.matcher, "status": "failed", "message": message[:2000],
-        "started_at": now, "finished_at": now})
+        "run_id": run_id, "logical_date": logical_date,
+        "pattern": pattern.name if pattern else name,
+        "pattern_version": pattern.version if pattern else None,
+        "source": pattern.source if pattern else None,
+        "matcher": pattern.matcher if pattern else None, "status": "failed",
+        "message": message[:2000], "started_at": now, "finished_at": now})
 
 
 def validate_events_step(spark, profile: Profile, source: str, ingest_run: str | None):
@@ -216,53 +258,68 @@ def validate_events_step(spark, profile: Profile, source: str, ingest_run: str |
     return outcome
 
 
-def validate_new_events(spark, profile: Profile, ingested: list, ingest_run: str,
-                        echo=print) -> dict[str, str]:
-    """The events suite on every source that got new events in ``ingest_run``; returns
-    {source: message} for the sources that failed."""
-    failed = {}
-    for r in ingested:
-        if not r.new_events:
-            continue
-        try:
-            echo("validate " + validate_events_step(spark, profile, r.source, ingest_run).describe())
-        except ValidationFailed as exc:
-            failed[r.source] = str(exc)
-            echo(f"FAILED {exc}")
-    return failed
-
-
 def run_all(spark, profile: Profile, logical_date: str | None = None,
             paths: list[str] | None = None, force_slices: bool = False,
             echo=print) -> list[dict]:
     """Ingest every source, then match, validate and publish every pattern, for one
-    logical date."""
+    logical date. Holds the lake lock; repairs what a killed run left first. A bad pattern
+    file or source fails its own patterns (a row in ``runs`` each), never the others."""
     logical_date = logical_date or date.today().isoformat()
     run_id = new_run_id(logical_date)
     t0 = time.perf_counter()
-    patterns = pipeline_patterns(paths)
-    ingested = ingest_sources(profile, run_id, sorted({p.source for _, p in patterns}),
-                              echo=echo)
-    bad_sources = validate_new_events(spark, profile, ingested, run_id, echo)
-    rows = []
-    for path, _ in patterns:
-        planned = plan(profile, path, logical_date)
-        echo(f"match {planned.pattern.name} ({planned.pattern.matcher}, source "
-             f"{planned.pattern.source}, {describe_range(planned.rng)}) ...")
-        try:
-            if planned.pattern.source in bad_sources:
-                raise ValidationFailed(bad_sources[planned.pattern.source])
-            match_step(spark, profile, planned, run_id, logical_date, force_slices)
-            validate_step(spark, profile, path, run_id)
-            rows.append(publish_step(profile, path, run_id))
-        except Exception as exc:  # one failing pattern does not stop the others
-            if not getattr(exc, "logged", False):
-                log_failure(profile, planned.pattern, run_id, logical_date,
-                            f"{type(exc).__name__}: {exc}")
-            echo(f"FAILED {planned.pattern.name}: {type(exc).__name__}: {exc}")
-            rows.append({"pattern": planned.pattern.name, "status": "failed", "message": str(exc)})
+    lake = lk.Lake(profile.lake)
+    with lake_lock(profile.lake, f"run {run_id}", profile.lock_dir):
+        reconcile(lake, echo)
+        catalog, patterns = pipeline_catalog(paths)
+        start_run(lake, run_id, logical_date,
+                  [{"pattern": p.name, "pattern_version": p.version, "source": p.source,
+                    "matcher": p.matcher} for _, p in patterns])
+        rows = []
+        for r in catalog.rejected:
+            log_failure(profile, None, run_id, logical_date, r.message, name=r.name)
+            echo(f"FAILED {r.name}: {r.message}")
+            rows.append({"pattern": r.name, "status": "failed", "message": r.message})
+        ingested, bad_sources = ingest_sources(spark, profile, run_id,
+                                               sorted({p.source for _, p in patterns}), echo)
+        for path, pattern in patterns:
+            rows.append(_run_pattern(spark, profile, path, pattern, run_id, logical_date,
+                                     bad_sources, force_slices, echo))
+            reached("run:after-pattern")
+        finish_run(lake, run_id)
     echo(summary(profile, rows, run_id, time.perf_counter() - t0))
     return rows
+
+
+def _run_pattern(spark, profile, path, pattern, run_id, logical_date, bad_sources,
+                 force_slices, echo) -> dict:
+    try:
+        if pattern.source in bad_sources:
+            raise ValidationFailed(bad_sources[pattern.source])
+        planned = plan(profile, path, logical_date, pattern=pattern)
+        echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
+             f"{describe_range(planned.rng)}) ...")
+        match_step(spark, profile, planned, run_id, logical_date, force_slices)
+        validate_step(spark, profile, path, run_id)
+        return publish_step(profile, path, run_id)
+    except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
+        message = short_error(exc)
+        if not getattr(exc, "logged", False):
+            log_failure(profile, pattern, run_id, logical_date, message)
+        echo(f"FAILED {pattern.name}: {message}")
+        return {"pattern": pattern.name, "status": "failed", "message": message}
+
+
+def short_error(exc: BaseException) -> str:
+    """One line for people: a Spark task's error is reduced to the Python error it
+    carries."""
+    text = str(exc)
+    for marker in ("MatchCapExceeded: ", "MatchBudgetExceeded: ", "ArrowInvalid: ",
+                   "MemoryError", "Python worker exited unexpectedly"):
+        if marker in text:
+            tail = text[text.index(marker):].splitlines()[0]
+            return tail[:1000]
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return f"{type(exc).__name__}: {first}"[:1000]
 
 
 def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | None = None,
@@ -270,11 +327,17 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
     """Recompute the matches whose first event lies in [start, end) for each pattern."""
     run_id = new_run_id(f"backfill-{start}-{end}")
     rows = []
-    for path, _ in pipeline_patterns(paths):
-        planned = plan(profile, path, end, rng=backfill_range(start, end))
-        match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
-        validate_step(spark, profile, path, run_id)
-        rows.append(publish_step(profile, path, run_id))
+    with lake_lock(profile.lake, f"backfill {run_id}", profile.lock_dir):
+        reconcile(lk.Lake(profile.lake), echo)
+        catalog, patterns = pipeline_catalog(paths)
+        for r in catalog.rejected:
+            echo(f"FAILED {r.name}: {r.message}")
+            rows.append({"pattern": r.name, "status": "failed", "message": r.message})
+        for path, pattern in patterns:
+            planned = plan(profile, path, end, rng=backfill_range(start, end), pattern=pattern)
+            match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
+            validate_step(spark, profile, path, run_id)
+            rows.append(publish_step(profile, path, run_id))
     echo(summary(profile, rows, run_id, None))
     return rows
 

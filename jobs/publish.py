@@ -51,14 +51,27 @@ def staged_matches(staging: str, pattern: Pattern, run_id: str) -> pa.Table:
     return pa.table(cols)
 
 
+RUN_KEY = "ses.run"  # commit metadata: the runs row of the run that made the commit
+
+
 def publish(lake: lk.Lake, pattern: Pattern, run_id: str, staging: str,
-            rng: RunRange) -> dict:
-    """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}."""
+            rng: RunRange, run_row: dict | None = None) -> dict:
+    """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}.
+
+    The commit carries ``run_row`` (the run's log row without its counts) as custom
+    metadata, so that a crash between this commit and the runs row is repaired by the next
+    run (``jobs.reconcile``) from the table's own history."""
+    from deltalake import CommitProperties
+
     data = staged_matches(staging, pattern, run_id)
     path = lake.matches(pattern.name)
+    meta = json.dumps(run_row or {"run_id": run_id}, default=str)
     if not lk.exists(path) or (rng.full and _schema_changed(path, data.schema)):
-        lk.write_deltalake(path, data, mode="overwrite", schema_mode="overwrite")
-        return {"inserted": data.num_rows, "deleted": 0, "published": data.num_rows}
+        before = lk.table(path).count() if lk.exists(path) else 0
+        props = CommitProperties(custom_metadata={RUN_KEY: meta, "ses.deleted": str(before)})
+        lk.write_deltalake(path, data, mode="overwrite", schema_mode="overwrite",
+                           commit_properties=props)
+        return {"inserted": data.num_rows, "deleted": before, "published": data.num_rows}
     # the rows this run is the truth for: its version's matches starting in the range,
     # and, on a full recompute, every row of another version
     scope = [f"t.start_ts < '{_iso(rng.high)}'"]
@@ -67,7 +80,9 @@ def publish(lake: lk.Lake, pattern: Pattern, run_id: str, staging: str,
     mine = f"t.pattern_version = '{pattern.version}' AND " + " AND ".join(scope)
     delete_when = f"({mine}) OR t.pattern_version != '{pattern.version}'" if rng.full else mine
     metrics = (lk.table(path).merge(data, predicate="t.match_id = s.match_id",
-                                    source_alias="s", target_alias="t")
+                                    source_alias="s", target_alias="t",
+                                    commit_properties=CommitProperties(
+                                        custom_metadata={RUN_KEY: meta}))
                .when_not_matched_insert_all()
                .when_not_matched_by_source_delete(predicate=delete_when)
                .execute())

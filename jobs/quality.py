@@ -194,6 +194,16 @@ def validate_events(spark, lake: lk.Lake, source: Source, ingest_run: str | None
     return run_suite(lake.root, f"events_{source.name}", events_expectations(source), df, params)
 
 
+def validate_events_frame(spark, lake_root: str, source: Source, events, ts_range) -> Outcome:
+    """The events suite on a typed batch that is not committed yet (an Arrow table);
+    ``ts_range``: the accepted timestamps (``ingest.TimeRange``)."""
+    df = spark.createDataFrame(events)
+    params = {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
+              "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
+    return run_suite(lake_root, f"events_{source.name}", events_expectations(source), df,
+                     params)
+
+
 def validate_matches(spark, lake: lk.Lake, pattern: Pattern, run_id: str, low: int | None,
                      high: int | None) -> Outcome:
     df = match_check_frame(spark, lake.staging(pattern.name, run_id), pattern,

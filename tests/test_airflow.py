@@ -99,12 +99,14 @@ def test_dag_test_runs_the_whole_pipeline(airflow_env, tmp_path):
         [("airflow_2010-08-30", "success", 3)]
 
 
-def test_dag_corrupted_batch_publishes_nothing(airflow_env, tmp_path):
-    env = dict(airflow_env, **_profile(tmp_path, "z1,1,B,1,mg,2999-01-01T00:00:00\n"))
+def test_dag_unreadable_landing_file_publishes_nothing(airflow_env, tmp_path):
+    env = dict(airflow_env, **_profile(tmp_path))
+    (tmp_path / "landing" / "chemo_mw" / "broken.csv.gz").write_bytes(b"not gzip at all")
     proc = python(env, DAG_TEST)
     result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
     assert result and result[0].startswith("RESULT failed"), proc.stdout[-3000:]
     assert "'ingest': 'failed'" in result[0] and "'pattern_run.publish': 'upstream_failed'" in result[0]
     assert "'summary': 'failed'" in result[0]
-    assert "expect_column_values_to_be_between(ts)" in proc.stdout + proc.stderr
+    assert "broken.csv.gz: cannot be read as csv" in proc.stdout + proc.stderr
     assert not (tmp_path / "lake" / "matches" / "mw_chemo_p1").exists()
+    assert not (tmp_path / "lake" / "events" / "chemo_mw").exists()

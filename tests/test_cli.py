@@ -54,7 +54,7 @@ def test_validate_duplicate_names(capsys, tmp_path):
     for n in ("a", "b"):
         (tmp_path / f"{n}.yaml").write_text("name: same\nsource: chemo_mw\nwithin: 2d\nsets: [[c]]\n")
     code, _, err = run_cli(capsys, "validate", str(tmp_path))
-    assert code == 1 and "pattern name 'same' is already used" in err
+    assert code == 1 and err.count("pattern name 'same' is also used by") == 2
 
 
 def test_match_bruteforce_jsonl_and_stats(capsys):

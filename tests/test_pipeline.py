@@ -11,6 +11,7 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs import lake as lk
+from jobs.catalog import pattern_paths
 from jobs.config import Source
 from jobs.core.events import Event, events_from_arrow
 from jobs.core.loader import load_pattern
@@ -18,7 +19,7 @@ from jobs.core.runner import run
 from jobs.horizons import RunRange, horizon, plan_range
 from jobs.ingest import IngestError, ingest
 from jobs.phase2 import match_id
-from jobs.pipeline import backfill, match_step, pattern_paths, plan, publish_step, run_all
+from jobs.pipeline import backfill, match_step, plan, publish_step, run_all
 
 from .conftest import make_profile
 
@@ -225,21 +226,47 @@ def _chemo_profile(tmp_path):
 P1 = str(Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml")
 
 
-def test_corrupted_events_batch_fails_validation_and_publishes_nothing(spark, tmp_path):
+def test_event_outside_the_time_range_is_quarantined_before_matching(spark, tmp_path):
     profile, landing = _chemo_profile(tmp_path)
     (landing / "chemo_mw" / "bad.csv").write_text(
-        "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2999-01-01T00:00:00\n")
-    messages = []
-    rows = run_all(spark, profile, "2010-08-30", [P1], echo=messages.append)
-    assert rows[0]["status"] == "failed"
-    assert "expect_column_values_to_be_between(ts): 1 row(s)" in rows[0]["message"]
-    assert "data_docs" in rows[0]["message"]  # where a person can read the details
+        "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2999-01-01T00:00:00\n"
+        "z2,1,B,1,mg,0001-01-01T00:00:00\n")
+    rows = run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
+    assert rows[0]["status"] == "success"
     lake = lk.Lake(profile.lake)
-    assert not lk.exists(lake.matches("mw_chemo_p1"))
-    runs = DeltaTable(lake.runs()).to_pyarrow_table().to_pylist()
-    assert [r["status"] for r in runs] == ["failed"]
-    docs = Path(profile.lake) / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
-    assert docs.exists()
+    q = DeltaTable(lake.quarantine("chemo_mw")).to_pyarrow_table().to_pylist()
+    assert {r["raw"][:30] for r in q} >= {'{"event_id": "z1", "patient": '}
+    assert all("outside the accepted range 1900-01-01" in r["reason"]
+               and "ingest.earliest" in r["reason"] for r in q) and len(q) == 2
+    ids = DeltaTable(lake.events("chemo_mw")).to_pyarrow_table().column("event_id").to_pylist()
+    assert "z1" not in ids and "z2" not in ids
+
+
+def test_events_suite_runs_before_commit(spark, tmp_path):
+    """A batch that fails the events suite (Great Expectations) is not committed, its files
+    stay pending, and the source's patterns fail with a row in the run log."""
+    from jobs.config import load_sources
+    from jobs.ingest import TimeRange, stage
+    from jobs.quality import validate_events_frame
+
+    profile, landing = _chemo_profile(tmp_path)
+    source = load_sources()["chemo_mw"]
+    lake = lk.Lake(profile.lake)
+    (landing / "chemo_mw" / "late.csv").write_text(
+        "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2100-01-01T00:00:00\n")
+    wide = TimeRange()  # a batch typed without the profile's range: the suite must catch it
+    batch = stage(source, profile.landing, lake, "r1", ts_range=wide)
+    outcome = validate_events_frame(spark, profile.lake, source, batch.events,
+                                    profile.ts_range())
+    assert not outcome.success
+    assert "expect_column_values_to_be_between(ts): 1 row(s)" in outcome.describe()
+
+    def failing_gate(src, events):
+        raise RuntimeError("suite failed")
+
+    with pytest.raises(RuntimeError):
+        ingest(source, profile.landing, lake, "r1", gate=failing_gate)
+    assert not lk.exists(lake.events("chemo_mw")) and not lk.exists(lake.ingest_log())
 
 
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):

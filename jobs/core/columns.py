@@ -54,6 +54,11 @@ class EventColumns:
             return (v, NUMBER) if v == v else (np.nan, MISSING)
         return self.encode_literal(str(value))
 
+    def nbytes(self) -> int:
+        """Memory held by the columns (for the matchers' memory budget)."""
+        return (self.ts.nbytes + self.ids.nbytes + self.values.nbytes + self.kinds.nbytes
+                + self.dictionary.nbytes)
+
     def take(self, index: np.ndarray) -> EventColumns:
         return EventColumns(self.ts[index], self.ids.take(pa.array(index)), self.names,
                             self.values[:, index], self.kinds[:, index], self.dictionary)

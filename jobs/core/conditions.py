@@ -19,6 +19,7 @@ The parser never evaluates anything: text becomes frozen dataclasses.
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 from dataclasses import dataclass
@@ -199,8 +200,7 @@ class _Parser:
             return ("lit", tok.text[1:-1].replace("''", "'"))
         if tok.kind == "number":
             self.i += 1
-            num = float(tok.text)
-            return ("lit", int(num) if re.fullmatch(r"[-+]?\d+", tok.text) else num)
+            return ("lit", _number(tok))
         if tok.kind == "name" and tok.text == "prev":
             nxt = self.tokens[self.i + 1] if self.i + 1 < len(self.tokens) else None
             if nxt is not None and nxt.text == "(":
@@ -240,6 +240,22 @@ class _Parser:
                 f"unexpected {tok.text!r} after the condition (one comparison per line)",
                 tok.column)
         return left, op_tok.text, right
+
+
+MAX_NUMBER_CHARS = 30
+
+
+def _number(tok: _Token) -> int | float:
+    """A numeric literal: at most 30 characters and finite as a double (the events'
+    numbers are doubles: a longer literal would be compared after rounding anyway)."""
+    if len(tok.text) > MAX_NUMBER_CHARS:
+        raise ConditionSyntaxError(f"the number {tok.text[:12]}... has {len(tok.text)} "
+                                   f"characters: at most {MAX_NUMBER_CHARS}", tok.column)
+    num = float(tok.text)
+    if not math.isfinite(num):
+        raise ConditionSyntaxError(f"the number {tok.text} is out of range for a double",
+                                   tok.column)
+    return int(tok.text) if re.fullmatch(r"[-+]?\d+", tok.text) else num
 
 
 def parse_condition(text: str) -> tuple[Condition, list[tuple[str, int]]]:

@@ -32,6 +32,8 @@ from .events import format_ts
 from .plans import Leaf, Planner, PlanStatistics, cost_tree, nodes, planner
 
 DEFAULT_MAX_MATCHES = 1_000_000
+DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes per matcher call
+CLI_LIMITS = "--max-matches-per-window N and --memory-budget SIZE"
 DEFAULT_BATCH = 1 << 16
 STRATEGIES = ("lazy", "eager")
 
@@ -48,6 +50,11 @@ class MatchCapExceeded(RuntimeError):
     """Too much work in one window: the message says which window and how to raise the cap."""
 
 
+class MatchBudgetExceeded(MatchCapExceeded):
+    """A matcher needs more memory than its budget: the message names the pattern, the
+    window or partition, and the setting that raises the budget."""
+
+
 @dataclass(frozen=True)
 class MatchOptions:
     matcher: str | None = None  # None: the pattern's own
@@ -57,6 +64,8 @@ class MatchOptions:
     conditions: bool = True
     plan: str | Planner = "zstream"  # zstream only: the plan generator (or a Planner)
     max_matches_per_window: int = DEFAULT_MAX_MATCHES
+    memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes: instances, matches, events
+    limits: str = CLI_LIMITS  # where a user raises the two limits (named in errors)
 
 
 @dataclass
@@ -172,6 +181,7 @@ class Matcher:
         self.options = options
         self.partitioned = partitioned
         self.cap = options.max_matches_per_window
+        self.budget = options.memory_budget
         rel = compiled.relationship_table(partitioned)
         prev = compiled.prev_table
         self.rel = (rel.ptr, rel.attr, rel.op, rel.other, rel.other_attr)
@@ -189,31 +199,57 @@ class Matcher:
         strategy runs every window without pruning."""
         return None
 
+    @staticmethod
+    def buffer_bytes(capacity: int) -> int:
+        return capacity * 16 + (capacity * 4 + 64) * 16
+
     def _buffers(self, capacity: int):
         return (np.empty(capacity, np.int64), np.zeros(capacity + 1, np.int64),
                 np.empty(capacity * 4 + 64, np.int64), np.empty(capacity * 4 + 64, np.int64))
 
     def _run(self, kernel_call, group, windows, start, capacity) -> WindowResult:
+        k = _kernels()
         while True:
             out_win, out_off, out_ev, out_var = self._buffers(capacity)
             stats = np.zeros(4, np.int64)
             status, resume, n_out, n_ev = kernel_call(out_win, out_off, out_ev, out_var, stats)
-            if status == _kernels().CAP:
-                self._cap_error(group, windows, resume)
-            if status == _kernels().FULL and resume == start and n_out == 0:
+            if status in (k.CAP, k.BUDGET):
+                self._cap_error(group, windows, resume, status == k.BUDGET)
+            if status == k.FULL and resume == start and n_out == 0:
                 capacity *= 4  # one window alone needs more room
+                if self.buffer_bytes(capacity) > self.budget:
+                    self._cap_error(group, windows, resume, True, "its matches")
                 continue
             return WindowResult(MatchColumns(windows.first[out_win[:n_out]], out_off[:n_out + 1],
                                              out_ev[:n_ev], out_var[:n_ev]),
                                 int(stats[1]), int(stats[0]), int(resume))
 
-    def _cap_error(self, group: GroupData, windows: Windows, w: int):
+    def _cap_error(self, group: GroupData, windows: Windows, w: int, budget: bool,
+                   what: str = ""):
         i = int(windows.first[w])
-        eid = group.cols.ids[i].as_py()
-        raise MatchCapExceeded(
-            f"pattern {self.compiled.name!r}: more than {self.cap:,} {self.work_item} in the "
-            f"window starting at event {eid} ({format_ts(int(group.cols.ts[i]))}); raise the "
-            "cap with --max-matches-per-window N (or shorten 'within', or add conditions)")
+        raise budget_error(self.compiled.name, self.options, group, i, budget,
+                           what or self.work_item, self.cap)
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1024**2:,.0f} MB"
+
+
+def budget_error(pattern: str, options: MatchOptions, group: GroupData | None, i: int | None,
+                 budget: bool, what: str, cap: int = 0) -> MatchCapExceeded:
+    """The error for a window (event ``i`` of ``group``) or a partition over a limit."""
+    where = "the whole stream"
+    if group is not None and i is not None and group.cols.n:
+        where = (f"the window starting at event {group.cols.ids[i].as_py()} "
+                 f"({format_ts(int(group.cols.ts[i]))})")
+    advice = (f"raise the {'budget' if budget else 'cap'} with {options.limits}, or "
+              "shorten 'within', or add conditions")
+    if budget:
+        return MatchBudgetExceeded(
+            f"pattern {pattern!r}: {where} needs more than the memory budget of "
+            f"{_mb(options.memory_budget)} for {what}; {advice}")
+    return MatchCapExceeded(f"pattern {pattern!r}: more than {cap:,} {what} in {where}; "
+                            f"{advice}")
 
 
 class SESMatcher(Matcher):
@@ -306,14 +342,19 @@ class SESMatcher(Matcher):
         def call(out_win, out_off, out_ev, out_var, stats):
             return _kernels().ses_windows(cols.ts, cols.values, cols.kinds, group.masks,
                                        *self._tables(), windows.first, windows.end, start,
-                                       self.cap, out_win, out_off, out_ev, out_var, stats)
+                                       self.cap, self.budget, out_win, out_off, out_ev,
+                                       out_var, stats)
         return self._run(call, group, windows, start, capacity)
 
     def eager(self, group):
         cols = group.cols
         stats = np.zeros(4, np.int64)
-        first, off, ev, var = _kernels().ses_eager(cols.ts, cols.values, cols.kinds, group.masks,
-                                                *self._tables(), self.compiled.tau, stats)
+        status, first, off, ev, var = _kernels().ses_eager(
+            cols.ts, cols.values, cols.kinds, group.masks, *self._tables(), self.compiled.tau,
+            self.budget, stats)
+        if status == _kernels().BUDGET:
+            raise budget_error(self.compiled.name, self.options, None, None, True,
+                               "SESExec's instances and matches")
         return WindowResult(MatchColumns(first, off, ev, var), int(stats[1]), int(stats[0]),
                             len(first))
 
@@ -499,11 +540,16 @@ def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = Matc
     if eager:  # the whole stream: no filter, no partitions, no windows skipped
         options = MatchOptions(matcher=options.matcher, filter=False, partition=False,
                                conditions=False, plan=options.plan,
-                               max_matches_per_window=options.max_matches_per_window)
+                               max_matches_per_window=options.max_matches_per_window,
+                               memory_budget=options.memory_budget, limits=options.limits)
     partitioned = options.partition and bool(c.partition_attributes)
     matcher = prepare(c, options, partitioned)
     st.matcher, st.work_item = matcher.name, matcher.work_item
     group = group_events(c, cols, options, partitioned)
+    held = group.cols.nbytes() + group.masks.nbytes + group.rows.nbytes
+    if held > options.memory_budget:
+        raise budget_error(c.name, options, None, None, True,
+                           f"its {len(group.rows):,} events ({_mb(held)})")
     st.events_after_filter = len(group.rows)
     st.partitions = len(group.seg_start)
     plan, cost = matcher.describe_plan(group) if len(group.rows) else ("", 0.0)

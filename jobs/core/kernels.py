@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-DONE, FULL, CAP = 0, 1, 2
+DONE, FULL, CAP, BUDGET = 0, 1, 2, 3
 _LEVEL, _EXT = 0, 1
 _I64_MIN = np.iinfo(np.int64).min
 _I64_MAX = np.iinfo(np.int64).max
@@ -403,6 +403,12 @@ def _instances(size, m):
             np.empty((size, m), np.int64))
 
 
+@njit(cache=True, inline="always")
+def _instance_bytes(rows, m, nodes):
+    """Memory of ``rows`` instance rows (state, first, last, m heads) and the node pool."""
+    return rows * (3 + m) * 8 + nodes * 16
+
+
 @njit(cache=True)
 def _room(nx, st, first, last, head, m):
     """The next-generation arrays with room for one more instance."""
@@ -468,7 +474,8 @@ def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_l
 def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                 trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
                 prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m,
-                win_first, win_end, w0, cap, out_win, out_off, out_ev, out_var, stats):
+                win_first, win_end, w0, cap, budget, out_win, out_off, out_ev, out_var,
+                stats):
     """A(P, W) for the windows w0, w0+1, ...: the instance started at the window's first
     event, run over the window (ConsumeEvent: a transition fires when the event fits its
     variable, follows the bound set in time, and satisfies its relationships against every
@@ -477,7 +484,9 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
     of nodes per variable), so branching copies m integers, not the bindings.
 
     ``stats`` (int64[4]) accumulates: instances created, peak live instances, matches,
-    windows. Returns (status, window to resume at, matches written, events written).
+    windows. Returns (status, window to resume at, matches written, events written);
+    CAP: more than ``cap`` live instances, BUDGET: instances and binding nodes need more
+    than ``budget`` bytes.
     """
     n_out = 0
     n_ev = 0
@@ -510,6 +519,8 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                 peak = nx
             if nx > cap:
                 return CAP, w, n_out, n_ev
+            if _instance_bytes(cur_st.shape[0] + nxt_st.shape[0], m, node_ev.shape[0]) > budget:
+                return BUDGET, w, n_out, n_ev
             cur_st, nxt_st = nxt_st, cur_st
             cur_first, nxt_first = nxt_first, cur_first
             cur_last, nxt_last = nxt_last, cur_last
@@ -553,12 +564,14 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
 @njit(cache=True)
 def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
               trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
-              prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m, tau, stats):
+              prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m, tau, budget, stats):
     """SESExec (SES paper, Algorithm 1): an instance started at every event, all advanced
     together; an instance expires τ after its first event (emitted if accepting). Nodes of
-    dead instances are compacted away when the pool fills. Returns (first, offsets,
-    events, variables) of every match."""
+    dead instances are compacted away when the pool fills. Returns (status, first,
+    offsets, events, variables) of every match; status BUDGET (and the matches so far)
+    when instances, nodes and matches need more than ``budget`` bytes."""
     n = ts.shape[0]
+    status = DONE
     cur_st, cur_first, cur_last, cur_head = _instances(64, m)
     nxt_st, nxt_first, nxt_last, nxt_head = _instances(64, m)
     node_ev = np.empty(1024, np.int64)
@@ -666,9 +679,13 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
         cur_last, nxt_last = nxt_last, cur_last
         cur_head, nxt_head = nxt_head, cur_head
         nc = nx
+        if _instance_bytes(cur_st.shape[0] + nxt_st.shape[0], m, node_ev.shape[0]) \
+                + out_ev.shape[0] * 16 + out_first.shape[0] * 16 > budget:
+            status = BUDGET
+            break
     stats[0] += created
     if peak > stats[1]:
         stats[1] = peak
     stats[2] += n_out
     stats[3] += n
-    return out_first[:n_out], out_off[:n_out + 1], out_ev[:n_ev], out_var[:n_ev]
+    return status, out_first[:n_out], out_off[:n_out + 1], out_ev[:n_ev], out_var[:n_ev]

@@ -28,11 +28,18 @@ from .pattern import Example, Pattern, Variable, parse_duration
 REQUIRED = ("name", "source", "within", "sets")
 OPTIONAL = ("conditions", "matcher", "description", "examples")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
-NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")  # fullmatch: no trailing newline
 VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)$")
 SAFE_TAGS = {f"tag:yaml.org,2002:{t}"
              for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
 RESERVED = {"prev"}
+# Bounds that keep checking a pull request's file cheap and the pattern runnable.
+MAX_FILE_BYTES = 512 * 1024
+MAX_DEPTH = 32  # nesting of lists and mappings
+MAX_SCALAR_CHARS = 10_000
+MAX_VARIABLES = 60  # one bit per variable in the events' 64-bit masks
+MAX_SES_SET = 12  # the SES automaton has 2^k states for a set of k variables
+MAX_TAU_DAYS = 36_525  # 100 years: a longer window could never close (its horizon)
 
 
 @dataclass(frozen=True)
@@ -65,6 +72,10 @@ def _check_tags(node: yaml.Node, path: str, problems: list[Problem]) -> None:
         return
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
+            if not isinstance(k, yaml.ScalarNode):
+                problems.append(Problem(path, _line(k), "a mapping key must be plain text, "
+                                        "not a list or a mapping"))
+                continue
             _check_tags(k, path, problems)
             _check_tags(v, path, problems)
     elif isinstance(node, yaml.SequenceNode):
@@ -88,8 +99,40 @@ def load_pattern(path: str | Path) -> Pattern:
     return parse_pattern(text, str(path))
 
 
+def _prescan(text: str, path: str) -> None:
+    """Refuse, before PyYAML builds anything, what could make checking slow or crash:
+    a huge file, anchors and aliases (an alias bomb expands exponentially), nesting deeper
+    than ``MAX_DEPTH`` (the composer recurses) and huge scalars. PyYAML's event parser is
+    iterative, so this pass itself is linear in the file."""
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size > MAX_FILE_BYTES:
+        raise PatternError([Problem(path, 0, f"the file has {size:,} bytes: a pattern file "
+                                    f"may have at most {MAX_FILE_BYTES:,}")])
+    depth = 0
+    try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            line = event.start_mark.line + 1
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+                raise PatternError([Problem(path, line, "anchors and aliases (&name, *name) "
+                                            "are not allowed in a pattern file: write the "
+                                            "value out")])
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    raise PatternError([Problem(path, line, f"lists and mappings nested more "
+                                                f"than {MAX_DEPTH} levels deep")])
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.ScalarEvent) and len(event.value) > MAX_SCALAR_CHARS:
+                raise PatternError([Problem(path, line, f"a value of {len(event.value):,} "
+                                            f"characters: at most {MAX_SCALAR_CHARS:,}")])
+    except yaml.YAMLError:
+        return  # compose reports the syntax error with its line
+
+
 def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
     """Parse and validate the text of a pattern file; raises ``PatternError``."""
+    _prescan(text, path)
     try:
         docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -139,7 +182,7 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
         if not isinstance(value, str) or not value.strip():
             problems.append(Problem(path, _line(node), f"{key!r} must be text"))
             return None
-        if pattern is not None and not pattern.match(value):
+        if pattern is not None and not pattern.fullmatch(value):
             problems.append(Problem(path, _line(node), f"{key} {value!r} {rule}"))
             return None
         return value
@@ -169,6 +212,10 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
             try:
                 tau = parse_duration(raw)
                 within = raw.strip()
+                if tau <= 0 or tau > MAX_TAU_DAYS * 86400 * 10**9:
+                    problems.append(Problem(path, _line(node), f"within: {within} must be "
+                                            f"positive and at most {MAX_TAU_DAYS}d (100 "
+                                            "years); a longer window never closes"))
             except ValueError as exc:
                 problems.append(Problem(path, _line(node), f"within: {exc}"))
 
@@ -178,6 +225,17 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
     conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
                                                problems, broken)
     examples = _parse_examples(fields.get("examples"), variables, path, problems)
+    if len(variables) > MAX_VARIABLES:
+        problems.append(Problem(path, _line(fields["sets"]), f"{len(variables)} variables: "
+                                f"a pattern may have at most {MAX_VARIABLES}"))
+    if matcher == "ses":
+        for i, s in enumerate(sets):
+            if len(s) > MAX_SES_SET:
+                problems.append(Problem(path, _line(fields["sets"].value[i]), f"event set "
+                                        f"{i + 1} has {len(s)} variables: with matcher ses "
+                                        f"at most {MAX_SES_SET} (its automaton has 2^k "
+                                        "states per set of k); split the set or use matcher "
+                                        "zstream"))
     if problems:
         raise PatternError(problems)
     return Pattern(name=name, source=source, within=within, tau=tau, sets=sets,
@@ -253,7 +311,8 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
             cond, used = parse_condition(text)
         except ConditionSyntaxError as exc:
             col = f" (column {exc.column})" if exc.column else ""
-            problems.append(Problem(path, line, f"in condition {text!r}{col}: {exc}"))
+            shown = text if len(text) <= 80 else text[:77] + "..."
+            problems.append(Problem(path, line, f"in condition {shown!r}{col}: {exc}"))
             continue
         bad = [v for v, _ in used if v not in variables]
         if bad:

@@ -31,6 +31,8 @@ def parse_duration(text: str) -> int:
     if not m:
         raise ValueError(f"bad duration {text!r}: write an integer and a unit, e.g. 15d or 264h")
     amount, unit = m.groups()
+    if len(amount) > 15:
+        raise ValueError(f"the duration {text.strip()[:20]}... is far too long")
     if unit not in UNITS_NS:
         raise ValueError(f"bad unit {unit!r} in {text!r}: use one of {', '.join(UNITS_NS)}")
     return int(amount) * UNITS_NS[unit]

@@ -1,0 +1,82 @@
+"""Kills at chosen points (a real subprocess, SIGKILL at a named failpoint) and two runs
+at once: the lake stays consistent and the next run repairs and completes it."""
+
+import signal
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from jobs.locks import lake_lock
+
+from .conftest import P1
+from .lakecheck import check
+
+DATE = "2010-08-30"
+
+
+def runs(lake):
+    path = lake.root / "runs"
+    return DeltaTable(str(path)).to_pyarrow_table().to_pylist() if path.exists() else []
+
+
+def test_kill_between_the_matches_merge_and_the_runs_row(lake):
+    killed = lake.jobs("run", "--logical-date", DATE, "--pattern", P1,
+                       failpoint="publish:after-merge")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert DeltaTable(str(lake.root / "matches" / "mw_chemo_p1")).count() == 3
+    assert not [r for r in runs(lake) if r["status"] == "success"]
+    again = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "was published but not logged; logged now" in again.stdout
+    counts = check(str(lake.root))  # the log's inserted total equals the table again
+    assert counts["matches/mw_chemo_p1"] == 3
+    ok = [r for r in runs(lake) if r["status"] == "success"]
+    assert len(ok) == 2 and sorted(r["inserted"] for r in ok) == [0, 3]
+    assert not list((lake.root / "staging").rglob("_temporary"))
+    assert not any((lake.root / "staging").rglob("*.parquet"))  # published runs cleaned
+
+
+def test_kill_between_the_events_and_the_ingest_log(lake):
+    killed = lake.jobs("run", "--logical-date", DATE, "--pattern", P1,
+                       failpoint="ingest:after-events")
+    assert killed.returncode == -signal.SIGKILL
+    assert DeltaTable(str(lake.root / "events" / "chemo_mw")).count() == 14
+    again = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)
+    assert again.returncode == 0, again.stderr[-2000:]
+    counts = check(str(lake.root))
+    assert counts["events/chemo_mw"] == 14 and counts["ingest_log"] == 1
+    assert counts["matches/mw_chemo_p1"] == 3
+
+
+def test_kill_between_patterns_logs_the_rest_as_aborted(lake, tmp_path):
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    text = Path(P1).read_text()
+    (folder / "a.yaml").write_text(text.replace("name: mw_chemo_p1", "name: first_p1"))
+    (folder / "b.yaml").write_text(text.replace("name: mw_chemo_p1", "name: second_p1"))
+    args = ["run", "--logical-date", DATE, "--pattern", folder / "a.yaml",
+            "--pattern", folder / "b.yaml"]
+    killed = lake.jobs(*args, failpoint="run:after-pattern")
+    assert killed.returncode == -signal.SIGKILL
+    again = lake.jobs(*args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "second_p1 of run" in again.stdout and "logged as aborted" in again.stdout
+    rows = runs(lake)
+    first_run = sorted({r["run_id"] for r in rows})[0]
+    assert {(r["pattern"], r["status"]) for r in rows if r["run_id"] == first_run} == \
+        {("first_p1", "success"), ("second_p1", "aborted")}
+    counts = check(str(lake.root))
+    assert counts["matches/first_p1"] == counts["matches/second_p1"] == 3
+    assert not (lake.root / "_runs").exists() or not any((lake.root / "_runs").iterdir())
+
+
+def test_a_second_run_is_refused_while_one_holds_the_lake(lake):
+    with lake_lock(str(lake.root), "a test standing in for a long run"):
+        second = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)
+    assert second.returncode == 2
+    assert "another run is in progress: a test standing in for a long run" in second.stderr
+    assert "Traceback" not in second.stderr
+    assert not (lake.root / "runs").exists() and not (lake.root / "events").exists()
+    after = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)  # the lock is gone
+    assert after.returncode == 0, after.stderr[-2000:]
+    check(str(lake.root))
