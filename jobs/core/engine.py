@@ -232,7 +232,7 @@ class Matcher:
 
 
 def _mb(n: int) -> str:
-    return f"{n / 1024**2:,.0f} MB"
+    return f"{n / 1024**2:,.0f} MB" if n >= 1024**2 else f"{n:,} bytes"
 
 
 def budget_error(pattern: str, options: MatchOptions, group: GroupData | None, i: int | None,

@@ -424,10 +424,12 @@ def _room(nx, st, first, last, head, m):
 def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last, nxt_head,
           node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
           trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr, prev_attr, prev_op,
-          prev_oattr, start, m):
+          prev_oattr, start, m, budget):
     """ConsumeEvent (SES paper, Algorithm 2) of event j for the nc current instances: one
     new instance per firing transition, the instance itself when none fires (unless it is
-    the start instance). Returns the next generation and the grown node pool."""
+    the start instance). Returns the next generation and the grown node pool; the count
+    is -1 when growing an array would take the instances and nodes over ``budget`` bytes
+    (checked before each growth, counting the old and the new array together)."""
     nx = 0
     created = 0
     mj = masks[j]
@@ -443,10 +445,17 @@ def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_l
                 fired = True
                 v = tr_var[t]
                 if nn >= node_ev.shape[0]:
+                    if _instance_bytes(cur_st.shape[0] + nxt_st.shape[0], m, 3 * nn) > budget:
+                        return (-1, created, nxt_st, nxt_first, nxt_last, nxt_head, node_ev,
+                                node_prev, nn)
                     node_ev = _grow(node_ev, 2 * nn)
                     node_prev = _grow(node_prev, 2 * nn)
                 node_ev[nn] = j
                 node_prev[nn] = cur_head[k, v]
+                if nx >= nxt_st.shape[0] and _instance_bytes(
+                        cur_st.shape[0] + 3 * nxt_st.shape[0], m, node_ev.shape[0]) > budget:
+                    return (-1, created, nxt_st, nxt_first, nxt_last, nxt_head, node_ev,
+                            node_prev, nn)
                 nxt_st, nxt_first, nxt_last, nxt_head = _room(nx, nxt_st, nxt_first, nxt_last,
                                                               nxt_head, m)
                 nxt_st[nx] = tr_target[t]
@@ -459,6 +468,10 @@ def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_l
                 nx += 1
                 created += 1
         if not fired and state != start:
+            if nx >= nxt_st.shape[0] and _instance_bytes(
+                    cur_st.shape[0] + 3 * nxt_st.shape[0], m, node_ev.shape[0]) > budget:
+                return (-1, created, nxt_st, nxt_first, nxt_last, nxt_head, node_ev,
+                        node_prev, nn)
             nxt_st, nxt_first, nxt_last, nxt_head = _room(nx, nxt_st, nxt_first, nxt_last,
                                                           nxt_head, m)
             nxt_st[nx] = state
@@ -513,8 +526,10 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                 j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last,
                 nxt_head, node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var,
                 tr_target, tr_new, trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr,
-                prev_attr, prev_op, prev_oattr, start, m)
+                prev_attr, prev_op, prev_oattr, start, m, budget)
             created += made
+            if nx < 0:
+                return BUDGET, w, n_out, n_ev
             if nx > peak:
                 peak = nx
             if nx > cap:
@@ -663,6 +678,10 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                         cur_head[k, vv] = remap[cur_head[k, vv]]
             nn = kept
             want = max(2 * (nn + 2 * nc * m + 64), 1024)
+            if want > node_ev.shape[0] and _instance_bytes(
+                    cur_st.shape[0] + nxt_st.shape[0], m, node_ev.shape[0] + want) > budget:
+                status = BUDGET
+                break
             if want > node_ev.shape[0]:
                 node_ev = _grow(node_ev, want)
                 node_prev = _grow(node_prev, want)
@@ -670,8 +689,11 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
             j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last,
             nxt_head, node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var,
             tr_target, tr_new, trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr,
-            prev_attr, prev_op, prev_oattr, start, m)
+            prev_attr, prev_op, prev_oattr, start, m, budget)
         created += made
+        if nx < 0:
+            status = BUDGET
+            break
         if nx > peak:
             peak = nx
         cur_st, nxt_st = nxt_st, cur_st
