@@ -33,14 +33,16 @@ def _settings() -> dict:
 SETTINGS = _settings()
 
 
-def _job(*args: str) -> str:
-    """Run one step the way `make run` does; fail the task with the step's own message."""
+def _job(*args: str, spark: bool = True) -> str:
+    """Run one step the way `make run` does (with spark-submit, or plain Python for a step
+    without Spark); fail the task with the step's own message."""
     import subprocess
 
     env = dict(os.environ, PYSPARK_PYTHON=str(VENV_BIN / "python"),
                PYSPARK_DRIVER_PYTHON=str(VENV_BIN / "python"))
-    cmd = [str(VENV_BIN / "spark-submit"), "--master", "local[*]",
-           str(PROJECT / "spark_entry.py"), *args]
+    cmd = ([str(VENV_BIN / "spark-submit"), "--master", "local[*]",
+            str(PROJECT / "spark_entry.py"), *args] if spark
+           else [str(VENV_BIN / "python"), "-m", "jobs", *args])
     proc = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True)
     out = "\n".join(line for line in (proc.stdout + proc.stderr).splitlines()
                     if " WARN " not in line and "log4j" not in line)
@@ -114,7 +116,7 @@ def ses_nightly():
         """The run log of this logical date, also when some step failed; the run fails
         unless every pattern was published (read by ``jobs runs`` in its own process)."""
         return _job("runs", "--run-id", f"airflow_{ds}", "--last", "1000",
-                    "--expect", str(len(paths)))
+                    "--expect", str(len(paths)), spark=False)
 
     paths = list_patterns()
     runs = pattern_run.expand(path=paths)
