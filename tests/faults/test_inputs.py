@@ -34,7 +34,7 @@ def _runs(profile):
     return DeltaTable(lk.Lake(profile.lake).runs()).to_pyarrow_table().to_pylist()
 
 
-def test_duplicate_names_fail_both_files_and_never_touch_a_table(spark, tmp_path):
+def test_duplicate_names_fail_both_files_and_never_touch_a_table(spark, tmp_path, monkeypatch):
     profile, _ = _profile(tmp_path)
     folder = tmp_path / "patterns"
     folder.mkdir()
@@ -52,7 +52,13 @@ def test_duplicate_names_fail_both_files_and_never_touch_a_table(spark, tmp_path
     # the per-pattern steps (the DAG's) refuse it too, and say so in the run log
     from jobs.cli import main
 
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(f"profiles:\n  test:\n    landing: {profile.landing}\n"
+                    f"    lake: {profile.lake}\n")
+    monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))
+    monkeypatch.setenv("SES_PROFILE", "test")
     assert main(["publish", str(folder / "a.yaml"), "--run-id", "x"]) == 2
+    assert [r["status"] for r in _runs(profile) if r["run_id"] == "x"] == ["failed"]
     check(profile.lake)
 
 
