@@ -63,6 +63,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
     notes: list[str] = []
     rows = _rows(lake)
     logged = {(r["run_id"], r["pattern"]) for r in rows}
+    published = {(r["run_id"], r["pattern"]) for r in rows if r["status"] == "success"}
     now = datetime.now(timezone.utc)
     # 1. published, not logged
     folder = Path(lake.root) / "matches"
@@ -75,8 +76,8 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
                 if RUN_KEY not in h:
                     continue
                 row = json.loads(h[RUN_KEY])
-                if (row.get("run_id"), name) in logged or "pattern" not in row:
-                    continue
+                if (row.get("run_id"), name) in published or "pattern" not in row:
+                    continue  # (a failed row does not count: the MERGE did commit)
                 m = h.get("operationMetrics") or {}
                 inserted = m.get("num_target_rows_inserted", m.get("num_added_rows", 0))
                 deleted = m.get("num_target_rows_deleted", int(h.get("ses.deleted", 0)))
@@ -89,6 +90,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
                         row[k] = datetime.fromisoformat(row[k])
                 log_run(lake, row)
                 logged.add((row["run_id"], name))
+                published.add((row["run_id"], name))
                 notes.append(f"reconciled: {name} of run {row['run_id']} was published but "
                              "not logged; logged now")
     # 2. planned, not finished
