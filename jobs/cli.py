@@ -190,7 +190,7 @@ def _pattern_step(step):
             try:
                 if rejected:
                     raise PatternError(list(rejected[0].problems))
-                return step(args, profile, path)
+                return step(args, profile, path, pattern)
             except Exception as exc:
                 if not getattr(exc, "logged", False):
                     log_failure(profile, pattern, args.run_id,
@@ -239,7 +239,7 @@ def cmd_retract(args) -> int:
 
 @_pipeline_errors
 @_pattern_step
-def cmd_match_job(args, profile, path) -> int:
+def cmd_match_job(args, profile, path, pattern) -> int:
     from datetime import date
 
     from .pipeline import match_step, plan
@@ -247,7 +247,7 @@ def cmd_match_job(args, profile, path) -> int:
 
     spark = build_session(profile)
     logical_date = args.logical_date or date.today().isoformat()
-    planned = plan(profile, path, logical_date)
+    planned = plan(profile, path, logical_date, pattern=pattern)
     stats = match_step(spark, profile, planned, args.run_id, logical_date, args.slices)
     print(json.dumps(stats, ensure_ascii=False))
     return 0
@@ -255,12 +255,12 @@ def cmd_match_job(args, profile, path) -> int:
 
 @_pipeline_errors
 @_pattern_step
-def cmd_validate_run(args, profile, path) -> int:
+def cmd_validate_run(args, profile, path, pattern) -> int:
     from .pipeline import ValidationFailed, validate_step
     from .spark import build_session
 
     try:
-        outcome = validate_step(build_session(profile), profile, path, args.run_id)
+        outcome = validate_step(build_session(profile), profile, path, args.run_id, pattern)
     except ValidationFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -283,10 +283,10 @@ def cmd_validate_events(args) -> int:
 
 @_pipeline_errors
 @_pattern_step
-def cmd_publish(args, profile, path) -> int:
+def cmd_publish(args, profile, path, pattern) -> int:
     from .pipeline import publish_step
 
-    row = publish_step(profile, path, args.run_id)
+    row = publish_step(profile, path, args.run_id, pattern)
     print(f"published {row['pattern']}: {row['inserted']} new match(es), "
           f"{row['deleted'] or 0} removed, {row['matches']} in this run's range")
     return 0

@@ -177,6 +177,13 @@ def _raw_text(raw) -> str:
     return text if len(text) <= MAX_RAW else text[:MAX_RAW] + f"... ({len(text):,} characters)"
 
 
+def _quarantine_row(file_label: str, line: int, reason: str, raw, run_id: str,
+                    now: datetime) -> dict:
+    """One row of ``quarantine/<source>`` (``line`` -1: the line is not known)."""
+    return {"source_file": file_label, "line": line, "reason": reason, "raw": _raw_text(raw),
+            "ingest_run": run_id, "quarantined_at": now}
+
+
 def type_rows(source: Source, records, file_label: str, run_id: str, now: datetime,
               ts_range: TimeRange = TimeRange()) -> Typed:
     """Type raw records by the source schema (pure: no I/O)."""
@@ -184,9 +191,7 @@ def type_rows(source: Source, records, file_label: str, run_id: str, now: dateti
     seen: dict[str, int] = {}
     for line, rec in records:
         def reject(reason: str, raw=rec, line=line):
-            out.quarantine.append({
-                "source_file": file_label, "line": line, "reason": reason,
-                "raw": _raw_text(raw), "ingest_run": run_id, "quarantined_at": now})
+            out.quarantine.append(_quarantine_row(file_label, line, reason, raw, run_id, now))
 
         if not isinstance(rec, dict):
             reject("not a record with named fields (malformed line)")
@@ -337,13 +342,12 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                 elif prior[0] == key:
                     result.duplicates += 1
                 else:
-                    typed.quarantine.append({
-                        "source_file": label, "line": e["_line"], "raw": _raw_text(
-                            {c: e.get(c) for c in columns}), "ingest_run": run_id,
-                        "quarantined_at": now, "reason": f"event_id {e['event_id']!r} appears "
-                        f"again with other values (first in {prior[1]} line {prior[2]}): an "
-                        "event is ingested once; send a correction under a new id, or retract "
-                        "the old one first (python -m jobs retract)"})
+                    typed.quarantine.append(_quarantine_row(
+                        label, e["_line"], f"event_id {e['event_id']!r} appears again with "
+                        f"other values (first in {prior[1]} line {prior[2]}): an event is "
+                        "ingested once; send a correction under a new id, or retract the old "
+                        "one first (python -m jobs retract)", {c: e.get(c) for c in columns},
+                        run_id, now))
             events += len(kept)
             quarantined += len(typed.quarantine)
             if kept:
@@ -385,13 +389,13 @@ def _corrections(batch: Batch, lake: lk.Lake, columns: list[str]) -> None:
             keep.append(False)
             changed = [f"{c}: {prior.get(c)!r} -> {r.get(c)!r}" for c in columns
                        if prior.get(c) != r.get(c)]
-            bad.append({"source_file": r["source_file"], "line": None,
-                        "raw": _raw_text({c: r.get(c) for c in columns}),
-                        "ingest_run": batch.run_id, "quarantined_at": batch.now,
-                        "reason": f"event_id {r['event_id']!r} was already ingested from "
-                        f"{prior['source_file']} with other values ({'; '.join(changed)[:300]}): "
-                        "events are immutable; retract it first (python -m jobs retract "
-                        f"--source {batch.source.name} --event-id {r['event_id']}) to replace it"})
+            # the typed batch no longer carries raw line numbers: -1 (the reason names the id)
+            bad.append(_quarantine_row(
+                r["source_file"], -1, f"event_id {r['event_id']!r} was already ingested from "
+                f"{prior['source_file']} with other values ({'; '.join(changed)[:300]}): "
+                "events are immutable; retract it first (python -m jobs retract "
+                f"--source {batch.source.name} --event-id {r['event_id']}) to replace it",
+                {c: r.get(c) for c in columns}, batch.run_id, batch.now))
     batch.events = batch.events.filter(pa.array(keep))
     if bad:
         batch.quarantine.append(_to_arrow(bad, QUARANTINE_SCHEMA))
@@ -418,9 +422,6 @@ def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
                                           key="event_id", partition_by=["event_date"])
     reached("ingest:after-events")
     if quarantine is not None:
-        # correction rows have no line: key them by their reason's event_id instead
-        quarantine = quarantine.set_column(
-            1, "line", pc.fill_null(quarantine.column("line"), pa.scalar(-1, pa.int64())))
         lk.insert_new(lake.quarantine(batch.source.name), quarantine,
                       key=("source_file", "line", "reason"))
     if batch.log:

@@ -26,11 +26,12 @@ class LakeBusy(RuntimeError):
     """Another process holds the lock; the message says which."""
 
 
+DEFAULT_LOCK_DIR = "~/.cache/ses-lakehouse/locks"
+
+
 def lock_folder(lake_root: str, lock_dir: str | None = None) -> Path:
-    if lock_dir:
-        folder = Path(lock_dir).expanduser() / hashlib.sha256(lake_root.encode()).hexdigest()[:16]
-    elif "://" in lake_root:
-        folder = Path("~/.cache/ses-lakehouse/locks").expanduser() / \
+    if lock_dir or "://" in lake_root:
+        folder = Path(lock_dir or DEFAULT_LOCK_DIR).expanduser() / \
             hashlib.sha256(lake_root.encode()).hexdigest()[:16]
     else:
         folder = Path(lake_root) / "_locks"

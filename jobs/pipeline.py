@@ -169,11 +169,12 @@ def _staged_stats(lake: lk.Lake, pattern: Pattern, run_id: str) -> dict:
                                 f"{staging}: run `match-job` for it first") from None
 
 
-def validate_step(spark, profile: Profile, path: Path, run_id: str) -> dict:
+def validate_step(spark, profile: Profile, path: Path, run_id: str,
+                  pattern: Pattern | None = None) -> dict:
     """The matches suite on a staged run; the outcome goes to ``_validation.json``."""
     from .quality import validate_matches
 
-    pattern = load_catalog([path]).get(path)
+    pattern = pattern or load_catalog([path]).get(path)
     lake = lk.Lake(profile.lake)
     stats = _staged_stats(lake, pattern, run_id)
     if stats.get("matches", 0) == 0:
@@ -191,9 +192,11 @@ def validate_step(spark, profile: Profile, path: Path, run_id: str) -> dict:
     return outcome
 
 
-def publish_step(profile: Profile, path: Path, run_id: str) -> dict:
-    """Publish a staged, validated run and append its row to the runs log."""
-    pattern = load_catalog([path]).get(path)
+def publish_step(profile: Profile, path: Path, run_id: str,
+                 pattern: Pattern | None = None) -> dict:
+    """Publish a staged, validated run and append its row to the runs log (``pattern``:
+    the file's pattern when the caller has loaded it already)."""
+    pattern = pattern or load_catalog([path]).get(path)
     lake = lk.Lake(profile.lake)
     staging = lake.staging(pattern.name, run_id)
     stats = _staged_stats(lake, pattern, run_id)
@@ -252,7 +255,8 @@ def validate_events_step(spark, profile: Profile, source: str, ingest_run: str |
     """The events suite on one ingest batch; raises ``ValidationFailed``."""
     from .quality import validate_events
 
-    outcome = validate_events(spark, lk.Lake(profile.lake), load_sources()[source], ingest_run)
+    outcome = validate_events(spark, lk.Lake(profile.lake), load_sources()[source],
+                              profile.ts_range(), ingest_run)
     if not outcome.success:
         raise ValidationFailed(f"events of {source}: {outcome.describe()}")
     return outcome
@@ -299,8 +303,8 @@ def _run_pattern(spark, profile, path, pattern, run_id, logical_date, bad_source
         echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
              f"{describe_range(planned.rng)}) ...")
         match_step(spark, profile, planned, run_id, logical_date, force_slices)
-        validate_step(spark, profile, path, run_id)
-        return publish_step(profile, path, run_id)
+        validate_step(spark, profile, path, run_id, pattern)
+        return publish_step(profile, path, run_id, pattern)
     except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
         message = short_error(exc)
         if not getattr(exc, "logged", False):
@@ -336,8 +340,8 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
         for path, pattern in patterns:
             planned = plan(profile, path, end, rng=backfill_range(start, end), pattern=pattern)
             match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
-            validate_step(spark, profile, path, run_id)
-            rows.append(publish_step(profile, path, run_id))
+            validate_step(spark, profile, path, run_id, pattern)
+            rows.append(publish_step(profile, path, run_id, pattern))
     echo(summary(profile, rows, run_id, None))
     return rows
 

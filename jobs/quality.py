@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 from functools import reduce
 
 from . import lake as lk
@@ -29,7 +29,6 @@ from .core.pattern import Pattern
 SUITES = ROOT / "expectations"
 SPARK_TYPES = {"string": "StringType", "integer": "LongType", "double": "DoubleType",
                "number": "DoubleType", "timestamp": "TimestampType"}
-TS_MIN = datetime(1900, 1, 1, tzinfo=timezone.utc)
 
 
 @dataclass
@@ -182,22 +181,24 @@ def run_suite(lake_root: str, name: str, expectations: list[dict], df,
     return Outcome(name, bool(result.success), failed, docs, len(run.results))
 
 
-def validate_events(spark, lake: lk.Lake, source: Source, ingest_run: str | None = None,
-                    future: timedelta = timedelta(days=1)) -> Outcome:
-    """The events suite on one ingest batch of a source (all events if no run is given)."""
+def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
+                    ingest_run: str | None = None) -> Outcome:
+    """The events suite on one committed ingest batch of a source (all events if no run is
+    given); ``ts_range``: the accepted timestamps (``ingest.TimeRange``)."""
     from pyspark.sql import functions as F
 
     df = lk.read_spark(spark, lake.events(source.name))
     if ingest_run is not None:
         df = df.where(F.col("ingest_run") == ingest_run)
-    params = {"ts_min": TS_MIN, "ts_max": datetime.now(timezone.utc) + future}
-    return run_suite(lake.root, f"events_{source.name}", events_expectations(source), df, params)
+    return _events_suite(lake.root, source, df, ts_range)
 
 
 def validate_events_frame(spark, lake_root: str, source: Source, events, ts_range) -> Outcome:
-    """The events suite on a typed batch that is not committed yet (an Arrow table);
-    ``ts_range``: the accepted timestamps (``ingest.TimeRange``)."""
-    df = spark.createDataFrame(events)
+    """The events suite on a typed batch that is not committed yet (an Arrow table)."""
+    return _events_suite(lake_root, source, spark.createDataFrame(events), ts_range)
+
+
+def _events_suite(lake_root: str, source: Source, df, ts_range) -> Outcome:
     params = {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
               "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
     return run_suite(lake_root, f"events_{source.name}", events_expectations(source), df,

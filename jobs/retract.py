@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from . import lake as lk
 from .core.events import parse_ts
+from .ingest import NS_MIN
 
 TS = pa.timestamp("us", tz="UTC")
 RETRACTIONS_SCHEMA = pa.schema([
@@ -72,13 +73,7 @@ def reopened_low(lake: lk.Lake, source: str, since, tau: int) -> int | None:
     t = lk.read_arrow(lake.retractions())
     if t is None:
         return None
-    lows = []
-    for r in t.to_pylist():
-        if r["source"] != source or (since is not None and r["retracted_at"] <= since):
-            continue
-        try:
-            lows.append(parse_ts(r["ts_min"]) - tau)
-        except (OverflowError, ValueError):
-            continue
-    lows = [x for x in lows if x > -(2**63) + 1]
+    lows = [parse_ts(r["ts_min"]) - tau for r in t.to_pylist()
+            if r["source"] == source and (since is None or r["retracted_at"] > since)]
+    lows = [x for x in lows if x > NS_MIN]  # an event the engine could never read: no match
     return min(lows) if lows else None

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import ClassVar, Iterator
 
@@ -538,10 +538,8 @@ def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = Matc
     st.events = cols.n
     eager = options.strategy == "eager"
     if eager:  # the whole stream: no filter, no partitions, no windows skipped
-        options = MatchOptions(matcher=options.matcher, filter=False, partition=False,
-                               conditions=False, plan=options.plan,
-                               max_matches_per_window=options.max_matches_per_window,
-                               memory_budget=options.memory_budget, limits=options.limits)
+        options = replace(options, strategy="lazy", filter=False, partition=False,
+                          conditions=False)
     partitioned = options.partition and bool(c.partition_attributes)
     matcher = prepare(c, options, partitioned)
     st.matcher, st.work_item = matcher.name, matcher.work_item

@@ -409,6 +409,13 @@ def _instance_bytes(rows, m, nodes):
     return rows * (3 + m) * 8 + nodes * 16
 
 
+@njit(cache=True, inline="always")
+def _room_fits(nx, cur_rows, nxt_rows, m, nodes, budget):
+    """Whether the next generation may take one more instance: no growth is needed, or
+    the doubled arrays (old and new alive together while copying) stay in ``budget``."""
+    return nx < nxt_rows or _instance_bytes(cur_rows + 3 * nxt_rows, m, nodes) <= budget
+
+
 @njit(cache=True)
 def _room(nx, st, first, last, head, m):
     """The next-generation arrays with room for one more instance."""
@@ -452,8 +459,8 @@ def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_l
                     node_prev = _grow(node_prev, 2 * nn)
                 node_ev[nn] = j
                 node_prev[nn] = cur_head[k, v]
-                if nx >= nxt_st.shape[0] and _instance_bytes(
-                        cur_st.shape[0] + 3 * nxt_st.shape[0], m, node_ev.shape[0]) > budget:
+                if not _room_fits(nx, cur_st.shape[0], nxt_st.shape[0], m, node_ev.shape[0],
+                                  budget):
                     return (-1, created, nxt_st, nxt_first, nxt_last, nxt_head, node_ev,
                             node_prev, nn)
                 nxt_st, nxt_first, nxt_last, nxt_head = _room(nx, nxt_st, nxt_first, nxt_last,
@@ -468,8 +475,8 @@ def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_l
                 nx += 1
                 created += 1
         if not fired and state != start:
-            if nx >= nxt_st.shape[0] and _instance_bytes(
-                    cur_st.shape[0] + 3 * nxt_st.shape[0], m, node_ev.shape[0]) > budget:
+            if not _room_fits(nx, cur_st.shape[0], nxt_st.shape[0], m, node_ev.shape[0],
+                              budget):
                 return (-1, created, nxt_st, nxt_first, nxt_last, nxt_head, node_ev,
                         node_prev, nn)
             nxt_st, nxt_first, nxt_last, nxt_head = _room(nx, nxt_st, nxt_first, nxt_last,
@@ -534,8 +541,6 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                 peak = nx
             if nx > cap:
                 return CAP, w, n_out, n_ev
-            if _instance_bytes(cur_st.shape[0] + nxt_st.shape[0], m, node_ev.shape[0]) > budget:
-                return BUDGET, w, n_out, n_ev
             cur_st, nxt_st = nxt_st, cur_st
             cur_first, nxt_first = nxt_first, cur_first
             cur_last, nxt_last = nxt_last, cur_last
