@@ -21,11 +21,11 @@ from datetime import datetime, timezone
 from functools import reduce
 
 from . import lake as lk
-from .core.conditions import Property
+from .core.conditions import Attr, Cmp, Expr, In, Lit, Neg, Not, Property
 from .core.engine import MATCHERS, MatchStats
 from .core.events import format_ts
 from .core.pattern import Pattern
-from .phase2 import NOT_SLICED, SLICE, Phase2Spec, output_columns, run_partition
+from .phase2 import NOT_SLICED, POSITION, SLICE, Phase2Spec, output_columns, run_partition
 
 
 def col(name: str):
@@ -34,26 +34,73 @@ def col(name: str):
     return F.col(f"`{name}`")
 
 
-def property_column(p: Property):
-    """One property as a Spark predicate; null compares false, as in the matcher."""
+def _value_column(e: Expr):
     from pyspark.sql import functions as F
 
-    left = col(p.attr)
-    right = col(p.other_attr) if p.other_attr is not None else F.lit(p.value)
-    return {"=": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
-            ">": left > right, ">=": left >= right}[p.op]
+    if isinstance(e, Lit):
+        return F.lit(e.value)
+    if isinstance(e, Attr):
+        return col(e.attr)
+    if isinstance(e, Neg):
+        return -_value_column(e.item).cast("double")
+    left, right = _value_column(e.left).cast("double"), _value_column(e.right).cast("double")
+    if e.op == "/":
+        return F.try_divide(left, right)
+    return {"+": left + right, "-": left - right, "*": left * right}[e.op]
+
+
+def condition_column(e: Expr):
+    """A property as a Spark predicate, in SQL's three-valued logic as in the matcher (a
+    row is kept when the predicate is true; division by zero is null, not an error)."""
+
+    if isinstance(e, Cmp):
+        left, right = _value_column(e.left), _value_column(e.right)
+        return {"=": left == right, "!=": left != right, "<": left < right,
+                "<=": left <= right, ">": left > right, ">=": left >= right}[e.op]
+    if isinstance(e, In):
+        found = _value_column(e.item).isin([v.value for v in e.values])
+        return ~found if e.negated else found
+    if isinstance(e, Not):
+        return ~condition_column(e.item)
+    parts = [condition_column(x) for x in e.items]
+    return reduce(lambda a, b: (a & b) if e.op == "and" else (a | b), parts)
+
+
+def property_column(p: Property):
+    """One property as a Spark predicate; null compares false, as in the matcher."""
+    return condition_column(p.expr)
 
 
 def filter_column(pattern: Pattern):
-    """Theorem 1: OR over the variables of the AND of their properties; None when some
-    variable has no property (every event could fit it)."""
+    """Theorem 1: OR over the variables (negated ones too: their witnesses must reach
+    phase 2) of the AND of their properties; None when some variable has no property
+    (every event could fit it)."""
+    from pyspark.sql import functions as F
+
     terms = []
-    for v in pattern.variables:
+    for v in pattern.variables + pattern.negated:
         props = pattern.properties[v.name]
         if not props:
             return None
         terms.append(reduce(lambda a, b: a & b, map(property_column, props)))
-    return reduce(lambda a, b: a | b, terms)
+    return F.coalesce(reduce(lambda a, b: a | b, terms), F.lit(False))
+
+
+def leading_negation(pattern: Pattern) -> bool:
+    return any(n.before is None for n in pattern.negations)
+
+
+def positions_column(pattern: Pattern):
+    """Contiguity positions, numbered before any filter: a row number over the source
+    in processing order (strict) or within the partition values X (partition)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = list(pattern.partition_attributes)
+    window = Window.orderBy("ts", "event_id")
+    if pattern.contiguity == "partition" and keys:
+        window = Window.partitionBy(*[col(k) for k in keys]).orderBy("ts", "event_id")
+    return (F.row_number().over(window) - 1).cast("long")
 
 
 @dataclass
@@ -90,25 +137,36 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     started = time.perf_counter()
     path = lake.events(pattern.source)
     tau = pattern.tau
-    filters = event_date_filters(low, high, tau)
+    # a leading negated set looks back τ before a match's first event
+    read_low = None if low is None else low - (tau if leading_negation(pattern) else 0)
+    filters = event_date_filters(read_low, high, tau)
     df = lk.read_spark(spark, path, filters)
-    if low is not None:
-        df = df.where(F.col("ts") >= F.lit(_ts(low)))
+    if read_low is not None:
+        df = df.where(F.col("ts") >= F.lit(_ts(read_low)))
     if high is not None:
         df = df.where(F.col("ts") <= F.lit(_ts(high + tau)))
     keep = filter_column(pattern)
     keys = list(pattern.partition_attributes)
+    # a negated variable not linked to X may find its witness in another partition (or
+    # in an event without X): then the groups are time slices over all partitions
+    unlinked = bool(keys) and bool(set(v.name for v in pattern.negated)
+                                   - pattern.linked_negations)
     scanned = lk.count_rows(path, filters)
     stats = {"events": scanned}
+    extra = []
+    if pattern.contiguity != "none":
+        df = df.withColumn(POSITION, positions_column(pattern))
+        extra.append(POSITION)
     if keep is not None:
         df = df.where(keep)
-    for k in keys:
-        df = df.where(col(k).isNotNull())
-    needed = ["event_id", "ts", *sorted(pattern.attributes | set(keys))]
+    if not unlinked:
+        for k in keys:
+            df = df.where(col(k).isNotNull())
+    needed = ["event_id", "ts", *sorted(pattern.attributes | set(keys)), *extra]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
 
     slicing = None
-    if not keys or force_slices:
+    if not keys or force_slices or unlinked:
         slicing = "all"
     elif max_partition_events and scanned > max_partition_events:
         big = (df.groupBy(*[col(k) for k in keys]).count()
@@ -123,13 +181,14 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
         L = slice_length
         ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
         first = F.floor((ts_ns - F.lit(tau) - F.lit(origin)) / F.lit(L)).cast("long")
-        own = F.floor((ts_ns - F.lit(origin)) / F.lit(L)).cast("long")
+        back = tau if leading_negation(pattern) else 0  # the next slice looks back τ
+        own = F.floor((ts_ns + F.lit(back) - F.lit(origin)) / F.lit(L)).cast("long")
         slices = F.sequence(first, own)
         if slicing == "big":  # only the large partitions; the others are one group each
             slices = F.when(F.col("__big"), slices).otherwise(
                 F.array(F.lit(NOT_SLICED).cast("long")))
         df = df.withColumn(SLICE, F.explode(slices)).drop("__big")
-    group = keys + ([SLICE] if slicing else [])
+    group = ([] if unlinked else keys) + ([SLICE] if slicing else [])
     n_parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
     if group:
         df = df.repartition(n_parts, *[col(c) for c in group])
@@ -137,6 +196,7 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
         df = df.repartition(1)
     df = df.sortWithinPartitions(*[col(c) for c in group], "ts", "event_id")
     spec = Phase2Spec(pattern_text=pattern_text, keys=tuple(keys), low=low, high=high,
+                      group_by_keys=not unlinked,
                       slice_origin=origin, slice_length=slice_length if slicing else None,
                       max_matches_per_window=max_matches_per_window,
                       memory_budget=memory_budget,

@@ -30,6 +30,7 @@ from .core.loader import parse_pattern
 from .core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
 
 SLICE = "__slice"
+POSITION = "__pos"  # contiguity positions numbered in phase 1
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
 
 
@@ -39,6 +40,7 @@ class Phase2Spec:
     keys: tuple[str, ...]  # partition attributes X (Spark column names)
     low: int | None  # run range of start timestamps [low, high), ns
     high: int | None
+    group_by_keys: bool = True  # False: groups are time slices over all partitions
     slice_origin: int = 0
     slice_length: int | None = None  # None: no time slices
     max_matches_per_window: int = 1_000_000
@@ -78,7 +80,10 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     st = MatchStats()
     names = [v.name for v in compiled.variables]
     kept = 0
-    for batch in execute(compiled, cols, options, st):
+    positions = None
+    if POSITION in table.column_names:
+        positions = table.column(POSITION).to_numpy().astype(np.int64)
+    for batch in execute(compiled, cols, options, st, positions=positions):
         inside = np.ones(len(batch), np.bool_)
         if lo is not None:
             inside &= batch.start_ts >= lo
@@ -128,7 +133,8 @@ def _typed(spec: Phase2Spec, frame: pd.DataFrame) -> pd.DataFrame:
 
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """mapInPandas body: split the sorted stream of rows into groups and match each."""
-    group_cols = list(spec.keys) + ([SLICE] if spec.slice_length is not None else [])
+    group_cols = (list(spec.keys) if spec.group_by_keys else []) + \
+        ([SLICE] if spec.slice_length is not None else [])
     carry: pd.DataFrame | None = None
 
     def split(pdf: pd.DataFrame, last_is_complete: bool):
@@ -150,7 +156,7 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
         slices = pdf[SLICE].to_numpy() if SLICE in pdf.columns else None
         whole = []
         for a, b in groups:
-            if spec.keys and (slices is None or slices[a] == NOT_SLICED):
+            if spec.keys and spec.group_by_keys and (slices is None or slices[a] == NOT_SLICED):
                 whole.append(np.arange(a, b))  # whole partitions: matched together
             else:
                 yield from match_rows(spec, table.slice(a, b - a),

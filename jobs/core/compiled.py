@@ -17,8 +17,9 @@ from functools import cached_property
 import numpy as np
 
 from .columns import MISSING, EventColumns
-from .conditions import FLIPPED
+from .conditions import FLIPPED, Attr
 from .pattern import Pattern
+from .programs import TRUE, Programs, RelationRows, relation_rows, vector_truth
 
 OPS = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
 ONE, GROUP = "one", "group"
@@ -105,7 +106,15 @@ class CompiledPattern:
         self.variables = tuple(CompiledVariable(v.name, v.index, v.set_index,
                                                 GROUP if v.group else ONE)
                                for v in pattern.variables)
+        self.negated = tuple(CompiledVariable(v.name, v.index, -1, ONE)
+                             for v in pattern.negated)
         self.m = len(self.variables)
+        big = np.iinfo(np.int64).max
+        self.vmin = np.array([v.min for v in pattern.variables], np.int64)
+        self.vmax = np.array([big if v.max is None else v.max for v in pattern.variables],
+                             np.int64)
+        self.min_events = int(self.vmin.sum())
+        self.contiguity = pattern.contiguity
         if self.m > MAX_VARIABLES:
             raise PatternTooLarge(f"pattern {pattern.name!r} has {self.m} variables; the "
                                   f"engine supports at most {MAX_VARIABLES}")
@@ -123,28 +132,57 @@ class CompiledPattern:
         self.later_mask = np.array(
             [sum(1 << w.index for w in self.variables if w.set_index > v.set_index)
              for v in self.variables], dtype=np.int64)
+        self.programs = Programs(self.row)
+        self._index = {v.name: v.index for v in self.variables + self.negated}
+        # program conditions, compiled once: (v, w, program with v's event in slot 0)
+        self._xpairs: list[tuple[int, int, int, bool]] = []  # (v, w, program, closure?)
+        for r in pattern.relationships + tuple(
+                r for rels in pattern.negation_relationships.values() for r in rels):
+            if r.simple is None:
+                x, y = r.variables
+                i, j = self._index[x], self._index[y]
+                self._xpairs.append((i, j, self.programs.add(r.expr, {(x, False): 0,
+                                                                      (y, False): 1}), False))
+                self._xpairs.append((j, i, self.programs.add(r.expr, {(y, False): 0,
+                                                                      (x, False): 1}), False))
+        self._xprev: list[list[int]] = [[] for _ in range(self.m)]
+        for v in self.variables:
+            for c in pattern.prev_relationships[v.name]:
+                if c.simple is None:
+                    self._xprev[v.index].append(self.programs.add(
+                        c.expr, {(v.name, False): 0, (v.name, True): 1}))
 
     @property
     def tau(self) -> int:
         return self.within.ns
 
     # -- Theorem 1: property masks ---------------------------------------------------
+    def fits(self, name: str, cols: EventColumns) -> np.ndarray:
+        """Whether each event satisfies every property of variable ``name``."""
+        ok = np.ones(cols.n, dtype=np.bool_)
+        for p in self.pattern.properties[name]:
+            simple = p.simple
+            if simple is None:
+                ok &= vector_truth(p.expr, cols, self.row) == TRUE
+                continue
+            left, op, right = simple
+            r = self._row[left.attr]
+            lv, lk = cols.values[r], cols.kinds[r]
+            if isinstance(right, Attr):
+                r2 = self._row[right.attr]
+                rv, rk = cols.values[r2], cols.kinds[r2]
+            else:
+                val, kind = cols.encode_literal(right.value)
+                rv, rk = np.float64(val), np.int8(kind)
+            ok &= compare_columns(OPS[op], lv, lk, rv, rk)
+        return ok
+
     def masks(self, cols: EventColumns) -> np.ndarray:
-        """ē of every event (bit v set iff the event satisfies every property of v)."""
+        """ē of every event (bit v set iff the event satisfies every property of v), for
+        the positive variables."""
         out = np.zeros(cols.n, dtype=np.int64)
         for v in self.variables:
-            ok = np.ones(cols.n, dtype=np.bool_)
-            for p in self.pattern.properties[v.name]:
-                r = self._row[p.attr]
-                lv, lk = cols.values[r], cols.kinds[r]
-                if p.other_attr is not None:
-                    r2 = self._row[p.other_attr]
-                    rv, rk = cols.values[r2], cols.kinds[r2]
-                else:
-                    val, kind = cols.encode_literal(p.value)
-                    rv, rk = np.float64(val), np.int8(kind)
-                ok &= compare_columns(OPS[p.op], lv, lk, rv, rk)
-            out |= ok.astype(np.int64) << v.index
+            out |= self.fits(v.name, cols).astype(np.int64) << v.index
         return out
 
     # -- relationships ----------------------------------------------------------------
@@ -156,6 +194,8 @@ class CompiledPattern:
         index = {v.name: v.index for v in self.variables}
         out = []
         for r in dict.fromkeys(self.pattern.relationships + self.pattern.equality_closure):
+            if r.simple is None:
+                continue  # a program (program_rows)
             if r.is_equality_on_one_attribute() and r.left.attr in dropped:
                 continue
             out.append((index[r.left.var], r.left.attr, r.op, index[r.right.var], r.right.attr))
@@ -177,9 +217,73 @@ class CompiledPattern:
         rows: list[list] = [[] for _ in range(self.m)]
         for v in self.variables:
             for p in self.pattern.prev_relationships[v.name]:
-                rows[v.index].append((self._row[p.other_attr], OPS[FLIPPED[p.op]], v.index,
-                                      self._row[p.attr]))
+                simple = p.simple
+                if simple is None:
+                    continue
+                left, op, right = simple
+                rows[v.index].append((self._row[right.attr], OPS[FLIPPED[op]], v.index,
+                                      self._row[left.attr]))
         return _table(rows)
+
+    # -- program conditions -------------------------------------------------------------
+    def program_pairs(self, variables: int | None = None) -> list[tuple[int, int, int]]:
+        """(v, w, program) of the program relationships, from both sides; ``variables``:
+        only rows whose v is below it (the positive variables)."""
+        return [(i, j, p) for i, j, p, _ in self._xpairs
+                if variables is None or (i < variables and j < variables)]
+
+    def program_rows(self, n_vars: int, positive_only: bool) -> RelationRows:
+        """The program relationships per variable (v's event in slot 0)."""
+        rows: list[list] = [[] for _ in range(n_vars)]
+        for i, j, p in self.program_pairs(self.m if positive_only else None):
+            if i < n_vars:
+                rows[i].append((j, p))
+        return relation_rows(rows)
+
+    def prev_program_rows(self) -> RelationRows:
+        return relation_rows([[(v, p) for p in self._xprev[v]] for v in range(self.m)])
+
+    def negation_table(self) -> ConditionTable:
+        """The comparison relationships of each negated variable (rows of its index)
+        with the positive variables."""
+        rows: list[list] = [[] for _ in range(self.m + len(self.negated))]
+        for n in self.negated:
+            for r in self.pattern.negation_relationships[n.name]:
+                simple = r.simple
+                if simple is None:
+                    continue
+                left, op, right = simple
+                if left.var == n.name:
+                    rows[n.index].append((self._row[left.attr], OPS[op],
+                                          self._index[right.var], self._row[right.attr]))
+                else:
+                    rows[n.index].append((self._row[right.attr], OPS[FLIPPED[op]],
+                                          self._index[left.var], self._row[left.attr]))
+        return _table(rows)
+
+    def positions(self, cols: EventColumns) -> np.ndarray:
+        """Contiguity positions in processing order, numbered before any filter: over
+        all events (strict) or within the partition values X (partition)."""
+        n = cols.n
+        if self.contiguity == "strict" or not self.partition_attributes:
+            return np.arange(n, dtype=np.int64)
+        keep = np.ones(n, np.bool_)
+        code = np.zeros(n, np.int64)
+        for a in self.partition_attributes:
+            r = self._row[a]
+            keep &= cols.kinds[r] != 0
+            _, inv = np.unique(np.stack([cols.kinds[r].astype(np.float64), cols.values[r]]),
+                               axis=1, return_inverse=True)
+            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
+            code = code.ravel()
+        out = np.full(n, -(1 << 40), np.int64)  # no partition: never next to anything
+        order = np.argsort(code, kind="stable")
+        sorted_code = code[order]
+        starts = np.r_[0, np.flatnonzero(sorted_code[1:] != sorted_code[:-1]) + 1]
+        rank = np.arange(n) - np.repeat(starts, np.diff(np.r_[starts, n]))
+        out[order] = rank
+        out[~keep] = -(1 << 40) - np.arange(int((~keep).sum())) * 2
+        return out
 
     def row(self, attr: str) -> int:
         return self._row[attr]

@@ -1,18 +1,30 @@
-"""Conditions of a pattern (the set Θ): a tokenizer and a recursive-descent parser.
+"""Conditions of a pattern (the set Θ): a tokenizer, a recursive-descent parser and the
+three-valued evaluator that is the reference for every compiled form.
 
-Grammar (DESIGN.md section 4; match-window paper, Def. 1)::
+Grammar (docs/language.md; DESIGN.md section 10)::
 
-    condition := operand OP operand
-    operand   := ref | 'prev' '(' ref ')' | literal
-    ref       := NAME '.' NAME
-    literal   := 'single-quoted string' | number
-    OP        := = | != | < | <= | > | >=
+    entry     := or ('and' or)*            -- a top-level 'and' splits the entry
+    or        := and ('or' and)*
+    and       := not ('and' not)*
+    not       := 'not' not | predicate
+    predicate := sum (OP sum | ['not'] 'in' '(' literal (',' literal)* ')')
+               | '(' or ')'
+    sum       := term (('+' | '-') term)*
+    term      := unary (('*' | '/') unary)*
+    unary     := '-' unary | primary
+    primary   := literal | NAME '.' NAME | 'prev' '(' NAME '.' NAME ')' | '(' sum ')'
+    OP        := = | != | <> | < | <= | > | >=
 
-Three shapes are accepted, each may be written either way round:
+Each conjunct of an entry becomes one condition, classified by the variables it names
+(match-window paper, Def. 1): one variable, a *property*; two, a *relationship*; one
+variable under ``prev()``, a *prev relationship* between consecutive events of a group
+variable. Keywords are case-insensitive, attribute names are not.
 
-* a *property* ``v.A φ C`` (or ``v.A φ v.B``: two attributes of the same event),
-* a *relationship* ``v.A φ w.B`` between two different variables,
-* a *prev relationship* ``prev(v.A) φ v.B``: consecutive events bound to ``v``.
+Evaluation follows SQL's three-valued logic: a comparison with a missing value is
+unknown, ``not`` of unknown is unknown, and a condition holds only when it is true. A
+number and a string are never equal (``=`` false, ``!=`` true) and never ordered
+(unknown). Arithmetic needs numbers; with a missing value, a division by zero or a
+non-finite result it is missing.
 
 The parser never evaluates anything: text becomes frozen dataclasses.
 """
@@ -23,7 +35,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
@@ -34,6 +46,9 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     ">=": operator.ge,
 }
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+ARITH = ("+", "-", "*", "/")
+KEYWORDS = {"and", "or", "not", "in", "prev"}
+FUNCTIONS = {"prev"}
 
 
 class ConditionSyntaxError(ValueError):
@@ -44,16 +59,204 @@ class ConditionSyntaxError(ValueError):
         self.column = column
 
 
-def compare(op: str, left: Any, right: Any) -> bool:
-    """Evaluate ``left op right``; a missing value or a type clash is false (SQL-like)."""
+# --------------------------------------------------------------------------------------
+# The expression tree
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Lit:
+    value: Any
+
+    def __str__(self) -> str:
+        return _literal(self.value)
+
+
+@dataclass(frozen=True)
+class Attr:
+    var: str
+    attr: str
+    prev: bool = False
+
+    def __str__(self) -> str:
+        return f"prev({self.var}.{self.attr})" if self.prev else f"{self.var}.{self.attr}"
+
+
+@dataclass(frozen=True)
+class Neg:
+    item: "Expr"
+
+    def __str__(self) -> str:
+        return f"-{_wrap(self.item, 3)}"
+
+
+@dataclass(frozen=True)
+class Arith:
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __str__(self) -> str:
+        level = 1 if self.op in "+-" else 2
+        return f"{_wrap(self.left, level)} {self.op} {_wrap(self.right, level + 1)}"
+
+
+@dataclass(frozen=True)
+class Cmp:
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+@dataclass(frozen=True)
+class In:
+    item: "Expr"
+    values: tuple[Lit, ...]
+    negated: bool = False
+
+    def __str__(self) -> str:
+        word = "not in" if self.negated else "in"
+        return f"{self.item} {word} ({', '.join(map(str, self.values))})"
+
+
+@dataclass(frozen=True)
+class Not:
+    item: "Expr"
+
+    def __str__(self) -> str:
+        return f"not {_wrap_bool(self.item, 'not')}"
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    op: str  # 'and' | 'or'
+    items: tuple["Expr", ...]
+
+    def __str__(self) -> str:
+        return f" {self.op} ".join(_wrap_bool(x, self.op) for x in self.items)
+
+
+Expr = Union[Lit, Attr, Neg, Arith, Cmp, In, Not, BoolOp]
+VALUE_NODES = (Lit, Attr, Neg, Arith)
+
+
+def _wrap(e: Expr, level: int) -> str:
+    mine = 1 if isinstance(e, Arith) and e.op in "+-" else 2 if isinstance(e, Arith) else 3
+    return f"({e})" if mine < level else str(e)
+
+
+def _wrap_bool(e: Expr, context: str) -> str:
+    if isinstance(e, BoolOp) and (context == "not" or (context == "and" and e.op == "or")):
+        return f"({e})"
+    return str(e)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def attributes_of(e: Expr):
+    """Every ``Attr`` node of an expression."""
+    if isinstance(e, Attr):
+        yield e
+    elif isinstance(e, (Neg, Not)):
+        yield from attributes_of(e.item)
+    elif isinstance(e, (Arith, Cmp)):
+        yield from attributes_of(e.left)
+        yield from attributes_of(e.right)
+    elif isinstance(e, In):
+        yield from attributes_of(e.item)
+    elif isinstance(e, BoolOp):
+        for x in e.items:
+            yield from attributes_of(x)
+
+
+def comparisons_of(e: Expr):
+    """Every comparison (``Cmp`` and ``In``) of a boolean expression."""
+    if isinstance(e, (Cmp, In)):
+        yield e
+    elif isinstance(e, Not):
+        yield from comparisons_of(e.item)
+    elif isinstance(e, BoolOp):
+        for x in e.items:
+            yield from comparisons_of(x)
+
+
+# --------------------------------------------------------------------------------------
+# Evaluation (the reference: the oracle uses it, the compiled forms must agree)
+# --------------------------------------------------------------------------------------
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float)) and not (isinstance(v, float) and v != v)
+
+
+def value_of(e: Expr, env: dict) -> Any:
+    """The value of a value expression; ``env`` maps (variable, prev?) to an event's
+    attributes. Missing (None) when an attribute is missing or arithmetic fails."""
+    if isinstance(e, Lit):
+        return e.value
+    if isinstance(e, Attr):
+        v = env[(e.var, e.prev)].get(e.attr)
+        return None if isinstance(v, float) and v != v else v
+    if isinstance(e, Neg):
+        x = value_of(e.item, env)
+        return -x if _is_number(x) else None
+    a, b = value_of(e.left, env), value_of(e.right, env)
+    if not (_is_number(a) and _is_number(b)):
+        return None
+    if e.op == "/" and b == 0:
+        return None
+    out = {"+": operator.add, "-": operator.sub, "*": operator.mul,
+           "/": operator.truediv}[e.op](float(a), float(b))
+    return out if math.isfinite(out) else None
+
+
+def compare3(op: str, left: Any, right: Any) -> bool | None:
+    """``left op right`` in three-valued logic (None: unknown)."""
     if left is None or right is None:
-        return False
-    try:
-        return OPERATORS[op](left, right)
-    except TypeError:
-        return False
+        return None
+    ls, rs = isinstance(left, str), isinstance(right, str)
+    if ls != rs:
+        return False if op == "=" else True if op == "!=" else None
+    return OPERATORS[op](left, right)
 
 
+def compare(op: str, left: Any, right: Any) -> bool:
+    """Whether ``left op right`` holds (unknown does not)."""
+    return compare3(op, left, right) is True
+
+
+def truth(e: Expr, env: dict) -> bool | None:
+    """True, False or None (unknown) for a boolean expression."""
+    if isinstance(e, Cmp):
+        return compare3(e.op, value_of(e.left, env), value_of(e.right, env))
+    if isinstance(e, In):
+        x = value_of(e.item, env)
+        found: bool | None = False
+        for lit in e.values:
+            r = compare3("=", x, lit.value)
+            if r is True:
+                found = True
+                break
+            if r is None:
+                found = None
+        return (None if found is None else not found) if e.negated else found
+    if isinstance(e, Not):
+        r = truth(e.item, env)
+        return None if r is None else not r
+    if isinstance(e, BoolOp):
+        results = [truth(x, env) for x in e.items]
+        if e.op == "and":
+            return False if False in results else None if None in results else True
+        return True if True in results else None if None in results else False
+    raise TypeError(f"not a condition: {e}")  # pragma: no cover - the parser prevents it
+
+
+# --------------------------------------------------------------------------------------
+# Conditions: properties, relationships, prev relationships
+# --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Ref:
     var: str
@@ -63,78 +266,128 @@ class Ref:
         return f"{self.var}.{self.attr}"
 
 
+def _simple(expr: Expr):
+    """(left Attr, op, right Attr | Lit) when ``expr`` is one comparison of an attribute
+    with an attribute or a literal, else None (the compiled fast path)."""
+    if isinstance(expr, Cmp) and isinstance(expr.left, Attr) \
+            and isinstance(expr.right, (Attr, Lit)):
+        return expr.left, expr.op, expr.right
+    return None
+
+
 @dataclass(frozen=True)
 class Property:
-    """``var.attr op value`` or ``var.attr op var.other_attr`` on one event."""
+    """A condition on one event bound to ``var``."""
 
     var: str
-    attr: str
-    op: str
-    value: Any = None
-    other_attr: str | None = None
+    expr: Expr
 
     def holds(self, attrs: dict) -> bool:
-        right = attrs.get(self.other_attr) if self.other_attr is not None else self.value
-        return compare(self.op, attrs.get(self.attr), right)
+        return truth(self.expr, {(self.var, False): attrs}) is True
+
+    @property
+    def simple(self):
+        return _simple(self.expr)
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(a.attr for a in attributes_of(self.expr)))
 
     def __str__(self) -> str:
-        right = f"{self.var}.{self.other_attr}" if self.other_attr else _literal(self.value)
-        return f"{self.var}.{self.attr} {self.op} {right}"
+        return str(self.expr)
 
 
 @dataclass(frozen=True)
 class Relationship:
-    """``left.attr op right.attr`` over every pair of events bound to two variables."""
+    """A condition over every pair of events bound to two different variables."""
 
-    left: Ref
-    op: str
-    right: Ref
+    expr: Expr
+    variables: tuple[str, str]
+
+    @classmethod
+    def compare(cls, left: Ref, op: str, right: Ref) -> "Relationship":
+        return cls(Cmp(op, Attr(left.var, left.attr), Attr(right.var, right.attr)),
+                   (left.var, right.var))
+
+    def holds(self, a: dict, b: dict) -> bool:
+        """``a``: an event of ``variables[0]``, ``b``: one of ``variables[1]``."""
+        if self.variables[0] == self.variables[1]:  # a reflexive member of Θ+eq
+            left, op, right = self.simple
+            return compare(op, a.get(left.attr), b.get(right.attr))
+        return truth(self.expr, {(self.variables[0], False): a,
+                                 (self.variables[1], False): b}) is True
 
     @property
-    def variables(self) -> tuple[str, str]:
-        return (self.left.var, self.right.var)
+    def simple(self):
+        s = _simple(self.expr)
+        return s if s is not None and isinstance(s[2], Attr) else None
 
     def is_equality_on_one_attribute(self) -> bool:
-        return self.op == "=" and self.left.attr == self.right.attr
+        s = self.simple
+        return s is not None and s[1] == "=" and s[0].attr == s[2].attr
+
+    @property
+    def left(self) -> Ref:
+        return Ref(self.simple[0].var, self.simple[0].attr)
+
+    @property
+    def right(self) -> Ref:
+        return Ref(self.simple[2].var, self.simple[2].attr)
+
+    @property
+    def op(self) -> str:
+        return self.simple[1]
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(a.attr for a in attributes_of(self.expr)))
 
     def __str__(self) -> str:
-        return f"{self.left} {self.op} {self.right}"
+        return str(self.expr)
 
 
 @dataclass(frozen=True)
 class PrevRelationship:
-    """``prev(var.attr) op var.other_attr``: each consecutive pair of events of a group variable."""
+    """A condition over each consecutive pair of events of group variable ``var``:
+    ``prev(var.A)`` reads the earlier event, ``var.A`` the later one."""
 
     var: str
-    attr: str
-    op: str
-    other_attr: str
+    expr: Expr
 
     def holds(self, previous: dict, current: dict) -> bool:
-        return compare(self.op, previous.get(self.attr), current.get(self.other_attr))
+        return truth(self.expr, {(self.var, True): previous,
+                                 (self.var, False): current}) is True
+
+    @property
+    def simple(self):
+        s = _simple(self.expr)
+        if s is not None and isinstance(s[2], Attr) and s[0].prev and not s[2].prev:
+            return s
+        return None
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(a.attr for a in attributes_of(self.expr)))
 
     def __str__(self) -> str:
-        return f"prev({self.var}.{self.attr}) {self.op} {self.var}.{self.other_attr}"
+        return str(self.expr)
 
 
 Condition = Property | Relationship | PrevRelationship
 
 
-def _literal(value: Any) -> str:
-    if isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
-    return repr(value)
-
-
+# --------------------------------------------------------------------------------------
+# Tokenizer and parser
+# --------------------------------------------------------------------------------------
 _TOKEN = re.compile(
     r"""
     (?P<ws>\s+)
   | (?P<string>'(?:[^']|'')*')
-  | (?P<number>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
-  | (?P<bad_op>==|<>|=>|=<)
-  | (?P<op><=|>=|!=|=|<|>)
+  | (?P<number>(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?)
+  | (?P<bad_op>==|=>|=<)
+  | (?P<op><=|>=|!=|<>|=|<|>)
   | (?P<name>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct>[().+])
+  | (?P<punct>[().,+\-*/])
   | (?P<bad>!|\S)
     """,
     re.VERBOSE,
@@ -146,6 +399,10 @@ class _Token:
     kind: str
     text: str
     column: int
+
+    @property
+    def word(self) -> str:
+        return self.text.lower() if self.kind == "name" else ""
 
 
 def tokenize(text: str) -> list[_Token]:
@@ -166,83 +423,14 @@ def tokenize(text: str) -> list[_Token]:
                     "string literals use single quotes, e.g. 'C'", pos + 1)
             raise ConditionSyntaxError(f"unexpected character {bad!r}", pos + 1)
         if kind != "ws":
-            tokens.append(_Token(kind, m.group(), pos + 1))
+            text_ = "!=" if m.group() == "<>" else m.group()
+            tokens.append(_Token(kind, text_, pos + 1))
         pos = m.end()
     return tokens
 
 
-class _Parser:
-    def __init__(self, text: str):
-        if text.count("'") % 2:
-            raise ConditionSyntaxError("unterminated string literal", text.index("'") + 1)
-        self.tokens = tokenize(text)
-        self.i = 0
-        self.end = len(text) + 1
-
-    def peek(self) -> _Token | None:
-        return self.tokens[self.i] if self.i < len(self.tokens) else None
-
-    def take(self, kind: str, text: str | None = None, what: str = "") -> _Token:
-        tok = self.peek()
-        if tok is None or tok.kind != kind or (text is not None and tok.text != text):
-            where = tok.column if tok else self.end
-            found = f"{tok.text!r}" if tok else "the end"
-            raise ConditionSyntaxError(f"expected {what or text or kind}, found {found}", where)
-        self.i += 1
-        return tok
-
-    def operand(self):
-        tok = self.peek()
-        if tok is None:
-            raise ConditionSyntaxError("expected a value, found the end", self.end)
-        if tok.kind == "string":
-            self.i += 1
-            return ("lit", tok.text[1:-1].replace("''", "'"))
-        if tok.kind == "number":
-            self.i += 1
-            return ("lit", _number(tok))
-        if tok.kind == "name" and tok.text == "prev":
-            nxt = self.tokens[self.i + 1] if self.i + 1 < len(self.tokens) else None
-            if nxt is not None and nxt.text == "(":
-                self.i += 2
-                ref = self.ref()
-                self.take("punct", ")", "')' closing prev(")
-                return ("prev", ref)
-        if tok.kind == "name":
-            return ("ref", self.ref())
-        raise ConditionSyntaxError(f"expected a variable, prev(...) or a literal, found {tok.text!r}",
-                                   tok.column)
-
-    def ref(self) -> tuple[Ref, int]:
-        name = self.take("name", what="a variable name")
-        nxt = self.peek()
-        if nxt is not None and nxt.text == "+":
-            raise ConditionSyntaxError(
-                f"write {name.text}.attr, not {name.text}+.attr: the + belongs in 'sets' only",
-                nxt.column)
-        self.take("punct", ".", "'.' after a variable name (write v.attr)")
-        attr = self.take("name", what="an attribute name after '.'")
-        return (Ref(name.text, attr.text), name.column)
-
-    def condition(self):
-        left = self.operand()
-        op_tok = self.peek()
-        if op_tok is None or op_tok.kind != "op":
-            where = op_tok.column if op_tok else self.end
-            found = repr(op_tok.text) if op_tok else "the end"
-            raise ConditionSyntaxError(
-                f"expected an operator (= != < <= > >=), found {found}", where)
-        self.i += 1
-        right = self.operand()
-        if self.peek() is not None:
-            tok = self.peek()
-            raise ConditionSyntaxError(
-                f"unexpected {tok.text!r} after the condition (one comparison per line)",
-                tok.column)
-        return left, op_tok.text, right
-
-
 MAX_NUMBER_CHARS = 30
+MAX_NODES = 500  # an entry larger than this is refused (checking stays cheap)
 
 
 def _number(tok: _Token) -> int | float:
@@ -255,41 +443,315 @@ def _number(tok: _Token) -> int | float:
     if not math.isfinite(num):
         raise ConditionSyntaxError(f"the number {tok.text} is out of range for a double",
                                    tok.column)
-    return int(tok.text) if re.fullmatch(r"[-+]?\d+", tok.text) else num
+    return int(tok.text) if re.fullmatch(r"\d+", tok.text) else num
 
 
-def parse_condition(text: str) -> tuple[Condition, list[tuple[str, int]]]:
-    """Parse one condition; returns it and the variables it names with their columns.
+class _Parser:
+    def __init__(self, text: str):
+        if text.count("'") % 2:
+            raise ConditionSyntaxError("unterminated string literal", text.index("'") + 1)
+        self.tokens = tokenize(text)
+        self.i = 0
+        self.end = len(text) + 1
+        self.used: list[tuple[str, int]] = []
+        self.nodes = 0
+        self.depth = 0
 
-    Raises ``ConditionSyntaxError`` for text outside the grammar.
-    """
+    def peek(self, ahead: int = 0) -> _Token | None:
+        k = self.i + ahead
+        return self.tokens[k] if k < len(self.tokens) else None
+
+    def found(self, tok: _Token | None) -> tuple[str, int]:
+        return (repr(tok.text), tok.column) if tok else ("the end", self.end)
+
+    def take(self, kind: str, text: str | None = None, what: str = "") -> _Token:
+        tok = self.peek()
+        if tok is None or tok.kind != kind or (text is not None and tok.text != text):
+            found, where = self.found(tok)
+            raise ConditionSyntaxError(f"expected {what or text or kind}, found {found}", where)
+        self.i += 1
+        return tok
+
+    def node(self, tok: _Token | None = None) -> None:
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise ConditionSyntaxError(f"the condition has more than {MAX_NODES} parts: "
+                                       "split it into several entries",
+                                       tok.column if tok else None)
+
+    def is_word(self, word: str, ahead: int = 0) -> bool:
+        tok = self.peek(ahead)
+        return tok is not None and tok.word == word
+
+    # -- boolean level ----------------------------------------------------------------
+    def entry(self) -> list[Expr]:
+        """Top-level conjuncts."""
+        expr = self.disjunction()
+        items = list(expr.items) if isinstance(expr, BoolOp) and expr.op == "and" else [expr]
+        tok = self.peek()
+        if tok is not None:
+            raise ConditionSyntaxError(f"unexpected {tok.text!r}: join conditions with "
+                                       "and / or", tok.column)
+        return items
+
+    def disjunction(self) -> Expr:
+        items = [self.conjunction()]
+        while self.is_word("or"):
+            self.i += 1
+            items.append(self.conjunction())
+        return items[0] if len(items) == 1 else BoolOp("or", tuple(items))
+
+    def conjunction(self) -> Expr:
+        items = [self.negation()]
+        while self.is_word("and"):
+            self.i += 1
+            items.append(self.negation())
+        return items[0] if len(items) == 1 else BoolOp("and", tuple(items))
+
+    def negation(self) -> Expr:
+        if self.is_word("not"):
+            tok = self.take("name")
+            self.node(tok)
+            return Not(self.negation())
+        return self.predicate()
+
+    def predicate(self) -> Expr:
+        self.depth += 1
+        if self.depth > 50:
+            raise ConditionSyntaxError("parentheses nested too deeply", self.peek().column
+                                       if self.peek() else None)
+        try:
+            start = self.i
+            tok = self.peek()
+            if tok is not None and tok.text == "(" and not self.value_follows(start):
+                self.i += 1  # a parenthesized condition
+                inner = self.disjunction()
+                self.take("punct", ")", "')'")
+                return inner
+            left = self.value()
+            return self.comparison(left)
+        finally:
+            self.depth -= 1
+
+    def value_follows(self, start: int) -> bool:
+        """Whether the parenthesis at ``start`` encloses a value: what follows its
+        closing parenthesis is an operator, arithmetic or ``in``."""
+        depth = 0
+        for k in range(start, len(self.tokens)):
+            t = self.tokens[k].text
+            if t == "(":
+                depth += 1
+            elif t == ")":
+                depth -= 1
+                if depth == 0:
+                    nxt = self.tokens[k + 1] if k + 1 < len(self.tokens) else None
+                    return nxt is not None and (nxt.kind == "op" or nxt.text in ARITH
+                                                or nxt.word in ("in", "not") and
+                                                (nxt.word == "in" or (
+                                                    k + 2 < len(self.tokens)
+                                                    and self.tokens[k + 2].word == "in")))
+        return False
+
+    def comparison(self, left: Expr) -> Expr:
+        tok = self.peek()
+        negated = False
+        if tok is not None and tok.word == "not" and self.is_word("in", 1):
+            self.i += 1
+            negated = True
+            tok = self.peek()
+        if tok is not None and tok.word == "in":
+            self.i += 1
+            self.take("punct", "(", "'(' after in")
+            values = [self.literal()]
+            while self.peek() is not None and self.peek().text == ",":
+                self.i += 1
+                values.append(self.literal())
+            self.take("punct", ")", "')' closing the list after in")
+            self.node(tok)
+            return In(left, tuple(values), negated)
+        if tok is None or tok.kind != "op":
+            found, where = self.found(tok)
+            raise ConditionSyntaxError(f"expected an operator (= != < <= > >= in), found "
+                                       f"{found}", where)
+        self.i += 1
+        right = self.value()
+        self.node(tok)
+        return Cmp(tok.text, left, right)
+
+    def literal(self) -> Lit:
+        tok = self.peek()
+        sign = 1
+        if tok is not None and tok.text == "-":
+            self.i += 1
+            sign = -1
+            tok = self.peek()
+        if tok is not None and tok.kind == "string" and sign == 1:
+            self.i += 1
+            return Lit(tok.text[1:-1].replace("''", "'"))
+        if tok is not None and tok.kind == "number":
+            self.i += 1
+            return Lit(sign * _number(tok))
+        found, where = self.found(tok)
+        raise ConditionSyntaxError(f"expected a literal in the list, found {found}", where)
+
+    # -- value level ------------------------------------------------------------------
+    def value(self) -> Expr:
+        left = self.term()
+        while self.peek() is not None and self.peek().text in ("+", "-"):
+            tok = self.take("punct")
+            self.node(tok)
+            left = Arith(tok.text, left, self.term())
+        return left
+
+    def term(self) -> Expr:
+        left = self.unary()
+        while self.peek() is not None and self.peek().text in ("*", "/"):
+            tok = self.take("punct")
+            self.node(tok)
+            left = Arith(tok.text, left, self.unary())
+        return left
+
+    def unary(self) -> Expr:
+        tok = self.peek()
+        if tok is not None and tok.text == "-":
+            self.i += 1
+            self.node(tok)
+            inner = self.unary()
+            if isinstance(inner, Lit) and _is_number(inner.value):
+                return Lit(-inner.value)
+            return Neg(inner)
+        return self.primary()
+
+    def primary(self) -> Expr:
+        tok = self.peek()
+        if tok is None:
+            raise ConditionSyntaxError("expected a value, found the end", self.end)
+        self.node(tok)
+        if tok.kind == "string":
+            self.i += 1
+            return Lit(tok.text[1:-1].replace("''", "'"))
+        if tok.kind == "number":
+            self.i += 1
+            return Lit(_number(tok))
+        if tok.text == "(":
+            self.i += 1
+            inner = self.value()
+            self.take("punct", ")", "')'")
+            return inner
+        if tok.kind == "name":
+            nxt = self.peek(1)
+            if nxt is not None and nxt.text == "(":
+                if tok.word != "prev":
+                    raise ConditionSyntaxError(f"unknown function {tok.text!r}: the only "
+                                               "function is prev(v.attr)", tok.column)
+                self.i += 2
+                ref = self.ref()
+                self.take("punct", ")", "')' closing prev(")
+                return Attr(ref.var, ref.attr, prev=True)
+            if tok.word in KEYWORDS - {"prev"}:
+                raise ConditionSyntaxError(f"expected a value, found the keyword "
+                                           f"{tok.text!r}", tok.column)
+            ref = self.ref()
+            return Attr(ref.var, ref.attr)
+        raise ConditionSyntaxError(f"expected a variable, prev(...) or a literal, found "
+                                   f"{tok.text!r}", tok.column)
+
+    def ref(self) -> Ref:
+        name = self.take("name", what="a variable name")
+        nxt = self.peek()
+        if nxt is not None and nxt.text == "+":
+            after = self.peek(1)
+            if after is not None and after.text == ".":
+                raise ConditionSyntaxError(
+                    f"write {name.text}.attr, not {name.text}+.attr: the + belongs in "
+                    "'sets' only", nxt.column)
+        self.take("punct", ".", "'.' after a variable name (write v.attr)")
+        attr = self.take("name", what="an attribute name after '.'")
+        self.used.append((name.text, name.column))
+        return Ref(name.text, attr.text)
+
+
+def _check_types(e: Expr) -> None:
+    """Refuse what can never be evaluated: arithmetic on a string literal, a value
+    where a condition is needed (the parser guarantees the rest)."""
+    if isinstance(e, (Arith, Neg)):
+        parts = (e.item,) if isinstance(e, Neg) else (e.left, e.right)
+        for p in parts:
+            if isinstance(p, Lit) and isinstance(p.value, str):
+                raise ConditionSyntaxError(f"arithmetic on the text {p}: + - * / need "
+                                           "numbers")
+            _check_types(p)
+    elif isinstance(e, (Cmp,)):
+        _check_types(e.left)
+        _check_types(e.right)
+    elif isinstance(e, In):
+        _check_types(e.item)
+    elif isinstance(e, Not):
+        _check_types(e.item)
+    elif isinstance(e, BoolOp):
+        for x in e.items:
+            _check_types(x)
+
+
+def _canonical(e: Expr) -> Expr:
+    """A comparison written literal-first or prev-second is flipped (one form per
+    condition: the pattern version does not depend on how it was written)."""
+    if isinstance(e, Cmp):
+        left_attr = any(True for _ in attributes_of(e.left))
+        right_attr = any(True for _ in attributes_of(e.right))
+        if right_attr and not left_attr:
+            return Cmp(FLIPPED[e.op], e.right, e.left)
+        if isinstance(e.right, Attr) and e.right.prev and not (
+                isinstance(e.left, Attr) and e.left.prev):
+            return Cmp(FLIPPED[e.op], e.right, e.left)
+    return e
+
+
+def classify(expr: Expr) -> Condition:
+    """A conjunct as a property, relationship or prev relationship."""
+    refs = list(attributes_of(expr))
+    names = list(dict.fromkeys(a.var for a in refs))
+    if not names:
+        raise ConditionSyntaxError("a condition must name a variable (v.attr)")
+    if len(names) > 2:
+        raise ConditionSyntaxError(f"a condition relates at most two variables; this one "
+                                   f"names {', '.join(names)}: split it")
+    if any(a.prev for a in refs):
+        if len(names) > 1:
+            prevs = {a.var for a in refs if a.prev}
+            v = sorted(prevs)[0]
+            other = next(n for n in names if n != v)
+            raise ConditionSyntaxError(f"prev({v}.attr) compares consecutive events of {v}; "
+                                       f"the other side must be {v}.attr, not {other}.attr")
+        if all(a.prev for a in refs) and isinstance(expr, Cmp):
+            raise ConditionSyntaxError("prev(v.attr) must be compared with an attribute of "
+                                       "the same variable, e.g. prev(p.value) < p.value")
+        return PrevRelationship(names[0], expr)
+    if len(names) == 1:
+        return Property(names[0], expr)
+    return Relationship(expr, (names[0], names[1]))
+
+
+def parse_conditions(text: str) -> list[tuple[Condition, list[tuple[str, int]]]]:
+    """Parse one entry of ``conditions``: its conjuncts, each with the variables it names
+    (and their columns). Raises ``ConditionSyntaxError`` for text outside the grammar."""
     if not isinstance(text, str) or not text.strip():
         raise ConditionSyntaxError("empty condition")
     parser = _Parser(text)
-    (lk, lv), op, (rk, rv) = parser.condition()
-    if lk == "lit" and rk != "lit":  # literal on the left: flip
-        (lk, lv), (rk, rv), op = (rk, rv), (lk, lv), FLIPPED[op]
-    if lk == "lit":
-        raise ConditionSyntaxError("a condition must name a variable (v.attr)")
-    if rk == "prev" and lk != "prev":
-        (lk, lv), (rk, rv), op = (rk, rv), (lk, lv), FLIPPED[op]
-    (lref, lcol) = lv
-    used = [(lref.var, lcol)]
-    if lk == "prev":
-        if rk != "ref":
-            raise ConditionSyntaxError(
-                "prev(v.attr) must be compared with an attribute of the same variable, "
-                "e.g. prev(p.value) < p.value")
-        rref, rcol = rv
-        if rref.var != lref.var:
-            raise ConditionSyntaxError(
-                f"prev({lref}) compares consecutive events of {lref.var}; "
-                f"the other side must be {lref.var}.attr, not {rref}", rcol)
-        return PrevRelationship(lref.var, lref.attr, op, rref.attr), used
-    if rk == "lit":
-        return Property(lref.var, lref.attr, op, value=rv), used
-    rref, rcol = rv
-    used.append((rref.var, rcol))
-    if rref.var == lref.var:
-        return Property(lref.var, lref.attr, op, other_attr=rref.attr), used
-    return Relationship(lref, op, rref), used
+    out = []
+    for item in parser.entry():
+        _check_types(item)
+        item = _canonical(item)
+        cond = classify(item)
+        names = {a.var for a in attributes_of(item)}
+        out.append((cond, [(v, c) for v, c in parser.used if v in names]))
+    return out
+
+
+def parse_condition(text: str) -> tuple[Condition, list[tuple[str, int]]]:
+    """One condition (an entry without a top-level ``and``)."""
+    found = parse_conditions(text)
+    if len(found) != 1:
+        raise ConditionSyntaxError(f"{len(found)} conditions joined by 'and': parse them "
+                                   "with parse_conditions")
+    return found[0]

@@ -30,6 +30,7 @@ from .compiled import OPS, CompiledPattern
 from .conditions import FLIPPED
 from .events import format_ts
 from .plans import Leaf, Planner, PlanStatistics, cost_tree, nodes, planner
+from .programs import relation_rows
 
 DEFAULT_MAX_MATCHES = 1_000_000
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes per matcher call
@@ -120,6 +121,7 @@ class GroupData:
     rows: np.ndarray
     seg_start: np.ndarray
     seg_end: np.ndarray
+    positions: np.ndarray | None = None  # contiguity positions of the kept events
     cache: dict = field(default_factory=dict)
 
 
@@ -186,6 +188,12 @@ class Matcher:
         prev = compiled.prev_table
         self.rel = (rel.ptr, rel.attr, rel.op, rel.other, rel.other_attr)
         self.prev = (prev.ptr, prev.attr, prev.op, prev.other_attr)
+        self.program_rows = compiled.program_rows(compiled.m, positive_only=True)
+
+    def extras(self, group: GroupData) -> tuple:
+        """The kernels' ``ex`` tuple for a group (see ``kernels``): bounds, contiguity
+        positions, and the programs with the group's encoded literals."""
+        return extras(self.compiled, group.cols, group.positions, self.program_rows)
 
     def describe_plan(self, group: GroupData) -> tuple[str, float]:
         return "", 0.0
@@ -229,6 +237,17 @@ class Matcher:
         i = int(windows.first[w])
         raise budget_error(self.compiled.name, self.options, group, i, budget,
                            what or self.work_item, self.cap)
+
+
+def extras(c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None,
+           rows) -> tuple:
+    code, ptr = c.programs.arrays()
+    cval, ckind = c.programs.constants(cols)
+    prev = c.prev_program_rows()
+    pos = positions if positions is not None else np.zeros(0, np.int64)
+    return (c.vmin, c.vmax, pos, int(c.contiguity != "none"), code, ptr, cval, ckind,
+            np.empty(c.programs.depth + 1, np.float64), np.empty(c.programs.depth + 1, np.int8),
+            rows.ptr, rows.other, rows.program, prev.ptr, prev.program)
 
 
 def _mb(n: int) -> str:
@@ -279,7 +298,7 @@ class SESMatcher(Matcher):
         self.start = ids[(0, 0)]
         self.final = ids[(len(sets) - 1, (1 << len(sets[-1])) - 1)]
         pairs = c.relationship_pairs(self.partitioned)
-        trans, checks = [], []
+        trans, checks, xchecks = [], [], []
         self.labels = [""] * len(ids)
         st_ptr = np.zeros(len(ids) + 1, np.int64)
         for (i, sub), sid in sorted(ids.items(), key=lambda kv: kv[1]):
@@ -305,6 +324,8 @@ class SESMatcher(Matcher):
                         rows.append((c.row(b), FLIPPED[op], x, c.row(a)))
                 trans.append((var, target, new))
                 checks.append(rows)
+                xchecks.append([(w, p) for v, w, p in c.program_pairs(c.m)
+                                if v == var and w in bound])
             st_ptr[sid + 1] = len(trans)
         self.transitions = trans
         self.st_ptr = st_ptr
@@ -319,6 +340,7 @@ class SESMatcher(Matcher):
         arr = np.array(flat, np.int64).reshape(-1, 4)
         self.trc = (trc_ptr, arr[:, 0].copy(), arr[:, 1].copy(), arr[:, 2].copy(),
                     arr[:, 3].copy())
+        self.program_rows = relation_rows(xchecks)  # per transition
 
     def describe(self) -> str:
         """The states and transitions, for people (and the docs)."""
@@ -343,7 +365,7 @@ class SESMatcher(Matcher):
             return _kernels().ses_windows(cols.ts, cols.values, cols.kinds, group.masks,
                                        *self._tables(), windows.first, windows.end, start,
                                        self.cap, self.budget, out_win, out_off, out_ev,
-                                       out_var, stats)
+                                       out_var, stats, self.extras(group))
         return self._run(call, group, windows, start, capacity)
 
     def eager(self, group):
@@ -351,7 +373,7 @@ class SESMatcher(Matcher):
         stats = np.zeros(4, np.int64)
         status, first, off, ev, var = _kernels().ses_eager(
             cols.ts, cols.values, cols.kinds, group.masks, *self._tables(), self.compiled.tau,
-            self.budget, stats)
+            self.budget, stats, self.extras(group))
         if status == _kernels().BUDGET:
             raise budget_error(self.compiled.name, self.options, None, None, True,
                                "SESExec's instances and matches")
@@ -396,7 +418,7 @@ class ZStreamMatcher(Matcher):
                                            cand_ptr, cand_idx, cand_ts, *self.rel, *self.prev,
                                            c.set_of, c.group, orders, windows.first,
                                            windows.end, start, self.cap, out_win, out_off,
-                                           out_ev, out_var, stats)
+                                           out_ev, out_var, stats, self.extras(group))
         return self._run(call, group, windows, start, capacity)
 
 
@@ -488,7 +510,7 @@ def estimate_statistics(c: CompiledPattern, group: GroupData, per_var: list[np.n
 # Algorithm 1 on columns
 # --------------------------------------------------------------------------------------
 def group_events(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
-                 partitioned: bool) -> GroupData:
+                 partitioned: bool, positions: np.ndarray | None = None) -> GroupData:
     """Filter (Theorem 1) and partition (Def. 6) the events, keeping processing order
     inside each partition."""
     masks = c.masks(cols)
@@ -516,21 +538,41 @@ def group_events(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
     else:
         seg_start = np.array([0] if len(rows) else [], np.int64)
         seg_end = np.array([len(rows)] if len(rows) else [], np.int64)
-    return GroupData(cols.take(rows), masks[rows], rows, seg_start, seg_end)
+    return GroupData(cols.take(rows), masks[rows], rows, seg_start, seg_end,
+                     None if positions is None else positions[rows])
 
 
 def scan(c: CompiledPattern, group: GroupData, options: MatchOptions, diagnose: bool = False):
     """The windows of every partition and the candidates among them (kernels.scan_windows)."""
     return _kernels().scan_windows(group.cols.ts, group.masks, group.seg_start, group.seg_end,
                                 c.tau, c.m, c.first_set, c.prev_mask, c.later_mask,
-                                options.conditions, diagnose)
+                                options.conditions, diagnose, c.vmin, c.min_events)
 
 
 def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
-            stats: MatchStats | None = None, batch_size: int = DEFAULT_BATCH
-            ) -> Iterator[MatchBatch]:
+            stats: MatchStats | None = None, batch_size: int = DEFAULT_BATCH,
+            positions: np.ndarray | None = None) -> Iterator[MatchBatch]:
     """Match ``c`` over ``cols`` (processing order); yields batches of matches ordered by
-    their first event, and fills ``stats``."""
+    their first event, and fills ``stats``. ``positions``: the contiguity positions of
+    the events when they were numbered elsewhere (Spark's phase 1); by default they are
+    counted on ``cols``. Negation filters the matches of P⁺ against all of ``cols``."""
+    negation = Negation(c, cols) if c.negated else None
+    if c.contiguity != "none" and positions is None:
+        positions = c.positions(cols)
+    for batch in _execute(c, cols, options, stats, batch_size, positions):
+        if negation is not None:
+            before = len(batch)
+            batch = negation.filter(batch)
+            if stats is not None:
+                stats.matches -= before - len(batch)
+            if not len(batch):
+                continue
+        yield batch
+
+
+def _execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
+             stats: MatchStats | None, batch_size: int, positions: np.ndarray | None
+             ) -> Iterator[MatchBatch]:
     if options.strategy not in STRATEGIES:
         raise ValueError(f"unknown strategy {options.strategy!r}: use lazy or eager")
     started = time.perf_counter()
@@ -543,7 +585,7 @@ def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = Matc
     partitioned = options.partition and bool(c.partition_attributes)
     matcher = prepare(c, options, partitioned)
     st.matcher, st.work_item = matcher.name, matcher.work_item
-    group = group_events(c, cols, options, partitioned)
+    group = group_events(c, cols, options, partitioned, positions)
     held = group.cols.nbytes() + group.masks.nbytes + group.rows.nbytes
     if held > options.memory_budget:
         raise budget_error(c.name, options, None, None, True,
@@ -576,6 +618,74 @@ def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = Matc
         yield from _batches(group, result.matches, cols, st, sort=False)
         started = time.perf_counter()
     st.seconds += time.perf_counter() - started
+
+
+class Negation:
+    """The witness search of negated variables over all events of a call (DESIGN.md
+    section 10): each negated variable's candidates (its properties hold) sorted by
+    partition code and processing order. A variable linked to the partition attributes
+    X (``Pattern.linked_negations``) searches the match's partition only; the others
+    search every event, so the result never depends on partitioning."""
+
+    def __init__(self, c: CompiledPattern, cols: EventColumns):
+        self.c, self.cols = c, cols
+        linked = c.pattern.linked_negations
+        code = np.zeros(cols.n, np.int64)
+        present = np.ones(cols.n, np.bool_)
+        for a in c.partition_attributes:
+            r = c.row(a)
+            present &= cols.kinds[r] != 0
+            _, inv = np.unique(np.stack([cols.kinds[r].astype(np.float64), cols.values[r]]),
+                               axis=1, return_inverse=True)
+            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
+            code = code.ravel()
+        code = np.where(present, code, -1)
+        self.code = code
+        self.linked = np.array([n.name in linked and bool(c.partition_attributes)
+                                for n in c.negated], np.bool_)
+        idx, codes, ptr = [], [], [0]
+        for j, n in enumerate(c.negated):
+            rows = np.flatnonzero(c.fits(n.name, cols))
+            k = code[rows] if self.linked[j] else np.zeros(len(rows), np.int64)
+            order = np.argsort(k, kind="stable")
+            idx.append(rows[order])
+            codes.append(k[order])
+            ptr.append(ptr[-1] + len(rows))
+        self.cand_idx = np.concatenate(idx).astype(np.int64)
+        self.cand_code = np.concatenate(codes).astype(np.int64)
+        self.cand_ptr = np.array(ptr, np.int64)
+        negs = c.pattern.negations
+        self.neg_var = np.array([n.var.index for n in negs], np.int64)
+        self.before = np.array([-1 if n.before is None else n.before for n in negs], np.int64)
+        self.after = np.array([-1 if n.after is None else n.after for n in negs], np.int64)
+        table = c.negation_table()
+        self.rel = (table.ptr, table.attr, table.op, table.other, table.other_attr)
+        rows_all = c.program_rows(c.m + len(c.negated), positive_only=False)
+        self.ex = extras(c, cols, None, rows_all)
+
+    def filter(self, batch: MatchBatch) -> MatchBatch:
+        if not len(batch):
+            return batch
+        keep = np.ones(len(batch), np.bool_)
+        first_code = self.code[batch.first]
+        for j in range(len(self.neg_var)):
+            code = first_code if self.linked[j] else np.zeros(len(batch), np.int64)
+            keep &= self._keep(batch, code, slice(j, j + 1))
+        return batch if keep.all() else batch_take(batch, np.flatnonzero(keep))
+
+    def _keep(self, batch: MatchBatch, match_code: np.ndarray, sub: slice) -> np.ndarray:
+        c, cols = self.c, self.cols
+        js = range(len(self.neg_var))[sub]
+        ptr = np.array([0] + [int(self.cand_ptr[j + 1] - self.cand_ptr[j]) for j in js])
+        ptr = np.cumsum(ptr).astype(np.int64)
+        idx = np.concatenate([self.cand_idx[self.cand_ptr[j]:self.cand_ptr[j + 1]] for j in js])
+        code = np.concatenate([self.cand_code[self.cand_ptr[j]:self.cand_ptr[j + 1]]
+                               for j in js])
+        return _kernels().negation_keep(
+            cols.ts, cols.values, cols.kinds, batch.offsets, batch.rows, batch.variables,
+            batch.start_ts, batch.end_ts, match_code.astype(np.int64), c.set_of, c.n_sets,
+            c.tau, self.neg_var[sub], self.before[sub], self.after[sub], ptr,
+            idx.astype(np.int64), code.astype(np.int64), *self.rel, self.ex)
 
 
 def _batches(group: GroupData, mc: MatchColumns, cols: EventColumns, st: MatchStats,

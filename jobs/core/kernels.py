@@ -65,13 +65,148 @@ def _upper(a, lo, hi, x):
 
 
 # ------------------------------------------------------------------------------------
+# Programs: conditions that are not one comparison (``programs.Programs``)
+# ------------------------------------------------------------------------------------
+# ``ex``, the extras tuple every matcher kernel takes (``engine.Matcher.extras``):
+#  0 vmin, 1 vmax (Kleene bounds per variable), 2 pos (contiguity positions), 3 contig,
+#  4 code, 5 program ptr, 6 constant values, 7 constant kinds, 8-9 stack scratch,
+#  10-12 program relationship rows (ptr, other variable, program), 13-14 program prev
+#  rows per variable (ptr, program).
+@njit(cache=True)
+def run_program(code, lo, hi, cval, ckind, vals, kinds, e0, e1, sv, sk):
+    """Whether program ``code[lo:hi]`` is true for event e0 in slot 0 and e1 in slot 1
+    (three-valued: unknown is not true; see ``conditions.truth``)."""
+    top = 0
+    for c in range(lo, hi):
+        op = code[c, 0]
+        a = code[c, 1]
+        if op == 0:
+            e = e0 if a == 0 else e1
+            sv[top] = vals[code[c, 2], e]
+            sk[top] = kinds[code[c, 2], e]
+            top += 1
+        elif op == 1:
+            sv[top] = cval[a]
+            sk[top] = ckind[a]
+            top += 1
+        elif op == 2:
+            top -= 1
+            x = sv[top - 1]
+            y = sv[top]
+            if sk[top - 1] == 1 and sk[top] == 1 and not (a == 3 and y == 0.0):
+                if a == 0:
+                    r = x + y
+                elif a == 1:
+                    r = x - y
+                elif a == 2:
+                    r = x * y
+                else:
+                    r = x / y
+                if np.isfinite(r):
+                    sv[top - 1] = r
+                else:
+                    sk[top - 1] = 0
+            else:
+                sk[top - 1] = 0
+        elif op == 3:
+            if sk[top - 1] == 1:
+                sv[top - 1] = -sv[top - 1]
+            else:
+                sk[top - 1] = 0
+        elif op == 4:
+            top -= 1
+            lk = sk[top - 1]
+            rk = sk[top]
+            if lk == 0 or rk == 0:
+                sk[top - 1] = 0
+            elif lk != rk:
+                if a == 0 or a == 1:
+                    sk[top - 1] = 3
+                    sv[top - 1] = 1.0 if a == 1 else 0.0
+                else:
+                    sk[top - 1] = 0
+            else:
+                sk[top - 1] = 3
+                sv[top - 1] = 1.0 if cmp(a, sv[top - 1], 1, sv[top], 1) else 0.0
+        elif op == 5:
+            if sk[top - 1] == 3:
+                sv[top - 1] = 1.0 - sv[top - 1]
+        else:
+            top -= 1
+            x_known = sk[top - 1] == 3
+            y_known = sk[top] == 3
+            x = sv[top - 1]
+            y = sv[top]
+            if op == 6:
+                if (x_known and x == 0.0) or (y_known and y == 0.0):
+                    sk[top - 1] = 3
+                    sv[top - 1] = 0.0
+                elif x_known and y_known:
+                    sk[top - 1] = 3
+                    sv[top - 1] = 1.0
+                else:
+                    sk[top - 1] = 0
+            else:
+                if (x_known and x == 1.0) or (y_known and y == 1.0):
+                    sk[top - 1] = 3
+                    sv[top - 1] = 1.0
+                elif x_known and y_known:
+                    sk[top - 1] = 3
+                    sv[top - 1] = 0.0
+                else:
+                    sk[top - 1] = 0
+    return sk[0] == 3 and sv[0] == 1.0
+
+
+@njit(cache=True)
+def program_column(code, lo, hi, cval, ckind, vals, kinds, depth):
+    """A program on every event in slot 0 (tests compare it with the reference)."""
+    n = vals.shape[1]
+    out = np.zeros(n, np.bool_)
+    sv = np.empty(depth, np.float64)
+    sk = np.empty(depth, np.int8)
+    for e in range(n):
+        out[e] = run_program(code, lo, hi, cval, ckind, vals, kinds, e, e, sv, sk)
+    return out
+
+
+@njit(cache=True, inline="always")
+def _xrels_ok(e, v, vals, kinds, ex, bst_ev, bst_var, nb):
+    """The program relationships of ``v`` for event e against every bound event."""
+    xptr = ex[10]
+    for r in range(xptr[v], xptr[v + 1]):
+        w = ex[11][r]
+        p = ex[12][r]
+        for k in range(nb):
+            if bst_var[k] == w:
+                if not run_program(ex[4], ex[5][p], ex[5][p + 1], ex[6], ex[7], vals, kinds,
+                                   e, bst_ev[k], ex[8], ex[9]):
+                    return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _xprev_ok(e, last, v, vals, kinds, ex):
+    """The program prev relationships of ``v`` for event e after ``last``."""
+    for r in range(ex[13][v], ex[13][v + 1]):
+        p = ex[14][r]
+        if not run_program(ex[4], ex[5][p], ex[5][p + 1], ex[6], ex[7], vals, kinds, e, last,
+                           ex[8], ex[9]):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------------------------
 # Match windows and summary statistics (match-window paper, Def. 5, Theorems 2-3)
 # ------------------------------------------------------------------------------------
 @njit(cache=True)
 def scan_windows(ts, masks, seg_start, seg_end, tau, m, first_set, prev_mask, later_mask,
-                 use_conditions, diagnose):
+                 use_conditions, diagnose, need, min_events):
     """Every window [i, end) of every segment (partition) and the necessary conditions.
 
+    ``need[v]``: the fewest events v binds (its Kleene minimum): a window is a candidate
+    only with cnt_v >= need[v] for every v (cnt_v > 0 when need is 1, the paper's test)
+    and at least ``min_events`` events.
     Returns (first, end) of the candidate windows, the largest window, and, when
     ``diagnose``, per event: the window end, the counters at test time, conditions 4-5,
     and the counters' test (Theorem 3). Counting follows ``windows.SummaryStatistics``:
@@ -117,8 +252,13 @@ def scan_windows(ts, masks, seg_start, seg_end, tau, m, first_set, prev_mask, la
             wlen = j - i
             if wlen > max_window:
                 max_window = wlen
-            c45 = wlen >= m and (masks[i] & first_set) != 0
+            c45 = wlen >= min_events and (masks[i] & first_set) != 0
             pos = zero == 0
+            if pos and use_conditions:
+                for v in range(m):
+                    if cnt[v] < need[v]:
+                        pos = False
+                        break
             if diagnose:
                 d_end[i] = j
                 d_c45[i] = c45
@@ -171,12 +311,14 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
                     rel_ptr, rel_attr, rel_op, rel_other, rel_oattr,
                     prev_ptr, prev_attr, prev_op, prev_oattr,
                     set_of, group, orders, win_first, win_end, w0, cap,
-                    out_win, out_off, out_ev, out_var, stats):
+                    out_win, out_off, out_ev, out_var, stats, ex):
     """All matches of the windows w0, w0+1, ...: the window's first event is bound to
     each first-set variable it fits, the other variables are bound depth-first in the
     plan's order (``orders[s]`` starts with the seed variable s) from the events that fit
     them inside the window, under set order, relationships, prev and distinct events.
-    A group variable binds every valid sequence (each extension is a partial match).
+    A group variable binds every valid sequence (each extension is a partial match)
+    whose length is within its bounds (``ex``: vmin, vmax); with contiguity (``ex``: pos,
+    contig) a match is kept only when its events' positions form one run.
 
     ``stats`` (int64[4]) accumulates: partial matches, peak per window, matches, windows.
     Returns (status, window to resume at, matches written, events written).
@@ -197,6 +339,11 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
     bst_ev = np.empty(ts.shape[0] + m + 1, np.int64)
     bst_var = np.empty(ts.shape[0] + m + 1, np.int64)
     used = np.zeros(ts.shape[0], np.bool_)
+    vmin = ex[0]
+    vmax = ex[1]
+    pos = ex[2]
+    contig = ex[3]
+    cntb = np.zeros(m, np.int64)
     for w in range(w0, win_first.shape[0]):
         i = win_first[w]
         end = win_end[w]
@@ -215,11 +362,12 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
             bst_var[0] = s
             nb = 1
             used[i] = True
+            cntb[s] = 1
             partial += 1
             if partial > cap:
                 status = CAP
             sp = 0
-            if status == DONE and group[s]:
+            if status == DONE and group[s] and vmax[s] > 1:
                 fr_kind[sp] = _EXT
                 fr_d[sp] = 0
                 fr_v[sp] = s
@@ -228,7 +376,7 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
                 fr_bound[sp] = -1
                 fr_init[sp] = 1
                 sp += 1
-            if status == DONE:
+            if status == DONE and vmin[s] <= 1:
                 if m == 1:
                     if n_out >= max_out or n_ev + 1 > max_ev:
                         status = FULL
@@ -252,6 +400,7 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
                 if fr_bound[t] >= 0:
                     used[fr_bound[t]] = False
                     nb -= 1
+                    cntb[v] -= 1
                     fr_bound[t] = -1
                 if fr_init[t] == 0:
                     fr_init[t] = 1
@@ -291,8 +440,11 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
                                        vals[prev_oattr[c], last], kinds[prev_oattr[c], last]):
                                 ok = False
                                 break
+                        if ok:
+                            ok = _xprev_ok(e, last, v, vals, kinds, ex)
                     if ok and _rels_ok(e, v, vals, kinds, rel_ptr, rel_attr, rel_op, rel_other,
-                                       rel_oattr, bst_ev, bst_var, nb):
+                                       rel_oattr, bst_ev, bst_var, nb) \
+                            and _xrels_ok(e, v, vals, kinds, ex, bst_ev, bst_var, nb):
                         found = p
                         break
                 if found < 0:
@@ -303,13 +455,14 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
                 bst_var[nb] = v
                 nb += 1
                 used[e] = True
+                cntb[v] += 1
                 fr_bound[t] = e
                 partial += 1
                 if partial > cap:
                     status = CAP
                     break
                 d = fr_d[t]
-                if group[v]:
+                if group[v] and cntb[v] < vmax[v]:
                     fr_kind[sp] = _EXT
                     fr_d[sp] = d
                     fr_v[sp] = v
@@ -318,7 +471,18 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
                     fr_bound[sp] = -1
                     fr_init[sp] = 1
                     sp += 1
+                if cntb[v] < vmin[v]:
+                    continue  # fewer events than v's minimum: only extensions go on
                 if d + 1 == m:
+                    if contig:
+                        lo_p = pos[bst_ev[0]]
+                        hi_p = lo_p
+                        for k in range(1, nb):
+                            q = pos[bst_ev[k]]
+                            lo_p = min(lo_p, q)
+                            hi_p = max(hi_p, q)
+                        if hi_p - lo_p + 1 != nb:
+                            continue
                     if n_out >= max_out or n_ev + nb > max_ev:
                         status = FULL
                         break
@@ -340,6 +504,7 @@ def zstream_windows(ts, vals, kinds, masks, cand_ptr, cand_idx, cand_ts,
                     sp += 1
             for k in range(nb):
                 used[bst_ev[k]] = False
+            cntb[:] = 0
             if status != DONE:
                 break
         if status != DONE:
@@ -368,7 +533,7 @@ def _grow(a, size):
 @njit(cache=True, inline="always")
 def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, trc_op,
            trc_other, trc_oattr, prev_ptr, prev_attr, prev_op, prev_oattr,
-           ilast, ihead, node_ev, node_prev):
+           ilast, ihead, node_ev, node_prev, ex):
     v = tr_var[t]
     if not (masks[j] >> v) & 1:
         return False
@@ -386,12 +551,58 @@ def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, t
             if not cmp(op, lv, lk, vals[b, x], kinds[b, x]):
                 return False
             node = node_prev[node]
+    xptr = ex[10]
+    for r in range(xptr[t], xptr[t + 1]):  # program relationships of the transition
+        p = ex[12][r]
+        node = ihead[k, ex[11][r]]
+        while node >= 0:
+            if not run_program(ex[4], ex[5][p], ex[5][p + 1], ex[6], ex[7], vals, kinds, j,
+                               node_ev[node], ex[8], ex[9]):
+                return False
+            node = node_prev[node]
     h = ihead[k, v]
     if h >= 0:
         x = node_ev[h]
         for c in range(prev_ptr[v], prev_ptr[v + 1]):
             if not cmp(prev_op[c], vals[prev_attr[c], j], kinds[prev_attr[c], j],
                        vals[prev_oattr[c], x], kinds[prev_oattr[c], x]):
+                return False
+        if not _xprev_ok(j, x, v, vals, kinds, ex):
+            return False
+        vmax = ex[1][v]
+        if vmax < _I64_MAX:  # Kleene bound: the loop stops at the maximum
+            count = 0
+            node = h
+            while node >= 0 and count < vmax:
+                count += 1
+                node = node_prev[node]
+            if count >= vmax:
+                return False
+    return True
+
+
+@njit(cache=True, inline="always")
+def _contiguous(k, j, ihead, node_ev, m, pos):
+    """Whether event j comes right after instance k's last bound event (the newest node
+    of its chains) in the contiguity positions."""
+    newest = -1
+    for vv in range(m):
+        if ihead[k, vv] > newest:
+            newest = ihead[k, vv]
+    return newest < 0 or pos[j] == pos[node_ev[newest]] + 1
+
+
+@njit(cache=True)
+def _reaches_min(k, head, node_prev, vmin, m):
+    """Whether every variable of instance k has at least its minimum of events."""
+    for vv in range(m):
+        if vmin[vv] > 1:
+            count = 0
+            node = head[k, vv]
+            while node >= 0 and count < vmin[vv]:
+                count += 1
+                node = node_prev[node]
+            if count < vmin[vv]:
                 return False
     return True
 
@@ -431,7 +642,7 @@ def _room(nx, st, first, last, head, m):
 def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last, nxt_head,
           node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
           trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr, prev_attr, prev_op,
-          prev_oattr, start, m, budget):
+          prev_oattr, start, m, budget, ex):
     """ConsumeEvent (SES paper, Algorithm 2) of event j for the nc current instances: one
     new instance per firing transition, the instance itself when none fires (unless it is
     the start instance). Returns the next generation and the grown node pool; the count
@@ -443,11 +654,12 @@ def _step(j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_l
     for k in range(nc):
         state = cur_st[k]
         fired = False
-        if mj != 0:
+        if mj != 0 and (ex[3] == 0 or state == start
+                        or _contiguous(k, j, cur_head, node_ev, m, ex[2])):
             for t in range(st_ptr[state], st_ptr[state + 1]):
                 if not _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr,
                               trc_attr, trc_op, trc_other, trc_oattr, prev_ptr, prev_attr,
-                              prev_op, prev_oattr, cur_last, cur_head, node_ev, node_prev):
+                              prev_op, prev_oattr, cur_last, cur_head, node_ev, node_prev, ex):
                     continue
                 fired = True
                 v = tr_var[t]
@@ -495,7 +707,7 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                 trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
                 prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m,
                 win_first, win_end, w0, cap, budget, out_win, out_off, out_ev, out_var,
-                stats):
+                stats, ex):
     """A(P, W) for the windows w0, w0+1, ...: the instance started at the window's first
     event, run over the window (ConsumeEvent: a transition fires when the event fits its
     variable, follows the bound set in time, and satisfies its relationships against every
@@ -533,7 +745,7 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
                 j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last,
                 nxt_head, node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var,
                 tr_target, tr_new, trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr,
-                prev_attr, prev_op, prev_oattr, start, m, budget)
+                prev_attr, prev_op, prev_oattr, start, m, budget, ex)
             created += made
             if nx < 0:
                 return BUDGET, w, n_out, n_ev
@@ -551,7 +763,7 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
         start_out = n_out
         start_ev = n_ev
         for k in range(nc):
-            if cur_st[k] != final:
+            if cur_st[k] != final or not _reaches_min(k, cur_head, node_prev, ex[0], m):
                 continue
             if n_out >= max_out:
                 return FULL, w, start_out, start_ev
@@ -584,7 +796,8 @@ def ses_windows(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
 @njit(cache=True)
 def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
               trc_ptr, trc_attr, trc_op, trc_other, trc_oattr,
-              prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m, tau, budget, stats):
+              prev_ptr, prev_attr, prev_op, prev_oattr, start, final, m, tau, budget, stats,
+              ex):
     """SESExec (SES paper, Algorithm 1): an instance started at every event, all advanced
     together; an instance expires τ after its first event (emitted if accepting). Nodes of
     dead instances are compacted away when the pool fills. Returns (status, first,
@@ -612,7 +825,7 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
         for k in range(nc):
             if j < n and not (cur_st[k] != start and ts[j] - cur_first[k] > tau):
                 continue
-            if cur_st[k] == final:
+            if cur_st[k] == final and _reaches_min(k, cur_head, node_prev, ex[0], m):
                 if n_out + 1 >= out_first.shape[0]:
                     out_first = _grow(out_first, 2 * out_first.shape[0])
                     out_off = _grow(out_off, 2 * out_off.shape[0])
@@ -694,7 +907,7 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
             j, nc, cur_st, cur_first, cur_last, cur_head, nxt_st, nxt_first, nxt_last,
             nxt_head, node_ev, node_prev, nn, ts, vals, kinds, masks, st_ptr, tr_var,
             tr_target, tr_new, trc_ptr, trc_attr, trc_op, trc_other, trc_oattr, prev_ptr,
-            prev_attr, prev_op, prev_oattr, start, m, budget)
+            prev_attr, prev_op, prev_oattr, start, m, budget, ex)
         created += made
         if nx < 0:
             status = BUDGET
@@ -716,3 +929,71 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
     stats[2] += n_out
     stats[3] += n
     return status, out_first[:n_out], out_off[:n_out + 1], out_ev[:n_ev], out_var[:n_ev]
+
+
+# ------------------------------------------------------------------------------------
+# Negation: P's matches are the matches of P⁺ without a witness (DESIGN.md section 10)
+# ------------------------------------------------------------------------------------
+@njit(cache=True)
+def negation_keep(ts, vals, kinds, offsets, ev, var, start_ts, end_ts, match_code, set_of,
+                  n_sets, tau, neg_var, neg_before, neg_after, cand_ptr, cand_idx,
+                  cand_code, rel_ptr, rel_attr, rel_op, rel_other, rel_oattr, ex):
+    """Per match (events ``ev[offsets[k]:offsets[k+1]]`` bound to ``var``), whether no
+    negated variable has a witness: an event of its candidates (sorted by partition code,
+    then processing order) inside its interval that satisfies its relationships with
+    every event bound to a related variable. Intervals: between sets (last of the set
+    before, first of the set after), leading [end_ts - τ, first), trailing
+    (last, start_ts + τ]."""
+    n_match = offsets.shape[0] - 1
+    keep = np.ones(n_match, np.bool_)
+    lo_set = np.empty(n_sets, np.int64)
+    hi_set = np.empty(n_sets, np.int64)
+    for k in range(n_match):
+        a = offsets[k]
+        b = offsets[k + 1]
+        lo_set[:] = _I64_MAX
+        hi_set[:] = _I64_MIN
+        for q in range(a, b):
+            s = set_of[var[q]]
+            t = ts[ev[q]]
+            if t < lo_set[s]:
+                lo_set[s] = t
+            if t > hi_set[s]:
+                hi_set[s] = t
+        for j in range(neg_var.shape[0]):
+            n = neg_var[j]
+            if neg_before[j] < 0:
+                lo = end_ts[k] - tau  # inclusive
+                hi = lo_set[0] - 1  # strictly before the first event
+            elif neg_after[j] < 0:
+                lo = hi_set[neg_before[j]] + 1
+                hi = start_ts[k] + tau
+            else:
+                lo = hi_set[neg_before[j]] + 1
+                hi = lo_set[neg_after[j]] - 1
+            if lo > hi:
+                continue
+            c0 = cand_ptr[j]
+            c1 = cand_ptr[j + 1]
+            code = match_code[k]
+            p0 = _lower(cand_code, c0, c1, code)
+            p1 = _upper(cand_code, p0, c1, code)
+            p = p0
+            while p < p1:  # first candidate with ts >= lo
+                mid = (p + p1) >> 1
+                if ts[cand_idx[mid]] < lo:
+                    p = mid + 1
+                else:
+                    p1 = mid
+            p1 = _upper(cand_code, p0, c1, code)
+            while p < p1 and ts[cand_idx[p]] <= hi:
+                e = cand_idx[p]
+                if _rels_ok(e, n, vals, kinds, rel_ptr, rel_attr, rel_op, rel_other, rel_oattr,
+                            ev[a:b], var[a:b], b - a) \
+                        and _xrels_ok(e, n, vals, kinds, ex, ev[a:b], var[a:b], b - a):
+                    keep[k] = False
+                    break
+                p += 1
+            if not keep[k]:
+                break
+    return keep

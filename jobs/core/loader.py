@@ -16,23 +16,31 @@ from pathlib import Path
 import yaml
 
 from .conditions import (
+    KEYWORDS,
+    Attr,
+    Cmp,
     ConditionSyntaxError,
+    In,
+    Lit,
+    Neg,
     PrevRelationship,
-    Property,
     Relationship,
-    parse_condition,
+    comparisons_of,
+    parse_conditions,
 )
 from .engine import MATCHERS
-from .pattern import Example, Pattern, Variable, parse_duration
+from .pattern import CONTIGUITY, Example, Negation, Pattern, Variable, parse_duration
 
 REQUIRED = ("name", "source", "within", "sets")
-OPTIONAL = ("conditions", "matcher", "description", "examples")
+OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
 NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")  # fullmatch: no trailing newline
-VARIABLE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?)$")
+VARIABLE = re.compile(r"^(not\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$",
+                      re.IGNORECASE)
+MAX_BOUND = 10_000
 SAFE_TAGS = {f"tag:yaml.org,2002:{t}"
              for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
-RESERVED = {"prev"}
+RESERVED = set(KEYWORDS)
 # Bounds that keep checking a pull request's file cheap and the pattern runnable.
 MAX_FILE_BYTES = 512 * 1024
 MAX_DEPTH = 32  # nesting of lists and mappings
@@ -139,6 +147,11 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark else 0
         reason = getattr(exc, "problem", None) or str(exc)
+        if mark is not None and "got '{'" in reason:
+            raise PatternError([Problem(path, line, "Kleene bounds such as p{2,5} cannot "
+                                        "stand unquoted inside [ ] ('{' opens a mapping "
+                                        "there): quote them, [a, 'p{2,5}'], or write the set "
+                                        "in block style (- - a / - p{2,5})")]) from None
         raise PatternError([Problem(path, line, f"not valid YAML: {reason}")]) from None
     docs = [d for d in docs if d is not None]
     if len(docs) != 1:
@@ -220,18 +233,26 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
                 problems.append(Problem(path, _line(node), f"within: {exc}"))
 
     broken: set[str] = set()  # names of badly written variables: no follow-on errors for them
-    sets = _parse_sets(fields.get("sets"), path, problems, broken)
+    sets, negations = _parse_sets(fields.get("sets"), path, problems, broken)
     variables = {v.name: v for s in sets for v in s}
+    variables.update((n.var.name, n.var) for n in negations)
     conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
                                                problems, broken)
-    examples = _parse_examples(fields.get("examples"), variables, path, problems)
+    positives = {v.name: v for s in sets for v in s}
+    examples = _parse_examples(fields.get("examples"), positives, path, problems)
+    contiguity = "none"
+    if "contiguity" in fields:
+        contiguity = text_field("contiguity") or "none"
+        if contiguity not in CONTIGUITY:
+            problems.append(Problem(path, _line(fields["contiguity"]), f"contiguity "
+                                    f"{contiguity!r}: use one of {', '.join(CONTIGUITY)}"))
     if len(variables) > MAX_VARIABLES:
         problems.append(Problem(path, _line(fields["sets"]), f"{len(variables)} variables: "
                                 f"a pattern may have at most {MAX_VARIABLES}"))
     if matcher == "ses":
         for i, s in enumerate(sets):
             if len(s) > MAX_SES_SET:
-                problems.append(Problem(path, _line(fields["sets"].value[i]), f"event set "
+                problems.append(Problem(path, _line(fields["sets"]), f"event set "
                                         f"{i + 1} has {len(s)} variables: with matcher ses "
                                         f"at most {MAX_SES_SET} (its automaton has 2^k "
                                         "states per set of k); split the set or use matcher "
@@ -240,52 +261,108 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
         raise PatternError(problems)
     return Pattern(name=name, source=source, within=within, tau=tau, sets=sets,
                    conditions=tuple(conditions), matcher=matcher, description=description,
+                   negations=negations, contiguity=contiguity,
                    path=path, condition_lines=tuple(cond_lines), examples=tuple(examples))
 
 
-def _parse_sets(node, path: str, problems: list[Problem],
-                broken: set[str]) -> tuple[tuple[Variable, ...], ...]:
+def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
+                ) -> tuple[tuple[tuple[Variable, ...], ...], tuple[Negation, ...]]:
+    """The positive event sets (P⁺) and the negated variables with their intervals."""
     if node is None:
-        return ()
+        return (), ()
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         problems.append(Problem(path, _line(node), "sets must be a non-empty list of event "
                                 "sets, e.g. [[c, p+], [b]]"))
-        return ()
+        return (), ()
     seen: dict[str, int] = {}
-    out: list[tuple[Variable, ...]] = []
-    index = 0
+    parsed: list[tuple[bool, list[tuple]]] = []  # (negated set?, [(name, group, lo, hi)])
     for i, set_node in enumerate(node.value):
         if not isinstance(set_node, yaml.SequenceNode) or not set_node.value:
             problems.append(Problem(path, _line(set_node), f"event set {i + 1} must be a "
                                     "non-empty list of variables, e.g. [c, p+]"))
             continue
-        current = []
+        current, kinds = [], set()
         for vnode in set_node.value:
             raw = _scalar(vnode) if isinstance(vnode, yaml.ScalarNode) else None
-            m = VARIABLE.match(raw) if isinstance(raw, str) else None
+            m = VARIABLE.match(raw.strip()) if isinstance(raw, str) else None
             if m is None:
-                if isinstance(raw, str) and re.match(r"[A-Za-z_]\w*", raw):
-                    broken.add(re.match(r"[A-Za-z_]\w*", raw).group())
+                if isinstance(raw, str) and re.match(r"(not\s+)?[A-Za-z_]\w*", raw):
+                    broken.add(re.match(r"(?:not\s+)?([A-Za-z_]\w*)", raw).group(1))
                 problems.append(Problem(path, _line(vnode),
                                         f"bad variable {raw!r} in set {i + 1}: write a name, "
-                                        "with a trailing + for a group variable (p+)"))
+                                        "p+ for one or more events, 'p{2,5}' or 'p{3,}' for "
+                                        "bounds, or 'not n' for a negated event"))
                 continue
-            name, plus = m.groups()
+            neg, name, suffix, lo, comma, hi = m.groups()
+            line = _line(vnode)
             if name in RESERVED:
-                problems.append(Problem(path, _line(vnode), f"{name!r} is reserved and cannot "
+                problems.append(Problem(path, line, f"{name!r} is reserved and cannot "
                                         "name a variable"))
                 continue
             if name in seen:
                 where = ("twice in set " + str(i + 1)) if seen[name] == i else \
                     f"in sets {seen[name] + 1} and {i + 1}"
-                problems.append(Problem(path, _line(vnode), f"variable {name!r} appears {where}: "
+                problems.append(Problem(path, line, f"variable {name!r} appears {where}: "
                                         "each variable belongs to exactly one set"))
                 continue
             seen[name] = i
-            current.append(Variable(name, bool(plus), i, index))
-            index += 1
-        out.append(tuple(current))
-    return tuple(out)
+            group, vmin, vmax = False, 1, 1
+            if suffix == "+":
+                group, vmax = True, None
+            elif suffix:
+                vmin = int(lo)
+                vmax = vmin if comma is None else (int(hi) if hi else None)
+                group = True
+                if vmin < 1:
+                    problems.append(Problem(path, line, f"{raw}: the minimum must be at least "
+                                            "1 (a variable binds at least one event; to "
+                                            "require that no event occurs, use 'not')"))
+                    continue
+                if vmax is not None and vmax < vmin:
+                    problems.append(Problem(path, line, f"{raw}: the minimum {vmin} is larger "
+                                            f"than the maximum {vmax}"))
+                    continue
+                if vmin > MAX_BOUND or (vmax or 0) > MAX_BOUND:
+                    problems.append(Problem(path, line, f"{raw}: bounds above {MAX_BOUND:,} "
+                                            "are not supported"))
+                    continue
+            if neg and group:
+                problems.append(Problem(path, line, f"'{raw}': a negated variable is a "
+                                        f"single event; write 'not {name}' without "
+                                        f"{suffix}"))
+                continue
+            kinds.add(bool(neg))
+            current.append((name, group, vmin, vmax, bool(neg)))
+        if len(kinds) > 1:
+            problems.append(Problem(path, _line(set_node), f"event set {i + 1} mixes negated "
+                                    "and positive variables: put the 'not' variables in a "
+                                    "set of their own, e.g. [[a], [not n], [b]]"))
+            continue
+        if current:
+            parsed.append((kinds == {True}, current))
+    positives = [s for negated, s in parsed if not negated]
+    if parsed and not positives:
+        problems.append(Problem(path, _line(node), "every event set is negated: a pattern "
+                                "needs at least one positive variable"))
+        return (), ()
+    sets, negations, index = [], [], 0
+    for negated, current in parsed:
+        if not negated:
+            sets.append(tuple(Variable(name, group, len(sets), index + k, vmin, vmax)
+                              for k, (name, group, vmin, vmax, _) in enumerate(current)))
+            index += len(current)
+    n_index = index
+    position = -1  # index of the last positive set seen
+    for negated, current in parsed:
+        if not negated:
+            position += 1
+            continue
+        for name, *_ in current:
+            var = Variable(name, False, -1, n_index, negated=True)
+            n_index += 1
+            negations.append(Negation(var, None if position < 0 else position,
+                                      position + 1 if position + 1 < len(sets) else None))
+    return tuple(sets), tuple(negations)
 
 
 def _parse_conditions(node, variables: dict[str, Variable], path: str,
@@ -303,31 +380,50 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
     for cnode in node.value:
         line = _line(cnode)
         text = _scalar(cnode) if isinstance(cnode, yaml.ScalarNode) else None
-        if not isinstance(text, str):
+        if isinstance(text, bool) or not isinstance(text, str):
             problems.append(Problem(path, line, "a condition must be text such as "
                                     "c.type = 'C'"))
             continue
+        shown = text if len(text) <= 80 else text[:77] + "..."
         try:
-            cond, used = parse_condition(text)
+            parsed = parse_conditions(text)
         except ConditionSyntaxError as exc:
             col = f" (column {exc.column})" if exc.column else ""
-            shown = text if len(text) <= 80 else text[:77] + "..."
             problems.append(Problem(path, line, f"in condition {shown!r}{col}: {exc}"))
             continue
-        bad = [v for v, _ in used if v not in variables]
-        if bad:
-            for v in dict.fromkeys(x for x in bad if x not in broken):
-                problems.append(Problem(path, line, f"in condition {text!r}: unknown variable "
-                                        f"{v!r} (the pattern's variables are {known})"))
-            continue
-        if isinstance(cond, PrevRelationship) and not variables[cond.var].group:
-            problems.append(Problem(path, line, f"in condition {text!r}: prev() needs a group "
-                                    f"variable, but {cond.var!r} is a singleton (write "
-                                    f"{cond.var}+ in sets to make it a group)"))
-            continue
-        conditions.append(cond)
-        lines.append(line)
+        for cond, used in parsed:
+            bad = [v for v, _ in used if v not in variables]
+            if bad:
+                for v in dict.fromkeys(x for x in bad if x not in broken):
+                    problems.append(Problem(path, line, f"in condition {shown!r}: unknown "
+                                            f"variable {v!r} (the pattern's variables are "
+                                            f"{known})"))
+                continue
+            message = _misuse(cond, variables)
+            if message:
+                problems.append(Problem(path, line, f"in condition {shown!r}: {message}"))
+                continue
+            conditions.append(cond)
+            lines.append(line)
     return conditions, lines
+
+
+def _misuse(cond, variables: dict[str, Variable]) -> str | None:
+    """What the variables' kinds forbid: prev() on a singleton or a negated variable, a
+    relationship between two negated variables."""
+    if isinstance(cond, PrevRelationship):
+        v = variables[cond.var]
+        if v.negated:
+            return (f"prev() cannot be used on the negated variable {v.name!r}: it stands "
+                    "for a single event")
+        if not v.group:
+            return (f"prev() needs a group variable, but {cond.var!r} is a singleton (write "
+                    f"{cond.var}+ in sets to make it a group)")
+    if isinstance(cond, Relationship) and all(variables[v].negated for v in cond.variables):
+        a, b = cond.variables
+        return (f"relates two negated variables ({a}, {b}): a negated variable may only be "
+                "related to positive ones")
+    return None
 
 
 def _plain(node: yaml.Node):
@@ -408,14 +504,8 @@ def check_schema(pattern: Pattern, schema: dict[str, str]) -> list[Problem]:
         return "number" if schema.get(attr) in ("number", "integer", "double") else schema.get(attr)
 
     for cond, line in zip(pattern.conditions, lines):
-        attrs = []
-        if isinstance(cond, Property):
-            attrs = [cond.attr] + ([cond.other_attr] if cond.other_attr else [])
-        elif isinstance(cond, Relationship):
-            attrs = [cond.left.attr, cond.right.attr]
-        else:
-            attrs = [cond.attr, cond.other_attr]
-        missing = [a for a in dict.fromkeys(attrs) if a not in schema]
+        attrs = cond.attributes
+        missing = [a for a in attrs if a not in schema]
         for a in missing:
             hint = difflib.get_close_matches(a, list(schema), n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
@@ -423,15 +513,44 @@ def check_schema(pattern: Pattern, schema: dict[str, str]) -> list[Problem]:
                                     f"attribute {a!r} (columns: {columns}){extra}"))
         if missing:
             continue
-        if isinstance(cond, Property) and cond.other_attr is None:
-            want = kind_of(cond.attr)
-            got = "string" if isinstance(cond.value, str) else "number"
-            if want in ("string", "number") and want != got:
-                problems.append(Problem(path, line, f"in condition '{cond}': {cond.attr} holds "
-                                        f"{want}s but is compared with a {got}"))
-        else:
-            kinds = {kind_of(a) for a in attrs}
-            if len(kinds) > 1:
-                problems.append(Problem(path, line, f"in condition '{cond}': compares "
-                                        f"attributes of different types ({', '.join(sorted(kinds))})"))
+        for message in _type_problems(cond.expr, kind_of):
+            problems.append(Problem(path, line, f"in condition '{cond}': {message}"))
     return problems
+
+
+def _type_problems(expr, kind_of) -> list[str]:
+    """Type mismatches of a condition against the source's column kinds: arithmetic on
+    text, a comparison of text with a number."""
+    out: list[str] = []
+
+    def kind(e):
+        if isinstance(e, Lit):
+            return "string" if isinstance(e.value, str) else "number"
+        if isinstance(e, Attr):
+            k = kind_of(e.attr)
+            return k if k in ("string", "number") else None
+        parts = (e.item,) if isinstance(e, Neg) else (e.left, e.right)
+        for p in parts:
+            if kind(p) == "string":
+                what = "negates" if isinstance(e, Neg) else {
+                    "+": "adds", "-": "subtracts", "*": "multiplies", "/": "divides"}[e.op]
+                out.append(f"{e} {what} text ({p} holds strings): + - * / need numbers")
+        return "number"
+
+    for c in comparisons_of(expr):
+        if isinstance(c, Cmp):
+            kl, kr = kind(c.left), kind(c.right)
+            if kl and kr and kl != kr:
+                if isinstance(c.right, Lit) and isinstance(c.left, Attr):
+                    out.append(f"{c.left.attr} holds {kl}s but is compared with a {kr}")
+                elif isinstance(c.left, Attr) and isinstance(c.right, Attr):
+                    out.append(f"compares attributes of different types ({kl}, {kr})")
+                else:
+                    out.append(f"compares a {kl} with a {kr} ({c})")
+        elif isinstance(c, In):
+            k = kind(c.item)
+            others = {kind(v) for v in c.values}
+            if k and others - {k}:
+                out.append(f"{c.item} holds {k}s but the list after in has "
+                           f"{' and '.join(sorted(others - {k}))}s")
+    return list(dict.fromkeys(out))

@@ -8,6 +8,8 @@ A match binds every variable to a non-empty sequence of distinct events in proce
 2. every event bound to a variable of B_i is strictly before (on ``ts``) every event bound to
    a variable of B_{i+1};
 3. the span between the first and the last event is at most τ.
+
+Kleene bounds (DESIGN.md section 10): a variable ``p{lo,hi}`` binds lo to hi events.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from .conditions import compare
 from .events import Event, format_ts
 from .pattern import Pattern
 
@@ -80,7 +81,7 @@ def is_match(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
     used = []
     for v in variables:
         seq = binding[v.name]
-        if not seq or (not v.group and len(seq) != 1):
+        if not seq or len(seq) < v.min or (v.max is not None and len(seq) > v.max):
             return False
         used.extend(e.seq for e in seq)
     if len(used) != len(set(used)):
@@ -109,10 +110,11 @@ def relationships_hold(pattern: Pattern, binding: dict[str, list[Event]]) -> boo
     """Condition 1 for the relationships whose two variables are both in ``binding``:
     every pair of their events."""
     for rel in pattern.relationships:
-        if rel.left.var in binding and rel.right.var in binding:
-            for a in binding[rel.left.var]:
-                for b in binding[rel.right.var]:
-                    if not compare(rel.op, a.attrs.get(rel.left.attr), b.attrs.get(rel.right.attr)):
+        x, y = rel.variables
+        if x in binding and y in binding:
+            for a in binding[x]:
+                for b in binding[y]:
+                    if not rel.holds(a.attrs, b.attrs):
                         return False
     return True
 

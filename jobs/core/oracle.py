@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .conditions import compare
 from .events import Event
 from .matches import Match, is_match, make_match, relationships_hold, set_order_holds
 from .pattern import Pattern, Variable
@@ -30,7 +29,8 @@ def _partial_ok(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
 
 
 def _group_sequences(var: Variable, pattern: Pattern, candidates: list[Event]):
-    """Every non-empty subsequence of ``candidates`` whose consecutive pairs satisfy prev."""
+    """Every subsequence of ``candidates`` whose consecutive pairs satisfy prev and whose
+    length is within the variable's bounds."""
     prevs = pattern.prev_relationships[var.name]
     if not var.group:
         for e in candidates:
@@ -38,7 +38,10 @@ def _group_sequences(var: Variable, pattern: Pattern, candidates: list[Event]):
         return
 
     def extend(seq, start):
-        yield seq
+        if len(seq) >= var.min:
+            yield seq
+        if var.max is not None and len(seq) >= var.max:
+            return
         for i in range(start, len(candidates)):
             e = candidates[i]
             if all(p.holds(seq[-1].attrs, e.attrs) for p in prevs):
@@ -88,23 +91,105 @@ def tau_window(events: list[Event], i: int, tau: int) -> list[Event]:
 
 
 def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
-    """Every match of ``pattern`` in ``events`` (in processing order) by Definition 2."""
+    """Every match of ``pattern`` in ``events`` (in processing order) by Definition 2,
+    with contiguity and negation (DESIGN.md section 10) applied to P⁺'s matches."""
     out: list[Match] = []
     for i in range(len(events)):
         out.extend(matches_starting_at(pattern, tau_window(events, i, pattern.tau)))
+    if pattern.contiguity != "none":
+        pos = positions(pattern, events)
+        out = [m for m in out if is_contiguous(m, pos)]
+    return negation_filter(pattern, out, events)
+
+
+# --------------------------------------------------------------------------------------
+# Contiguity and negation (DESIGN.md section 10; the issue's formal rules)
+# --------------------------------------------------------------------------------------
+def positions(pattern: Pattern, events: list[Event]) -> dict[int, int]:
+    """Each event's position (by ``seq``) in processing order: over all events for strict
+    contiguity, within the events of the same partition values X for partition
+    contiguity (events with a missing value of X have none)."""
+    if pattern.contiguity == "strict" or not pattern.partition_attributes:
+        return {e.seq: k for k, e in enumerate(events)}
+    out: dict[int, int] = {}
+    counters: dict[tuple, int] = defaultdict(int)
+    for e in events:
+        key = tuple(e.attrs.get(a) for a in pattern.partition_attributes)
+        if any(v is None or v != v for v in key):
+            continue
+        out[e.seq] = counters[key]
+        counters[key] += 1
     return out
+
+
+def is_contiguous(m: Match, pos: dict[int, int]) -> bool:
+    """The bound events are consecutive: their positions form one run."""
+    p = sorted(pos.get(e.seq, -10**9) for e in m.events)
+    return all(b == a + 1 for a, b in zip(p, p[1:]))
+
+
+def negation_interval(pattern: Pattern, neg, m: Match) -> tuple[int, bool, int, bool]:
+    """(low, low inclusive?, high, high inclusive?) of a negated variable's interval for
+    match ``m``: between sets, strictly after the last event of the set before and
+    strictly before the first event of the set after; leading [end_ts - τ, first event);
+    trailing (last event, start_ts + τ]."""
+    binding = dict(m.bindings)
+    stamps = {i: [e.ts for v in s for e in binding[v.name]] for i, s in enumerate(pattern.sets)}
+    if neg.before is None:
+        return m.end.ts - pattern.tau, True, min(stamps[0]), False
+    if neg.after is None:
+        return max(stamps[neg.before]), False, m.start.ts + pattern.tau, True
+    return max(stamps[neg.before]), False, min(stamps[neg.after]), False
+
+
+def negation_holds(pattern: Pattern, m: Match, events: list[Event]) -> bool:
+    """No event satisfies a negated variable's properties and its relationships to the
+    bound events (every event bound to a related variable) inside its interval."""
+    binding = dict(m.bindings)
+    for neg in pattern.negations:
+        n = neg.var.name
+        lo, lo_in, hi, hi_in = negation_interval(pattern, neg, m)
+        for e in events:
+            if not ((e.ts > lo or (lo_in and e.ts == lo)) and (e.ts < hi or (hi_in and e.ts == hi))):
+                continue
+            if not all(p.holds(e.attrs) for p in pattern.properties[n]):
+                continue
+            ok = True
+            for rel in pattern.negation_relationships[n]:
+                x, y = rel.variables
+                for b in binding[y if x == n else x]:
+                    if not (rel.holds(e.attrs, b.attrs) if x == n else rel.holds(b.attrs, e.attrs)):
+                        ok = False
+                        break
+                if not ok:
+                    break
+            if ok:
+                return False
+    return True
+
+
+def negation_filter(pattern: Pattern, matches: list[Match], events: list[Event]) -> list[Match]:
+    if not pattern.negations:
+        return matches
+    return [m for m in matches if negation_holds(pattern, m, events)]
 
 
 # --------------------------------------------------------------------------------------
 # SES paper, Algorithms 1-2, transcribed
 # --------------------------------------------------------------------------------------
-def _transitions(pattern: Pattern, state: frozenset[str]) -> list[tuple[Variable, bool]]:
+def _transitions(pattern: Pattern, state: frozenset[str], buffer: list
+                 ) -> list[tuple[Variable, bool]]:
     """Outgoing transitions of a state of the concatenated SES automaton (section 4.2):
-    ``(variable bound, starts a new set?)``. A state is the set of bound variables."""
+    ``(variable bound, starts a new set?)``. A state is the set of bound variables; a
+    group variable's loop stops at its maximum (Kleene bounds)."""
     if not state:
         return [(v, False) for v in pattern.sets[0]]
     current = max(pattern.by_name[n].set_index for n in state)
-    out = [(v, False) for v in pattern.sets[current] if v.name not in state or v.group]
+    count = defaultdict(int)
+    for name, _ in buffer:
+        count[name] += 1
+    out = [(v, False) for v in pattern.sets[current] if v.name not in state or (
+        v.group and (v.max is None or count[v.name] < v.max))]
     if current + 1 < len(pattern.sets) and all(v.name in state for v in pattern.sets[current]):
         out.extend((v, True) for v in pattern.sets[current + 1])
     return out
@@ -125,12 +210,12 @@ def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
             return False
     for rel in pattern.relationships + pattern.equality_closure:
         if var.name in rel.variables:
-            other = rel.right.var if rel.left.var == var.name else rel.left.var
+            x, y = rel.variables
+            other = y if x == var.name else x
             if other in bound:
-                for a in bound[rel.left.var]:
-                    for b in bound[rel.right.var]:
-                        if not compare(rel.op, a.attrs.get(rel.left.attr),
-                                       b.attrs.get(rel.right.attr)):
+                for a in bound[x]:
+                    for b in bound[y]:
+                        if not rel.holds(a.attrs, b.attrs):
                             return False
     if new_set:  # concatenation: v'.T < v.T for every v' of the preceding sets
         for name, e in buffer:
@@ -139,10 +224,14 @@ def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
     return True
 
 
-def _consume(pattern: Pattern, state: frozenset[str], buffer: list, e: Event):
-    """Algorithm 2, ConsumeEvent."""
+def _consume(pattern: Pattern, state: frozenset[str], buffer: list, e: Event,
+             pos: dict[int, int] | None = None):
+    """Algorithm 2, ConsumeEvent; with contiguity (``pos``) a transition fires only on
+    the event right after the instance's last bound event."""
     out = []
-    for var, new_set in _transitions(pattern, state):
+    if pos is not None and buffer and pos.get(e.seq) != pos.get(buffer[-1][1].seq, -2) + 1:
+        return [(state, buffer)]
+    for var, new_set in _transitions(pattern, state, buffer):
         buffer2 = buffer + [(var.name, e)]
         if _theta_delta_holds(pattern, var, new_set, buffer2):
             out.append((state | {var.name}, buffer2))
@@ -159,10 +248,14 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
     omega: list[tuple[frozenset[str], list]] = []
     peak = 0
 
+    pos = positions(pattern, events) if pattern.contiguity != "none" else None
+
     def emit(buffer):
         binding: dict[str, list[Event]] = defaultdict(list)
         for name, ev in buffer:
             binding[name].append(ev)
+        if any(len(binding[v.name]) < v.min for v in pattern.variables):
+            return  # fewer events than a variable's minimum: no match
         m = make_match(pattern, binding)
         results[m.key] = m
 
@@ -174,7 +267,7 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
                 if state == final:
                     emit(buffer)
             else:
-                nxt.extend(_consume(pattern, state, buffer, e))
+                nxt.extend(_consume(pattern, state, buffer, e, pos))
         omega = nxt
         peak = max(peak, len(omega))
     for state, buffer in omega:
@@ -182,7 +275,7 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
             emit(buffer)
     if stats is not None:
         stats["max_instances"] = max(stats.get("max_instances", 0), peak)
-    return list(results.values())
+    return negation_filter(pattern, list(results.values()), events)
 
 
 # --------------------------------------------------------------------------------------

@@ -38,17 +38,52 @@ def parse_duration(text: str) -> int:
     return int(amount) * UNITS_NS[unit]
 
 
+UNBOUNDED = None
+CONTIGUITY = ("none", "partition", "strict")
+
+
 @dataclass(frozen=True)
 class Variable:
-    """An event variable: a singleton ``v`` or a group ``v+`` in event set ``set_index``."""
+    """An event variable: a singleton ``v``, a group ``v+`` / ``v{min,max}`` (Kleene
+    closure with bounds; ``max`` None is unbounded) in positive event set ``set_index``,
+    or a negated singleton ``not v`` (``negated``; its set_index is -1)."""
 
     name: str
     group: bool
     set_index: int
-    index: int  # position among all variables: the bit of this variable in bit vectors
+    index: int  # positives first, then negated: the bit of this variable in bit vectors
+    min: int = 1
+    max: int | None = 1
+    negated: bool = False
+
+    @property
+    def bounded(self) -> bool:
+        """A group with bounds other than ``+``."""
+        return self.group and (self.min, self.max) != (1, None)
 
     def __str__(self) -> str:
-        return self.name + ("+" if self.group else "")
+        if self.negated:
+            return "not " + self.name
+        if not self.group:
+            return self.name
+        if not self.bounded:
+            return self.name + "+"
+        return f"{self.name}{{{self.min},{'' if self.max is None else self.max}}}"
+
+
+@dataclass(frozen=True)
+class Negation:
+    """A negated variable and where its interval lies: between positive sets ``before``
+    and ``after`` (``before`` None: leading; ``after`` None: trailing)."""
+
+    var: Variable
+    before: int | None
+    after: int | None
+
+    @property
+    def kind(self) -> str:
+        return "leading" if self.before is None else "trailing" if self.after is None \
+            else "between"
 
 
 @dataclass(frozen=True)
@@ -71,6 +106,9 @@ class Pattern:
     conditions: tuple[Condition, ...]
     matcher: str = "ses"
     description: str = ""
+    negations: tuple[Negation, ...] = ()
+    contiguity: str = "none"
+    alternative: int | None = None  # index among a file's alternatives
     path: str | None = field(default=None, compare=False)
     condition_lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
     examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
@@ -81,21 +119,39 @@ class Pattern:
         return tuple(v for s in self.sets for v in s)
 
     @cached_property
+    def negated(self) -> tuple[Variable, ...]:
+        return tuple(n.var for n in self.negations)
+
+    @cached_property
     def by_name(self) -> dict[str, Variable]:
-        return {v.name: v for v in self.variables}
+        return {v.name: v for v in self.variables + self.negated}
 
     # -- Θ split (match-window paper, Def. 1) ------------------------------------------
     @cached_property
     def properties(self) -> dict[str, tuple[Property, ...]]:
-        """Θp_v: the conditions on a single event bound to v."""
+        """Θp_v: the conditions on a single event bound to v (negated variables too)."""
         return {v.name: tuple(c for c in self.conditions
                               if isinstance(c, Property) and c.var == v.name)
-                for v in self.variables}
+                for v in self.variables + self.negated}
 
     @cached_property
     def relationships(self) -> tuple[Relationship, ...]:
-        """Θr without prev: conditions between events of two different variables."""
-        return tuple(c for c in self.conditions if isinstance(c, Relationship))
+        """Θr without prev, of the positive pattern P⁺: conditions between events of two
+        different positive variables."""
+        negated = {v.name for v in self.negated}
+        return tuple(c for c in self.conditions if isinstance(c, Relationship)
+                     and not negated & set(c.variables))
+
+    @cached_property
+    def negation_relationships(self) -> dict[str, tuple[Relationship, ...]]:
+        """Per negated variable, its relationships with the positive variables."""
+        return {v.name: tuple(c for c in self.conditions if isinstance(c, Relationship)
+                              and v.name in c.variables) for v in self.negated}
+
+    @cached_property
+    def min_events(self) -> int:
+        """The fewest events a match binds (Σ of the variables' minimums)."""
+        return sum(v.min for v in self.variables)
 
     @cached_property
     def prev_relationships(self) -> dict[str, tuple[PrevRelationship, ...]]:
@@ -142,9 +198,9 @@ class Pattern:
                 names = [v.name for v in self.variables if v.name in comp]
                 for i, v in enumerate(names):
                     if self.by_name[v].group:
-                        out.append(Relationship(Ref(v, a), "=", Ref(v, a)))
+                        out.append(Relationship.compare(Ref(v, a), "=", Ref(v, a)))
                     for w in names[i + 1:]:
-                        out.append(Relationship(Ref(v, a), "=", Ref(w, a)))
+                        out.append(Relationship.compare(Ref(v, a), "=", Ref(w, a)))
         return tuple(out)
 
     @cached_property
@@ -159,22 +215,27 @@ class Pattern:
     @cached_property
     def attributes(self) -> frozenset[str]:
         """Every event attribute the conditions read."""
-        out: set[str] = set()
-        for c in self.conditions:
-            if isinstance(c, Property):
-                out.add(c.attr)
-                if c.other_attr:
-                    out.add(c.other_attr)
-            elif isinstance(c, Relationship):
-                out.update((c.left.attr, c.right.attr))
-            else:
-                out.update((c.attr, c.other_attr))
+        return frozenset(a for c in self.conditions for a in c.attributes)
+
+    @cached_property
+    def linked_negations(self) -> frozenset[str]:
+        """The negated variables equal to a positive variable on every partition
+        attribute (top-level equalities): their witnesses lie in the match's partition."""
+        out = set()
+        positives = {v.name for v in self.variables}
+        for n in self.negated:
+            linked = set()
+            for r in self.negation_relationships[n.name]:
+                if r.is_equality_on_one_attribute() and set(r.variables) - {n.name} <= positives:
+                    linked.add(r.left.attr)
+            if set(self.partition_attributes) <= linked:
+                out.add(n.name)
         return frozenset(out)
 
     # -- identity -----------------------------------------------------------------------
     def normalized(self) -> dict:
         """A canonical, order-insensitive form of the pattern (what the version hashes)."""
-        return {
+        out = {
             "name": self.name,
             "source": self.source,
             "tau_ns": self.tau,
@@ -182,6 +243,13 @@ class Pattern:
             "conditions": sorted(str(c) for c in self.conditions),
             "matcher": self.matcher,
         }
+        if self.negations:  # only new keys: the versions of older patterns stay as they were
+            out["negations"] = [[n.before, n.after, n.var.name] for n in self.negations]
+        if self.contiguity != "none":
+            out["contiguity"] = self.contiguity
+        if self.alternative is not None:
+            out["alternative"] = self.alternative
+        return out
 
     @cached_property
     def version(self) -> str:
@@ -189,5 +257,12 @@ class Pattern:
         return hashlib.sha256(blob).hexdigest()[:16]
 
     def describe(self) -> str:
-        sets = ", ".join("{" + ", ".join(str(v) for v in s) + "}" for s in self.sets)
-        return f"{self.name} = (<{sets}>, Θ, {self.within})"
+        def negs(before):
+            return ["{not " + n.var.name + "}" for n in self.negations if n.before == before]
+
+        parts = negs(None)
+        for i, s in enumerate(self.sets):
+            parts.append("{" + ", ".join(str(v) for v in s) + "}")
+            parts += negs(i)
+        extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
+        return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"
