@@ -84,3 +84,76 @@ def event_tables(draw, max_events: int = 9, max_day: int = 8, distinct_ts: bool 
             {"type": draw(st.sampled_from(TYPES)), "value": draw(st.integers(0, 3)),
              "patient": draw(st.integers(1, 2))}))
     return order(events)
+
+
+BOUNDS = ("+", "{1,2}", "{2,}", "{2,3}", "{2}", "{1,1}")
+
+
+@st.composite
+def language_patterns(draw, matcher: str = "ses", negation: bool = False,
+                      bounds: bool = False, contiguity: bool = False, rich: bool = False,
+                      max_vars: int = 3):
+    """Random patterns with the second step of the language: negated sets (leading,
+    between, trailing) with properties and relationships, Kleene bounds, contiguity, and
+    conditions with in / or / not / arithmetic, each on request."""
+    n_sets = draw(st.integers(1, 2))
+    names = iter("abcd")
+    sets, variables = [], []
+    for _ in range(n_sets):
+        current = []
+        for _ in range(draw(st.integers(1, 2))):
+            if len(variables) >= max_vars:
+                break
+            v = next(names)
+            group = draw(st.booleans())
+            suffix = (draw(st.sampled_from(BOUNDS)) if bounds else "+") if group else ""
+            current.append(f"'{v}{suffix}'" if "{" in suffix else v + suffix)
+            variables.append((v, group))
+        if current:
+            sets.append(current)
+    conditions = []
+
+    def prop(v):
+        kind = draw(st.sampled_from(["type", "value", "none"] + (["in", "or", "not"] * rich)))
+        t, x = draw(st.sampled_from(TYPES)), draw(st.integers(0, 3))
+        return {"type": f"{v}.type = '{t}'", "value": f"{v}.value {draw(st.sampled_from(OPS))} {x}",
+                "none": None, "in": f"{v}.type in ('{t}', '{draw(st.sampled_from(TYPES))}')",
+                "or": f"{v}.value + 1 > {x} or {v}.type = '{t}'",
+                "not": f"not ({v}.type = '{t}' and {v}.value < {x})"}[kind]
+
+    for v, group in variables:
+        c = prop(v)
+        if c:
+            conditions.append(c)
+        if group and draw(st.booleans()):
+            op = draw(st.sampled_from(OPS))
+            conditions.append(f"prev({v}.value) {op} {v}.value" if not rich or draw(st.booleans())
+                              else f"prev({v}.value) - 1 {op} {v}.value")
+    positive = [v for v, _ in variables]
+    if len(positive) > 1 and draw(st.booleans()):
+        for x, y in zip(positive, positive[1:]):
+            conditions.append(f"{x}.patient = {y}.patient")
+    if len(positive) > 1 and draw(st.booleans()):
+        x, y = draw(st.permutations(positive))[:2]
+        conditions.append(f"{x}.value {draw(st.sampled_from(OPS))} {y}.value" if not rich
+                          else f"{x}.value >= {y}.value * 2 or {x}.type = {y}.type")
+    layout = [("pos", s) for s in sets]
+    if negation:
+        for n in "nq"[:draw(st.integers(1, 2))]:
+            at = draw(st.integers(0, len(layout)))
+            layout.insert(at, ("neg", [f"not {n}"]))
+            c = prop(n) or f"{n}.type = '{draw(st.sampled_from(TYPES))}'"
+            conditions.append(c)
+            link = draw(st.sampled_from(["patient", "value", "none"]))
+            target = draw(st.sampled_from(positive))
+            if link == "patient":
+                conditions.append(f"{n}.patient = {target}.patient")
+            elif link == "value":
+                conditions.append(f"{n}.value {draw(st.sampled_from(OPS))} {target}.value")
+    tau_days = draw(st.integers(1, 4))
+    cont = draw(st.sampled_from(["none", "partition", "strict"])) if contiguity else "none"
+    text = (f"name: random\nsource: random\nwithin: {tau_days}d\n"
+            f"sets: [{', '.join('[' + ', '.join(s) + ']' for _, s in layout)}]\n"
+            + "conditions:\n" + "".join(f"  - \"{c}\"\n" for c in conditions)
+            + f"matcher: {matcher}\ncontiguity: {cont}\n")
+    return parse_pattern(text, "<random>")

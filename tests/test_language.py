@@ -1,0 +1,219 @@
+"""The second step of the pattern language against the oracle: negation, Kleene bounds,
+contiguity and rich conditions, each under both matchers and every pruning combination;
+the three evaluators of a condition (reference, columns, compiled program) agree; every
+new mistake in a pattern file gets its line and a message."""
+
+import itertools
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from jobs.core import oracle
+from jobs.core.columns import from_events
+from jobs.core.conditions import parse_condition, truth
+from jobs.core.events import Event, order
+from jobs.core.loader import PatternError, parse_pattern
+from jobs.core.programs import TRUE, Programs, vector_truth
+from jobs.core.runner import MatchOptions, run
+
+from .helpers import keys
+from .strategies import DAY, TYPES, event_tables, language_patterns
+
+OPERATORS = {
+    "negation": dict(negation=True),
+    "bounds": dict(bounds=True),
+    "contiguity": dict(contiguity=True),
+    "conditions": dict(rich=True),
+    "all": dict(negation=True, bounds=True, contiguity=True, rich=True),
+}
+
+
+def combinations(matcher):
+    return [MatchOptions(matcher=matcher, strategy="eager")] + [
+        MatchOptions(matcher=matcher, filter=f, partition=p, conditions=c)
+        for f, p, c in itertools.product([True, False], repeat=3)]
+
+
+def expected(pattern, events):
+    return keys(oracle.ses_exec(pattern, events) if pattern.matcher == "ses"
+                else oracle.all_matches(pattern, events))
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+@pytest.mark.parametrize("operator", list(OPERATORS))
+@given(data=st.data())
+def test_every_operator_equals_the_oracle(operator, matcher, data):
+    pattern = data.draw(language_patterns(matcher=matcher, **OPERATORS[operator]))
+    events = data.draw(event_tables(max_events=9, max_day=6))
+    want = expected(pattern, events)
+    for options in combinations(matcher):
+        assert keys(run(pattern, events, options)[0]) == want, options
+
+
+# -- one condition, three evaluators ------------------------------------------------------
+CONDITIONS = [
+    "a.type in ('A', 'C')", "a.type not in ('A', 'Z')", "not a.value > 1",
+    "not (a.value > 1 or a.type = 'B')", "a.value + 1 > 2 or a.type = 'C'",
+    "a.value / (a.value - 1) >= 0", "-a.value < -1", "a.value * 2 = a.other",
+    "a.type < 'B' or not a.value in (0, 3)", "a.other != a.type", "a.other < 2 or a.other > 2",
+]
+VALUES = st.one_of(st.none(), st.integers(0, 3), st.sampled_from(TYPES), st.just(float("nan")))
+
+
+@given(st.lists(st.tuples(st.sampled_from(TYPES + (None,)), VALUES, VALUES), min_size=1,
+                max_size=8))
+def test_reference_columns_and_programs_agree(rows):
+    events = order([Event(f"e{i}", i, {"type": t, "value": v, "other": o})
+                    for i, (t, v, o) in enumerate(rows)])
+    cols = from_events(events, ("type", "value", "other"))
+    from jobs.core import kernels
+
+    for text in CONDITIONS:
+        cond, _ = parse_condition(text)
+        reference = [truth(cond.expr, {("a", False): e.attrs}) is True for e in events]
+        columns = list(vector_truth(cond.expr, cols, cols.row) == TRUE)
+        programs = Programs(cols.row)
+        k = programs.add(cond.expr, {("a", False): 0})
+        code, ptr = programs.arrays()
+        cval, ckind = programs.constants(cols)
+        compiled = list(kernels.program_column(code, ptr[k], ptr[k + 1], cval, ckind,
+                                               cols.values, cols.kinds, programs.depth + 1))
+        assert reference == columns == compiled, text
+
+
+def test_three_valued_logic():
+    cond, _ = parse_condition("not a.value > 1")
+    assert truth(cond.expr, {("a", False): {"value": None}}) is None  # unknown, not true
+    cond, _ = parse_condition("a.value > 1 or a.type = 'A'")
+    assert truth(cond.expr, {("a", False): {"value": None, "type": "A"}}) is True
+    cond, _ = parse_condition("a.value / 0 > 1")
+    assert truth(cond.expr, {("a", False): {"value": 3}}) is None
+
+
+# -- worked examples: each rule of the issue, literally -----------------------------------
+def ev(i, day, **attrs):
+    return Event(f"e{i}", int(day * DAY), attrs)
+
+
+NEG = """name: n
+source: s
+within: 2d
+sets: [[not q], [a], [not n], [b], [not t]]
+conditions:
+  - a.type = 'A'
+  - b.type = 'B'
+  - q.type = 'Q'
+  - n.type = 'N'
+  - t.type = 'T'
+  - a.patient = b.patient
+  - q.patient = a.patient
+  - n.patient = a.patient
+  - t.patient = a.patient
+matcher: {matcher}
+"""
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+def test_negation_intervals(matcher):
+    p = parse_pattern(NEG.format(matcher=matcher))
+    base = [ev(1, 1, type="A", patient=1), ev(2, 2, type="B", patient=1)]
+    assert len(run(p, order(base))[0]) == 1
+    cases = {  # witness -> is the match removed?
+        ev(3, 1.5, type="N", patient=1): True,  # between a and b
+        ev(3, 1.5, type="N", patient=2): False,  # another patient
+        ev(3, 1, type="N", patient=1): False,  # at a's time: not strictly after
+        ev(3, 0, type="Q", patient=1): True,  # leading: end_ts - τ = day 0, inclusive
+        ev(3, -0.1, type="Q", patient=1): False,  # before end_ts - τ
+        ev(3, 3, type="T", patient=1): True,  # trailing: start_ts + τ = day 3, inclusive
+        ev(3, 3.1, type="T", patient=1): False,
+        ev(3, 2, type="T", patient=1): False,  # at b's time: not strictly after
+    }
+    for witness, removed in cases.items():
+        events = order(base + [witness])
+        got = run(p, events)[0]
+        assert len(got) == (0 if removed else 1), (witness, witness.attrs)
+        assert keys(got) == keys(oracle.all_matches(p, events) if matcher == "zstream"
+                                 else oracle.ses_exec(p, events))
+
+
+def test_negated_variable_related_to_a_group_holds_for_every_event():
+    p = parse_pattern("name: g\nsource: s\nwithin: 5d\nsets: [[p+], [not n], [b]]\n"
+                      "conditions:\n  - p.type = 'P'\n  - b.type = 'B'\n  - n.type = 'N'\n"
+                      "  - n.value > p.value\nmatcher: zstream\n")
+    events = order([ev(1, 1, type="P", value=1), ev(2, 1, type="P", value=5),
+                    ev(3, 2, type="N", value=3), ev(4, 3, type="B")])
+    got = {tuple(m.key[0][1]) for m in run(p, events)[0]}
+    # n (value 3) exceeds p=e1 (1) but not e2 (5): only matches binding e2 survive
+    assert got == {("e2",), ("e1", "e2")}
+
+
+def test_kleene_bounds_ses_is_greedy_and_stops_at_the_maximum():
+    text = ("name: k\nsource: s\nwithin: 9d\nsets:\n  - - a\n    - p{2,3}\n  - [b]\n"
+            "conditions:\n  - a.type = 'A'\n  - p.type = 'P'\n  - b.type = 'B'\n")
+    p = parse_pattern(text)
+    events = order([ev(1, 0, type="A")] + [ev(i, i, type="P") for i in range(2, 7)]
+                   + [ev(9, 8, type="B")])
+    got = [dict(m.key) for m in run(p, events)[0]]
+    assert got == [{"a": ("e1",), "p": ("e2", "e3", "e4"), "b": ("e9",)}]
+    one = order([ev(1, 0, type="A"), ev(2, 1, type="P"), ev(9, 8, type="B")])
+    assert run(p, one)[0] == []  # fewer than the minimum: no match
+    z = parse_pattern(text + "matcher: zstream\n")
+    assert len(run(z, events)[0]) == 10 + 10  # C(5,2) + C(5,3) sequences for p
+
+
+def test_strict_and_partition_contiguity():
+    base = ("name: c\nsource: s\nwithin: 9d\nsets: [[a], [b]]\nconditions:\n"
+            "  - a.type = 'A'\n  - b.type = 'B'\n  - a.patient = b.patient\n")
+    events = order([ev(1, 0, type="A", patient=1), ev(2, 1, type="X", patient=2),
+                    ev(3, 2, type="B", patient=1)])
+    for matcher in ("ses", "zstream"):
+        strict = parse_pattern(base + f"matcher: {matcher}\ncontiguity: strict\n")
+        part = parse_pattern(base + f"matcher: {matcher}\ncontiguity: partition\n")
+        assert run(strict, events)[0] == []  # e2 of another patient lies between
+        assert len(run(part, events)[0]) == 1  # consecutive among patient 1's events
+
+
+# -- every new mistake, with its line --------------------------------------------------------
+HEAD = "name: x\nsource: s\nwithin: 1d\n"
+
+
+@pytest.mark.parametrize("body, line, fragment", [
+    ("sets: [[a], [not p+]]\n", 4, "a negated variable is a single event"),
+    ("sets:\n  - - a\n    - p{5,2}\n", 6, "the minimum 5 is larger than the maximum 2"),
+    ("sets:\n  - - a\n    - p{0,2}\n", 6, "the minimum must be at least 1"),
+    ("sets: [[a, p{2,5}]]\n", 4, "quote them, [a, 'p{2,5}']"),
+    ("sets: [[a, not n]]\n", 4, "mixes negated and positive"),
+    ("sets: [[not n]]\nconditions:\n  - n.x = 1\n", 4, "at least one positive variable"),
+    ("sets: [[a], [not n]]\nconditions:\n  - prev(n.x) < n.x\n", 6,
+     "prev() cannot be used on the negated variable 'n'"),
+    ("sets: [[a], [not n], [not m]]\nconditions:\n  - n.x = m.x\n", 6,
+     "relates two negated variables"),
+    ("sets: [[a]]\nconditions:\n  - foo(a.x) > 1\n", 6, "unknown function 'foo'"),
+    ("sets: [[a]]\nconditions:\n  - a.x * 'k' > 1\n", 6, "need numbers"),
+    ("sets: [[a]]\ncontiguity: sometimes\n", 5, "use one of none, partition, strict"),
+])
+def test_language_mistakes(body, line, fragment):
+    with pytest.raises(PatternError) as info:
+        parse_pattern(HEAD + body, "f.yaml")
+    found = [(p.line, p.message) for p in info.value.problems]
+    assert any(ln == line and fragment in msg for ln, msg in found), found
+
+
+def test_type_mismatch_against_the_schema():
+    from jobs.core.loader import check_schema
+
+    p = parse_pattern(HEAD + "sets: [[a], [b]]\nconditions:\n  - b.value > 2 * a.type\n"
+                      "  - a.type in ('x', 3)\n", "f.yaml")
+    found = [str(x) for x in check_schema(p, {"type": "string", "value": "number"})]
+    assert any("f.yaml:6:" in x and "multiplies text" in x for x in found), found
+    assert any("f.yaml:7:" in x and "the list after in has numbers" in x for x in found), found
+
+
+def test_bounds_are_quoted_or_block_style():
+    a = parse_pattern(HEAD + "sets: [[a, 'p{2,5}', 'q{3,}']]\n")
+    b = parse_pattern(HEAD + "sets:\n  - - a\n    - p{2,5}\n    - q{3,}\n")
+    assert [str(v) for v in a.variables] == [str(v) for v in b.variables] == \
+        ["a", "p{2,5}", "q{3,}"]
+    assert a.version == b.version and np.array_equal([v.min for v in a.variables], [1, 2, 3])
