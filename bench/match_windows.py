@@ -19,6 +19,7 @@ factors are relative to the baseline, as in the paper's Figs. 6-7. Output: a Mar
 on stdout and in bench/out/<matcher>_windows.md, raw figures in .json, and a PNG plot.
 
     python bench/match_windows.py [--matcher ses|zstream] [--events N] [--per-k 3] [--kmax 6]
+        [--kinds Pseq,Pset,Pneg,Pbound] [--name SUFFIX]
 """
 
 from __future__ import annotations
@@ -78,11 +79,22 @@ def load_hospital(n_events: int, start: str) -> list[Event]:
 
 
 def make_pattern(kind: str, types: list[str], tau: str, matcher: str = "ses"):
+    """Pseq, Pset; Pneg = Pseq with a negated variable (one more type, same patient)
+    after the first set; Pbound = Pseq whose first variable binds 2 to 4 events."""
+    if kind == "Pneg":
+        types, negated = types[:-1], types[-1]
     names = [f"v{i + 1}" for i in range(len(types))]
-    sets = [[n] for n in names] if kind == "Pseq" else [names]
+    sets = [[n] for n in names] if kind != "Pset" else [names]
+    if kind == "Pbound":
+        sets[0] = ["'v1{2,4}'"]
+    if kind == "Pneg":
+        sets.insert(1, ["not n"])
     conds = [f"{n}.event_type = '{t}'" for n, t in zip(names, types)]
     conds += [f"{a}.patient = {b}.patient" for a, b in zip(names, names[1:])]
-    text = (f"name: bench\nsource: hospital\nwithin: {tau}\nsets: {sets}\n".replace("'", "")
+    if kind == "Pneg":
+        conds += [f"n.event_type = '{negated}'", "n.patient = v1.patient"]
+    text = (f"name: bench\nsource: hospital\nwithin: {tau}\nsets: "
+            f"[{', '.join('[' + ', '.join(s) + ']' for s in sets)}]\n"
             + "conditions:\n" + "".join(f'  - "{c}"\n' for c in conds) + f"matcher: {matcher}\n")
     return parse_pattern(text, "<bench>")
 
@@ -113,6 +125,9 @@ def main(argv=None) -> int:
     ap.add_argument("--tau", default="10d")
     ap.add_argument("--top", type=int, default=20, help="draw types from the N most frequent")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--kinds", default="Pseq,Pset",
+                    help="comma-separated: Pseq, Pset, Pneg (negation), Pbound (Kleene bounds)")
+    ap.add_argument("--name", default="", help="suffix of the output files")
     ap.add_argument("--out", default=str(ROOT / "bench" / "out"))
     args = ap.parse_args(argv)
 
@@ -126,9 +141,10 @@ def main(argv=None) -> int:
           f"{args.per_k} random patterns per k", file=sys.stderr)
     results = []
     for k in range(1, args.kmax + 1):
-        for kind in ("Pseq", "Pset"):
+        for kind in args.kinds.split(","):
             for j in range(args.per_k):
-                pattern = make_pattern(kind, rng.sample(types, k), args.tau, args.matcher)
+                extra = 1 if kind == "Pneg" else 0
+                pattern = make_pattern(kind, rng.sample(types, k + extra), args.tau, args.matcher)
                 row = {"kind": kind, "k": k, "pattern": j, "configs": {}}
                 compiled = compile_pattern(pattern)
                 cols = from_events(events, compiled.attributes)  # columns once, as phase 2
@@ -157,7 +173,7 @@ def main(argv=None) -> int:
                     f"{n}={c[n]['seconds']:.3f}s" for n in c), file=sys.stderr, flush=True)
     table = summarize(results, len(events), args.matcher)
     print(table)
-    stem = f"{args.matcher}_windows"
+    stem = f"{args.matcher}_windows{args.name}"
     (out / f"{stem}.md").write_text(table + "\n")
     (out / f"{stem}.json").write_text(json.dumps(results, indent=1))
     plot(results, out / f"{stem}.png", args.matcher)
@@ -214,8 +230,11 @@ def plot(results, path: Path, matcher: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for ax, kind in zip(axes, ("Pseq", "Pset")):
+    kinds = list(dict.fromkeys(r["kind"] for r in results))
+    fig, axes = plt.subplots(1, len(kinds), figsize=(5.5 * len(kinds), 4), sharey=True,
+                             squeeze=False)
+    axes = axes[0]
+    for ax, kind in zip(axes, kinds):
         ks = sorted({r["k"] for r in results if r["kind"] == kind})
         other = ("fpc-ld", "x--") if matcher == "zstream" else ("eager", "x--")
         for name, style in (("f", "o-"), ("fp", "s-"), ("fpc", "^-"), other):

@@ -63,14 +63,32 @@ def events_expectations(source: Source) -> list[dict]:
 
 def matches_expectations(pattern: Pattern) -> list[dict]:
     suite = load_suite("matches")["expectations"]
-    for v in pattern.variables:
-        kwargs = {"column": f"n_{v.name}", "min_value": 1}
-        if not v.group:
-            kwargs["max_value"] = 1
+    for v in pattern.variables:  # a singleton once, a group within its Kleene bounds
+        kwargs = {"column": f"n_{v.name}", "min_value": v.min}
+        if v.max is not None:
+            kwargs["max_value"] = v.max
         suite.append({"type": "expect_column_values_to_be_between", "kwargs": kwargs})
     suite.append({"type": "expect_column_values_to_be_between",
-                  "kwargs": {"column": "n_events", "min_value": len(pattern.variables)}})
+                  "kwargs": {"column": "n_events", "min_value": pattern.min_events}})
+    for n in checked_negations(pattern):
+        suite.append({"type": "expect_column_values_to_be_in_set",
+                      "kwargs": {"column": f"no_{n.var.name}_ok", "value_set": [True]}})
     return suite
+
+
+def checked_negations(pattern: Pattern):
+    """The negated variables the suite can check exactly in Spark: linked to the
+    partition attributes and related to the positive variables by those equalities only
+    (no event of the source may satisfy their properties inside their interval, in the
+    match's partition)."""
+    out = []
+    for n in pattern.negations:
+        rels = pattern.negation_relationships[n.var.name]
+        if n.var.name in pattern.linked_negations and pattern.partition_attributes and all(
+                r.is_equality_on_one_attribute() and r.left.attr in pattern.partition_attributes
+                for r in rels):
+            out.append(n)
+    return out
 
 
 # -- the frame the match suite checks ------------------------------------------------------
@@ -79,7 +97,7 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
     """One row per staged match with the columns the match suite checks."""
     from pyspark.sql import functions as F
 
-    from .match_job import col, event_date_filters
+    from .match_job import col, event_date_filters, property_column
 
     staged = (spark.read.parquet(staging).where(F.col("kind") == "match")
               .select("match_id", "start_ts", "end_ts", "n_events",
@@ -97,7 +115,8 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
             F.countDistinct("event_id").alias("distinct"),
             F.min("ets").alias("first_ts"), F.max("ets").alias("last_ts")]
     for k in keys:
-        aggs += [F.countDistinct(col(k)).alias(f"dk_{k}"), F.count(col(k)).alias(f"nk_{k}")]
+        aggs += [F.countDistinct(col(k)).alias(f"dk_{k}"), F.count(col(k)).alias(f"nk_{k}"),
+                 F.first(col(k), ignorenulls=True).alias(f"key_{k}")]
     per_match = joined.groupBy("match_id").agg(*aggs)
     pivot = per_var.groupBy("match_id").pivot("var", [v.name for v in pattern.variables]).agg(
         F.first("n").alias("n"), F.first("lo").alias("lo"), F.first("hi").alias("hi"))
@@ -109,6 +128,38 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
         order_terms.append(F.coalesce(last_a < first_b, F.lit(False)))
     part_terms = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
     true = F.lit(True)
+    negation_cols = []
+    for n in checked_negations(pattern):
+        name = n.var.name
+        tau = F.expr(f"INTERVAL {pattern.tau // 1000} MICROSECONDS")
+        if n.before is None:
+            lo, hi, lo_in, hi_in = F.col("end_ts") - tau, F.col("start_ts"), True, False
+        else:
+            before = pattern.sets[n.before]
+            lo = F.greatest(*[F.col(f"{v.name}_hi") for v in before]) if len(before) > 1 \
+                else F.col(f"{before[0].name}_hi")
+            lo_in = False
+            if n.after is None:
+                hi, hi_in = F.col("start_ts") + tau, True
+            else:
+                after = pattern.sets[n.after]
+                hi = F.least(*[F.col(f"{v.name}_lo") for v in after]) if len(after) > 1 \
+                    else F.col(f"{after[0].name}_lo")
+                hi_in = False
+        props = [property_column(p) for p in pattern.properties[name]]
+        wit_low = None if low is None else low - pattern.tau
+        cand = lk.read_spark(spark, events_path, event_date_filters(wit_low, high, pattern.tau))
+        if props:
+            cand = cand.where(reduce(lambda x, y: x & y, props))
+        cand = cand.select(F.col("ts").alias("wts"), *[col(k).alias(f"key_{k}") for k in keys])
+        win = df.select("match_id", "start_ts", "end_ts", *[f"key_{k}" for k in keys],
+                        lo.alias("nlo"), hi.alias("nhi"))
+        inside = ((F.col("wts") >= F.col("nlo")) if lo_in else (F.col("wts") > F.col("nlo"))) \
+            & ((F.col("wts") <= F.col("nhi")) if hi_in else (F.col("wts") < F.col("nhi")))
+        hits = (win.join(cand, on=[f"key_{k}" for k in keys]).where(inside)
+                .select("match_id").distinct().withColumn(f"hit_{name}", F.lit(True)))
+        df = df.join(hits, "match_id", "left")
+        negation_cols.append(F.col(f"hit_{name}").isNull().alias(f"no_{name}_ok"))
     return df.select(
         "match_id", "start_ts", "end_ts", "n_events",
         (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
@@ -121,6 +172,7 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
         (F.coalesce(reduce(lambda x, y: x & y, part_terms), F.lit(False)) if part_terms
          else true).alias("partition_ok"),
         *[F.coalesce(F.col(f"{v.name}_n"), F.lit(0)).alias(f"n_{v.name}") for v in pattern.variables],
+        *negation_cols,
     )
 
 

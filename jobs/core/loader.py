@@ -175,6 +175,13 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
         if key in fields:
             problems.append(Problem(path, _line(knode), f"key {key!r} appears twice"))
             continue
+        if key == "alternatives":
+            problems.append(Problem(path, _line(knode), "alternatives (a disjunction of "
+                                    "patterns) is not implemented yet: write one pattern "
+                                    "file per alternative, or an 'or' inside a condition "
+                                    "when the alternatives differ in one variable's "
+                                    "properties"))
+            continue
         if key not in ALLOWED_KEYS:
             hint = difflib.get_close_matches(key, ALLOWED_KEYS, n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
