@@ -137,24 +137,15 @@ def run_program(code, lo, hi, cval, ckind, vals, kinds, e0, e1, sv, sk):
             y_known = sk[top] == 3
             x = sv[top - 1]
             y = sv[top]
-            if op == 6:
-                if (x_known and x == 0.0) or (y_known and y == 0.0):
-                    sk[top - 1] = 3
-                    sv[top - 1] = 0.0
-                elif x_known and y_known:
-                    sk[top - 1] = 3
-                    sv[top - 1] = 1.0
-                else:
-                    sk[top - 1] = 0
+            dominant = 0.0 if op == 6 else 1.0  # and: false wins; or: true wins
+            if (x_known and x == dominant) or (y_known and y == dominant):
+                sk[top - 1] = 3
+                sv[top - 1] = dominant
+            elif x_known and y_known:
+                sk[top - 1] = 3
+                sv[top - 1] = 1.0 - dominant
             else:
-                if (x_known and x == 1.0) or (y_known and y == 1.0):
-                    sk[top - 1] = 3
-                    sv[top - 1] = 1.0
-                elif x_known and y_known:
-                    sk[top - 1] = 3
-                    sv[top - 1] = 0.0
-                else:
-                    sk[top - 1] = 0
+                sk[top - 1] = 0
     return sk[0] == 3 and sv[0] == 1.0
 
 
