@@ -129,7 +129,11 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
     part_terms = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
     true = F.lit(True)
     negation_cols = []
-    for n in checked_negations(pattern):
+    checked = checked_negations(pattern)
+    if checked:  # the witnesses may lie up to τ before the run's first start
+        wit_low = None if low is None else low - pattern.tau
+        source = lk.read_spark(spark, events_path, event_date_filters(wit_low, high, pattern.tau))
+    for n in checked:
         name = n.var.name
         tau = F.expr(f"INTERVAL {pattern.tau // 1000} MICROSECONDS")
         if n.before is None:
@@ -147,8 +151,7 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
                     else F.col(f"{after[0].name}_lo")
                 hi_in = False
         props = [property_column(p) for p in pattern.properties[name]]
-        wit_low = None if low is None else low - pattern.tau
-        cand = lk.read_spark(spark, events_path, event_date_filters(wit_low, high, pattern.tau))
+        cand = source
         if props:
             cand = cand.where(reduce(lambda x, y: x & y, props))
         cand = cand.select(F.col("ts").alias("wts"), *[col(k).alias(f"key_{k}") for k in keys])

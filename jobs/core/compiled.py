@@ -135,16 +135,15 @@ class CompiledPattern:
         self.programs = Programs(self.row)
         self._index = {v.name: v.index for v in self.variables + self.negated}
         # program conditions, compiled once: (v, w, program with v's event in slot 0)
-        self._xpairs: list[tuple[int, int, int, bool]] = []  # (v, w, program, closure?)
-        for r in pattern.relationships + tuple(
-                r for rels in pattern.negation_relationships.values() for r in rels):
+        self._xpairs: list[tuple[int, int, int]] = []
+        for r in pattern.relationships + self._negation_relationships:
             if r.simple is None:
                 x, y = r.variables
                 i, j = self._index[x], self._index[y]
                 self._xpairs.append((i, j, self.programs.add(r.expr, {(x, False): 0,
-                                                                      (y, False): 1}), False))
+                                                                      (y, False): 1})))
                 self._xpairs.append((j, i, self.programs.add(r.expr, {(y, False): 0,
-                                                                      (x, False): 1}), False))
+                                                                      (x, False): 1})))
         self._xprev: list[list[int]] = [[] for _ in range(self.m)]
         for v in self.variables:
             for c in pattern.prev_relationships[v.name]:
@@ -155,6 +154,30 @@ class CompiledPattern:
     @property
     def tau(self) -> int:
         return self.within.ns
+
+    @property
+    def _negation_relationships(self) -> tuple:
+        return tuple(r for rels in self.pattern.negation_relationships.values() for r in rels)
+
+    def partition_codes(self, cols: EventColumns, rows: np.ndarray | None = None
+                        ) -> tuple[np.ndarray, np.ndarray]:
+        """Per event (of ``rows``, default all), a code equal for equal values of the
+        partition attributes X and ordered as they are, and whether all of X is present
+        (a missing value equals nothing)."""
+        n = cols.n if rows is None else len(rows)
+        code = np.zeros(n, np.int64)
+        present = np.ones(n, np.bool_)
+        for a in self.partition_attributes:
+            r = self._row[a]
+            kinds, values = cols.kinds[r], cols.values[r]
+            if rows is not None:
+                kinds, values = kinds[rows], values[rows]
+            present &= kinds != 0
+            _, inv = np.unique(np.stack([kinds.astype(np.float64), values]), axis=1,
+                               return_inverse=True)
+            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
+            code = code.ravel()
+        return code, present
 
     # -- Theorem 1: property masks ---------------------------------------------------
     def fits(self, name: str, cols: EventColumns) -> np.ndarray:
@@ -204,8 +227,11 @@ class CompiledPattern:
     def relationship_table(self, partitioned: bool) -> ConditionTable:
         """Each relationship from both variables' sides: when v is bound, every row of v
         is checked against every event already bound to ``other``."""
-        rows: list[list] = [[] for _ in range(self.m)]
-        for i, a, op, j, b in self.relationship_pairs(partitioned):
+        return self._pair_table(self.relationship_pairs(partitioned), self.m)
+
+    def _pair_table(self, pairs, n_vars: int) -> ConditionTable:
+        rows: list[list] = [[] for _ in range(n_vars)]
+        for i, a, op, j, b in pairs:
             rows[i].append((self._row[a], OPS[op], j, self._row[b]))
             if i != j:
                 rows[j].append((self._row[b], OPS[FLIPPED[op]], i, self._row[a]))
@@ -226,40 +252,32 @@ class CompiledPattern:
         return _table(rows)
 
     # -- program conditions -------------------------------------------------------------
-    def program_pairs(self, variables: int | None = None) -> list[tuple[int, int, int]]:
-        """(v, w, program) of the program relationships, from both sides; ``variables``:
-        only rows whose v is below it (the positive variables)."""
-        return [(i, j, p) for i, j, p, _ in self._xpairs
-                if variables is None or (i < variables and j < variables)]
+    def program_pairs(self, n_vars: int) -> list[tuple[int, int, int]]:
+        """(v, w, program) of the program relationships among the first ``n_vars``
+        variables (``m``: the positive ones), from both sides."""
+        return [(i, j, p) for i, j, p in self._xpairs if i < n_vars and j < n_vars]
 
-    def program_rows(self, n_vars: int, positive_only: bool) -> RelationRows:
+    def program_rows(self, n_vars: int) -> RelationRows:
         """The program relationships per variable (v's event in slot 0)."""
         rows: list[list] = [[] for _ in range(n_vars)]
-        for i, j, p in self.program_pairs(self.m if positive_only else None):
-            if i < n_vars:
-                rows[i].append((j, p))
+        for i, j, p in self.program_pairs(n_vars):
+            rows[i].append((j, p))
         return relation_rows(rows)
 
+    @cached_property
+    def program_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.programs.arrays()
+
+    @cached_property
     def prev_program_rows(self) -> RelationRows:
         return relation_rows([[(v, p) for p in self._xprev[v]] for v in range(self.m)])
 
     def negation_table(self) -> ConditionTable:
-        """The comparison relationships of each negated variable (rows of its index)
-        with the positive variables."""
-        rows: list[list] = [[] for _ in range(self.m + len(self.negated))]
-        for n in self.negated:
-            for r in self.pattern.negation_relationships[n.name]:
-                simple = r.simple
-                if simple is None:
-                    continue
-                left, op, right = simple
-                if left.var == n.name:
-                    rows[n.index].append((self._row[left.attr], OPS[op],
-                                          self._index[right.var], self._row[right.attr]))
-                else:
-                    rows[n.index].append((self._row[right.attr], OPS[FLIPPED[op]],
-                                          self._index[left.var], self._row[left.attr]))
-        return _table(rows)
+        """The comparison relationships of the negated variables with the positive ones
+        (the rows of a negated variable's index are its side)."""
+        pairs = [(self._index[r.left.var], r.left.attr, r.op, self._index[r.right.var],
+                  r.right.attr) for r in self._negation_relationships if r.simple is not None]
+        return self._pair_table(pairs, self.m + len(self.negated))
 
     def positions(self, cols: EventColumns) -> np.ndarray:
         """Contiguity positions in processing order, numbered before any filter: over
@@ -267,15 +285,7 @@ class CompiledPattern:
         n = cols.n
         if self.contiguity == "strict" or not self.partition_attributes:
             return np.arange(n, dtype=np.int64)
-        keep = np.ones(n, np.bool_)
-        code = np.zeros(n, np.int64)
-        for a in self.partition_attributes:
-            r = self._row[a]
-            keep &= cols.kinds[r] != 0
-            _, inv = np.unique(np.stack([cols.kinds[r].astype(np.float64), cols.values[r]]),
-                               axis=1, return_inverse=True)
-            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
-            code = code.ravel()
+        code, keep = self.partition_codes(cols)
         out = np.full(n, -(1 << 40), np.int64)  # no partition: never next to anything
         order = np.argsort(code, kind="stable")
         sorted_code = code[order]

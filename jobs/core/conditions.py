@@ -48,7 +48,6 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 ARITH = ("+", "-", "*", "/")
 KEYWORDS = {"and", "or", "not", "in", "prev"}
-FUNCTIONS = {"prev"}
 
 
 class ConditionSyntaxError(ValueError):
@@ -138,7 +137,6 @@ class BoolOp:
 
 
 Expr = Union[Lit, Attr, Neg, Arith, Cmp, In, Not, BoolOp]
-VALUE_NODES = (Lit, Attr, Neg, Arith)
 
 
 def _wrap(e: Expr, level: int) -> str:

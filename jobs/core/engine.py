@@ -188,12 +188,17 @@ class Matcher:
         prev = compiled.prev_table
         self.rel = (rel.ptr, rel.attr, rel.op, rel.other, rel.other_attr)
         self.prev = (prev.ptr, prev.attr, prev.op, prev.other_attr)
-        self.program_rows = compiled.program_rows(compiled.m, positive_only=True)
+        self.program_rows = compiled.program_rows(compiled.m)
 
     def extras(self, group: GroupData) -> tuple:
         """The kernels' ``ex`` tuple for a group (see ``kernels``): bounds, contiguity
-        positions, and the programs with the group's encoded literals."""
-        return extras(self.compiled, group.cols, group.positions, self.program_rows)
+        positions, and the programs with the group's encoded literals; built once per
+        group and matcher."""
+        key = ("extras", self.name)
+        if key not in group.cache:
+            group.cache[key] = extras(self.compiled, group.cols, group.positions,
+                                      self.program_rows)
+        return group.cache[key]
 
     def describe_plan(self, group: GroupData) -> tuple[str, float]:
         return "", 0.0
@@ -241,9 +246,9 @@ class Matcher:
 
 def extras(c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None,
            rows) -> tuple:
-    code, ptr = c.programs.arrays()
+    code, ptr = c.program_arrays
     cval, ckind = c.programs.constants(cols)
-    prev = c.prev_program_rows()
+    prev = c.prev_program_rows
     pos = positions if positions is not None else np.zeros(0, np.int64)
     return (c.vmin, c.vmax, pos, int(c.contiguity != "none"), code, ptr, cval, ckind,
             np.empty(c.programs.depth + 1, np.float64), np.empty(c.programs.depth + 1, np.int8),
@@ -515,20 +520,11 @@ def group_events(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
     inside each partition."""
     masks = c.masks(cols)
     keep = masks != 0 if options.filter else np.ones(cols.n, np.bool_)
-    keys = []
-    if partitioned:
-        for a in c.partition_attributes:
-            r = c.row(a)
-            keep &= cols.kinds[r] != 0  # a missing value equals nothing: in no match
-            keys.append((cols.kinds[r], cols.values[r]))
     rows = np.flatnonzero(keep)
-    if keys and len(rows):
-        code = np.zeros(len(rows), np.int64)
-        for kind, value in keys:
-            _, inv = np.unique(np.stack([kind[rows].astype(np.float64), value[rows]]),
-                               axis=1, return_inverse=True)
-            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
-            code = code.ravel()
+    if partitioned and len(rows):
+        code, present = c.partition_codes(cols, rows)
+        rows, code = rows[present], code[present]  # a missing value equals nothing
+    if partitioned and len(rows):
         order = np.argsort(code, kind="stable")
         rows = rows[order]
         code = code[order]
@@ -629,24 +625,15 @@ class Negation:
 
     def __init__(self, c: CompiledPattern, cols: EventColumns):
         self.c, self.cols = c, cols
+        code, present = c.partition_codes(cols)
+        self.code = np.where(present, code, -1)
         linked = c.pattern.linked_negations
-        code = np.zeros(cols.n, np.int64)
-        present = np.ones(cols.n, np.bool_)
-        for a in c.partition_attributes:
-            r = c.row(a)
-            present &= cols.kinds[r] != 0
-            _, inv = np.unique(np.stack([cols.kinds[r].astype(np.float64), cols.values[r]]),
-                               axis=1, return_inverse=True)
-            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
-            code = code.ravel()
-        code = np.where(present, code, -1)
-        self.code = code
         self.linked = np.array([n.name in linked and bool(c.partition_attributes)
                                 for n in c.negated], np.bool_)
         idx, codes, ptr = [], [], [0]
         for j, n in enumerate(c.negated):
             rows = np.flatnonzero(c.fits(n.name, cols))
-            k = code[rows] if self.linked[j] else np.zeros(len(rows), np.int64)
+            k = self.code[rows] if self.linked[j] else np.zeros(len(rows), np.int64)
             order = np.argsort(k, kind="stable")
             idx.append(rows[order])
             codes.append(k[order])
@@ -660,32 +647,18 @@ class Negation:
         self.after = np.array([-1 if n.after is None else n.after for n in negs], np.int64)
         table = c.negation_table()
         self.rel = (table.ptr, table.attr, table.op, table.other, table.other_attr)
-        rows_all = c.program_rows(c.m + len(c.negated), positive_only=False)
-        self.ex = extras(c, cols, None, rows_all)
+        self.ex = extras(c, cols, None, c.program_rows(c.m + len(c.negated)))
 
     def filter(self, batch: MatchBatch) -> MatchBatch:
         if not len(batch):
             return batch
-        keep = np.ones(len(batch), np.bool_)
-        first_code = self.code[batch.first]
-        for j in range(len(self.neg_var)):
-            code = first_code if self.linked[j] else np.zeros(len(batch), np.int64)
-            keep &= self._keep(batch, code, slice(j, j + 1))
-        return batch if keep.all() else batch_take(batch, np.flatnonzero(keep))
-
-    def _keep(self, batch: MatchBatch, match_code: np.ndarray, sub: slice) -> np.ndarray:
         c, cols = self.c, self.cols
-        js = range(len(self.neg_var))[sub]
-        ptr = np.array([0] + [int(self.cand_ptr[j + 1] - self.cand_ptr[j]) for j in js])
-        ptr = np.cumsum(ptr).astype(np.int64)
-        idx = np.concatenate([self.cand_idx[self.cand_ptr[j]:self.cand_ptr[j + 1]] for j in js])
-        code = np.concatenate([self.cand_code[self.cand_ptr[j]:self.cand_ptr[j + 1]]
-                               for j in js])
-        return _kernels().negation_keep(
+        keep = _kernels().negation_keep(
             cols.ts, cols.values, cols.kinds, batch.offsets, batch.rows, batch.variables,
-            batch.start_ts, batch.end_ts, match_code.astype(np.int64), c.set_of, c.n_sets,
-            c.tau, self.neg_var[sub], self.before[sub], self.after[sub], ptr,
-            idx.astype(np.int64), code.astype(np.int64), *self.rel, self.ex)
+            batch.start_ts, batch.end_ts, self.code[batch.first], c.set_of, c.n_sets, c.tau,
+            self.neg_var, self.linked, self.before, self.after, self.cand_ptr, self.cand_idx,
+            self.cand_code, *self.rel, self.ex)
+        return batch if keep.all() else batch_take(batch, np.flatnonzero(keep))
 
 
 def _batches(group: GroupData, mc: MatchColumns, cols: EventColumns, st: MatchStats,

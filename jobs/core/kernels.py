@@ -927,12 +927,14 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
 # ------------------------------------------------------------------------------------
 @njit(cache=True)
 def negation_keep(ts, vals, kinds, offsets, ev, var, start_ts, end_ts, match_code, set_of,
-                  n_sets, tau, neg_var, neg_before, neg_after, cand_ptr, cand_idx,
+                  n_sets, tau, neg_var, neg_linked, neg_before, neg_after, cand_ptr, cand_idx,
                   cand_code, rel_ptr, rel_attr, rel_op, rel_other, rel_oattr, ex):
     """Per match (events ``ev[offsets[k]:offsets[k+1]]`` bound to ``var``), whether no
     negated variable has a witness: an event of its candidates (sorted by partition code,
     then processing order) inside its interval that satisfies its relationships with
-    every event bound to a related variable. Intervals: between sets (last of the set
+    every event bound to a related variable. A linked variable (``neg_linked``) searches
+    the candidates with the match's partition code, the others those with code 0 (all
+    of them). Intervals: between sets (last of the set
     before, first of the set after), leading [end_ts - τ, first), trailing
     (last, start_ts + τ]."""
     n_match = offsets.shape[0] - 1
@@ -966,7 +968,7 @@ def negation_keep(ts, vals, kinds, offsets, ev, var, start_ts, end_ts, match_cod
                 continue
             c0 = cand_ptr[j]
             c1 = cand_ptr[j + 1]
-            code = match_code[k]
+            code = match_code[k] if neg_linked[j] else 0
             p0 = _lower(cand_code, c0, c1, code)
             p1 = _upper(cand_code, p0, c1, code)
             p = p0
