@@ -109,12 +109,14 @@ def cmd_match(args) -> int:
         _write(out, text.encode())
     else:
         st = MatchStats()
-        names = [v.name for v in compiled.variables]
         id_rank = cols.id_rank()
         try:
             for batch in execute(compiled, cols, options, st):
+                alt = compiled.alternatives[batch.alternative]
+                names = [v.name for v in alt.variables]
                 batch = sort_batch(batch, cols, len(names), id_rank)
-                _write(out, json_lines(pattern.name, batch, bindings_of(batch, cols, names)))
+                _write(out, json_lines(pattern.name, batch, bindings_of(batch, cols, names),
+                                       alt.pattern.alternative))
         except MatchCapExceeded as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 3

@@ -24,8 +24,15 @@ from . import lake as lk
 from .core.conditions import Attr, Cmp, Expr, In, Lit, Neg, Not, Property
 from .core.engine import MATCHERS, MatchStats
 from .core.events import format_ts
-from .core.pattern import Pattern
-from .phase2 import NOT_SLICED, POSITION, SLICE, Phase2Spec, output_columns, run_partition
+from .core.pattern import Disjunction, Pattern
+from .phase2 import (
+    NOT_SLICED,
+    SLICE,
+    Phase2Spec,
+    output_columns,
+    position_column,
+    run_partition,
+)
 
 
 def col(name: str):
@@ -71,28 +78,39 @@ def property_column(p: Property):
     return condition_column(p.expr)
 
 
-def filter_column(pattern: Pattern):
+def filter_column(pattern: Pattern | Disjunction):
     """Theorem 1: OR over the variables (negated ones too: their witnesses must reach
-    phase 2) of the AND of their properties; None when some variable has no property
-    (every event could fit it)."""
+    phase 2; of every alternative of a disjunction) of the AND of their properties; None
+    when some variable has no property (every event could fit it)."""
     from pyspark.sql import functions as F
 
     terms = []
-    for v in pattern.variables + pattern.negated:
-        props = pattern.properties[v.name]
-        if not props:
-            return None
-        terms.append(reduce(lambda a, b: a & b, map(property_column, props)))
+    for alt in pattern.alternatives:
+        for v in alt.variables + alt.negated:
+            props = alt.properties[v.name]
+            if not props:
+                return None
+            terms.append(reduce(lambda a, b: a & b, map(property_column, props)))
     return F.coalesce(reduce(lambda a, b: a | b, terms), F.lit(False))
 
 
-def leading_negation(pattern: Pattern) -> bool:
-    return any(n.before is None for n in pattern.negations)
+def leading_negation(pattern: Pattern | Disjunction) -> bool:
+    return any(n.before is None for alt in pattern.alternatives for n in alt.negations)
+
+
+def unlinked_negation(pattern: Pattern | Disjunction) -> bool:
+    """Whether some negated variable may find its witness outside the match's group of
+    the partition attributes (then groups are time slices over all partitions). For a
+    disjunction, a variable linked on its alternative's X is linked on the common X (a
+    subset); the others count as unlinked, which is exact either way."""
+    return bool(pattern.partition_attributes) and any(
+        set(v.name for v in alt.negated) - alt.linked_negations for alt in pattern.alternatives)
 
 
 def positions_column(pattern: Pattern):
     """Contiguity positions, numbered before any filter: a row number over the source
-    in processing order (strict) or within the partition values X (partition)."""
+    in processing order (strict) or within the partition values X (partition), one
+    column per alternative of a disjunction that asks for contiguity."""
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
@@ -123,7 +141,7 @@ def _ts(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
-def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run_id: str,
+def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake: lk.Lake, run_id: str,
                   low: int | None, high: int | None, slice_length: int,
                   max_partition_events: int, max_matches_per_window: int,
                   force_slices: bool = False, sink: str = "parquet",
@@ -149,14 +167,14 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
     keys = list(pattern.partition_attributes)
     # a negated variable not linked to X may find its witness in another partition (or
     # in an event without X): then the groups are time slices over all partitions
-    unlinked = bool(keys) and bool(set(v.name for v in pattern.negated)
-                                   - pattern.linked_negations)
+    unlinked = unlinked_negation(pattern)
     scanned = lk.count_rows(path, filters)
     stats = {"events": scanned}
     extra = []
-    if pattern.contiguity != "none":
-        df = df.withColumn(POSITION, positions_column(pattern))
-        extra.append(POSITION)
+    for alt in pattern.alternatives:
+        if alt.contiguity != "none":
+            df = df.withColumn(position_column(alt), positions_column(alt))
+            extra.append(position_column(alt))
     if keep is not None:
         df = df.where(keep)
     if not unlinked:
@@ -202,13 +220,15 @@ def run_match_job(spark, pattern: Pattern, pattern_text: str, lake: lk.Lake, run
                       memory_budget=memory_budget,
                       **({"limits": limits} if limits else {}))
     key_fields = [df.schema[k] for k in keys]
+    disjunctive = isinstance(pattern, Disjunction)
     schema = T.StructType([
         T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),
+        *([T.StructField("alternative", T.IntegerType())] if disjunctive else []),
         *[T.StructField(f.name, f.dataType) for f in key_fields],
         T.StructField("start_ts", T.TimestampType()), T.StructField("end_ts", T.TimestampType()),
         T.StructField("n_events", T.LongType()), T.StructField("bindings", T.StringType()),
         T.StructField("stats", T.StringType())])
-    assert [f.name for f in schema] == output_columns(tuple(keys))
+    assert [f.name for f in schema] == output_columns(tuple(keys), disjunctive)
     staging = lake.staging(pattern.name, run_id)
     if sink == "noop":
         df.write.format("noop").mode("overwrite").save()

@@ -28,9 +28,10 @@ from .core.columns import from_arrow, processing_order
 from .core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
 from .core.loader import parse_pattern
 from .core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
+from .core.pattern import Disjunction
 
 SLICE = "__slice"
-POSITION = "__pos"  # contiguity positions numbered in phase 1
+POSITION = "__pos"  # contiguity positions numbered in phase 1 (__pos1, __pos2: per alternative)
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
 
 
@@ -53,8 +54,16 @@ def _pattern(text: str):
     return parse_pattern(text, "<phase 2>")
 
 
-def output_columns(keys: tuple[str, ...]) -> list[str]:
-    return ["kind", "match_id", *keys, "start_ts", "end_ts", "n_events", "bindings", "stats"]
+def position_column(pattern) -> str:
+    """The phase-1 column with the contiguity positions of a conjunctive pattern (one
+    per alternative of a disjunction: they may partition differently)."""
+    return POSITION if pattern.alternative is None else f"{POSITION}{pattern.alternative}"
+
+
+def output_columns(keys: tuple[str, ...], disjunctive: bool = False) -> list[str]:
+    """The staged rows; a disjunction's also say which alternative matched."""
+    return ["kind", "match_id", *(["alternative"] if disjunctive else []), *keys,
+            "start_ts", "end_ts", "n_events", "bindings", "stats"]
 
 
 def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
@@ -78,12 +87,13 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
                            memory_budget=spec.memory_budget, limits=spec.limits)
     st = MatchStats()
-    names = [v.name for v in compiled.variables]
     kept = 0
-    positions = None
-    if POSITION in table.column_names:
-        positions = table.column(POSITION).to_numpy().astype(np.int64)
-    for batch in execute(compiled, cols, options, st, positions=positions):
+    positions = [table.column(position_column(a)).to_numpy().astype(np.int64)
+                 if position_column(a) in table.column_names else None
+                 for a in pattern.alternatives]
+    disjunctive = isinstance(pattern, Disjunction)
+    for batch in execute(compiled, cols, options, st,
+                         positions=positions if disjunctive else positions[0]):
         inside = np.ones(len(batch), np.bool_)
         if lo is not None:
             inside &= batch.start_ts >= lo
@@ -95,9 +105,12 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
             continue
         kept += len(batch)
         first = pa.array(batch.first)
-        bindings = bindings_of(batch, cols, names)
+        alt = compiled.alternatives[batch.alternative]
+        bindings = bindings_of(batch, cols, [v.name for v in alt.variables])
         frame = {"kind": np.full(len(batch), "match", dtype=object),
-                 "match_id": match_ids(pattern.version, bindings)}
+                 "match_id": match_ids(alt.pattern.version, bindings)}
+        if disjunctive:
+            frame["alternative"] = np.full(len(batch), alt.pattern.alternative, np.int32)
         for k in spec.keys:
             frame[k] = table.column(k).take(first).to_pandas()
         frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
@@ -118,6 +131,8 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     record = {k: v for k, v in st.as_dict().items()
               if k not in MatchStats.TEXT + ("plan_cost",)}
     stats_row = {"kind": ["stats"], "match_id": [None]}
+    if disjunctive:
+        stats_row["alternative"] = np.zeros(1, np.int32)
     for k in spec.keys:  # the first event's partition (sliced: the slice's partition)
         stats_row[k] = table.column(k).slice(0, 1).to_pandas()
     nat = np.array([np.iinfo(np.int64).min]).view("datetime64[ns]")
@@ -127,7 +142,7 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
 
 
 def _typed(spec: Phase2Spec, frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame[output_columns(spec.keys)]
+    out = frame[output_columns(spec.keys, "alternative" in frame)]
     return out.assign(n_events=out["n_events"].astype("int64"))
 
 

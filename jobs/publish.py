@@ -21,14 +21,14 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
 from . import lake as lk
-from .core.pattern import Pattern
+from .core.pattern import Disjunction, Pattern
 from .horizons import RunRange
 
 BINDINGS = pa.map_(pa.string(), pa.list_(pa.string()))
 TS = pa.timestamp("us", tz="UTC")
 
 
-def staged_matches(staging: str, pattern: Pattern, run_id: str) -> pa.Table:
+def staged_matches(staging: str, pattern: Pattern | Disjunction, run_id: str) -> pa.Table:
     """The match rows of a run, in the published schema (DESIGN.md section 4)."""
     ds = pads.dataset(staging, format="parquet")
     t = ds.to_table(filter=pc.field("kind") == "match")
@@ -39,6 +39,8 @@ def staged_matches(staging: str, pattern: Pattern, run_id: str) -> pa.Table:
         "pattern": pa.array([pattern.name] * n, pa.string()),
         "pattern_version": pa.array([pattern.version] * n, pa.string()),
     }
+    if isinstance(pattern, Disjunction):  # which alternative matched (1, 2, ...)
+        cols["alternative"] = t.column("alternative").cast(pa.int32())
     for k in pattern.partition_attributes:
         cols[k] = t.column(k)
     cols.update({
@@ -54,7 +56,7 @@ def staged_matches(staging: str, pattern: Pattern, run_id: str) -> pa.Table:
 RUN_KEY = "ses.run"  # commit metadata: the runs row of the run that made the commit
 
 
-def publish(lake: lk.Lake, pattern: Pattern, run_id: str, staging: str,
+def publish(lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, staging: str,
             rng: RunRange, run_row: dict | None = None) -> dict:
     """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}.
 

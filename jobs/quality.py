@@ -8,7 +8,9 @@ is derived, never written by hand per pattern:
 * matches: the checks of ``expectations/matches.json`` on a frame that joins every staged
   match with the events it binds (span, set order, equal partition values, distinct and
   existing events, start/end = first/last bound event), plus, from the pattern file, each
-  variable's count (a singleton exactly once, a group at least once) and τ.
+  variable's count (a singleton exactly once, a group within its bounds), the fewest
+  events of a match, the linked negations and τ; a disjunction's rows against the
+  alternative that matched.
 
 A failing suite stops publishing; the message names the failed expectations, and the Data
 Docs HTML is written next to the lake (``<lake>/gx/uncommitted/data_docs/local_site``).
@@ -24,7 +26,7 @@ from functools import reduce
 
 from . import lake as lk
 from .config import ROOT, Source
-from .core.pattern import Pattern
+from .core.pattern import Disjunction, Pattern
 
 SUITES = ROOT / "expectations"
 SPARK_TYPES = {"string": "StringType", "integer": "LongType", "double": "DoubleType",
@@ -61,18 +63,30 @@ def events_expectations(source: Source) -> list[dict]:
     return suite
 
 
-def matches_expectations(pattern: Pattern) -> list[dict]:
+def prefix(pattern: Pattern) -> str:
+    """The prefix of the per-variable columns of one alternative in the checked frame
+    (``a2_n_p``): alternatives may use one variable name with other bounds. The column
+    is null in the other alternatives' rows, which an expectation skips."""
+    return "" if pattern.alternative is None else f"a{pattern.alternative}_"
+
+
+def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
     suite = load_suite("matches")["expectations"]
-    for v in pattern.variables:  # a singleton once, a group within its Kleene bounds
-        kwargs = {"column": f"n_{v.name}", "min_value": v.min}
-        if v.max is not None:
-            kwargs["max_value"] = v.max
-        suite.append({"type": "expect_column_values_to_be_between", "kwargs": kwargs})
-    suite.append({"type": "expect_column_values_to_be_between",
-                  "kwargs": {"column": "n_events", "min_value": pattern.min_events}})
-    for n in checked_negations(pattern):
-        suite.append({"type": "expect_column_values_to_be_in_set",
-                      "kwargs": {"column": f"no_{n.var.name}_ok", "value_set": [True]}})
+    if isinstance(pattern, Disjunction):
+        suite.append({"type": "expect_column_values_to_be_in_set", "kwargs": {
+            "column": "alternative", "value_set": list(range(1, len(pattern.alternatives) + 1))}})
+    for alt in pattern.alternatives:
+        pre = prefix(alt)
+        for v in alt.variables:  # a singleton once, a group within its Kleene bounds
+            kwargs = {"column": f"{pre}n_{v.name}", "min_value": v.min}
+            if v.max is not None:
+                kwargs["max_value"] = v.max
+            suite.append({"type": "expect_column_values_to_be_between", "kwargs": kwargs})
+        suite.append({"type": "expect_column_values_to_be_between",
+                      "kwargs": {"column": f"{pre}n_events", "min_value": alt.min_events}})
+        for n in checked_negations(alt):
+            suite.append({"type": "expect_column_values_to_be_in_set",
+                          "kwargs": {"column": f"{pre}no_{n.var.name}_ok", "value_set": [True]}})
     return suite
 
 
@@ -92,22 +106,42 @@ def checked_negations(pattern: Pattern):
 
 
 # -- the frame the match suite checks ------------------------------------------------------
-def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
+def match_check_frame(spark, staging: str, pattern: Pattern | Disjunction, events_path: str,
                       low: int | None, high: int | None):
-    """One row per staged match with the columns the match suite checks."""
+    """One row per staged match with the columns the match suite checks; a disjunction's
+    rows are checked against the alternative that matched."""
+    from pyspark.sql import functions as F
+
+    from .match_job import col, event_date_filters
+
+    disjunctive = isinstance(pattern, Disjunction)
+    staged = (spark.read.parquet(staging).where(F.col("kind") == "match")
+              .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
+                      "end_ts", "n_events",
+                      F.from_json("bindings", "map<string,array<string>>").alias("b")))
+    keys = sorted({k for alt in pattern.alternatives for k in alt.partition_attributes})
+    events = lk.read_spark(spark, events_path,
+                           event_date_filters(low, high, pattern.tau)).select(
+        "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
+    if not disjunctive:
+        return _alternative_frame(spark, staged, events, pattern, events_path, low, high)
+    frames = [_alternative_frame(spark, staged.where(F.col("alternative") == alt.alternative),
+                                 events, alt, events_path, low, high)
+              for alt in pattern.alternatives]
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def _alternative_frame(spark, staged, events, pattern: Pattern, events_path: str,
+                       low: int | None, high: int | None):
+    """The checked frame of the matches of one conjunctive pattern."""
     from pyspark.sql import functions as F
 
     from .match_job import col, event_date_filters, property_column
 
-    staged = (spark.read.parquet(staging).where(F.col("kind") == "match")
-              .select("match_id", "start_ts", "end_ts", "n_events",
-                      F.from_json("bindings", "map<string,array<string>>").alias("b")))
+    pre = prefix(pattern)
     bound = (staged.select("match_id", F.explode("b").alias("var", "ids"))
              .select("match_id", "var", F.explode("ids").alias("event_id")))
     keys = list(pattern.partition_attributes)
-    events = lk.read_spark(spark, events_path,
-                           event_date_filters(low, high, pattern.tau)).select(
-        "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
     joined = bound.join(events, on="event_id", how="left")
     per_var = joined.groupBy("match_id", "var").agg(
         F.count(F.lit(1)).alias("n"), F.min("ets").alias("lo"), F.max("ets").alias("hi"))
@@ -162,9 +196,9 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
         hits = (win.join(cand, on=[f"key_{k}" for k in keys]).where(inside)
                 .select("match_id").distinct().withColumn(f"hit_{name}", F.lit(True)))
         df = df.join(hits, "match_id", "left")
-        negation_cols.append(F.col(f"hit_{name}").isNull().alias(f"no_{name}_ok"))
+        negation_cols.append(F.col(f"hit_{name}").isNull().alias(f"{pre}no_{name}_ok"))
     return df.select(
-        "match_id", "start_ts", "end_ts", "n_events",
+        "match_id", *(["alternative"] if pre else []), "start_ts", "end_ts", "n_events",
         (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
         .alias("span_seconds"),
         F.coalesce((F.col("start_ts") == F.col("first_ts")) & (F.col("end_ts") == F.col("last_ts"))
@@ -174,7 +208,9 @@ def match_check_frame(spark, staging: str, pattern: Pattern, events_path: str,
         (reduce(lambda x, y: x & y, order_terms) if order_terms else true).alias("set_order_ok"),
         (F.coalesce(reduce(lambda x, y: x & y, part_terms), F.lit(False)) if part_terms
          else true).alias("partition_ok"),
-        *[F.coalesce(F.col(f"{v.name}_n"), F.lit(0)).alias(f"n_{v.name}") for v in pattern.variables],
+        *[F.coalesce(F.col(f"{v.name}_n"), F.lit(0)).alias(f"{pre}n_{v.name}")
+          for v in pattern.variables],
+        *([F.col("n_events").alias(f"{pre}n_events")] if pre else []),
         *negation_cols,
     )
 
@@ -260,7 +296,7 @@ def _events_suite(lake_root: str, source: Source, df, ts_range) -> Outcome:
                      params)
 
 
-def validate_matches(spark, lake: lk.Lake, pattern: Pattern, run_id: str, low: int | None,
+def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, low: int | None,
                      high: int | None) -> Outcome:
     df = match_check_frame(spark, lake.staging(pattern.name, run_id), pattern,
                            lake.events(pattern.source), low, high)

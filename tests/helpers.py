@@ -24,8 +24,10 @@ def pattern_text(text: str, **kw):
 
 
 def keys(matches) -> set:
-    """Matches as {frozenset of (variable, (ids...))} for comparisons."""
-    return {tuple(sorted(m.key)) for m in matches}
+    """Matches as {frozenset of (variable, (ids...))} for comparisons (with the
+    alternative first for a disjunction's matches)."""
+    return {tuple(sorted(m.key)) if m.alternative is None else
+            (m.alternative, tuple(sorted(m.key))) for m in matches}
 
 
 def as_dicts(matches) -> list[dict]:

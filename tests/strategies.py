@@ -92,10 +92,11 @@ BOUNDS = ("+", "{1,2}", "{2,}", "{2,3}", "{2}", "{1,1}")
 @st.composite
 def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
-                      max_vars: int = 3):
+                      max_vars: int = 3, as_body: bool = False):
     """Random patterns with the second step of the language: negated sets (leading,
     between, trailing) with properties and relationships, Kleene bounds, contiguity, and
-    conditions with in / or / not / arithmetic, each on request."""
+    conditions with in / or / not / arithmetic, each on request. ``as_body``: the text of
+    its sets, conditions and contiguity (one alternative of a disjunction)."""
     n_sets = draw(st.integers(1, 2))
     names = iter("abcd")
     sets, variables = [], []
@@ -150,10 +151,25 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                 conditions.append(f"{n}.patient = {target}.patient")
             elif link == "value":
                 conditions.append(f"{n}.value {draw(st.sampled_from(OPS))} {target}.value")
-    tau_days = draw(st.integers(1, 4))
     cont = draw(st.sampled_from(["none", "partition", "strict"])) if contiguity else "none"
-    text = (f"name: random\nsource: random\nwithin: {tau_days}d\n"
-            f"sets: [{', '.join('[' + ', '.join(s) + ']' for _, s in layout)}]\n"
+    body = (f"sets: [{', '.join('[' + ', '.join(s) + ']' for _, s in layout)}]\n"
             + "conditions:\n" + "".join(f"  - \"{c}\"\n" for c in conditions)
-            + f"matcher: {matcher}\ncontiguity: {cont}\n")
+            + f"contiguity: {cont}\n")
+    if as_body:
+        return body
+    text = (f"name: random\nsource: random\nwithin: {draw(st.integers(1, 4))}d\n"
+            + body + f"matcher: {matcher}\n")
+    return parse_pattern(text, "<random>")
+
+
+@st.composite
+def disjunctive_patterns(draw, matcher: str = "ses", **operators):
+    """Random files with two or three alternatives, each a random pattern of the
+    language (with the requested operators); their variables often share names."""
+    bodies = [draw(language_patterns(matcher=matcher, as_body=True, **operators))
+              for _ in range(draw(st.integers(2, 3)))]
+    alternatives = "".join("  - " + "\n    ".join(b.rstrip("\n").split("\n")) + "\n"
+                           for b in bodies)
+    text = (f"name: random\nsource: random\nwithin: {draw(st.integers(1, 4))}d\n"
+            f"matcher: {matcher}\nalternatives:\n{alternatives}")
     return parse_pattern(text, "<random>")

@@ -4,6 +4,7 @@ the three evaluators of a condition (reference, columns, compiled program) agree
 new mistake in a pattern file gets its line and a message."""
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -19,7 +20,7 @@ from jobs.core.programs import TRUE, Programs, vector_truth
 from jobs.core.runner import MatchOptions, run
 
 from .helpers import keys
-from .strategies import DAY, TYPES, event_tables, language_patterns
+from .strategies import DAY, TYPES, disjunctive_patterns, event_tables, language_patterns
 
 OPERATORS = {
     "negation": dict(negation=True),
@@ -217,3 +218,113 @@ def test_bounds_are_quoted_or_block_style():
     assert [str(v) for v in a.variables] == [str(v) for v in b.variables] == \
         ["a", "p{2,5}", "q{3,}"]
     assert a.version == b.version and np.array_equal([v.min for v in a.variables], [1, 2, 3])
+
+
+# -- disjunction (alternatives) -------------------------------------------------------------
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+@pytest.mark.parametrize("operators", [{}, OPERATORS["all"]], ids=["plain", "all"])
+@given(data=st.data())
+def test_disjunction_equals_the_union_of_the_oracle(operators, matcher, data):
+    pattern = data.draw(disjunctive_patterns(matcher=matcher, **operators))
+    events = data.draw(event_tables(max_events=9, max_day=6))
+    want = set()
+    for alt in pattern.alternatives:  # the union, each match tagged with its alternative
+        found = expected(alt, events)
+        assert all(k[0] == alt.alternative for k in found)
+        want |= found
+    assert keys(oracle.meaning(pattern, events)) == want
+    for options in combinations(matcher):
+        assert keys(run(pattern, events, options)[0]) == want, options
+
+
+EITHER = HEAD + """matcher: {matcher}
+alternatives:
+  - sets: [[a], [b]]
+    conditions:
+      - a.type = 'A'
+      - b.type = 'B'
+  - sets: [[a], [b]]
+    conditions:
+      - a.value > 1
+      - b.type = 'B'
+"""
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+def test_one_binding_matching_two_alternatives_is_two_matches(matcher):
+    from jobs.core.output import match_id_of
+
+    p = parse_pattern(EITHER.format(matcher=matcher))
+    events = order([ev(1, 0, type="A", value=2), ev(2, 0.5, type="B", value=0)])
+    found = run(p, events)[0]
+    assert keys(found) == {(1, (("a", ("e1",)), ("b", ("e2",)))),
+                           (2, (("a", ("e1",)), ("b", ("e2",))))}
+    assert len({match_id_of(p, m) for m in found}) == 2  # the alternative is in the id
+    assert [json.loads(m.to_json())["alternative"] for m in found] == [1, 2]
+
+
+def test_disjunction_model():
+    p = parse_pattern(HEAD + """alternatives:
+  - sets: [[a], [b]]
+    conditions: [a.patient = b.patient, a.ward = b.ward, a.x = 1]
+  - sets: [[c+]]
+    contiguity: strict
+    conditions: [c.patient = c.patient, c.y > 2]
+  - sets: [[d], [e]]
+    conditions: [d.patient = e.patient]
+contiguity: partition
+""")
+    a, b, c = p.alternatives
+    assert [x.alternative for x in p.alternatives] == [1, 2, 3]
+    assert a.partition_attributes == ("patient", "ward") and c.partition_attributes == ("patient",)
+    assert p.partition_attributes == ()  # b has one variable: no X, so nothing is common
+    assert (a.contiguity, b.contiguity, c.contiguity) == ("partition", "strict", "partition")
+    assert p.attributes == {"patient", "ward", "x", "y"}
+    assert len({a.version, b.version, c.version, p.version}) == 4
+    q = parse_pattern(HEAD + "alternatives:\n  - sets: [[a], [b]]\n    conditions: "
+                      "[a.patient = b.patient, a.ward = b.ward, a.x = 1]\n  - sets: [[d], [e]]\n"
+                      "    conditions: [d.patient = e.patient, d.x = 2]\n")
+    assert q.partition_attributes == ("patient",)
+
+
+@pytest.mark.parametrize("body, line, fragment", [
+    ("alternatives:\n  - sets: [[a]]\n", 4, "at least two patterns"),
+    ("alternatives: [[a], [b]]\n", 4, "alternative 1 must be a mapping with sets"),
+    ("sets: [[a]]\nalternatives:\n  - sets: [[a]]\n  - sets: [[b]]\n", 4,
+     "'sets' belongs inside each alternative"),
+    ("alternatives:\n  - sets: [[a]]\n    within: 2d\n  - sets: [[b]]\n", 6,
+     "name, within, matcher and source are shared"),
+    ("alternatives:\n  - sets: [[a]]\n  - conditions: [b.x = 1]\n", 6, "alternative 2 has no sets"),
+    ("alternatives:\n  - sets: [[a]]\n  - sets: [[b]]\n    conditions: [a.x = 1]\n", 7,
+     "unknown variable 'a'"),
+    ("alternatives:\n  - sets: [[a]]\n  - [b]\n", 6, "alternative 2 must be a mapping"),
+    ("alternatives:\n  - sets: [[a]]\n  - sets: [[b]]\nexamples:\n  - events: "
+     "[{event_id: e1, ts: 2024-01-01}]\n    expect: [{a: [e1]}]\n", 9, "name its alternative"),
+    ("alternatives:\n  - sets: [[a]]\n  - sets: [[b]]\nexamples:\n  - events: "
+     "[{event_id: e1, ts: 2024-01-01}]\n    expect: [{alternative: 2, a: [e1]}]\n", 9,
+     "do not match alternative 2's (b)"),
+    ("alternatives:\n  - sets: [[a]]\n  - sets: [[b]]\nexamples:\n  - events: "
+     "[{event_id: e1, ts: 2024-01-01}]\n    expect: [{alternative: 3, b: [e1]}]\n", 9,
+     "a number from 1 to 2"),
+])
+def test_disjunction_mistakes(body, line, fragment):
+    with pytest.raises(PatternError) as info:
+        parse_pattern(HEAD + body, "f.yaml")
+    found = [(p.line, p.message) for p in info.value.problems]
+    assert any(ln == line and fragment in msg for ln, msg in found), found
+
+
+def test_disjunction_examples_name_their_alternative():
+    from jobs.core.examples import run_example
+
+    p = parse_pattern(EITHER.format(matcher="ses") + """examples:
+  - name: both
+    events:
+      - {event_id: e1, ts: 2024-01-01T00:00:00, type: A, value: 2}
+      - {event_id: e2, ts: 2024-01-01T01:00:00, type: B, value: 0}
+    expect:
+      - {alternative: 1, a: [e1], b: [e2]}
+""")
+    result = run_example(p, p.examples[0])
+    assert not result.ok and result.unexpected == ({"alternative": 2, "a": ["e1"], "b": ["e2"]},)
+    assert "unexpected {'alternative': 2, 'a': ['e1'], 'b': ['e2']}" in result.message()

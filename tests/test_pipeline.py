@@ -15,10 +15,10 @@ from jobs.catalog import pattern_paths
 from jobs.config import Source
 from jobs.core.events import Event, events_from_arrow
 from jobs.core.loader import load_pattern
+from jobs.core.output import match_id_of
 from jobs.core.runner import run
 from jobs.horizons import RunRange, horizon, plan_range
 from jobs.ingest import IngestError, ingest
-from jobs.phase2 import match_id
 from jobs.pipeline import backfill, match_step, plan, publish_step, run_all
 
 from .conftest import make_profile
@@ -32,7 +32,7 @@ def events_from_lake(profile, source: str) -> list[Event]:
 
 def local_ids(profile, pattern, low=None, high=None) -> set[str]:
     matches, _ = run(pattern, events_from_lake(profile, pattern.source))
-    return {match_id(pattern.version, m.key) for m in matches
+    return {match_id_of(pattern, m) for m in matches
             if (low is None or m.start.ts >= low) and (high is None or m.start.ts < high)}
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from .columns import MISSING, EventColumns
 from .conditions import FLIPPED, Attr
-from .pattern import Pattern
+from .pattern import Disjunction, Pattern
 from .programs import TRUE, Programs, RelationRows, relation_rows, vector_truth
 
 OPS = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
@@ -99,7 +99,9 @@ def compare_columns(op: int, lv, lk, rv, rk) -> np.ndarray:
 class CompiledPattern:
     """A pattern compiled once; every run and every window reuses it."""
 
-    def __init__(self, pattern: Pattern):
+    def __init__(self, pattern: Pattern, attributes: tuple[str, ...] | None = None):
+        """``attributes``: the rows of the event columns when they are shared with other
+        patterns (a disjunction's alternatives); a superset of what this one reads."""
         self.pattern = pattern
         self.name = pattern.name
         self.within = Within(pattern.tau, pattern.within)
@@ -124,7 +126,8 @@ class CompiledPattern:
         self.first_set = sum(1 << v.index for v in self.variables if v.set_index == 0)
         self.partition_attributes = pattern.partition_attributes
         attrs = set(pattern.attributes) | set(self.partition_attributes)
-        self.attributes = tuple(sorted(attrs))
+        self.attributes = tuple(sorted(attrs)) if attributes is None else tuple(attributes)
+        assert attrs <= set(self.attributes), "the shared columns miss attributes"
         self._row = {a: i for i, a in enumerate(self.attributes)}
         self.prev_mask = np.array(
             [sum(1 << w.index for w in self.variables if w.set_index == v.set_index - 1)
@@ -154,6 +157,11 @@ class CompiledPattern:
     @property
     def tau(self) -> int:
         return self.within.ns
+
+    @property
+    def alternatives(self) -> tuple[CompiledPattern, ...]:
+        """The conjunctive patterns to run (see ``CompiledDisjunction``): itself."""
+        return (self,)
 
     @property
     def _negation_relationships(self) -> tuple:
@@ -297,3 +305,29 @@ class CompiledPattern:
 
     def row(self, attr: str) -> int:
         return self._row[attr]
+
+
+class CompiledDisjunction:
+    """A disjunction compiled once: one ``CompiledPattern`` per alternative, all reading
+    the same event columns (the union of their attributes). The engine runs them one
+    after the other on the same columns; each batch of matches names its alternative."""
+
+    def __init__(self, disjunction: Disjunction):
+        self.pattern = disjunction
+        self.name = disjunction.name
+        attrs = set(disjunction.attributes)
+        for alt in disjunction.alternatives:
+            attrs |= set(alt.partition_attributes)
+        self.attributes = tuple(sorted(attrs))
+        self.alternatives = tuple(CompiledPattern(a, self.attributes)
+                                  for a in disjunction.alternatives)
+        self.partition_attributes = disjunction.partition_attributes
+        self.tau = disjunction.tau
+
+    def masks(self, cols: EventColumns) -> np.ndarray:
+        """1 for every event that fits some variable of some alternative, else 0 (the
+        union of the alternatives' filters, Theorem 1)."""
+        keep = np.zeros(cols.n, dtype=np.bool_)
+        for alt in self.alternatives:
+            keep |= alt.masks(cols) != 0
+        return keep.astype(np.int64)

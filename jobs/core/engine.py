@@ -26,9 +26,10 @@ from typing import ClassVar, Iterator
 import numpy as np
 
 from .columns import EventColumns
-from .compiled import OPS, CompiledPattern
+from .compiled import OPS, CompiledDisjunction, CompiledPattern
 from .conditions import FLIPPED
 from .events import format_ts
+from .pattern import Disjunction, Pattern
 from .plans import Leaf, Planner, PlanStatistics, cost_tree, nodes, planner
 from .programs import relation_rows
 
@@ -163,6 +164,7 @@ class MatchBatch:
     offsets: np.ndarray
     rows: np.ndarray  # bound rows, variable by variable
     variables: np.ndarray
+    alternative: int = 0  # index into the compiled pattern's ``alternatives``
 
     def __len__(self) -> int:
         return len(self.first)
@@ -440,7 +442,10 @@ def prepare(compiled: CompiledPattern, options: MatchOptions, partitioned: bool)
 
 
 @lru_cache(maxsize=64)
-def compile_pattern(pattern) -> CompiledPattern:
+def compile_pattern(pattern: Pattern | Disjunction) -> CompiledPattern | CompiledDisjunction:
+    """The one compile step: a pattern file's model -> what ``execute`` runs."""
+    if isinstance(pattern, Disjunction):
+        return CompiledDisjunction(pattern)
     return CompiledPattern(pattern)
 
 
@@ -545,13 +550,18 @@ def scan(c: CompiledPattern, group: GroupData, options: MatchOptions, diagnose: 
                                 options.conditions, diagnose, c.vmin, c.min_events)
 
 
-def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
-            stats: MatchStats | None = None, batch_size: int = DEFAULT_BATCH,
-            positions: np.ndarray | None = None) -> Iterator[MatchBatch]:
+def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
+            options: MatchOptions = MatchOptions(), stats: MatchStats | None = None,
+            batch_size: int = DEFAULT_BATCH, positions=None) -> Iterator[MatchBatch]:
     """Match ``c`` over ``cols`` (processing order); yields batches of matches ordered by
     their first event, and fills ``stats``. ``positions``: the contiguity positions of
-    the events when they were numbered elsewhere (Spark's phase 1); by default they are
-    counted on ``cols``. Negation filters the matches of P⁺ against all of ``cols``."""
+    the events when they were numbered elsewhere (Spark's phase 1; for a disjunction, one
+    array or None per alternative); by default they are counted on ``cols``. Negation
+    filters the matches of P⁺ against all of ``cols``. A disjunction runs its
+    alternatives one after the other; each batch names its alternative."""
+    if isinstance(c, CompiledDisjunction):
+        yield from _execute_disjunction(c, cols, options, stats, batch_size, positions)
+        return
     negation = Negation(c, cols) if c.negated else None
     if c.contiguity != "none" and positions is None:
         positions = c.positions(cols)
@@ -564,6 +574,34 @@ def execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions = Matc
             if not len(batch):
                 continue
         yield batch
+
+
+def _execute_disjunction(c: CompiledDisjunction, cols: EventColumns, options: MatchOptions,
+                         stats: MatchStats | None, batch_size: int, positions
+                         ) -> Iterator[MatchBatch]:
+    """The union of the alternatives' matches. The stats add up the alternatives' work;
+    ``events_after_filter`` counts the events some alternative kept, once."""
+    st = stats if stats is not None else MatchStats()
+    parts = []
+    for k, alt in enumerate(c.alternatives):
+        part = MatchStats()
+        parts.append(part)
+        own = None if positions is None else positions[k]
+        for batch in execute(alt, cols, options, part, batch_size, own):
+            batch.alternative = k
+            yield batch
+    st.events = cols.n
+    for f in ("windows", "candidate_windows", "matcher_calls", "matches", "work", "seconds"):
+        setattr(st, f, getattr(st, f) + sum(getattr(p, f) for p in parts))
+    for f in MatchStats.MAXIMA + ("partitions",):  # the finest alternative's partitions
+        setattr(st, f, max([getattr(st, f)] + [getattr(p, f) for p in parts]))
+    st.events_after_filter = int(np.count_nonzero(c.masks(cols))) if options.filter \
+        and options.strategy == "lazy" else cols.n
+    st.matcher, st.work_item = parts[0].matcher, parts[0].work_item
+    plans = [p.plan for p in parts if p.plan]
+    if plans:
+        st.plan = " | ".join(plans)
+        st.plan_cost = sum(p.plan_cost for p in parts)
 
 
 def _execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
@@ -684,7 +722,7 @@ def batch_take(b: MatchBatch, order: np.ndarray) -> MatchBatch:
     starts = b.offsets[:-1][order]
     idx = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
     return MatchBatch(b.first[order], b.start_ts[order], b.end_ts[order], offsets,
-                      b.rows[idx], b.variables[idx])
+                      b.rows[idx], b.variables[idx], b.alternative)
 
 
 def warm_up() -> float:

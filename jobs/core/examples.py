@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .events import Event, order, parse_ts
-from .pattern import Example, Pattern
+from .pattern import Disjunction, Example, Pattern
 from .runner import run
 
 
@@ -35,15 +35,25 @@ class ExampleResult:
 
 
 def _canon(match: dict) -> tuple:
-    return tuple(sorted((v, tuple(ids)) for v, ids in match.items()))
+    """An expected or found match as a sortable key: its alternative (0 without), then
+    its bindings."""
+    alternative = match.get("alternative") or 0
+    return (alternative, tuple(sorted((v, tuple(ids)) for v, ids in match.items()
+                                      if v != "alternative")))
 
 
-def run_example(pattern: Pattern, example: Example) -> ExampleResult:
+def _shown(key: tuple) -> dict:
+    alternative, bindings = key
+    return ({"alternative": alternative} if alternative else {}) | \
+        {v: list(ids) for v, ids in bindings}
+
+
+def run_example(pattern: Pattern | Disjunction, example: Example) -> ExampleResult:
     events = order(Event(str(r["event_id"]), parse_ts(r["ts"]),
                          {k: v for k, v in r.items()}) for r in example.events)
     matches, _ = run(pattern, events)
-    found = {_canon({v: list(ids) for v, ids in m.key}) for m in matches}
+    found = {_canon({"alternative": m.alternative} | {v: list(ids) for v, ids in m.key})
+             for m in matches}
     expected = {_canon(m) for m in example.expect}
-    return ExampleResult(example,
-                         tuple({v: list(ids) for v, ids in x} for x in sorted(expected - found)),
-                         tuple({v: list(ids) for v, ids in x} for x in sorted(found - expected)))
+    return ExampleResult(example, tuple(_shown(x) for x in sorted(expected - found)),
+                         tuple(_shown(x) for x in sorted(found - expected)))

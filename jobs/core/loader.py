@@ -29,18 +29,27 @@ from .conditions import (
     parse_conditions,
 )
 from .engine import MATCHERS
-from .pattern import CONTIGUITY, Example, Negation, Pattern, Variable, parse_duration
+from .pattern import (
+    CONTIGUITY,
+    Disjunction,
+    Example,
+    Negation,
+    Pattern,
+    Variable,
+    parse_duration,
+)
 
 REQUIRED = ("name", "source", "within", "sets")
-OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity")
+OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity", "alternatives")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
+BODY_KEYS = ("sets", "conditions", "contiguity")  # what each alternative has of its own
 NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")  # fullmatch: no trailing newline
 VARIABLE = re.compile(r"^(not\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$",
                       re.IGNORECASE)
 MAX_BOUND = 10_000
 SAFE_TAGS = {f"tag:yaml.org,2002:{t}"
              for t in ("str", "int", "float", "bool", "null", "seq", "map", "timestamp")}
-RESERVED = set(KEYWORDS)
+RESERVED = set(KEYWORDS) | {"alternative"}  # the tag of a disjunction's expected matches
 # Bounds that keep checking a pull request's file cheap and the pattern runnable.
 MAX_FILE_BYTES = 512 * 1024
 MAX_DEPTH = 32  # nesting of lists and mappings
@@ -95,7 +104,7 @@ def _scalar(node: yaml.Node):
     return yaml.constructor.SafeConstructor().construct_object(node)
 
 
-def load_pattern(path: str | Path) -> Pattern:
+def load_pattern(path: str | Path) -> Pattern | Disjunction:
     """Read and validate one pattern file; raises ``PatternError``."""
     path = Path(path)
     try:
@@ -138,8 +147,9 @@ def _prescan(text: str, path: str) -> None:
         return  # compose reports the syntax error with its line
 
 
-def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
-    """Parse and validate the text of a pattern file; raises ``PatternError``."""
+def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
+    """Parse and validate the text of a pattern file; raises ``PatternError``. A file
+    with ``alternatives:`` gives a ``Disjunction``."""
     _prescan(text, path)
     try:
         docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
@@ -175,13 +185,6 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
         if key in fields:
             problems.append(Problem(path, _line(knode), f"key {key!r} appears twice"))
             continue
-        if key == "alternatives":
-            problems.append(Problem(path, _line(knode), "alternatives (a disjunction of "
-                                    "patterns) is not implemented yet: write one pattern "
-                                    "file per alternative, or an 'or' inside a condition "
-                                    "when the alternatives differ in one variable's "
-                                    "properties"))
-            continue
         if key not in ALLOWED_KEYS:
             hint = difflib.get_close_matches(key, ALLOWED_KEYS, n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
@@ -190,9 +193,16 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
             continue
         fields[key] = vnode
         key_lines[key] = _line(knode)
+    disjunctive = "alternatives" in fields
     for key in REQUIRED:
-        if key not in fields:
+        if key not in fields and not (key == "sets" and disjunctive):
             problems.append(Problem(path, _line(root), f"missing field {key!r}"))
+    if disjunctive:
+        for key in ("sets", "conditions"):
+            if key in fields:
+                problems.append(Problem(path, key_lines[key], f"{key!r} belongs inside each "
+                                        "alternative when the file has alternatives: move "
+                                        "it under one of them (or repeat it in each)"))
 
     def text_field(key: str, pattern: re.Pattern | None = None, rule: str = "") -> str | None:
         node = fields.get(key)
@@ -239,20 +249,69 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
             except ValueError as exc:
                 problems.append(Problem(path, _line(node), f"within: {exc}"))
 
-    broken: set[str] = set()  # names of badly written variables: no follow-on errors for them
-    sets, negations = _parse_sets(fields.get("sets"), path, problems, broken)
-    variables = {v.name: v for s in sets for v in s}
-    variables.update((n.var.name, n.var) for n in negations)
-    conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
-                                               problems, broken)
-    positives = {v.name: v for s in sets for v in s}
-    examples = _parse_examples(fields.get("examples"), positives, path, problems)
     contiguity = "none"
     if "contiguity" in fields:
         contiguity = text_field("contiguity") or "none"
         if contiguity not in CONTIGUITY:
             problems.append(Problem(path, _line(fields["contiguity"]), f"contiguity "
                                     f"{contiguity!r}: use one of {', '.join(CONTIGUITY)}"))
+            contiguity = "none"
+    if disjunctive:
+        bodies = _parse_alternatives(fields["alternatives"], key_lines["alternatives"],
+                                     matcher, contiguity, path, problems)
+    else:
+        own = {k: v for k, v in fields.items() if k != "contiguity"}  # checked above
+        bodies = [_parse_body(own, matcher, contiguity, path, problems)]
+    examples = _parse_examples(fields.get("examples"), [b.positives for b in bodies],
+                               disjunctive, path, problems)
+    if problems:
+        raise PatternError(problems)
+    patterns = tuple(Pattern(name=name, source=source, within=within, tau=tau, sets=b.sets,
+                             conditions=tuple(b.conditions), matcher=matcher,
+                             description=description, negations=b.negations,
+                             contiguity=b.contiguity, alternative=k + 1 if disjunctive else None,
+                             path=path, condition_lines=tuple(b.lines),
+                             examples=() if disjunctive else tuple(examples))
+                     for k, b in enumerate(bodies))
+    if not disjunctive:
+        return patterns[0]
+    return Disjunction(name=name, source=source, within=within, tau=tau, matcher=matcher,
+                       alternatives=patterns, description=description, path=path,
+                       examples=tuple(examples))
+
+
+@dataclass
+class _Body:
+    """What one conjunctive pattern (the file, or one of its alternatives) declares."""
+
+    sets: tuple
+    negations: tuple
+    conditions: list
+    lines: list
+    contiguity: str
+
+    @property
+    def positives(self) -> dict[str, Variable]:
+        return {v.name: v for s in self.sets for v in s}
+
+
+def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
+                path: str, problems: list[Problem]) -> _Body:
+    """``sets``, ``conditions`` and ``contiguity`` of the file or of one alternative."""
+    broken: set[str] = set()  # names of badly written variables: no follow-on errors for them
+    sets, negations = _parse_sets(fields.get("sets"), path, problems, broken)
+    variables = {v.name: v for s in sets for v in s}
+    variables.update((n.var.name, n.var) for n in negations)
+    conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
+                                               problems, broken)
+    if "contiguity" in fields:
+        node = fields["contiguity"]
+        value = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
+        if value not in CONTIGUITY:
+            problems.append(Problem(path, _line(node), f"contiguity {value!r}: use one of "
+                                    f"{', '.join(CONTIGUITY)}"))
+        else:
+            contiguity = value
     if len(variables) > MAX_VARIABLES:
         problems.append(Problem(path, _line(fields["sets"]), f"{len(variables)} variables: "
                                 f"a pattern may have at most {MAX_VARIABLES}"))
@@ -264,12 +323,49 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern:
                                         f"at most {MAX_SES_SET} (its automaton has 2^k "
                                         "states per set of k); split the set or use matcher "
                                         "zstream"))
-    if problems:
-        raise PatternError(problems)
-    return Pattern(name=name, source=source, within=within, tau=tau, sets=sets,
-                   conditions=tuple(conditions), matcher=matcher, description=description,
-                   negations=negations, contiguity=contiguity,
-                   path=path, condition_lines=tuple(cond_lines), examples=tuple(examples))
+    return _Body(sets, negations, conditions, cond_lines, contiguity)
+
+
+MAX_ALTERNATIVES = 16
+
+
+def _parse_alternatives(node, line: int, matcher: str, contiguity: str, path: str,
+                        problems: list[Problem]) -> list[_Body]:
+    """``alternatives``: a list of mappings, each with its own ``sets``, ``conditions``
+    and (optionally) ``contiguity``; the file's ``contiguity`` is their default."""
+    if not isinstance(node, yaml.SequenceNode) or len(node.value) < 2:
+        problems.append(Problem(path, line, "alternatives must be a list of at least "
+                                "two patterns, each a mapping with sets and conditions (for "
+                                "one, write its sets and conditions at the top level)"))
+        return []
+    if len(node.value) > MAX_ALTERNATIVES:
+        problems.append(Problem(path, line, f"{len(node.value)} alternatives: at most "
+                                f"{MAX_ALTERNATIVES}"))
+        return []
+    bodies = []
+    for k, alt in enumerate(node.value, start=1):
+        if not isinstance(alt, yaml.MappingNode):
+            problems.append(Problem(path, _line(alt), f"alternative {k} must be a mapping "
+                                    "with sets and conditions"))
+            continue
+        fields: dict[str, yaml.Node] = {}
+        for knode, vnode in alt.value:
+            key = _scalar(knode)
+            if key not in BODY_KEYS:
+                hint = ("; name, within, matcher and source are shared: write them once at "
+                        "the top" if key in ALLOWED_KEYS else "")
+                problems.append(Problem(path, _line(knode), f"unknown key {key!r} in "
+                                        f"alternative {k} (allowed: "
+                                        f"{', '.join(BODY_KEYS)}){hint}"))
+            elif key in fields:
+                problems.append(Problem(path, _line(knode), f"key {key!r} appears twice in "
+                                        f"alternative {k}"))
+            else:
+                fields[key] = vnode
+        if "sets" not in fields:
+            problems.append(Problem(path, _line(alt), f"alternative {k} has no sets"))
+        bodies.append(_parse_body(fields, matcher, contiguity, path, problems))
+    return bodies
 
 
 def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
@@ -442,9 +538,10 @@ def _plain(node: yaml.Node):
     return _scalar(node)
 
 
-def _parse_examples(node, variables: dict[str, Variable], path: str,
-                    problems: list[Problem]) -> list[Example]:
-    """``examples``: a list of {name, events: [rows], expect: [bindings]}."""
+def _parse_examples(node, alternatives: list[dict[str, Variable]], disjunctive: bool,
+                    path: str, problems: list[Problem]) -> list[Example]:
+    """``examples``: a list of {name, events: [rows], expect: [bindings]}. In a file with
+    alternatives, every expected match names its alternative (``alternative: 2``)."""
     if node is None:
         return []
     if not isinstance(node, yaml.SequenceNode):
@@ -482,21 +579,41 @@ def _parse_examples(node, variables: dict[str, Variable], path: str,
             continue
         ids = {str(e["event_id"]) for e in events}
         for m in expect:
-            wrong = set(m) ^ set(variables)
-            missing = {str(x) for v in m.values() for x in (v if isinstance(v, list) else [v])} - ids
-            if wrong or missing:
-                what = (f"variables {sorted(map(str, wrong))} do not match the pattern's "
-                        f"({', '.join(variables)})" if wrong
-                        else f"unknown event id(s) {sorted(missing)}")
+            message = _expected_problem(m, alternatives, disjunctive, ids)
+            if message:
                 problems.append(Problem(path, _line(parts["expect"]),
-                                        f"example {name!r}: expected match {m}: {what}"))
+                                        f"example {name!r}: expected match {m}: {message}"))
         out.append(Example(str(name), line, tuple(events), tuple(
-            {v: [str(x) for x in (ids_ if isinstance(ids_, list) else [ids_])]
+            {v: ids_ if v == "alternative" else
+             [str(x) for x in (ids_ if isinstance(ids_, list) else [ids_])]
              for v, ids_ in m.items()} for m in expect)))
     return out
 
 
-def check_schema(pattern: Pattern, schema: dict[str, str]) -> list[Problem]:
+def _expected_problem(m: dict, alternatives: list[dict[str, Variable]], disjunctive: bool,
+                      ids: set[str]) -> str | None:
+    """What is wrong with one expected match of an example, if anything."""
+    variables = alternatives[0] if alternatives else {}
+    if disjunctive:
+        k = m.get("alternative")
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(alternatives):
+            return (f"name its alternative, e.g. alternative: 1 (1 to {len(alternatives)})"
+                    if k is None else f"alternative {k!r} must be a number from 1 to "
+                    f"{len(alternatives)}")
+        variables = alternatives[k - 1]
+        m = {v: x for v, x in m.items() if v != "alternative"}
+    wrong = set(m) ^ set(variables)
+    if wrong:
+        of = f"alternative {k}'s" if disjunctive else "the pattern's"
+        return (f"variables {sorted(map(str, wrong))} do not match {of} "
+                f"({', '.join(variables)})")
+    missing = {str(x) for v in m.values() for x in (v if isinstance(v, list) else [v])} - ids
+    if missing:
+        return f"unknown event id(s) {sorted(missing)}"
+    return None
+
+
+def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list[Problem]:
     """Problems of ``pattern`` against a source schema ``{column: 'string'|'number'|...}``.
 
     Attributes must exist; a literal must have the column's kind; two attributes compared
@@ -504,13 +621,14 @@ def check_schema(pattern: Pattern, schema: dict[str, str]) -> list[Problem]:
     """
     problems = []
     path = pattern.path or "<pattern>"
-    lines = pattern.condition_lines or (0,) * len(pattern.conditions)
     columns = ", ".join(sorted(schema))
 
     def kind_of(attr):
         return "number" if schema.get(attr) in ("number", "integer", "double") else schema.get(attr)
 
-    for cond, line in zip(pattern.conditions, lines):
+    conditions = [(c, line) for p in pattern.alternatives
+                  for c, line in zip(p.conditions, p.condition_lines or (0,) * len(p.conditions))]
+    for cond, line in conditions:
         attrs = cond.attributes
         missing = [a for a in attrs if a not in schema]
         for a in missing:

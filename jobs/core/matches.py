@@ -26,6 +26,7 @@ from .pattern import Pattern
 class Match:
     pattern: str
     bindings: tuple[tuple[str, tuple[Event, ...]], ...]  # in the pattern's variable order
+    alternative: int | None = None  # which alternative of a disjunction matched
 
     @cached_property
     def events(self) -> tuple[Event, ...]:
@@ -45,26 +46,28 @@ class Match:
         return tuple((v, tuple(e.id for e in es)) for v, es in self.bindings)
 
     def sort_key(self) -> tuple:
-        return (self.start.ts, self.start.id, self.end.ts, self.key)
+        return (self.start.ts, self.start.id, self.end.ts, self.alternative or 0, self.key)
 
     def to_json(self) -> str:
-        return json.dumps({
-            "pattern": self.pattern,
-            "start": format_ts(self.start.ts),
-            "end": format_ts(self.end.ts),
-            "bindings": {v: [e.id for e in es] for v, es in self.bindings},
-        })
+        out = {"pattern": self.pattern}
+        if self.alternative is not None:
+            out["alternative"] = self.alternative
+        out.update(start=format_ts(self.start.ts), end=format_ts(self.end.ts),
+                   bindings={v: [e.id for e in es] for v, es in self.bindings})
+        return json.dumps(out)
 
     def __hash__(self) -> int:
-        return hash(self.key)
+        return hash((self.alternative, self.key))
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Match) and self.key == other.key
+        return isinstance(other, Match) and (self.alternative, self.key) == \
+            (other.alternative, other.key)
 
 
 def make_match(pattern: Pattern, binding: dict[str, list[Event]]) -> Match:
     return Match(pattern.name, tuple(
-        (v.name, tuple(sorted(binding[v.name], key=lambda e: e.seq))) for v in pattern.variables))
+        (v.name, tuple(sorted(binding[v.name], key=lambda e: e.seq))) for v in pattern.variables),
+        pattern.alternative)
 
 
 def sorted_matches(matches) -> list[Match]:

@@ -7,6 +7,8 @@
   derived on the fly from the pattern (section 4.2), with Θ+eq added (DESIGN.md section 4).
 * ``ses_definition``: the SES paper's Definition 2 (conditions 1-5) within one partition,
   used to cross-check ``ses_exec`` where the two agree.
+* ``meaning``: one of the first two by matcher; for a disjunction, the union over its
+  alternatives.
 
 Nothing here prunes beyond what a definition states; these functions are the spec.
 """
@@ -17,7 +19,16 @@ from collections import defaultdict
 
 from .events import Event
 from .matches import Match, is_match, make_match, relationships_hold, set_order_holds
-from .pattern import Pattern, Variable
+from .pattern import Disjunction, Pattern, Variable
+
+
+def meaning(pattern: Pattern | Disjunction, events: list[Event],
+            matcher: str | None = None) -> list[Match]:
+    """What a pattern means with a matcher (default its own): the earliest-maximal matches
+    of SESExec for ``ses``, every match of Definition 2 for ``zstream``. A disjunction
+    means the union of its alternatives' matches, each tagged with its alternative."""
+    run = ses_exec if (matcher or pattern.matcher) == "ses" else all_matches
+    return [m for alt in pattern.alternatives for m in run(alt, events)]
 
 
 # --------------------------------------------------------------------------------------

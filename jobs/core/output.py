@@ -134,19 +134,21 @@ def _bindings_parts(b: Bindings) -> list:
     return parts
 
 
-def json_lines(name: str, batch: MatchBatch, b: Bindings) -> bytes:
+def json_lines(name: str, batch: MatchBatch, b: Bindings, alternative: int | None = None
+               ) -> bytes:
     """The ``match`` command's output for a batch: one JSON object per line, as
-    ``Match.to_json`` writes it."""
+    ``Match.to_json`` writes it (with the alternative of a disjunction's matches)."""
     if not len(batch):
         return b""
+    head = {"pattern": name} | ({} if alternative is None else {"alternative": alternative})
     if not b.plain:
         from .events import format_ts
 
-        return "".join(json.dumps({"pattern": name, "start": format_ts(int(s)),
-                                   "end": format_ts(int(e)), "bindings": d}) + "\n"
+        return "".join(json.dumps(head | {"start": format_ts(int(s)), "end": format_ts(int(e)),
+                                          "bindings": d}) + "\n"
                        for s, e, d in zip(batch.start_ts, batch.end_ts, b.per_match())
                        ).encode()
-    parts = [pa.scalar(json.dumps({"pattern": name})[:-1] + ', "start": "'),
+    parts = [pa.scalar(json.dumps(head)[:-1] + ', "start": "'),
              iso_timestamps(batch.start_ts), pa.scalar('", "end": "'),
              iso_timestamps(batch.end_ts), pa.scalar('", "bindings": '),
              *_bindings_parts(b), pa.scalar("}\n")]
@@ -181,3 +183,11 @@ def match_id(version: str, key) -> str:
     ``key`` is ((variable, event ids), ...) in pattern order."""
     blob = json.dumps([version, [[v, list(ids)] for v, ids in key]], separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+def match_id_of(pattern, m) -> str:
+    """The ``match_id`` of a ``matches.Match`` of ``pattern`` (a disjunction's matches
+    hash their alternative's version, so the alternative is part of the id)."""
+    version = pattern.alternatives[m.alternative - 1].version if m.alternative \
+        else pattern.version
+    return match_id(version, m.key)

@@ -108,10 +108,16 @@ class Pattern:
     description: str = ""
     negations: tuple[Negation, ...] = ()
     contiguity: str = "none"
-    alternative: int | None = None  # index among a file's alternatives
+    alternative: int | None = None  # 1, 2, ...: which alternative of a disjunction
     path: str | None = field(default=None, compare=False)
     condition_lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
     examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def alternatives(self) -> tuple[Pattern, ...]:
+        """The conjunctive patterns whose matches this pattern's are the union of: itself
+        (a ``Disjunction`` has several)."""
+        return (self,)
 
     # -- variables -------------------------------------------------------------------
     @cached_property
@@ -266,3 +272,46 @@ class Pattern:
             parts += negs(i)
         extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
         return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"
+
+
+@dataclass(frozen=True)
+class Disjunction:
+    """A pattern file with ``alternatives:`` (issue 10; the join-optimization paper's
+    nested patterns in disjunctive normal form): several conjunctive patterns under one
+    name, window and matcher. Its matches are the union of the alternatives' matches, each
+    tagged with its alternative (1, 2, ...), which is part of its ``match_id``: a set of
+    events that matches two alternatives gives two matches."""
+
+    name: str
+    source: str | None
+    within: str
+    tau: int
+    matcher: str
+    alternatives: tuple[Pattern, ...]
+    description: str = ""
+    path: str | None = field(default=None, compare=False)
+    examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
+
+    @cached_property
+    def partition_attributes(self) -> tuple[str, ...]:
+        """The attributes every alternative partitions by (the intersection of their X):
+        grouping by them never separates the events of one match of any alternative."""
+        common = set.intersection(*(set(a.partition_attributes) for a in self.alternatives))
+        return tuple(a for a in self.alternatives[0].partition_attributes if a in common)
+
+    @cached_property
+    def attributes(self) -> frozenset[str]:
+        return frozenset().union(*(a.attributes for a in self.alternatives))
+
+    def normalized(self) -> dict:
+        return {"name": self.name, "source": self.source, "tau_ns": self.tau,
+                "matcher": self.matcher,
+                "alternatives": [a.normalized() for a in self.alternatives]}
+
+    @cached_property
+    def version(self) -> str:
+        blob = json.dumps(self.normalized(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def describe(self) -> str:
+        return "\n  or ".join(a.describe() for a in self.alternatives)

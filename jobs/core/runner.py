@@ -26,13 +26,13 @@ from .engine import (
 )
 from .events import Event
 from .matches import Match, sorted_matches
-from .pattern import Pattern
+from .pattern import Disjunction, Pattern
 
 MATCHERS = (*ENGINE_MATCHERS, "bruteforce")
 __all__ = ["MATCHERS", "MatchOptions", "MatchCapExceeded", "DEFAULT_MAX_MATCHES", "run"]
 
 
-def run(pattern: Pattern, events: list[Event], options: MatchOptions = MatchOptions()):
+def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptions = MatchOptions()):
     """Match ``pattern`` over ``events`` (processing order); returns (matches, stats)."""
     matcher = options.matcher or pattern.matcher
     if matcher not in MATCHERS:
@@ -42,24 +42,24 @@ def run(pattern: Pattern, events: list[Event], options: MatchOptions = MatchOpti
         n = len(events)
         st = MatchStats(events=n, events_after_filter=n, partitions=1, windows=n,
                         candidate_windows=n, matcher_calls=n, matcher="bruteforce")
-        found = oracle.ses_exec(pattern, events) if pattern.matcher == "ses" \
-            else oracle.all_matches(pattern, events)
-        matches = sorted_matches(found)
+        matches = sorted_matches(oracle.meaning(pattern, events))
         st.matches = len(matches)
         st.seconds = time.perf_counter() - started
         return matches, st.as_dict()
     compiled = compile_pattern(pattern)
     cols = from_events(events, compiled.attributes)
     st = MatchStats()
-    names = [v.name for v in compiled.variables]
     found = []
     for batch in execute(compiled, cols, options, st):
+        alt = compiled.alternatives[batch.alternative]
+        names = [v.name for v in alt.variables]
         for k in range(len(batch)):
             a, b = batch.offsets[k], batch.offsets[k + 1]
             per_var: list[list[Event]] = [[] for _ in names]
             for row, var in zip(batch.rows[a:b], batch.variables[a:b]):
                 per_var[var].append(events[row])
-            found.append(Match(pattern.name, tuple(zip(names, map(tuple, per_var)))))
+            found.append(Match(pattern.name, tuple(zip(names, map(tuple, per_var))),
+                               alt.pattern.alternative))
     matches = sorted_matches(found)
     st.matches = len(matches)
     return matches, st.as_dict()
