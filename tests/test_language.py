@@ -196,8 +196,12 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
     ("sets: [[a]]\ncontiguity: sometimes\n", 5, "use one of none, partition, strict"),
 ])
 def test_language_mistakes(body, line, fragment):
+    assert_problem(HEAD + body, line, fragment)
+
+
+def assert_problem(text, line, fragment):
     with pytest.raises(PatternError) as info:
-        parse_pattern(HEAD + body, "f.yaml")
+        parse_pattern(text, "f.yaml")
     found = [(p.line, p.message) for p in info.value.problems]
     assert any(ln == line and fragment in msg for ln, msg in found), found
 
@@ -308,10 +312,7 @@ contiguity: partition
      "a number from 1 to 2"),
 ])
 def test_disjunction_mistakes(body, line, fragment):
-    with pytest.raises(PatternError) as info:
-        parse_pattern(HEAD + body, "f.yaml")
-    found = [(p.line, p.message) for p in info.value.problems]
-    assert any(ln == line and fragment in msg for ln, msg in found), found
+    assert_problem(HEAD + body, line, fragment)
 
 
 def test_disjunction_examples_name_their_alternative():
