@@ -16,6 +16,8 @@ from .core.engine import DEFAULT_MEMORY_BUDGET
 from .core.events import EventFileError
 from .core.examples import run_example
 from .core.loader import PatternError, Problem, check_schema, load_pattern
+from .core.planners import ALIASES, PLANNERS, planner
+from .core.planners import DEFAULT as DEFAULT_PLAN
 from .core.runner import DEFAULT_MAX_MATCHES, MATCHERS, MatchCapExceeded, MatchOptions
 
 
@@ -95,7 +97,8 @@ def cmd_match(args) -> int:
             return 2
     options = MatchOptions(matcher=args.matcher, strategy=args.strategy,
                            filter=not args.no_filter, partition=not args.no_partition,
-                           conditions=not args.no_conditions, plan=args.plan or "zstream",
+                           conditions=not args.no_conditions,
+                           plan=None if args.plan in (None, "auto") else args.plan,
                            max_matches_per_window=args.max_matches_per_window,
                            memory_budget=args.memory_budget)
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
@@ -122,7 +125,9 @@ def cmd_match(args) -> int:
             return 3
         stats = st.as_dict()
     if args.plan and "plan" in stats:
-        print(f"plan ({options.plan}): {stats['plan']}  estimated Cost_tree = "
+        name = options.plan or pattern.plan or DEFAULT_PLAN
+        what = "Cost_ord" if planner(name).kind == "order" else "Cost_tree"
+        print(f"plan ({name}): {stats['plan']}  estimated {what} = "
               f"{stats['plan_cost']:,}", file=sys.stderr)
     if args.stats:
         print(json.dumps(stats, ensure_ascii=False), file=sys.stderr)
@@ -400,8 +405,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="do not partition by the attributes X (Def. 6)")
     m.add_argument("--no-conditions", action="store_true",
                    help="do not test the necessary match conditions (Theorem 2)")
-    m.add_argument("--plan", nargs="?", const="zstream", choices=("zstream", "left-deep"),
-                   help="zstream: the plan generator (default zstream); prints the chosen "
+    m.add_argument("--plan", nargs="?", const="auto", metavar="GENERATOR",
+                   choices=("auto", *PLANNERS, *ALIASES),
+                   help="zstream: the plan generator (" + ", ".join(PLANNERS) + "; default: "
+                        "the pattern's plan:, else " + DEFAULT_PLAN + "); prints the chosen "
                         "tree and its estimated cost on stderr")
     m.add_argument("--max-matches-per-window", type=int, default=DEFAULT_MAX_MATCHES,
                    metavar="N", help="zstream: cap on partial matches per window "

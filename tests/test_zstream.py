@@ -10,16 +10,8 @@ from hypothesis import strategies as st
 
 from jobs.cli import main
 from jobs.core import oracle
-from jobs.core.plans import (
-    FixedPlan,
-    Join,
-    Leaf,
-    LeftDeepPlanner,
-    PlanStatistics,
-    ZStreamPlanner,
-    cost_tree,
-    partial_matches,
-)
+from jobs.core.planners import FixedPlan, planner
+from jobs.core.plans import Join, Leaf, PlanStatistics, cost_tree, partial_matches
 from jobs.core.runner import MatchCapExceeded, MatchOptions, run
 
 from .helpers import EXAMPLES, ROOT, chemo_mw, keys, pattern_file, pattern_text
@@ -98,8 +90,8 @@ def test_cost_model_and_zstream_plan_choice():
     assert partial_matches(Join(a, b), st_) == 100 * 100 * 0.5
     assert cost_tree(left_deep, st_) == 202 + 5000 + 5000 * 2 * 0.01 * 1.0
     assert cost_tree(right_deep, st_) == 202 + 2 + 100 * 2 * 0.5 * 1.0
-    assert ZStreamPlanner().plan(p, st_) == right_deep
-    assert LeftDeepPlanner().plan(p, st_) == left_deep
+    assert planner("zstream").plan(p, st_) == right_deep
+    assert planner("trivial").plan(p, st_) == left_deep == planner("left-deep").plan(p, st_)
     assert str(right_deep) == "(a ⋈ (b ⋈ c))"
 
 

@@ -30,7 +30,9 @@ from .compiled import OPS, CompiledDisjunction, CompiledPattern
 from .conditions import FLIPPED
 from .events import format_ts
 from .pattern import Disjunction, Pattern
-from .plans import Leaf, Planner, PlanStatistics, cost_tree, nodes, planner
+from .planners import DEFAULT as DEFAULT_PLAN
+from .planners import plan_cost, planner
+from .plans import Leaf, Planner, PlanStatistics, nodes
 from .programs import relation_rows
 
 DEFAULT_MAX_MATCHES = 1_000_000
@@ -64,7 +66,8 @@ class MatchOptions:
     filter: bool = True
     partition: bool = True
     conditions: bool = True
-    plan: str | Planner = "zstream"  # zstream only: the plan generator (or a Planner)
+    plan: str | Planner | None = None  # zstream: the plan generator (None: the pattern's
+    # ``plan:``, else the default), or a Planner such as the driver's FixedPlan
     max_matches_per_window: int = DEFAULT_MAX_MATCHES
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes: instances, matches, events
     limits: str = CLI_LIMITS  # where a user raises the two limits (named in errors)
@@ -405,16 +408,21 @@ class ZStreamMatcher(Matcher):
         cand_idx = np.concatenate(per_var).astype(np.int64) if per_var else np.zeros(0, np.int64)
         cand_ts = group.cols.ts[cand_idx]
         st = estimate_statistics(c, group, per_var, self.partitioned)
-        plan = planner(self.options.plan).plan(c.pattern, st)
+        plan = self.planner.plan(c.pattern, st)
         leaves = [n.var for n in nodes(plan) if isinstance(n, Leaf)]
         orders = np.array([[s] + [v for v in leaves if v != s] for s in range(c.m)], np.int64)
         prepared = (cand_ptr, cand_idx, cand_ts, orders, plan, st)
         group.cache["zstream"] = prepared
         return prepared
 
+    @property
+    def planner(self) -> Planner:
+        return planner(self.options.plan or getattr(self.compiled.pattern, "plan", None)
+                       or DEFAULT_PLAN)
+
     def describe_plan(self, group):
         *_, plan, st = self._prepare(group)
-        return str(plan), round(cost_tree(plan, st), 3)
+        return str(plan), round(plan_cost(self.planner, self.compiled.pattern, plan, st), 3)
 
     def match(self, group, windows, start, capacity):
         cand_ptr, cand_idx, cand_ts, orders, _, _ = self._prepare(group)

@@ -38,9 +38,11 @@ from .pattern import (
     Variable,
     parse_duration,
 )
+from .planners import ALIASES, PLANNERS
 
 REQUIRED = ("name", "source", "within", "sets")
-OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity", "alternatives")
+OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity", "alternatives",
+            "plan")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
 BODY_KEYS = ("sets", "conditions", "contiguity")  # what each alternative has of its own
 NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")  # fullmatch: no trailing newline
@@ -228,6 +230,17 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
             problems.append(Problem(path, _line(fields["matcher"]),
                                     f"unknown matcher {matcher!r}: use one of "
                                     f"{', '.join(MATCHERS)}"))
+    plan = None
+    if "plan" in fields:
+        plan = text_field("plan")
+        if plan is not None and ALIASES.get(plan, plan) not in PLANNERS:
+            problems.append(Problem(path, key_lines["plan"], f"unknown plan generator "
+                                    f"{plan!r}: use one of {', '.join(PLANNERS)}"))
+        elif plan is not None and matcher != "zstream":
+            problems.append(Problem(path, key_lines["plan"], f"plan: {plan} chooses the "
+                                    "join order of matcher zstream, but this pattern uses "
+                                    f"matcher {matcher} (its automaton follows the sets' "
+                                    "order): remove plan, or set matcher: zstream"))
     within, tau = None, 0
     if "within" in fields:
         node = fields["within"]
@@ -270,13 +283,14 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
                              conditions=tuple(b.conditions), matcher=matcher,
                              description=description, negations=b.negations,
                              contiguity=b.contiguity, alternative=k + 1 if disjunctive else None,
+                             plan=plan,
                              path=path, condition_lines=tuple(b.lines),
                              examples=() if disjunctive else tuple(examples))
                      for k, b in enumerate(bodies))
     if not disjunctive:
         return patterns[0]
     return Disjunction(name=name, source=source, within=within, tau=tau, matcher=matcher,
-                       alternatives=patterns, description=description, path=path,
+                       alternatives=patterns, description=description, plan=plan, path=path,
                        examples=tuple(examples))
 
 

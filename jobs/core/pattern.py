@@ -109,6 +109,7 @@ class Pattern:
     negations: tuple[Negation, ...] = ()
     contiguity: str = "none"
     alternative: int | None = None  # 1, 2, ...: which alternative of a disjunction
+    plan: str | None = field(default=None, compare=False)  # a pinned plan generator
     path: str | None = field(default=None, compare=False)
     condition_lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
     examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
@@ -289,6 +290,7 @@ class Disjunction:
     matcher: str
     alternatives: tuple[Pattern, ...]
     description: str = ""
+    plan: str | None = field(default=None, compare=False)
     path: str | None = field(default=None, compare=False)
     examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
 

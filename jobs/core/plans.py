@@ -10,11 +10,19 @@ the selectivities of the conditions between the two sides. A group variable's le
 event sequences, so its PM is the expected number of non-empty subsequences of the events
 that fit it, 2^(W·r_v) - 1 (capped).
 
-Generators share one interface (``Planner.plan(pattern, statistics)``); this module has
-the left-deep default (TRIVIAL: leaves in pattern order) and ZStream's own (all tree
-shapes over a fixed leaf order, by dynamic programming). Leaf reordering (EFREQ, GREEDY,
-DP-B, ...) plugs in the same way. The seeded evaluator (``engine.ZStreamMatcher``) joins
-the variables depth-first in the order of a tree's leaves, after the window's first event.
+For an order O = (p1, ..., pn) (section 4.1; the left-deep tree of O has the same cost),
+
+    Cost_ord(O) = Σ_k PM({p1, ..., pk}),  PM(S) = Π_{v ∈ S} W·r_v · Π_{v, w ∈ S} SEL_vw,
+
+and the latency costs of section 6.1: for an order, the events buffered for the variables
+after the last-arriving one; for a tree, the partial matches buffered on the siblings of
+the path from its leaf to the root. The last-arriving variable is one of the last set's;
+the cost takes the worst of them (as the paper does for a disjunction's operands). The
+combined cost is Cost_trpt + α·Cost_lat (``CostModel``).
+
+The generators (``planners``) share these; the seeded evaluator (``engine.ZStreamMatcher``)
+joins the variables depth-first in the order of a tree's leaves, after the window's first
+event.
 """
 
 from __future__ import annotations
@@ -92,71 +100,117 @@ def cost_tree(plan: TreePlan, st: PlanStatistics) -> float:
 
 
 class Planner(Protocol):
+    """A plan generator (``planners``): ``plan`` gives the tree for a pattern."""
+
     name: str
+    kind: str  # "order" or "tree"
 
-    def plan(self, pattern: Pattern, st: PlanStatistics) -> TreePlan: ...
-
-
-def _leaves(pattern: Pattern) -> list[Leaf]:
-    return [Leaf(v.index, str(v)) for v in pattern.variables]
+    def plan(self, pattern: Pattern, st: PlanStatistics, cost: CostModel = ...) -> TreePlan: ...
 
 
-class LeftDeepPlanner:
-    """TRIVIAL: ((v1 ⋈ v2) ⋈ v3) ... in the pattern's variable order."""
-
-    name = "left-deep"
-
-    def plan(self, pattern: Pattern, st: PlanStatistics) -> TreePlan:
-        leaves = _leaves(pattern)
-        tree: TreePlan = leaves[0]
-        for leaf in leaves[1:]:
-            tree = Join(tree, leaf)
-        return tree
+def left_deep(leaves: list[Leaf]) -> TreePlan:
+    """((l1 ⋈ l2) ⋈ l3) ...: the tree of an order-based plan."""
+    tree: TreePlan = leaves[0]
+    for leaf in leaves[1:]:
+        tree = Join(tree, leaf)
+    return tree
 
 
-class ZStreamPlanner:
-    """ZSTREAM: the cheapest tree (Cost_tree) over every shape for the given leaf order,
-    by dynamic programming over contiguous leaf ranges (Mei & Madden)."""
+def leaf_order(plan: TreePlan) -> list[int]:
+    return [n.var for n in nodes(plan) if isinstance(n, Leaf)]
 
-    name = "zstream"
 
-    def plan(self, pattern: Pattern, st: PlanStatistics) -> TreePlan:
-        leaves = _leaves(pattern)
-        n = len(leaves)
-        best: dict[tuple[int, int], tuple[float, TreePlan]] = {}
-        for i, leaf in enumerate(leaves):
-            best[(i, i)] = (partial_matches(leaf, st), leaf)
-        for length in range(2, n + 1):
-            for i in range(0, n - length + 1):
-                j = i + length - 1
-                candidates = []
-                for k in range(i, j):
-                    (cl, pl), (cr, pr) = best[(i, k)], best[(k + 1, j)]
-                    tree = Join(pl, pr)
-                    candidates.append((cl + cr + partial_matches(tree, st), k, tree))
-                cost, _, tree = min(candidates, key=lambda c: (c[0], c[1]))
-                best[(i, j)] = (cost, tree)
-        return best[(0, n - 1)][1]
+def set_pm(variables, st: PlanStatistics) -> float:
+    """PM(S) = Π W·r_v · Π SEL over the pairs of S."""
+    variables = list(variables)
+    out = 1.0
+    for k, v in enumerate(variables):
+        out *= st.leaf_pm[v]
+        for w in variables[:k]:
+            out *= st.sel(v, w)
+    return out
+
+
+def subset_pm(index: list[int], st: PlanStatistics) -> list[float]:
+    """PM of every subset of ``index`` (bit b of the subscript = ``index[b]``), each from
+    a smaller one: PM(S) = PM(S - v)·W·r_v·Π_{w ∈ S - v} SEL_vw."""
+    n = len(index)
+    pm = [1.0] * (1 << n)
+    for mask in range(1, 1 << n):
+        b = (mask & -mask).bit_length() - 1
+        rest = mask & ~(1 << b)
+        value = pm[rest] * st.leaf_pm[index[b]]
+        r = rest
+        while r:
+            c = (r & -r).bit_length() - 1
+            value *= st.sel(index[b], index[c])
+            r &= r - 1
+        pm[mask] = value
+    return pm
+
+
+def cost_ord(order: list[int], st: PlanStatistics) -> float:
+    """Cost_ord(O) = Σ_k PM(first k variables of O) (section 4.1)."""
+    total, pm = 0.0, 1.0
+    for k, v in enumerate(order):
+        pm *= st.leaf_pm[v]
+        for w in order[:k]:
+            pm *= st.sel(v, w)
+        total += pm
+    return total
+
+
+def latency_ord(order: list[int], st: PlanStatistics, last: tuple[int, ...]) -> float:
+    """Cost_ord^lat: the events buffered for the variables after the last-arriving one,
+    Σ_{v ∈ Succ_O(T_n)} W·r_v, the worst over the candidates for T_n (``last``)."""
+    out = 0.0
+    for t in last:
+        if t in order:
+            out = max(out, sum(st.leaf_pm[v] for v in order[order.index(t) + 1:]))
+    return out
+
+
+def latency_tree(plan: TreePlan, st: PlanStatistics, last: tuple[int, ...]) -> float:
+    """Cost_tree^lat: Σ PM(sibling(N)) over the nodes N on the path from T_n's leaf to
+    the root (the root excluded), the worst over the candidates for T_n."""
+    out = 0.0
+    for t in last:
+        path: list[TreePlan] = []
+        if _path(plan, t, path):
+            total = 0.0
+            for parent, child in zip(path, path[1:]):
+                sibling = parent.right if parent.left is child else parent.left
+                total += partial_matches(sibling, st)
+            out = max(out, total)
+    return out
+
+
+def _path(node: TreePlan, var: int, path: list) -> bool:
+    path.append(node)
+    if isinstance(node, Leaf):
+        if node.var == var:
+            return True
+    elif _path(node.left, var, path) or _path(node.right, var, path):
+        return True
+    path.pop()
+    return False
 
 
 @dataclass(frozen=True)
-class FixedPlan:
-    """A given tree (tests, and a plan chosen elsewhere, e.g. on the driver)."""
+class CostModel:
+    """Cost = Cost_trpt + α·Cost_lat (section 6.1); α = 0 is the throughput cost alone."""
 
-    tree: TreePlan
-    name: str = "fixed"
+    alpha: float = 0.0
 
-    def plan(self, pattern: Pattern, st: PlanStatistics) -> TreePlan:
-        return self.tree
+    @staticmethod
+    def last_of(pattern: Pattern) -> tuple[int, ...]:
+        """The candidates for the last-arriving variable: those of the last set."""
+        return tuple(v.index for v in pattern.sets[-1]) if pattern.sets else ()
 
+    def order(self, order: list[int], st: PlanStatistics, last: tuple[int, ...]) -> float:
+        out = cost_ord(order, st)
+        return out + self.alpha * latency_ord(order, st, last) if self.alpha else out
 
-PLANNERS: dict[str, Planner] = {"zstream": ZStreamPlanner(), "left-deep": LeftDeepPlanner()}
-
-
-def planner(plan: str | Planner) -> Planner:
-    """A generator by name (``PLANNERS``), or a planner object as it is."""
-    if not isinstance(plan, str):
-        return plan
-    if plan not in PLANNERS:
-        raise ValueError(f"unknown plan {plan!r}: use one of {', '.join(PLANNERS)}")
-    return PLANNERS[plan]
+    def tree(self, plan: TreePlan, st: PlanStatistics, last: tuple[int, ...]) -> float:
+        out = cost_tree(plan, st)
+        return out + self.alpha * latency_tree(plan, st, last) if self.alpha else out

@@ -1,0 +1,171 @@
+"""The plan generators of the join-optimization paper and their cost models: hand
+computations, optimality of the dynamic programs against enumeration, local minima of
+iterative improvement, and every generator's plan gives the oracle's matches."""
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobs.core import oracle
+from jobs.core.planners import (
+    PLANNERS,
+    IterativeImprovement,
+    greedy_order,
+    plan_cost,
+    planner,
+    zstream_tree,
+)
+from jobs.core.plans import (
+    CostModel,
+    Join,
+    Leaf,
+    PlanStatistics,
+    cost_ord,
+    cost_tree,
+    latency_ord,
+    latency_tree,
+    leaf_order,
+    left_deep,
+    set_pm,
+)
+from jobs.core.runner import MatchOptions, run
+
+from .helpers import keys, pattern_text
+from .strategies import event_tables, patterns
+
+FOUR = pattern_text("name: x\nsource: s\nwithin: 1d\nsets: [[a], [b, c], [d]]\n")
+STATS = PlanStatistics((10.0, 50.0, 2.0, 5.0),
+                       {(0, 1): 0.1, (0, 2): 0.5, (1, 2): 0.01, (0, 3): 0.2, (1, 3): 1.0,
+                        (2, 3): 0.3})
+
+
+def test_cost_ord_and_latency_by_hand():
+    # O = (c, a, d, b): PM of the prefixes
+    c, ca, cad = 2.0, 2 * 10 * 0.5, 2 * 10 * 5 * 0.5 * 0.3 * 0.2
+    cadb = cad * 50 * 0.01 * 0.1 * 1.0
+    assert cost_ord([2, 0, 3, 1], STATS) == pytest.approx(c + ca + cad + cadb)
+    # the last set is {d}: after d comes b (W·r_b = 50)
+    assert latency_ord([2, 0, 3, 1], STATS, (3,)) == 50.0
+    assert latency_ord([0, 1, 2, 3], STATS, (3,)) == 0.0
+    model = CostModel(alpha=0.5)
+    assert model.order([2, 0, 3, 1], STATS, (3,)) == pytest.approx(c + ca + cad + cadb + 25)
+    # Cost_ord equals the cost of the left-deep tree without its leaves but the first
+    tree = left_deep([Leaf(i, "abcd"[i]) for i in (2, 0, 3, 1)])
+    assert cost_tree(tree, STATS) == pytest.approx(cost_ord([2, 0, 3, 1], STATS) + 10 + 5 + 50)
+
+
+def test_latency_tree_by_hand():
+    a, b, c, d = (Leaf(i, n) for i, n in enumerate("abcd"))
+    tree = Join(Join(a, d), Join(b, c))  # d's path: (a ⋈ d), root: siblings a, (b ⋈ c)
+    assert latency_tree(tree, STATS, (3,)) == pytest.approx(10 + 50 * 2 * 0.01)
+    # left-deep with d last: only the partial matches of (a ⋈ b) ⋈ c wait for d
+    assert latency_tree(Join(Join(Join(a, b), c), d), STATS, (3,)) == \
+        pytest.approx(10 * 50 * 2 * 0.1 * 0.5 * 0.01)
+    assert set_pm([1, 2], STATS) == 50 * 2 * 0.01
+
+
+def test_order_generators_by_hand():
+    assert leaf_order(planner("trivial").plan(FOUR, STATS)) == [0, 1, 2, 3]
+    assert leaf_order(planner("efreq").plan(FOUR, STATS)) == [2, 3, 0, 1]  # by W·r
+    # greedy: c (2) first; then the cheapest prefix with c: c·b = 2·50·0.01 = 1,
+    # c·d = 2·5·0.3 = 3, c·a = 2·10·0.5 = 10 -> b; then with {c, b}: d gives
+    # 1·5·0.3·1.0 = 1.5, a gives 1·10·0.5·0.1 = 0.5 -> a; then d
+    assert greedy_order(FOUR, STATS, CostModel()) == [2, 1, 0, 3]
+    assert leaf_order(planner("greedy").plan(FOUR, STATS)) == [2, 1, 0, 3]
+
+
+def test_zstream_ord_is_zstream_on_the_greedy_order():
+    leaves = [Leaf(v.index, str(v)) for v in FOUR.variables]
+    greedy = [leaves[i] for i in greedy_order(FOUR, STATS, CostModel())]
+    assert planner("zstream-ord").plan(FOUR, STATS) == zstream_tree(greedy, STATS)
+    assert planner("zstream").plan(FOUR, STATS) == zstream_tree(leaves, STATS)
+
+
+def all_trees(leaves):
+    if len(leaves) == 1:
+        yield leaves[0]
+        return
+    first, rest = leaves[0], leaves[1:]
+    for k in range(len(rest) + 1):  # splits with the first leaf on the left
+        for chosen in itertools.combinations(rest, k):
+            left = [first, *chosen]
+            right = [x for x in rest if x not in chosen]
+            if not right:
+                continue
+            for lt in all_trees(left):
+                for rt in all_trees(right):
+                    yield Join(lt, rt)
+                    yield Join(rt, lt)
+
+
+@st.composite
+def statistics(draw, n):
+    pm = tuple(draw(st.floats(0.1, 100)) for _ in range(n))
+    sel = {(i, j): draw(st.floats(0.01, 1.0)) for i, j in itertools.combinations(range(n), 2)}
+    return PlanStatistics(pm, sel)
+
+
+def pattern_of(n):
+    names = "abcdef"[:n]
+    return pattern_text("name: x\nsource: s\nwithin: 1d\nsets: [[" + ", ".join(names) + "]]\n")
+
+
+@settings(max_examples=40)
+@given(st.integers(2, 5).flatmap(lambda n: st.tuples(st.just(n), statistics(n))))
+def test_dynamic_programs_are_optimal(case):
+    n, stats = case
+    p = pattern_of(n)
+    best_ord = min(cost_ord(list(o), stats) for o in itertools.permutations(range(n)))
+    assert cost_ord(leaf_order(planner("dp-ld").plan(p, stats)), stats) == pytest.approx(best_ord)
+    leaves = [Leaf(i, "abcdef"[i]) for i in range(n)]
+    best_tree = min(cost_tree(t, stats) for t in all_trees(leaves))
+    assert cost_tree(planner("dp-b").plan(p, stats), stats) == pytest.approx(best_tree)
+    # no generator beats the exact programs in its own cost model
+    for name, gen in PLANNERS.items():
+        tree = gen.plan(p, stats)
+        if gen.kind == "order":
+            assert cost_ord(leaf_order(tree), stats) >= best_ord * (1 - 1e-9), name
+        assert cost_tree(tree, stats) >= best_tree * (1 - 1e-9), name
+
+
+@settings(max_examples=30)
+@given(st.integers(3, 6).flatmap(lambda n: st.tuples(st.just(n), statistics(n))))
+def test_iterative_improvement_ends_in_a_local_minimum(case):
+    n, stats = case
+    p = pattern_of(n)
+    for start in ("random", "greedy"):
+        order = leaf_order(IterativeImprovement(start).plan(p, stats))
+        cost = cost_ord(order, stats)
+        for kind, i, j, k in IterativeImprovement._moves(n):
+            new = list(order)
+            if kind == "swap":
+                new[i], new[j] = new[j], new[i]
+            else:
+                new[i], new[j], new[k] = order[j], order[k], order[i]
+            assert cost_ord(new, stats) >= cost * (1 - 1e-9)
+    assert cost_ord(leaf_order(planner("ii-greedy").plan(p, stats)), stats) <= \
+        cost_ord(greedy_order(p, stats, CostModel()), stats) * (1 + 1e-9)
+
+
+def test_plan_cost_uses_the_generators_model():
+    tree = planner("greedy").plan(FOUR, STATS)
+    assert plan_cost(planner("greedy"), FOUR, tree, STATS) == cost_ord(leaf_order(tree), STATS)
+    tree = planner("dp-b").plan(FOUR, STATS)
+    assert plan_cost(planner("dp-b"), FOUR, tree, STATS) == cost_tree(tree, STATS)
+
+
+def test_unknown_generator_is_named():
+    with pytest.raises(ValueError, match="unknown plan generator 'dpb': use one of trivial"):
+        planner("dpb")
+
+
+@given(st.data())
+def test_every_generator_gives_the_oracles_matches(data):
+    pattern = data.draw(patterns(matcher="zstream"))
+    events = data.draw(event_tables(max_events=8))
+    expected = keys(oracle.all_matches(pattern, events))
+    for name in PLANNERS:
+        options = MatchOptions(matcher="zstream", plan=name)
+        assert keys(run(pattern, events, options)[0]) == expected, name
