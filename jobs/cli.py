@@ -340,6 +340,33 @@ def cmd_runs(args) -> int:
 
 
 @_pipeline_errors
+def cmd_explain(args) -> int:
+    """The plan a run would use for a pattern, its estimated cost and its statistics."""
+    from datetime import date
+
+    from .catalog import load_catalog
+    from .config import load_sources
+    from .lake import Lake
+    from .pipeline import plan
+    from .planning import choose_plan, explain_text
+
+    profile, spark = _spark(args)
+    path = Path(args.pattern)
+    pattern = load_catalog([path]).get(path)
+    if pattern.matcher != "zstream":
+        print(f"{pattern.name} uses matcher {pattern.matcher}: the SES automaton follows "
+              "the order of its sets (no plan to choose)")
+        return 0
+    planned = plan(profile, path, args.logical_date or date.today().isoformat(), pattern=pattern)
+    source = load_sources().get(pattern.source)
+    kinds = dict(source.columns) if source else {}
+    choice = choose_plan(spark, Lake(profile.lake), pattern, planned.rng.low, planned.rng.high,
+                         kinds, generator=args.generator)
+    print(explain_text(pattern, choice))
+    return 0
+
+
+@_pipeline_errors
 def cmd_backfill(args) -> int:
     from .pipeline import backfill
 
@@ -478,6 +505,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--run-id")
     g.add_argument("--last", type=int, default=20)
     g.add_argument("--expect", type=int, help="exit 1 unless this many patterns succeeded")
+
+    x = pipeline_parser("explain", "the plan a run would choose for a ZStream pattern, its "
+                        "estimated cost, the statistics, and every generator's plan",
+                        cmd_explain)
+    x.add_argument("pattern")
+    x.add_argument("--generator", choices=(*PLANNERS, *ALIASES),
+                   help="default: the pattern's plan:, else " + DEFAULT_PLAN)
+    x.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
 
     b = pipeline_parser("backfill", "recompute the matches starting in [start, end)",
                         cmd_backfill)

@@ -39,6 +39,9 @@ class Lake:
     def runs(self) -> str:
         return self._p("runs")
 
+    def stats(self, source: str) -> str:
+        return self._p("stats", source)
+
     def retractions(self) -> str:
         return self._p("retractions")
 
@@ -113,9 +116,9 @@ def read_spark(spark, path: str, partition_filters=None):
 
 def register_views(spark, lake: Lake) -> list[str]:
     """Every Delta table of the lake as a Spark SQL view: matches_<pattern>,
-    events_<source>, quarantine_<source>, runs, ingest_log."""
+    events_<source>, quarantine_<source>, stats_<source>, runs, ingest_log."""
     views = []
-    for kind in ("matches", "events", "quarantine"):
+    for kind in ("matches", "events", "quarantine", "stats"):
         folder = os.path.join(lake.root, kind)
         if not os.path.isdir(folder):
             continue

@@ -145,8 +145,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
                   low: int | None, high: int | None, slice_length: int,
                   max_partition_events: int, max_matches_per_window: int,
                   force_slices: bool = False, sink: str = "parquet",
-                  memory_budget: int = 2 * 1024**3, limits: str | None = None
-                  ) -> MatchJobResult:
+                  memory_budget: int = 2 * 1024**3, limits: str | None = None,
+                  plan_json: str | None = None) -> MatchJobResult:
     """Match ``pattern`` for first events in [low, high) (None: unbounded); ``sink='noop'``
     runs phase 1 only (for measuring it)."""
     from pyspark.sql import functions as F
@@ -217,7 +217,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
                       group_by_keys=not unlinked,
                       slice_origin=origin, slice_length=slice_length if slicing else None,
                       max_matches_per_window=max_matches_per_window,
-                      memory_budget=memory_budget,
+                      memory_budget=memory_budget, plan=plan_json,
                       **({"limits": limits} if limits else {}))
     key_fields = [df.schema[k] for k in keys]
     disjunctive = isinstance(pattern, Disjunction)

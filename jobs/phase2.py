@@ -47,6 +47,7 @@ class Phase2Spec:
     max_matches_per_window: int = 1_000_000
     memory_budget: int = 2 * 1024**3
     limits: str = "match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml"
+    plan: str | None = None  # the driver's trees (planning.PlanChoice.to_json), zstream
 
 
 @lru_cache(maxsize=16)
@@ -58,6 +59,15 @@ def position_column(pattern) -> str:
     """The phase-1 column with the contiguity positions of a conjunctive pattern (one
     per alternative of a disjunction: they may partition differently)."""
     return POSITION if pattern.alternative is None else f"{POSITION}{pattern.alternative}"
+
+
+@lru_cache(maxsize=16)
+def _driver_plan(plan: str | None, text: str):
+    if plan is None:
+        return None
+    from .planning import plans_from_json
+
+    return plans_from_json(plan, _pattern(text))
 
 
 def output_columns(keys: tuple[str, ...], disjunctive: bool = False) -> list[str]:
@@ -85,7 +95,8 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
         lo = s_lo if lo is None else max(lo, s_lo)
         hi = s_hi if hi is None else min(hi, s_hi)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
-                           memory_budget=spec.memory_budget, limits=spec.limits)
+                           memory_budget=spec.memory_budget, limits=spec.limits,
+                           plan=_driver_plan(spec.plan, spec.pattern_text))
     st = MatchStats()
     kept = 0
     positions = [table.column(position_column(a)).to_numpy().astype(np.int64)

@@ -77,7 +77,27 @@ def ingest_sources(spark, profile: Profile, run_id: str, names: list[str] | None
             continue
         echo("ingest " + describe(r))
         results.append(r)
+        if spark is not None:
+            stats_step(spark, profile, name, source, echo)
     return results, failed
+
+
+def stats_step(spark, profile: Profile, name: str, source, echo=print) -> dict | None:
+    """``stats/<source>`` after an ingest (``jobs.lake_stats``), for the attributes the
+    catalogue's patterns read. Statistics only steer plans: a failure is reported and
+    the run goes on (plans then come from the sampled events alone)."""
+    from .lake_stats import update_stats
+
+    try:
+        _, patterns = pipeline_catalog()
+        mine = [p for _, p in patterns if p.source == name]
+        out = update_stats(spark, lk.Lake(profile.lake), name, mine, source.columns, echo)
+        if out["dates"]:
+            echo(f"stats {name}: {out['dates']} date(s), {out['rows']} row(s)")
+        return out
+    except Exception as exc:  # noqa: BLE001 - advisory: never fails the ingest
+        echo(f"warning: stats of {name} not updated ({short_error(exc)}); plans use samples")
+        return None
 
 
 @dataclass
@@ -130,6 +150,22 @@ def late_events(spark, profile: Profile, planned: Planned) -> int:
     return df.count()
 
 
+def run_plan(spark, profile: Profile, planned: Planned):
+    """The one plan of a ZStream pattern for this run (``jobs.planning``), chosen on the
+    driver; None for the SES automaton (it follows the sets' order)."""
+    from .planning import choose_plan, needs_replan
+
+    pattern = planned.pattern
+    if pattern.matcher != "zstream":
+        return None
+    lake = lk.Lake(profile.lake)
+    source = load_sources().get(pattern.source)
+    kinds = dict(source.columns) if source else {}
+    observed = needs_replan(previous_runs(lake, pattern.name), pattern.version)
+    return choose_plan(spark, lake, pattern, planned.rng.low, planned.rng.high, kinds,
+                       observed=observed)
+
+
 def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_date: str,
                force_slices: bool = False) -> dict:
     """Phase 1 + 2 on Spark into staging; the range and counters go to ``_stats.json``."""
@@ -141,13 +177,20 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
         staging = lake.staging(planned.pattern.name, run_id)
         Path(staging).mkdir(parents=True, exist_ok=True) if "://" not in staging else None
     else:
+        choice = run_plan(spark, profile, planned)
         result = run_match_job(spark, planned.pattern, planned.text, lake, run_id,
                                planned.rng.low, planned.rng.high, profile.slice_length,
                                profile.max_partition_events, profile.max_matches_per_window,
                                force_slices=force_slices, memory_budget=profile.memory_budget,
                                limits=f"match.max_matches_per_window and match.memory_budget "
-                                      f"in conf/pipeline.yaml (profile {profile.name})")
+                                      f"in conf/pipeline.yaml (profile {profile.name})",
+                               plan_json=choice.to_json() if choice else None)
         staging, stats = result.staging, result.stats
+        if choice is not None:
+            stats.update(plan=choice.text, plan_generator=choice.generator,
+                         estimated_pm=round(choice.estimated, 6),
+                         actual_pm=round(stats.get("work", 0) / max(stats.get("matcher_calls", 0), 1), 6),
+                         replanned=choice.replanned or None)
     stats["late_events"] = late_events(spark, profile, planned)
     stats.update(low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
                  logical_date=logical_date, started_at=started.isoformat(),

@@ -110,7 +110,9 @@ RUNS_SCHEMA = pa.schema([
     ("windows", pa.int64()), ("candidate_windows", pa.int64()), ("matcher_calls", pa.int64()),
     ("matches", pa.int64()), ("inserted", pa.int64()), ("deleted", pa.int64()),
     ("late_events", pa.int64()), ("seconds", pa.float64()), ("status", pa.string()),
-    ("message", pa.string()), ("started_at", TS), ("finished_at", TS)])
+    ("message", pa.string()), ("started_at", TS), ("finished_at", TS),
+    ("plan", pa.string()), ("plan_generator", pa.string()), ("estimated_pm", pa.float64()),
+    ("actual_pm", pa.float64()), ("replanned", pa.string())])
 
 
 def log_run(lake: lk.Lake, row: dict) -> None:
