@@ -209,6 +209,67 @@ def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nigh
         assert outcome.evaluated > 15  # the common checks and each alternative's own
 
 
+def test_lake_statistics_are_incremental(spark, nightly, tmp_path):
+    from jobs.config import load_sources
+    from jobs.lake_stats import update_stats
+
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    stats = lk.read_arrow(lake.stats("sepsis")).to_pylist()
+    totals = {r["event_date"]: r["events"] for r in stats if r["attribute"] == "*"}
+    types = {}
+    for r in stats:
+        if r["attribute"] == "event_type":
+            types[r["event_date"]] = types.get(r["event_date"], 0) + r["events"]
+    assert sum(totals.values()) == 15214 and types == totals  # every event has a type
+    assert {r["attribute"] for r in stats} >= {"*", "event_type", "value", "@patient"}
+    # a copy of the lake: a late event on one old date recomputes that date only
+    copy = lk.Lake(str(tmp_path / "lake"))
+    shutil.copytree(profile.lake, copy.root)
+    sepsis, patterns = load_sources()["sepsis"], [load_pattern(p) for p in pattern_paths()]
+    assert update_stats(spark, copy, "sepsis", patterns, sepsis.columns) == \
+        {"dates": 0, "rows": 0}
+    events = lk.read_arrow(copy.events("sepsis"))
+    late = events.slice(0, 1).to_pylist()[0]
+    late.update(event_id="late-1", ingested_at=late["ingested_at"].replace(year=2100))
+    lk.append(copy.events("sepsis"), pa.Table.from_pylist([late], schema=events.schema),
+              partition_by=["event_date"])
+    out = update_stats(spark, copy, "sepsis", patterns, sepsis.columns)
+    assert out["dates"] == 1
+    after = {r["event_date"]: r["events"] for r in lk.read_arrow(copy.stats("sepsis")).to_pylist()
+             if r["attribute"] == "*"}
+    assert after[late["event_date"]] == totals[late["event_date"]] + 1
+    assert {d: n for d, n in after.items() if d != late["event_date"]} == \
+        {d: n for d, n in totals.items() if d != late["event_date"]}
+
+
+def test_runs_log_records_the_drivers_plan(nightly):
+    profile = nightly[0]
+    runs = DeltaTable(lk.Lake(profile.lake).runs()).to_pyarrow_table().to_pylist()
+    zstream = [r for r in runs if r["matcher"] == "zstream" and r["status"] == "success"]
+    ses = [r for r in runs if r["matcher"] == "ses" and r["status"] == "success"]
+    assert zstream and ses
+    for r in zstream:
+        assert r["plan_generator"] == "zstream" and "⋈" in r["plan"], r
+        assert r["estimated_pm"] > 0 and r["actual_pm"] > 0, r
+    assert all(r["plan"] is None for r in ses)
+
+
+def test_explain_prints_plan_costs_and_statistics(spark, nightly):
+    from jobs.config import load_sources
+    from jobs.planning import choose_plan, explain_text
+
+    profile = nightly[0]
+    path = Path("patterns/sepsis_high_marker_then_admission.yaml")
+    pattern = load_pattern(path)
+    choice = choose_plan(spark, lk.Lake(profile.lake), pattern, None, None,
+                         dict(load_sources()["sepsis"].columns), generator="dp-b")
+    text = explain_text(pattern, choice)
+    assert "generator dp-b" in text and "W·r h" in text and "SEL h ~ w" in text
+    assert choice.sources == ["stats table (leaves), sample (pairs)"]
+    assert all(name in text for name in ("trivial", "ii-random", "zstream-ord", "dp-ld"))
+
+
 SOURCE = Source(name="toy", columns={"pid": "string", "kind": "string", "dose": "double",
                                      "at": "timestamp"},
                 time_column="at", id_column=None, landing="toy", format="csv")

@@ -169,3 +169,28 @@ def test_every_generator_gives_the_oracles_matches(data):
     for name in PLANNERS:
         options = MatchOptions(matcher="zstream", plan=name)
         assert keys(run(pattern, events, options)[0]) == expected, name
+
+
+def test_replanning_rule():
+    from jobs.planning import REPLAN_FACTOR, needs_replan
+
+    def run(est, actual, version="v1", status="success", at=1):
+        return {"pattern_version": version, "status": status, "estimated_pm": est,
+                "actual_pm": actual, "started_at": at}
+
+    assert not needs_replan([], "v1")
+    assert not needs_replan([run(10.0, 30.0)], "v1")  # within the factor
+    assert needs_replan([run(1.0, REPLAN_FACTOR * 2)], "v1")  # underestimated
+    assert needs_replan([run(100.0, 1.0)], "v1")  # overestimated
+    assert not needs_replan([run(1.0, 100.0, version="v0")], "v1")  # another version
+    assert not needs_replan([run(1.0, 100.0, at=1), run(1.0, 2.0, at=2)], "v1")  # the last
+
+
+def test_driver_plans_travel_as_json():
+    from jobs.planning import PlanChoice, plans_from_json
+
+    trees = [planner(name).plan(FOUR, STATS) for name in ("dp-b", "greedy")]
+    for tree in trees:
+        choice = PlanChoice("dp-b", trees=[tree])
+        shipped = plans_from_json(choice.to_json(), FOUR)
+        assert shipped.plan(FOUR, STATS) == tree and str(shipped.trees[0]) == str(tree)
