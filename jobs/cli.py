@@ -99,6 +99,7 @@ def cmd_match(args) -> int:
                            filter=not args.no_filter, partition=not args.no_partition,
                            conditions=not args.no_conditions,
                            plan=None if args.plan in (None, "auto") else args.plan,
+                           plan_alpha=args.plan_alpha,
                            max_matches_per_window=args.max_matches_per_window,
                            memory_budget=args.memory_budget)
     out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
@@ -437,6 +438,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="zstream: the plan generator (" + ", ".join(PLANNERS) + "; default: "
                         "the pattern's plan:, else " + DEFAULT_PLAN + "); prints the chosen "
                         "tree and its estimated cost on stderr")
+    m.add_argument("--plan-alpha", type=float, default=0.0, metavar="A",
+                   help="zstream: weight of the latency cost in the plan's cost, Cost_trpt + "
+                        "A·Cost_lat (default 0: throughput only)")
     m.add_argument("--max-matches-per-window", type=int, default=DEFAULT_MAX_MATCHES,
                    metavar="N", help="zstream: cap on partial matches per window "
                                      f"(default {DEFAULT_MAX_MATCHES:,})")

@@ -194,3 +194,15 @@ def test_driver_plans_travel_as_json():
         choice = PlanChoice("dp-b", trees=[tree])
         shipped = plans_from_json(choice.to_json(), FOUR)
         assert shipped.plan(FOUR, STATS) == tree and str(shipped.trees[0]) == str(tree)
+
+
+def test_latency_weight_moves_the_last_set_to_the_end():
+    """With a large α the plans stop buffering events behind the last set's variable d."""
+    rare_d = PlanStatistics((10.0, 50.0, 2.0, 0.1), STATS.selectivity)
+    assert greedy_order(FOUR, rare_d, CostModel())[0] == 3  # the rarest first
+    for name in ("greedy", "ii-greedy"):
+        order = leaf_order(planner(name).plan(FOUR, rare_d, CostModel(alpha=1000.0)))
+        assert order[-1] == 3, name
+    tree = planner("trivial").plan(FOUR, STATS)
+    assert CostModel(alpha=2.0).tree(tree, STATS, (3,)) == pytest.approx(
+        cost_tree(tree, STATS) + 2.0 * latency_tree(tree, STATS, (3,)))

@@ -32,7 +32,7 @@ from .events import format_ts
 from .pattern import Disjunction, Pattern
 from .planners import DEFAULT as DEFAULT_PLAN
 from .planners import plan_cost, planner
-from .plans import Leaf, Planner, PlanStatistics, nodes
+from .plans import CostModel, Leaf, Planner, PlanStatistics, nodes
 from .programs import relation_rows
 
 DEFAULT_MAX_MATCHES = 1_000_000
@@ -68,6 +68,7 @@ class MatchOptions:
     conditions: bool = True
     plan: str | Planner | None = None  # zstream: the plan generator (None: the pattern's
     # ``plan:``, else the default), or a Planner such as the driver's FixedPlan
+    plan_alpha: float = 0.0  # the latency weight α of the plan's cost (section 6.1)
     max_matches_per_window: int = DEFAULT_MAX_MATCHES
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes: instances, matches, events
     limits: str = CLI_LIMITS  # where a user raises the two limits (named in errors)
@@ -408,7 +409,7 @@ class ZStreamMatcher(Matcher):
         cand_idx = np.concatenate(per_var).astype(np.int64) if per_var else np.zeros(0, np.int64)
         cand_ts = group.cols.ts[cand_idx]
         st = estimate_statistics(c, group, per_var, self.partitioned)
-        plan = self.planner.plan(c.pattern, st)
+        plan = self.planner.plan(c.pattern, st, CostModel(self.options.plan_alpha))
         leaves = [n.var for n in nodes(plan) if isinstance(n, Leaf)]
         orders = np.array([[s] + [v for v in leaves if v != s] for s in range(c.m)], np.int64)
         prepared = (cand_ptr, cand_idx, cand_ts, orders, plan, st)
@@ -422,7 +423,8 @@ class ZStreamMatcher(Matcher):
 
     def describe_plan(self, group):
         *_, plan, st = self._prepare(group)
-        return str(plan), round(plan_cost(self.planner, self.compiled.pattern, plan, st), 3)
+        return str(plan), round(plan_cost(self.planner, self.compiled.pattern, plan, st,
+                                          CostModel(self.options.plan_alpha)), 3)
 
     def match(self, group, windows, start, capacity):
         cand_ptr, cand_idx, cand_ts, orders, _, _ = self._prepare(group)

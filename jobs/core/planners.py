@@ -27,6 +27,8 @@ from .plans import (
     Planner,
     PlanStatistics,
     TreePlan,
+    cost_ord,
+    latency_ord,
     leaf_order,
     left_deep,
     subset_pm,
@@ -95,8 +97,17 @@ def greedy_order(pattern: Pattern, st: PlanStatistics, cost: CostModel) -> list[
     remaining = [v.index for v in pattern.variables]
     last = cost.last_of(pattern)
     order: list[int] = []
+    def step(i: int) -> tuple[float, int]:
+        """The prefix's throughput cost, and the latency it commits to: once a variable of
+        the last set is placed, every variable still unplaced will wait after it."""
+        prefix = order + [i]
+        value = cost_ord(prefix, st)
+        if cost.alpha:
+            value += cost.alpha * latency_ord(prefix + [r for r in remaining if r != i], st, last)
+        return value, i
+
     while remaining:
-        best = min(remaining, key=lambda i: (cost.order(order + [i], st, last), i))
+        best = min(remaining, key=step)
         order.append(best)
         remaining.remove(best)
     return order
