@@ -16,6 +16,7 @@ from jobs.config import Source
 from jobs.core.events import Event, events_from_arrow
 from jobs.core.loader import load_pattern
 from jobs.core.output import match_id_of
+from jobs.core.planners import DEFAULT
 from jobs.core.runner import run
 from jobs.horizons import RunRange, horizon, plan_range
 from jobs.ingest import IngestError, ingest
@@ -250,7 +251,7 @@ def test_runs_log_records_the_drivers_plan(nightly):
     ses = [r for r in runs if r["matcher"] == "ses" and r["status"] == "success"]
     assert zstream and ses
     for r in zstream:
-        assert r["plan_generator"] == "zstream" and "⋈" in r["plan"], r
+        assert r["plan_generator"] == DEFAULT and "⋈" in r["plan"], r
         assert r["estimated_pm"] > 0 and r["actual_pm"] > 0, r
     assert all(r["plan"] is None for r in ses)
 

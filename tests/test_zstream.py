@@ -100,10 +100,18 @@ def test_plan_option_prints_tree_and_cost(capsys, tmp_path):
     z.write_text(open(ROOT / "patterns" / "mw_chemo_p1.yaml").read().replace(
         "matcher: ses", "matcher: zstream"))
     code = main(["match", str(z), str(EXAMPLES / "chemo_mw" / "chemo_match_windows.csv"), "--plan", "--stats"])
+    out2, err2 = capsys.readouterr()
+    assert code == 0 and len(out2.splitlines()) == 11
+    code = main(["match", str(z), str(EXAMPLES / "chemo_mw" / "chemo_match_windows.csv"),
+                 "--plan", "dp-b", "--stats"])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == out2  # a plan never changes the matches
+    assert err.splitlines()[0].startswith("plan (dp-b): ") and "Cost_tree" in err
+    code = main(["match", str(z), str(EXAMPLES / "chemo_mw" / "chemo_match_windows.csv"), "--plan", "--stats"])
     out, err = capsys.readouterr()
     assert code == 0 and len(out.splitlines()) == 11
     first, stats = err.splitlines()[0], json.loads(err.splitlines()[1])
-    assert first.startswith("plan (zstream): ") and "estimated Cost_tree = " in first
+    assert first.startswith("plan (dp-ld): ") and "estimated Cost_ord = " in first
     assert stats["plan"] in first and stats["peak"] > 0
 
 

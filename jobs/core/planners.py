@@ -295,7 +295,7 @@ PLANNERS: dict[str, Planner] = {p.name: p for p in (Trivial(), EventFrequency(),
                                 IterativeImprovement("random"), IterativeImprovement("greedy"),
                                 DynamicLeftDeep(), ZStream(), ZStreamOrdered(), DynamicBushy())}
 ALIASES = {"left-deep": "trivial"}
-DEFAULT = "zstream"
+DEFAULT = "dp-ld"  # the best generator in bench/plans.py (docs/benchmarks.md)
 
 
 def planner(plan: str | Planner) -> Planner:
