@@ -54,7 +54,7 @@ CONFIGS = {
                                  conditions=False),
         "f": MatchOptions(matcher="zstream", filter=True, partition=False, conditions=False),
         "fp": MatchOptions(matcher="zstream", filter=True, partition=True, conditions=False),
-        "fpc": MatchOptions(matcher="zstream"),
+        "fpc": MatchOptions(matcher="zstream", plan="zstream"),
         "fpc-ld": MatchOptions(matcher="zstream", plan="left-deep"),
     },
 }

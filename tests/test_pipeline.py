@@ -269,6 +269,11 @@ def test_explain_prints_plan_costs_and_statistics(spark, nightly):
     assert "generator dp-b" in text and "W·r h" in text and "SEL h ~ w" in text
     assert choice.sources == ["stats table (leaves), sample (pairs)"]
     assert all(name in text for name in ("trivial", "ii-random", "zstream-ord", "dp-ld"))
+    # re-planning: the sizes observed in the sampled windows instead of the table's rates
+    again = choose_plan(spark, lk.Lake(profile.lake), pattern, None, None,
+                        dict(load_sources()["sepsis"].columns), observed=True)
+    assert again.replanned == "observed" and again.sources == ["sample (leaves and pairs)"]
+    assert "re-planned" in explain_text(pattern, again)
 
 
 SOURCE = Source(name="toy", columns={"pid": "string", "kind": "string", "dose": "double",

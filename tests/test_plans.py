@@ -206,3 +206,18 @@ def test_latency_weight_moves_the_last_set_to_the_end():
     tree = planner("trivial").plan(FOUR, STATS)
     assert CostModel(alpha=2.0).tree(tree, STATS, (3,)) == pytest.approx(
         cost_tree(tree, STATS) + 2.0 * latency_tree(tree, STATS, (3,)))
+
+
+def test_the_papers_example_leaf_reordering():
+    """Section 2.3: SEQ(A, B, C) WHERE a.x = c.x, equal rates, a very selective a ~ c.
+    ZStream keeps the order a, b, c (only ((a ⋈ b) ⋈ c) or (a ⋈ (b ⋈ c))); the optimal
+    tree joins a and c first, which ZSTREAM-ORD and DP-B find."""
+    p = pattern_text("name: x\nsource: s\nwithin: 1d\nsets: [[a], [b], [c]]\n")
+    st_ = PlanStatistics((10.0, 10.0, 10.0), {(0, 2): 0.001})
+    a, b, c = (Leaf(i, n) for i, n in enumerate("abc"))
+    assert planner("zstream").plan(p, st_) in (Join(Join(a, b), c), Join(a, Join(b, c)))
+    best = Join(Join(a, c), b)
+    assert planner("dp-b").plan(p, st_) in (best, Join(b, Join(a, c)), Join(Join(c, a), b))
+    assert planner("zstream-ord").plan(p, st_) == best
+    assert cost_tree(best, st_) == pytest.approx(30 + 0.1 + 1.0)
+    assert cost_tree(planner("zstream").plan(p, st_), st_) == pytest.approx(30 + 100 + 1.0)
