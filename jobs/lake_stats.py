@@ -78,7 +78,10 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     if not stale:
         return {"dates": 0, "rows": 0}
     echo(f"stats {source}: {len(stale)} date(s) to compute")
-    df = events.where(F.col("event_date").isin(stale))
+    # the stale dates' columns, cached: every aggregate below reads them once from memory
+    df = (events.where(F.col("event_date").isin(stale))
+          .select("event_date", "ts", *[F.col(f"`{c}`") for c in sorted(attrs | keys)])
+          .cache())
     now = datetime.now(timezone.utc)
     parts = [df.groupBy("event_date").agg(
         F.lit("*").alias("attribute"), F.lit(",".join(sorted(wanted))).alias("value"),
@@ -112,8 +115,11 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
             F.lit(None).cast("timestamp").alias("last_ts")))
     names = [f.name for f in SCHEMA if f.name != "computed_at"]
     rows = []
-    for part in parts:
-        rows.extend(part.select(*names).collect())
+    try:
+        for part in parts:
+            rows.extend(part.select(*names).collect())
+    finally:
+        df.unpersist()
     table = pa.Table.from_pylist(
         [{**r.asDict(), "computed_at": now} for r in rows], schema=SCHEMA)
     if lk.exists(path):

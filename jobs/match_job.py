@@ -141,6 +141,19 @@ def _ts(ns: int) -> datetime:
     return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
 
 
+def read_range(spark, path: str, low: int | None, high: int | None, tau: int):
+    """The events with ts in [low, high + τ] (None: unbounded), reading only the
+    ``event_date`` partitions that can hold them."""
+    from pyspark.sql import functions as F
+
+    df = lk.read_spark(spark, path, event_date_filters(low, high, tau))
+    if low is not None:
+        df = df.where(F.col("ts") >= F.lit(_ts(low)))
+    if high is not None:
+        df = df.where(F.col("ts") <= F.lit(_ts(high + tau)))
+    return df
+
+
 def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake: lk.Lake, run_id: str,
                   low: int | None, high: int | None, slice_length: int,
                   max_partition_events: int, max_matches_per_window: int,
@@ -158,11 +171,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     # a leading negated set looks back τ before a match's first event
     read_low = None if low is None else low - (tau if leading_negation(pattern) else 0)
     filters = event_date_filters(read_low, high, tau)
-    df = lk.read_spark(spark, path, filters)
-    if read_low is not None:
-        df = df.where(F.col("ts") >= F.lit(_ts(read_low)))
-    if high is not None:
-        df = df.where(F.col("ts") <= F.lit(_ts(high + tau)))
+    df = read_range(spark, path, read_low, high, tau)
     keep = filter_column(pattern)
     keys = list(pattern.partition_attributes)
     # a negated variable not linked to X may find its witness in another partition (or

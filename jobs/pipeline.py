@@ -66,6 +66,7 @@ def ingest_sources(spark, profile: Profile, run_id: str, names: list[str] | None
     gate = events_gate(spark, profile) if spark is not None else None
     results, failed = [], {}
     ts_range = profile.ts_range()
+    patterns = None  # the catalogue, loaded once for the statistics
     for name, source in load_sources().items():
         if not source.landing or (names and name not in names):
             continue
@@ -78,19 +79,21 @@ def ingest_sources(spark, profile: Profile, run_id: str, names: list[str] | None
         echo("ingest " + describe(r))
         results.append(r)
         if spark is not None:
-            stats_step(spark, profile, name, source, echo)
+            if patterns is None:  # the whole catalogue's: stats serve every pattern
+                patterns = [p for _, p in pipeline_catalog()[1]]
+            stats_step(spark, profile, name, source, patterns, echo)
     return results, failed
 
 
-def stats_step(spark, profile: Profile, name: str, source, echo=print) -> dict | None:
+def stats_step(spark, profile: Profile, name: str, source, patterns: list,
+               echo=print) -> dict | None:
     """``stats/<source>`` after an ingest (``jobs.lake_stats``), for the attributes the
-    catalogue's patterns read. Statistics only steer plans: a failure is reported and
-    the run goes on (plans then come from the sampled events alone)."""
+    ``patterns`` of the source read. Statistics only steer plans: a failure is reported
+    and the run goes on (plans then come from the sampled events alone)."""
     from .lake_stats import update_stats
 
     try:
-        _, patterns = pipeline_catalog()
-        mine = [p for _, p in patterns if p.source == name]
+        mine = [p for p in patterns if p.source == name]
         out = update_stats(spark, lk.Lake(profile.lake), name, mine, source.columns, echo)
         if out["dates"]:
             echo(f"stats {name}: {out['dates']} date(s), {out['rows']} row(s)")

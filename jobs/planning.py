@@ -30,7 +30,7 @@ import numpy as np
 from . import lake as lk
 from .core.conditions import Attr, BoolOp, Cmp, In, Lit, Not
 from .core.pattern import Disjunction, Pattern
-from .core.planners import DEFAULT, PLANNERS, Planned, plan_cost, planner
+from .core.planners import DEFAULT, PLANNERS, Generator, Planned, plan_cost, planner
 from .core.plans import Join, Leaf, PlanStatistics, TreePlan
 
 SAMPLE_EVENTS = 50_000
@@ -40,18 +40,15 @@ DAY = 86400 * 10**9
 
 
 @dataclass(frozen=True)
-class DriverPlan:
+class DriverPlan(Generator):
     """The trees chosen on the driver, one per alternative, shipped to the executors."""
 
     trees: tuple[TreePlan, ...]
     name: str = "driver"
     kind: str = "tree"
 
-    def plan(self, pattern, st, cost=None):
-        return self.trees[(pattern.alternative or 1) - 1]
-
     def planned(self, pattern, st, cost=None):
-        return Planned(self.plan(pattern, st))
+        return Planned(self.trees[(pattern.alternative or 1) - 1])
 
 
 def tree_to_json(tree: TreePlan):
@@ -107,18 +104,21 @@ class DateStats:
 
 def read_date_stats(lake: lk.Lake, source: str, low: int | None, high: int | None,
                     tau: int) -> DateStats | None:
+    import pyarrow.compute as pc
+
     from .core.events import format_ts
 
     path = lake.stats(source)
     if not lk.exists(path):
         return None
-    t = lk.read_arrow(path, columns=["event_date", "attribute", "value", "events",
-                                     "quantiles", "first_ts", "last_ts"])
-    rows = t.to_pylist()
-    lo = None if low is None else format_ts(low - tau)[:10]
-    hi = None if high is None else format_ts(high + tau)[:10]
-    rows = [r for r in rows if (lo is None or r["event_date"] >= lo)
-            and (hi is None or r["event_date"] <= hi)]
+    dates = pc.scalar(True)  # only the run's dates are read (a partition filter)
+    if low is not None:
+        dates &= pc.field("event_date") >= format_ts(low - tau)[:10]
+    if high is not None:
+        dates &= pc.field("event_date") <= format_ts(high + tau)[:10]
+    rows = lk.read_arrow(path, columns=["event_date", "attribute", "value", "events",
+                                        "quantiles", "first_ts", "last_ts"],
+                         filter=dates).to_pylist()
     totals = [r for r in rows if r["attribute"] == "*"]
     if not totals:
         return None
@@ -189,16 +189,13 @@ def partition_shape(spark, lake: lk.Lake, source: str, keys: tuple[str, ...],
     mean active days."""
     from pyspark.sql import functions as F
 
-    from .core.events import format_ts
+    from .match_job import event_date_filters
 
     path = lake.stats(source)
     if not keys or not lk.exists(path):
         return None
-    df = lk.read_spark(spark, path).where(F.col("attribute") == "@" + keys[0])
-    if low is not None:
-        df = df.where(F.col("event_date") >= format_ts(low - tau)[:10])
-    if high is not None:
-        df = df.where(F.col("event_date") <= format_ts(high + tau)[:10])
+    dates = event_date_filters(None if low is None else low - tau, high, tau)
+    df = lk.read_spark(spark, path, dates).where(F.col("attribute") == "@" + keys[0])
     row = df.agg(F.hll_sketch_estimate(F.hll_union_agg("sketch")).alias("p"),
                  F.sum("distinct").alias("days")).first()
     if row is None or not row["p"]:
@@ -234,13 +231,10 @@ def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,
 
     from .core.columns import from_arrow, processing_order
     from .core.engine import MatchOptions, compile_pattern, estimate_statistics, group_events
-    from .match_job import _ts, col, filter_column
+    from .match_job import col, filter_column, read_range
 
-    df = lk.read_spark(spark, lake.events(pattern.source))
-    if low is not None:
-        df = df.where(F.col("ts") >= F.lit(_ts(low - pattern.tau)))
-    if high is not None:
-        df = df.where(F.col("ts") <= F.lit(_ts(high + pattern.tau)))
+    df = read_range(spark, lake.events(pattern.source),
+                     None if low is None else low - pattern.tau, high, pattern.tau)
     keep = filter_column(pattern)
     if keep is not None:
         df = df.where(keep)

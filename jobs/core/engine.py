@@ -418,8 +418,7 @@ class ZStreamMatcher(Matcher):
 
     @property
     def planner(self) -> Planner:
-        return planner(self.options.plan or getattr(self.compiled.pattern, "plan", None)
-                       or DEFAULT_PLAN)
+        return planner(self.options.plan or self.compiled.pattern.plan or DEFAULT_PLAN)
 
     def describe_plan(self, group):
         *_, plan, st = self._prepare(group)

@@ -262,13 +262,7 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
             except ValueError as exc:
                 problems.append(Problem(path, _line(node), f"within: {exc}"))
 
-    contiguity = "none"
-    if "contiguity" in fields:
-        contiguity = text_field("contiguity") or "none"
-        if contiguity not in CONTIGUITY:
-            problems.append(Problem(path, _line(fields["contiguity"]), f"contiguity "
-                                    f"{contiguity!r}: use one of {', '.join(CONTIGUITY)}"))
-            contiguity = "none"
+    contiguity = _contiguity(fields.get("contiguity"), "none", path, problems)
     if disjunctive:
         bodies = _parse_alternatives(fields["alternatives"], key_lines["alternatives"],
                                      matcher, contiguity, path, problems)
@@ -318,14 +312,7 @@ def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
     variables.update((n.var.name, n.var) for n in negations)
     conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
                                                problems, broken)
-    if "contiguity" in fields:
-        node = fields["contiguity"]
-        value = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
-        if value not in CONTIGUITY:
-            problems.append(Problem(path, _line(node), f"contiguity {value!r}: use one of "
-                                    f"{', '.join(CONTIGUITY)}"))
-        else:
-            contiguity = value
+    contiguity = _contiguity(fields.get("contiguity"), contiguity, path, problems)
     if len(variables) > MAX_VARIABLES:
         problems.append(Problem(path, _line(fields["sets"]), f"{len(variables)} variables: "
                                 f"a pattern may have at most {MAX_VARIABLES}"))
@@ -338,6 +325,19 @@ def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
                                         "states per set of k); split the set or use matcher "
                                         "zstream"))
     return _Body(sets, negations, conditions, cond_lines, contiguity)
+
+
+def _contiguity(node, default: str, path: str, problems: list[Problem]) -> str:
+    """``contiguity`` of the file or of one alternative (``default`` when absent or
+    wrong; a wrong value is a problem)."""
+    if node is None:
+        return default
+    value = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
+    if value not in CONTIGUITY:
+        problems.append(Problem(path, _line(node), f"contiguity {value!r}: use one of "
+                                f"{', '.join(CONTIGUITY)}"))
+        return default
+    return value
 
 
 MAX_ALTERNATIVES = 16

@@ -17,7 +17,6 @@ from __future__ import annotations
 import itertools
 import random
 from dataclasses import dataclass
-from functools import reduce
 
 from .pattern import Pattern
 from .plans import (
@@ -31,6 +30,7 @@ from .plans import (
     latency_ord,
     leaf_order,
     left_deep,
+    set_pm,
     subset_pm,
 )
 
@@ -42,8 +42,8 @@ II_FULL_NEIGHBOURHOOD = 14  # larger patterns: cycles of adjacent triples only
 
 @dataclass(frozen=True)
 class Planned:
-    """A generator's result: the tree, the order of its leaves, and why it deviates
-    from the generator's own rule (a fallback), if it does."""
+    """A generator's result: the tree, and why it deviates from the generator's own
+    rule (a fallback), if it does."""
 
     tree: TreePlan
     note: str = ""
@@ -53,19 +53,30 @@ def _leaves(pattern: Pattern) -> list[Leaf]:
     return [Leaf(v.index, str(v)) for v in pattern.variables]
 
 
-class _OrderPlanner:
-    """An order-based generator: ``order`` picks the order; the plan is its left-deep
-    tree."""
+class Generator:
+    """The interface every generator implements: ``planned`` gives the tree with a note,
+    ``plan`` the tree alone."""
 
     name = ""
-    kind = "order"
+    kind = "tree"
 
-    def order(self, pattern: Pattern, st: PlanStatistics, cost: CostModel) -> list[int]:
+    def planned(self, pattern: Pattern, st: PlanStatistics, cost: CostModel = CostModel()
+                ) -> Planned:
         raise NotImplementedError
 
     def plan(self, pattern: Pattern, st: PlanStatistics, cost: CostModel = CostModel()
              ) -> TreePlan:
         return self.planned(pattern, st, cost).tree
+
+
+class _OrderPlanner(Generator):
+    """An order-based generator: ``order`` picks the order; the plan is its left-deep
+    tree."""
+
+    kind = "order"
+
+    def order(self, pattern: Pattern, st: PlanStatistics, cost: CostModel) -> list[int]:
+        raise NotImplementedError
 
     def planned(self, pattern: Pattern, st: PlanStatistics, cost: CostModel = CostModel()
                 ) -> Planned:
@@ -125,8 +136,6 @@ class IterativeImprovement(_OrderPlanner):
     two variables) and *cycle* (rotate three), taking any improving move until none
     improves. II-RANDOM starts from random orders (the best of ``II_RESTARTS`` local
     minima; seeded, so a plan is reproducible), II-GREEDY from GREEDY's order."""
-
-    kind = "order"
 
     def __init__(self, start: str, seed: int = 0):
         self.start = start
@@ -194,9 +203,8 @@ class DynamicLeftDeep(_OrderPlanner):
         pm = subset_pm(index, st)
         best: dict[int, tuple[float, tuple[int, ...]]] = {0: (0.0, ())}
         for mask in range(1, 1 << n):
-            best[mask] = min(((best[mask & ~(1 << b)][0] + pm[mask],
-                               best[mask & ~(1 << b)][1] + (index[b],))
-                              for b in range(n) if mask >> b & 1), key=lambda t: (t[0], t[1]))
+            last = (best[mask & ~(1 << b)] + (b,) for b in range(n) if mask >> b & 1)
+            best[mask] = min((c + pm[mask], order + (index[b],)) for c, order, b in last)
         return list(best[(1 << n) - 1][1])
 
 
@@ -211,9 +219,7 @@ def zstream_tree(leaves: list[Leaf], st: PlanStatistics) -> TreePlan:
     for length in range(2, n + 1):
         for i in range(0, n - length + 1):
             j = i + length - 1
-            pm = reduce(lambda a, b: a * b, (st.leaf_pm[v] for v in index[i:j + 1])) * \
-                reduce(lambda a, b: a * b, (st.sel(x, y) for x, y in
-                                            itertools.combinations(index[i:j + 1], 2)), 1.0)
+            pm = set_pm(index[i:j + 1], st)
             cost, _, tree = min(((best[(i, k)][0] + best[(k + 1, j)][0] + pm, k,
                                   Join(best[(i, k)][1], best[(k + 1, j)][1]))
                                  for k in range(i, j)), key=lambda c: (c[0], c[1]))
@@ -221,14 +227,10 @@ def zstream_tree(leaves: list[Leaf], st: PlanStatistics) -> TreePlan:
     return best[(0, n - 1)][1]
 
 
-class ZStream:
+class ZStream(Generator):
     """ZSTREAM: ZStream's tree for the pattern's own variable order."""
 
     name = "zstream"
-    kind = "tree"
-
-    def plan(self, pattern, st, cost=CostModel()):
-        return self.planned(pattern, st, cost).tree
 
     def planned(self, pattern, st, cost=CostModel()):
         return Planned(zstream_tree(_leaves(pattern), st))
@@ -277,15 +279,12 @@ class DynamicBushy(ZStream):
 
 
 @dataclass(frozen=True)
-class FixedPlan:
+class FixedPlan(Generator):
     """A given tree (tests, and the plan chosen on the driver and shipped to phase 2)."""
 
     tree: TreePlan
     name: str = "fixed"
     kind: str = "tree"
-
-    def plan(self, pattern, st, cost=CostModel()):
-        return self.tree
 
     def planned(self, pattern, st, cost=CostModel()):
         return Planned(self.tree)
