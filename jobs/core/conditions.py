@@ -136,7 +136,17 @@ class BoolOp:
         return f" {self.op} ".join(_wrap_bool(x, self.op) for x in self.items)
 
 
-Expr = Union[Lit, Attr, Neg, Arith, Cmp, In, Not, BoolOp]
+@dataclass(frozen=True)
+class Truth:
+    """The constant conditions ``TRUE`` and ``FALSE`` (pattern-based windows)."""
+
+    value: bool
+
+    def __str__(self) -> str:
+        return "TRUE" if self.value else "FALSE"
+
+
+Expr = Union[Lit, Attr, Neg, Arith, Cmp, In, Not, BoolOp, Truth]
 
 
 def _wrap(e: Expr, level: int) -> str:
@@ -228,6 +238,8 @@ def compare(op: str, left: Any, right: Any) -> bool:
 
 def truth(e: Expr, env: dict) -> bool | None:
     """True, False or None (unknown) for a boolean expression."""
+    if isinstance(e, Truth):
+        return e.value
     if isinstance(e, Cmp):
         return compare3(e.op, value_of(e.left, env), value_of(e.right, env))
     if isinstance(e, In):

@@ -51,9 +51,53 @@ def _shown(key: tuple) -> dict:
 def run_example(pattern: Pattern | Disjunction, example: Example) -> ExampleResult:
     events = order(Event(str(r["event_id"]), parse_ts(r["ts"]),
                          {k: v for k, v in r.items()}) for r in example.events)
+    if getattr(pattern, "kind", None) == "window":
+        return _window_example(pattern, example, events)
     matches, _ = run(pattern, events)
     found = {_canon({"alternative": m.alternative} | {v: list(ids) for v, ids in m.key})
              for m in matches}
     expected = {_canon(m) for m in example.expect}
     return ExampleResult(example, tuple(_shown(x) for x in sorted(expected - found)),
                          tuple(_shown(x) for x in sorted(found - expected)))
+
+
+def _window_example(pattern, example: Example, events: list[Event]) -> ExampleResult:
+    """A window pattern's example: windows as {first, buffer, last}, plus their select
+    ``values`` where the example gives them."""
+    from .window_engine import windows_of
+
+    found, _ = windows_of(pattern, events)
+    names = [k for k, _ in pattern.select]
+    with_values = {i for i, m in enumerate(example.expect) if "values" in m}
+
+    def key(w: dict, values: dict | None) -> tuple:
+        out = tuple((k, tuple(w[k])) for k in ("first", "buffer", "last"))
+        if values is None:
+            return out
+        return out + (("values", tuple(sorted((k, _plain_value(w["values"].get(k)))
+                                              for k in values))),)
+
+    def shown(k: tuple) -> dict:
+        return {name: (dict(ids) if name == "values" else list(ids)) for name, ids in k}
+
+    given = {key(m, None): m["values"] for i, m in enumerate(example.expect) if i in with_values}
+    expected = {key(m, m.get("values")) for m in example.expect}
+    got = set()
+    for w in found:
+        b = w.bindings() | {"values": dict(zip(names, w.values))}
+        got.add(key(b, given.get(key(b, None))))
+    return ExampleResult(example, tuple(shown(x) for x in sorted(expected - got, key=str)),
+                         tuple(shown(x) for x in sorted(got - expected, key=str)))
+
+
+def _plain_value(v):
+    """An expected or found select value in one comparable form."""
+    from datetime import date
+
+    from .events import format_ts
+
+    if isinstance(v, date):
+        return format_ts(parse_ts(v))
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    return v

@@ -42,7 +42,8 @@ from .planners import ALIASES, PLANNERS
 
 REQUIRED = ("name", "source", "within", "sets")
 OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity", "alternatives",
-            "plan")
+            "plan", "kind")
+KINDS = ("sequence", "window")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
 BODY_KEYS = ("sets", "conditions", "contiguity")  # what each alternative has of its own
 NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")  # fullmatch: no trailing newline
@@ -177,24 +178,12 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
     if not isinstance(root, yaml.MappingNode):
         raise PatternError([Problem(path, _line(root), "a pattern file is a mapping of keys "
                                     f"({', '.join(REQUIRED)}, ...)")])
-    fields: dict[str, yaml.Node] = {}
-    key_lines: dict[str, int] = {}
-    for knode, vnode in root.value:
-        key = _scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
-        if not isinstance(key, str):
-            problems.append(Problem(path, _line(knode), "keys must be plain words"))
-            continue
-        if key in fields:
-            problems.append(Problem(path, _line(knode), f"key {key!r} appears twice"))
-            continue
-        if key not in ALLOWED_KEYS:
-            hint = difflib.get_close_matches(key, ALLOWED_KEYS, n=1)
-            extra = f"; did you mean {hint[0]!r}?" if hint else ""
-            problems.append(Problem(path, _line(knode), f"unknown key {key!r} "
-                                    f"(allowed: {', '.join(ALLOWED_KEYS)}){extra}"))
-            continue
-        fields[key] = vnode
-        key_lines[key] = _line(knode)
+    kind = _kind(root, path)
+    if kind == "window":
+        from .window_loader import parse_window
+
+        return parse_window(root, path)
+    fields, key_lines = mapping_fields(root, ALLOWED_KEYS, path, problems)
     disjunctive = "alternatives" in fields
     for key in REQUIRED:
         if key not in fields and not (key == "sets" and disjunctive):
@@ -207,17 +196,7 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
                                         "it under one of them (or repeat it in each)"))
 
     def text_field(key: str, pattern: re.Pattern | None = None, rule: str = "") -> str | None:
-        node = fields.get(key)
-        if node is None:
-            return None
-        value = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
-        if not isinstance(value, str) or not value.strip():
-            problems.append(Problem(path, _line(node), f"{key!r} must be text"))
-            return None
-        if pattern is not None and not pattern.fullmatch(value):
-            problems.append(Problem(path, _line(node), f"{key} {value!r} {rule}"))
-            return None
-        return value
+        return text_value(fields, key, path, problems, pattern, rule)
 
     name = text_field("name", NAME, "must be lower case letters, digits and _ "
                       "(it names the output table)")
@@ -241,26 +220,7 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
                                     "join order of matcher zstream, but this pattern uses "
                                     f"matcher {matcher} (its automaton follows the sets' "
                                     "order): remove plan, or set matcher: zstream"))
-    within, tau = None, 0
-    if "within" in fields:
-        node = fields["within"]
-        raw = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
-        if isinstance(raw, int) and not isinstance(raw, bool):
-            problems.append(Problem(path, _line(node),
-                                    f"within: {raw} has no unit: write e.g. {raw}d "
-                                    "(units: ms, s, min, h, d)"))
-        elif not isinstance(raw, str):
-            problems.append(Problem(path, _line(node), "within must be a duration such as 15d"))
-        else:
-            try:
-                tau = parse_duration(raw)
-                within = raw.strip()
-                if tau <= 0 or tau > MAX_TAU_DAYS * 86400 * 10**9:
-                    problems.append(Problem(path, _line(node), f"within: {within} must be "
-                                            f"positive and at most {MAX_TAU_DAYS}d (100 "
-                                            "years); a longer window never closes"))
-            except ValueError as exc:
-                problems.append(Problem(path, _line(node), f"within: {exc}"))
+    within, tau = _within(fields.get("within"), path, problems)
 
     contiguity = _contiguity(fields.get("contiguity"), "none", path, problems)
     if disjunctive:
@@ -286,6 +246,82 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction:
     return Disjunction(name=name, source=source, within=within, tau=tau, matcher=matcher,
                        alternatives=patterns, description=description, plan=plan, path=path,
                        examples=tuple(examples))
+
+
+def _kind(root: yaml.MappingNode, path: str) -> str:
+    """``kind``: sequence (SES / ZStream patterns, the default) or window."""
+    for knode, vnode in root.value:
+        if isinstance(knode, yaml.ScalarNode) and knode.value == "kind":
+            value = _scalar(vnode) if isinstance(vnode, yaml.ScalarNode) else None
+            if value not in KINDS:
+                raise PatternError([Problem(path, _line(vnode), f"kind {value!r}: use one of "
+                                            f"{', '.join(KINDS)} (default: sequence)")])
+            return value
+    return "sequence"
+
+
+def mapping_fields(root: yaml.MappingNode, allowed: tuple[str, ...], path: str,
+                   problems: list[Problem]) -> tuple[dict[str, yaml.Node], dict[str, int]]:
+    """The top-level keys of a pattern file (each once, each allowed) and their lines."""
+    fields: dict[str, yaml.Node] = {}
+    key_lines: dict[str, int] = {}
+    for knode, vnode in root.value:
+        key = _scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
+        if not isinstance(key, str):
+            problems.append(Problem(path, _line(knode), "keys must be plain words"))
+            continue
+        if key in fields:
+            problems.append(Problem(path, _line(knode), f"key {key!r} appears twice"))
+            continue
+        if key not in allowed:
+            hint = difflib.get_close_matches(key, allowed, n=1)
+            extra = f"; did you mean {hint[0]!r}?" if hint else ""
+            problems.append(Problem(path, _line(knode), f"unknown key {key!r} "
+                                    f"(allowed: {', '.join(allowed)}){extra}"))
+            continue
+        fields[key] = vnode
+        key_lines[key] = _line(knode)
+    return fields, key_lines
+
+
+def text_value(fields: dict[str, yaml.Node], key: str, path: str, problems: list[Problem],
+               pattern: re.Pattern | None = None, rule: str = "") -> str | None:
+    """A text field (None when absent; a problem when not text or not ``pattern``)."""
+    node = fields.get(key)
+    if node is None:
+        return None
+    value = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
+    if not isinstance(value, str) or not value.strip():
+        problems.append(Problem(path, _line(node), f"{key!r} must be text"))
+        return None
+    if pattern is not None and not pattern.fullmatch(value):
+        problems.append(Problem(path, _line(node), f"{key} {value!r} {rule}"))
+        return None
+    return value
+
+
+def _within(node, path: str, problems: list[Problem]) -> tuple[str | None, int]:
+    """``within``: a positive duration of at most 100 years, with its unit."""
+    if node is None:
+        return None, 0
+    raw = _scalar(node) if isinstance(node, yaml.ScalarNode) else None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        problems.append(Problem(path, _line(node), f"within: {raw} has no unit: write e.g. "
+                                f"{raw}d (units: ms, s, min, h, d)"))
+    elif not isinstance(raw, str):
+        problems.append(Problem(path, _line(node), "within must be a duration such as 15d"))
+    else:
+        try:
+            tau = parse_duration(raw)
+        except ValueError as exc:
+            problems.append(Problem(path, _line(node), f"within: {exc}"))
+            return None, 0
+        if tau <= 0 or tau > MAX_TAU_DAYS * 86400 * 10**9:
+            problems.append(Problem(path, _line(node), f"within: {raw.strip()} must be "
+                                    f"positive and at most {MAX_TAU_DAYS}d (100 years); a "
+                                    "longer window never closes"))
+        return raw.strip(), tau
+    return None, 0
 
 
 @dataclass

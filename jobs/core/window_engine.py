@@ -1,0 +1,319 @@
+"""The pattern-based window matcher over event columns (numpy), lazy like the SES path.
+
+1. Filter (``relevance``): drop the events that can affect no window.
+2. Partition by the derived partition attributes (``WindowPattern.partition_attributes``).
+3. Per partition, per event satisfying START: test the later events of its τ range in
+   processing order. Without prev()/num() in the conditions, every tested event's
+   outcome depends only on the event, the first event and its position, so a whole range
+   is tested at once (in chunks that grow until the window closes or is dropped); with
+   them, event by event.
+
+Every condition is evaluated in SQL's three-valued logic on the encoded columns
+(``columns.py``: values, kinds, the sorted string dictionary), as ``(true, false)``
+masks; the oracle (``window.oracle_windows``) is the reference it is tested against.
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+
+from .columns import MISSING, NUMBER, STRING, EventColumns
+from .conditions import Arith, BoolOp, Cmp, Expr, In, Lit, Neg, Not, Truth
+from .engine import MatchBatch, MatchOptions, MatchStats
+from .events import format_ts
+from .window import WindowPattern, relevance
+from .window_conditions import TS, Counter, Seq
+
+OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
+       ">": operator.gt, ">=": operator.ge}
+FIRST, BUFFER, LAST = 0, 1, 2  # the "variables" of a window's bindings
+FIRST_CHUNK = 16
+
+
+class Evaluator:
+    """Vectorized evaluation of window expressions over ``cols``: ``env`` maps a role
+    (cur, first, prev, last) to row indices and ``#`` to {'iter': ..., 'num': ...}."""
+
+    def __init__(self, cols: EventColumns):
+        self.cols = cols
+        self.seconds = cols.ts / 1e9
+        self._literals: dict = {}
+
+    def literal(self, value) -> tuple[float, int]:
+        key = (type(value), value)
+        if key not in self._literals:
+            self._literals[key] = self.cols.encode_literal(value)
+        return self._literals[key]
+
+    def value(self, e: Expr, env: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+        if isinstance(e, Lit):
+            v, k = self.literal(e.value)
+            return np.full(n, v), np.full(n, k, np.int8)
+        if isinstance(e, Counter):
+            return env["#"][e.attr].astype(np.float64), np.full(n, NUMBER, np.int8)
+        if isinstance(e, Seq):
+            rows = env[e.var]
+            if e.attr == TS:
+                return self.seconds[rows], np.full(n, NUMBER, np.int8)
+            r = self.cols.row(e.attr)
+            return self.cols.values[r, rows], self.cols.kinds[r, rows]
+        if isinstance(e, Neg):
+            v, k = self.value(e.item, env, n)
+            ok = k == NUMBER
+            return np.where(ok, -v, np.nan), np.where(ok, NUMBER, MISSING).astype(np.int8)
+        lv, lk = self.value(e.left, env, n)
+        rv, rk = self.value(e.right, env, n)
+        ok = (lk == NUMBER) & (rk == NUMBER)
+        with np.errstate(all="ignore"):
+            if e.op == "/":
+                ok &= rv != 0
+                out = lv / np.where(rv == 0, 1.0, rv)
+            else:
+                out = {"+": np.add, "-": np.subtract, "*": np.multiply}[e.op](lv, rv)
+        ok &= np.isfinite(out)
+        return np.where(ok, out, np.nan), np.where(ok, NUMBER, MISSING).astype(np.int8)
+
+    def truth(self, e: Expr, env: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+        """(true, false) masks; neither: unknown."""
+        if isinstance(e, Truth):
+            return np.full(n, e.value), np.full(n, not e.value)
+        if isinstance(e, Cmp):
+            return self.compare(e.op, *self.value(e.left, env, n), *self.value(e.right, env, n))
+        if isinstance(e, In):
+            v, k = self.value(e.item, env, n)
+            t, f = np.zeros(n, bool), np.ones(n, bool)
+            for lit in e.values:
+                lv, lk = self.literal(lit.value)
+                ct, cf = self.compare("=", v, k, np.full(n, lv), np.full(n, lk, np.int8))
+                t |= ct
+                f &= cf
+            return (f, t) if e.negated else (t, f)
+        if isinstance(e, Not):
+            t, f = self.truth(e.item, env, n)
+            return f, t
+        parts = [self.truth(x, env, n) for x in e.items]
+        ts, fs = [p[0] for p in parts], [p[1] for p in parts]
+        if e.op == "and":
+            return np.logical_and.reduce(ts), np.logical_or.reduce(fs)
+        return np.logical_or.reduce(ts), np.logical_and.reduce(fs)
+
+    @staticmethod
+    def compare(op, lv, lk, rv, rk):
+        known = (lk != MISSING) & (rk != MISSING)
+        same = lk == rk
+        res = OPS[op](lv, rv)
+        t, f = known & same & res, known & same & ~res
+        if op in ("=", "!="):  # a number and a string: never equal
+            mixed = known & ~same
+            (t if op == "!=" else f)[mixed] = True
+        return t, f
+
+    def holds(self, e: Expr, env: dict, n: int) -> np.ndarray:
+        return self.truth(e, env, n)[0]
+
+
+def relevant_rows(pattern: WindowPattern, ev: Evaluator) -> np.ndarray:
+    """The Theorem-1-like filter: rows that can affect some window (``window.relevance``)."""
+    n = ev.cols.n
+    rows = np.arange(n)
+    env = {"cur": rows}
+
+    def leaf(e):
+        t, f = ev.truth(e, env, n)
+        return t, f, ~t & ~f
+
+    def const(v):
+        return np.full(n, v)
+
+    return relevance(pattern, leaf, const, np.logical_and.reduce, np.logical_or.reduce)
+
+
+@dataclass
+class WindowBatch(MatchBatch):
+    """Output windows as a match batch (variables 0 first, 1 buffer, 2 last) with the
+    ``select`` values, one list per select key."""
+
+    values: list = field(default_factory=list)
+
+
+def partition_groups(pattern: WindowPattern, cols: EventColumns, rows: np.ndarray,
+                     partition: bool) -> list[np.ndarray]:
+    """The kept rows by the values of the partition attributes, each in processing order.
+    Rows without a partition value can affect no output window unless they may fail
+    ITERATION; then, if there are any, the rows stay in one group (exact)."""
+    keys = pattern.partition_attributes if partition else ()
+    if not keys or not len(rows):
+        return [rows] if len(rows) else []
+    idx = [cols.row(k) for k in keys]
+    present = np.logical_and.reduce([cols.kinds[r, rows] != MISSING for r in idx])
+    if not present.all():
+        if pattern.missing_keys_matter:
+            return [rows]
+        rows = rows[present]
+    stacked = np.stack([c for r in idx for c in (cols.kinds[r, rows], cols.values[r, rows])])
+    _, inverse = np.unique(stacked, axis=1, return_inverse=True)
+    order = np.lexsort((rows, inverse.ravel()))
+    bounds = np.flatnonzero(np.diff(inverse.ravel()[order])) + 1
+    return np.split(rows[order], bounds)
+
+
+def execute_windows(pattern: WindowPattern, cols: EventColumns,
+                    options: MatchOptions = MatchOptions(), st: MatchStats | None = None
+                    ) -> Iterator[WindowBatch]:
+    """The output windows of ``pattern`` over ``cols`` (processing order), one batch per
+    partition, in order of first event within it."""
+    st = st if st is not None else MatchStats()
+    started = time.perf_counter()
+    st.matcher, st.work_item = "window", "tested events"
+    st.events += cols.n
+    ev = Evaluator(cols)
+    rows = np.arange(cols.n)
+    if options.filter and cols.n:
+        rows = rows[relevant_rows(pattern, ev)]
+    st.events_after_filter += len(rows)
+    groups = partition_groups(pattern, cols, rows, options.partition)
+    st.partitions += len(groups)
+    for g in groups:
+        batch = _group_windows(pattern, ev, g, st)
+        if len(batch):
+            st.matches += len(batch)
+            yield batch
+    st.seconds += time.perf_counter() - started
+
+
+def _group_windows(pattern: WindowPattern, ev: Evaluator, g: np.ndarray,
+                   st: MatchStats) -> WindowBatch:
+    n = len(g)
+    starts = np.flatnonzero(ev.holds(pattern.start, {"cur": g}, n))
+    st.windows += len(starts)
+    st.candidate_windows += len(starts)
+    st.matcher_calls += len(starts)
+    ts = ev.cols.ts[g]
+    found = []  # (first row, buffer rows, last row, tested)
+    ends = np.searchsorted(ts, ts[starts] + pattern.tau, side="right")
+    test = _one_by_one if pattern.sequential else _by_ranges
+    for i, end in zip(starts.tolist(), ends.tolist()):
+        cand = g[i + 1:end]
+        st.max_window = max(st.max_window, len(cand) + 1)
+        out, tested = test(pattern, ev, g[i], cand)
+        st.work += tested
+        if out is not None:
+            found.append((g[i], out[0], out[1], tested))
+    return _batch(pattern, ev, found)
+
+
+def _by_ranges(pattern, ev, first, cand):
+    """Without prev()/num(): test ``cand`` in growing chunks; returns ((buffer, last) or
+    None, events tested)."""
+    size, pos = FIRST_CHUNK, 0
+    while pos < len(cand):
+        chunk = cand[pos:pos + size]
+        m = len(chunk)
+        env = {"cur": chunk, "first": np.full(m, first),
+               "#": {"iter": np.arange(pos + 1, pos + m + 1)}}
+        term = ev.holds(pattern.termination, env, m)
+        stop = term | ~ev.holds(pattern.iteration, env, m)
+        hits = np.flatnonzero(stop)
+        if len(hits):
+            k = pos + int(hits[0])
+            if not term[hits[0]]:
+                return None, k + 1  # ITERATION failed: dropped
+            before = cand[:k]
+            if len(before):
+                env = {"cur": before, "first": np.full(k, first),
+                       "#": {"iter": np.arange(1, k + 1)}}
+                before = before[ev.holds(pattern.filter, env, k)]
+            return (before, int(cand[k])), k + 1
+        pos += m
+        size *= 4
+    return None, len(cand)
+
+
+def _one_by_one(pattern, ev, first, cand):
+    """With prev()/num(): every event sees the buffer as it is when it is tested."""
+    buffer: list[int] = []
+    one = np.ones(1, np.int64)
+    for j, row in enumerate(cand.tolist()):
+        env = {"cur": one * row, "first": one * first,
+               "prev": one * (buffer[-1] if buffer else first),
+               "#": {"iter": one * (j + 1), "num": one * (1 + len(buffer))}}
+        if ev.holds(pattern.termination, env, 1)[0]:
+            return (np.array(buffer, np.int64), row), j + 1
+        if not ev.holds(pattern.iteration, env, 1)[0]:
+            return None, j + 1
+        if ev.holds(pattern.filter, env, 1)[0]:
+            buffer.append(row)
+    return None, len(cand)
+
+
+def _batch(pattern: WindowPattern, ev: Evaluator, found: list) -> WindowBatch:
+    cols = ev.cols
+    k = len(found)
+    firsts = np.array([f[0] for f in found], np.int64)
+    lasts = np.array([f[2] for f in found], np.int64)
+    sizes = np.array([len(f[1]) for f in found], np.int64)
+    tested = np.array([f[3] for f in found], np.int64)
+    if k and pattern.where is not None:
+        env = {"first": firsts, "last": lasts, "#": {"iter": tested, "num": sizes + 2}}
+        keep = ev.holds(pattern.where, env, k)
+        found = [f for f, ok in zip(found, keep) if ok]
+        firsts, lasts, sizes, tested = firsts[keep], lasts[keep], sizes[keep], tested[keep]
+        k = len(found)
+    offsets = np.zeros(k + 1, np.int64)
+    np.cumsum(sizes + 2, out=offsets[1:])
+    rows = np.concatenate([np.concatenate([[f[0]], f[1], [f[2]]]) for f in found]
+                          ).astype(np.int64) if k else np.zeros(0, np.int64)
+    variables = np.concatenate([np.r_[FIRST, np.full(len(f[1]), BUFFER), LAST] for f in found]
+                               ).astype(np.int64) if k else np.zeros(0, np.int64)
+    values = select_values(pattern, ev, firsts, lasts, sizes, tested)
+    return WindowBatch(first=firsts, start_ts=cols.ts[firsts], end_ts=cols.ts[lasts],
+                       offsets=offsets, rows=rows, variables=variables, values=values)
+
+
+def select_values(pattern, ev, firsts, lasts, sizes, tested) -> list[list]:
+    """Per select key, the value of every window: numbers as floats (counters as ints),
+    strings as text, first(ts)/last(ts) as ISO timestamps, missing as None."""
+    k = len(firsts)
+    env = {"first": firsts, "last": lasts, "#": {"iter": tested, "num": sizes + 2}}
+    words = None
+    out = []
+    for _, e in pattern.select:
+        if isinstance(e, Seq) and e.attr == TS:
+            out.append([format_ts(int(t)) for t in ev.cols.ts[env[e.var]]])
+            continue
+        if isinstance(e, Lit):
+            out.append([e.value] * k)
+            continue
+        v, kinds = ev.value(e, env, k)
+        if isinstance(e, Counter):
+            out.append([int(x) for x in v])
+            continue
+        if words is None and (kinds == STRING).any():
+            words = ev.cols.dictionary.to_pylist()
+        out.append([float(x) if kd == NUMBER else words[int(x)] if kd == STRING else None
+                    for x, kd in zip(v.tolist(), kinds.tolist())])
+    return out
+
+
+def windows_of(pattern: WindowPattern, events: list, options: MatchOptions = MatchOptions()
+               ) -> tuple[list, dict]:
+    """The engine's windows over ``Event`` objects (processing order) as ``Window``
+    objects, sorted like the oracle's, and the run's counters."""
+    from .columns import from_events
+    from .window import Window
+
+    cols = from_events(events, sorted(pattern.attributes))
+    st = MatchStats()
+    found = []
+    for b in execute_windows(pattern, cols, options, st):
+        for k in range(len(b)):
+            bound = b.rows[b.offsets[k]:b.offsets[k + 1]].tolist()
+            found.append(Window(events[bound[0]], tuple(events[r] for r in bound[1:-1]),
+                                events[bound[-1]], tuple(v[k] for v in b.values)))
+    found.sort(key=lambda w: (w.first.seq, w.last.seq))
+    return found, st.as_dict()
