@@ -82,6 +82,8 @@ def cmd_match(args) -> int:
     except PatternError as exc:
         print(exc, file=sys.stderr)
         return 2
+    if getattr(pattern, "kind", None) == "window":
+        return _match_windows(args, pattern)
     compiled = compile_pattern(pattern)
     try:
         cols, schema = read_columns(args.events, compiled.attributes,
@@ -132,6 +134,46 @@ def cmd_match(args) -> int:
               f"{stats['plan_cost']:,}", file=sys.stderr)
     if args.stats:
         print(json.dumps(stats, ensure_ascii=False), file=sys.stderr)
+    return 0
+
+
+def _match_windows(args, pattern) -> int:
+    """``match`` for a ``kind: window`` file: one JSON line per output window."""
+    from .core.columns import read_columns
+    from .core.engine import MatchStats
+    from .core.window_engine import execute_windows, json_rows, sorted_batches
+
+    if args.matcher not in (None, "bruteforce"):
+        print(f"error: {pattern.name} is a window pattern: --matcher applies to sequence "
+              "patterns only (use bruteforce for the oracle)", file=sys.stderr)
+        return 2
+    try:
+        cols, schema = read_columns(args.events, sorted(pattern.attributes),
+                                    id_column=args.id_column, time_column=args.time_column)
+    except EventFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    problems = check_schema(pattern, schema) if cols.n else []
+    for p in problems:
+        print(f"{p} [against {args.events}]", file=sys.stderr)
+    if problems:
+        return 2
+    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
+    st = MatchStats()
+    if args.matcher == "bruteforce":
+        from .core.events import read_events
+        from .core.window import oracle_windows
+
+        found = oracle_windows(pattern, read_events(args.events, args.id_column,
+                                                    args.time_column))
+        _write(out, "".join(w.to_json(pattern) + "\n" for w in found).encode())
+        st.matcher, st.matches = "bruteforce", len(found)
+    else:
+        options = MatchOptions(filter=not args.no_filter, partition=not args.no_partition)
+        batch = sorted_batches(list(execute_windows(pattern, cols, options, st)))
+        _write(out, json_rows(pattern, batch, cols))
+    if args.stats:
+        print(json.dumps(st.as_dict(), ensure_ascii=False), file=sys.stderr)
     return 0
 
 

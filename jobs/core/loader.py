@@ -676,8 +676,15 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
     def kind_of(attr):
         return "number" if schema.get(attr) in ("number", "integer", "double") else schema.get(attr)
 
-    conditions = [(c, line) for p in pattern.alternatives
-                  for c, line in zip(p.conditions, p.condition_lines or (0,) * len(p.conditions))]
+    if getattr(pattern, "kind", None) == "window":
+        conditions = [(_Clause(e, name), pattern.line(name if name in pattern.conditions
+                                                       or name == "where" else "select"))
+                      for name, e in [*pattern.conditions.items(), ("where", pattern.where),
+                                      *pattern.select] if e is not None]
+    else:
+        conditions = [(c, line) for p in pattern.alternatives
+                      for c, line in zip(p.conditions,
+                                         p.condition_lines or (0,) * len(p.conditions))]
     for cond, line in conditions:
         attrs = cond.attributes
         missing = [a for a in attrs if a not in schema]
@@ -691,6 +698,23 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
         for message in _type_problems(cond.expr, kind_of):
             problems.append(Problem(path, line, f"in condition '{cond}': {message}"))
     return problems
+
+
+@dataclass(frozen=True)
+class _Clause:
+    """A window pattern's clause, checked like a condition."""
+
+    expr: object
+    name: str
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        from .window_conditions import read_attributes
+
+        return tuple(sorted(read_attributes(self.expr)))
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.expr}"
 
 
 def _type_problems(expr, kind_of) -> list[str]:

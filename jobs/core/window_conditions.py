@@ -164,9 +164,6 @@ def parse_window_condition(value, clause: str) -> Expr:
     if tok is not None:
         raise ConditionSyntaxError(f"unexpected {tok.text!r}: join conditions with and / or",
                                    tok.column)
-    if isinstance(expr, (Lit, Seq, Counter, Arith, Neg)):
-        raise ConditionSyntaxError(f"{expr} is a value, not a condition: compare it, e.g. "
-                                   f"{expr} = 'Lab'")
     _check_types(expr)
     return _check_clause(expr, clause)
 

@@ -23,7 +23,7 @@ from typing import Iterator
 import numpy as np
 
 from .columns import MISSING, NUMBER, STRING, EventColumns
-from .conditions import Arith, BoolOp, Cmp, Expr, In, Lit, Neg, Not, Truth
+from .conditions import Cmp, Expr, In, Lit, Neg, Not, Truth
 from .engine import MatchBatch, MatchOptions, MatchStats
 from .events import format_ts
 from .window import WindowPattern, relevance
@@ -317,3 +317,53 @@ def windows_of(pattern: WindowPattern, events: list, options: MatchOptions = Mat
                                 events[bound[-1]], tuple(v[k] for v in b.values)))
     found.sort(key=lambda w: (w.first.seq, w.last.seq))
     return found, st.as_dict()
+
+
+def sorted_batches(batches: list[WindowBatch]) -> WindowBatch:
+    """One batch of all windows in order of first event, then last event (rows are in
+    processing order)."""
+    from .engine import batch_take
+
+    if not batches:
+        return empty_batch()
+    merged = WindowBatch(
+        first=np.concatenate([b.first for b in batches]),
+        start_ts=np.concatenate([b.start_ts for b in batches]),
+        end_ts=np.concatenate([b.end_ts for b in batches]),
+        offsets=np.concatenate([[0], np.cumsum(np.concatenate(
+            [np.diff(b.offsets) for b in batches]))]).astype(np.int64),
+        rows=np.concatenate([b.rows for b in batches]),
+        variables=np.concatenate([b.variables for b in batches]),
+        values=[sum((b.values[j] for b in batches), []) for j in range(len(batches[0].values))])
+    last = merged.rows[merged.offsets[1:] - 1]
+    order = np.lexsort((last, merged.first))
+    out = batch_take(merged, order)
+    return WindowBatch(**{f: getattr(out, f) for f in ("first", "start_ts", "end_ts", "offsets",
+                                                       "rows", "variables")},
+                       values=[[v[i] for i in order.tolist()] for v in merged.values])
+
+
+def empty_batch() -> WindowBatch:
+    z = np.zeros(0, np.int64)
+    return WindowBatch(first=z, start_ts=z, end_ts=z, offsets=np.zeros(1, np.int64), rows=z,
+                       variables=z)
+
+
+def json_rows(pattern: WindowPattern, batch: WindowBatch, cols: EventColumns) -> bytes:
+    """The ``match`` command's lines: pattern, start, end, bindings {first, buffer, last}
+    and, with ``select``, the values."""
+    import json
+
+    ids = cols.ids.to_pylist()
+    names = [k for k, _ in pattern.select]
+    out = []
+    for k in range(len(batch)):
+        bound = batch.rows[batch.offsets[k]:batch.offsets[k + 1]].tolist()
+        row = {"pattern": pattern.name, "start": format_ts(int(batch.start_ts[k])),
+               "end": format_ts(int(batch.end_ts[k])),
+               "bindings": {"first": [ids[bound[0]]], "buffer": [ids[r] for r in bound[1:-1]],
+                            "last": [ids[bound[-1]]]}}
+        if names:
+            row["values"] = {n: batch.values[j][k] for j, n in enumerate(names)}
+        out.append(json.dumps(row) + "\n")
+    return "".join(out).encode()

@@ -10,8 +10,8 @@ import yaml
 from .conditions import ConditionSyntaxError
 from .loader import (
     NAME,
-    Problem,
     PatternError,
+    Problem,
     _line,
     _plain,
     _scalar,
