@@ -44,16 +44,20 @@ def window_patterns(draw, buffered: bool = True, counters: bool = True):
     if counters and draw(st.integers(0, 9)) == 0:
         dyn = dyn + ("iter() {op} {x}",)
     partitioned = draw(st.booleans())
-    start = draw(_condition(CURRENT + ("first(value) {op} {x}",)))
-    termination = draw(_condition(dyn))
+    start = draw(_condition(CURRENT + ("first(value) {op} {x}",))) \
+        if draw(st.integers(0, 2)) == 0 else _atom(draw, CURRENT)
+    simple = draw(st.booleans())  # a termination that holds often: windows close
+    termination = _atom(draw, CURRENT) if simple else draw(_condition(dyn))
     if partitioned:
         termination = f"patient = first(patient) and {termination}"
-    iteration = draw(st.sampled_from(["TRUE", "FALSE", "random", "other"]))
+    choices = ["TRUE", "other"] if partitioned else ["TRUE", "TRUE", "FALSE", "random", "other"]
+    iteration = draw(st.sampled_from(choices))
     if iteration == "random":
         iteration = draw(_condition(dyn))
     elif iteration == "other":
         iteration = f"patient != first(patient) or {draw(_condition(dyn))}"
-    filter_ = draw(st.sampled_from(["TRUE", "FALSE", "random", "same"]))
+    choices = ["FALSE", "same"] if partitioned else ["TRUE", "TRUE", "FALSE", "random", "same"]
+    filter_ = draw(st.sampled_from(choices))
     if filter_ == "random":
         filter_ = draw(_condition(dyn))
     elif filter_ == "same":
