@@ -78,12 +78,34 @@ def property_column(p: Property):
     return condition_column(p.expr)
 
 
+def window_filter_column(pattern):
+    """The events that can affect a window (``window.relevance``) as a Spark predicate:
+    each comparison that reads only the event gives its three truth values (true, false,
+    null); None when every event counts (``iter()``)."""
+    from pyspark.sql import functions as F
+
+    from .core.window import relevance
+
+    if pattern.uses_iter:
+        return None
+
+    def leaf(e):
+        c = condition_column(e)
+        return F.coalesce(c, F.lit(False)), F.coalesce(~c, F.lit(False)), c.isNull()
+
+    return F.coalesce(relevance(pattern, leaf, F.lit, lambda xs: reduce(lambda a, b: a & b, xs),
+                                lambda xs: reduce(lambda a, b: a | b, xs)), F.lit(False))
+
+
 def filter_column(pattern: Pattern | Disjunction):
     """Theorem 1: OR over the variables (negated ones too: their witnesses must reach
     phase 2; of every alternative of a disjunction) of the AND of their properties; None
-    when some variable has no property (every event could fit it)."""
+    when some variable has no property (every event could fit it). For a window pattern,
+    the events that can affect a window."""
     from pyspark.sql import functions as F
 
+    if getattr(pattern, "kind", None) == "window":
+        return window_filter_column(pattern)
     terms = []
     for alt in pattern.alternatives:
         for v in alt.variables + alt.negated:
@@ -186,6 +208,10 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
             extra.append(position_column(alt))
     if keep is not None:
         df = df.where(keep)
+    window = getattr(pattern, "kind", None) == "window"
+    if window and keys and pattern.missing_keys_matter and df.where(
+            reduce(lambda a, b: a | b, [col(k).isNull() for k in keys])).limit(1).count():
+        keys = []  # an event without X may drop windows of every partition: time slices
     if not unlinked:
         for k in keys:
             df = df.where(col(k).isNotNull())
@@ -236,8 +262,9 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
         *[T.StructField(f.name, f.dataType) for f in key_fields],
         T.StructField("start_ts", T.TimestampType()), T.StructField("end_ts", T.TimestampType()),
         T.StructField("n_events", T.LongType()), T.StructField("bindings", T.StringType()),
+        *([T.StructField("values", T.StringType())] if window else []),
         T.StructField("stats", T.StringType())])
-    assert [f.name for f in schema] == output_columns(tuple(keys), disjunctive)
+    assert [f.name for f in schema] == output_columns(tuple(keys), disjunctive, window)
     staging = lake.staging(pattern.name, run_id)
     if sink == "noop":
         df.write.format("noop").mode("overwrite").save()
@@ -265,7 +292,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     stats["partitions"] = (int(total["whole"] or 0) + int(total["sliced"] or 0)) \
         if total["groups"] else 0
     stats["groups"] = int(total["groups"] or 0)
-    stats["work_item"] = MATCHERS[pattern.matcher].work_item
+    stats["work_item"] = "tested events" if window else MATCHERS[pattern.matcher].work_item
     stats["phase2_seconds"] = round(float(total["phase2_seconds"] or 0.0), 3)
     stats["sliced"] = slicing or "no"
     stats["seconds"] = round(time.perf_counter() - started, 3)

@@ -70,10 +70,13 @@ def _driver_plan(plan: str | None, text: str):
     return plans_from_json(plan, _pattern(text))
 
 
-def output_columns(keys: tuple[str, ...], disjunctive: bool = False) -> list[str]:
-    """The staged rows; a disjunction's also say which alternative matched."""
+def output_columns(keys: tuple[str, ...], disjunctive: bool = False, window: bool = False
+                   ) -> list[str]:
+    """The staged rows; a disjunction's also say which alternative matched, a window
+    pattern's carry its select values (JSON)."""
     return ["kind", "match_id", *(["alternative"] if disjunctive else []), *keys,
-            "start_ts", "end_ts", "n_events", "bindings", "stats"]
+            "start_ts", "end_ts", "n_events", "bindings", *(["values"] if window else []),
+            "stats"]
 
 
 def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
@@ -82,18 +85,14 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
     by X itself); yields their match rows batch by batch, then one stats row."""
     pattern = _pattern(spec.pattern_text)
-    compiled = compile_pattern(pattern)
     t0 = time.perf_counter()
     table = table.take(pa.array(processing_order(table)))  # rows = the engine's rows
+    lo, hi, s_lo, s_hi = _start_range(spec, slice_value)
+    if getattr(pattern, "kind", None) == "window":
+        yield from window_rows(spec, pattern, table, lo, hi, s_lo, s_hi, t0)
+        return
+    compiled = compile_pattern(pattern)
     cols = from_arrow(table, compiled.attributes, ordered=True)
-    lo, hi = spec.low, spec.high
-    s_lo = s_hi = None  # the group's own time slice
-    if spec.slice_length is not None and slice_value is not None \
-            and int(slice_value) != NOT_SLICED:  # only large partitions are sliced when X exists
-        s_lo = spec.slice_origin + int(slice_value) * spec.slice_length
-        s_hi = s_lo + spec.slice_length
-        lo = s_lo if lo is None else max(lo, s_lo)
-        hi = s_hi if hi is None else min(hi, s_hi)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
                            memory_budget=spec.memory_budget, limits=spec.limits,
                            plan=_driver_plan(spec.plan, spec.pattern_text))
@@ -135,6 +134,25 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     if s_lo is not None:
         kept_ts = cols.ts[compiled.masks(cols) != 0]
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
+    yield _stats_row(spec, st, kept, t0, s_lo, table, disjunctive=disjunctive)
+
+
+def _start_range(spec: Phase2Spec, slice_value):
+    """The start range of a group's matches: the run's range, cut to the group's time
+    slice (only large partitions are sliced when X exists); and the slice itself."""
+    lo, hi = spec.low, spec.high
+    s_lo = s_hi = None
+    if spec.slice_length is not None and slice_value is not None \
+            and int(slice_value) != NOT_SLICED:
+        s_lo = spec.slice_origin + int(slice_value) * spec.slice_length
+        s_hi = s_lo + spec.slice_length
+        lo = s_lo if lo is None else max(lo, s_lo)
+        hi = s_hi if hi is None else min(hi, s_hi)
+    return lo, hi, s_lo, s_hi
+
+
+def _stats_row(spec: Phase2Spec, st: MatchStats, kept: int, t0: float, s_lo, table,
+               disjunctive: bool = False, window: bool = False) -> pd.DataFrame:
     st.matches = kept
     st.seconds = time.perf_counter() - t0
     if s_lo is not None:
@@ -149,11 +167,55 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     nat = np.array([np.iinfo(np.int64).min]).view("datetime64[ns]")
     stats_row.update(start_ts=nat, end_ts=nat, n_events=[0], bindings=[None],
                      stats=[json.dumps(record)])
-    yield _typed(spec, pd.DataFrame(stats_row))
+    if window:
+        stats_row["values"] = [None]
+    return _typed(spec, pd.DataFrame(stats_row))
+
+
+def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, t0
+                ) -> Iterator[pd.DataFrame]:
+    """A window pattern's rows for one group: its output windows starting in [lo, hi),
+    bindings {first, buffer, last} and the select values as JSON, then a stats row."""
+    from .core.window_engine import Evaluator, execute_windows, relevant_rows
+
+    cols = from_arrow(table, sorted(pattern.attributes), ordered=True)
+    st = MatchStats()
+    kept = 0
+    names = [k for k, _ in pattern.select]
+    for batch in execute_windows(pattern, cols, MatchOptions(), st):
+        inside = np.ones(len(batch), np.bool_)
+        if lo is not None:
+            inside &= batch.start_ts >= lo
+        if hi is not None:
+            inside &= batch.start_ts < hi
+        if not inside.any():
+            continue
+        idx = np.flatnonzero(inside)
+        values = [[v[i] for i in idx.tolist()] for v in batch.values]
+        batch = batch_take(batch, idx)
+        kept += len(batch)
+        bindings = bindings_of(batch, cols, ["first", "buffer", "last"])
+        first = pa.array(batch.first)
+        frame = {"kind": np.full(len(batch), "match", dtype=object),
+                 "match_id": match_ids(pattern.version, bindings)}
+        for k in spec.keys:
+            frame[k] = table.column(k).take(first).to_pandas()
+        frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
+        frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
+        frame["n_events"] = np.diff(batch.offsets)
+        frame["bindings"] = bindings_json(bindings)
+        frame["values"] = [json.dumps(dict(zip(names, row))) for row in zip(*values)] \
+            if names else [None] * len(batch)
+        frame["stats"] = None
+        yield _typed(spec, pd.DataFrame(frame))
+    if s_lo is not None:
+        kept_ts = cols.ts[relevant_rows(pattern, Evaluator(cols))] if cols.n else cols.ts
+        st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
+    yield _stats_row(spec, st, kept, t0, s_lo, table, window=True)
 
 
 def _typed(spec: Phase2Spec, frame: pd.DataFrame) -> pd.DataFrame:
-    out = frame[output_columns(spec.keys, "alternative" in frame)]
+    out = frame[output_columns(spec.keys, "alternative" in frame, "values" in frame)]
     return out.assign(n_events=out["n_events"].astype("int64"))
 
 

@@ -41,16 +41,47 @@ def staged_matches(staging: str, pattern: Pattern | Disjunction, run_id: str) ->
     }
     if isinstance(pattern, Disjunction):  # which alternative matched (1, 2, ...)
         cols["alternative"] = t.column("alternative").cast(pa.int32())
-    for k in pattern.partition_attributes:
+    window = getattr(pattern, "kind", None) == "window"
+    for k in () if window else pattern.partition_attributes:
         cols[k] = t.column(k)
     cols.update({
         "start_ts": t.column("start_ts").cast(TS),
         "end_ts": t.column("end_ts").cast(TS),
         "n_events": t.column("n_events").cast(pa.int64()),
         "bindings": pa.array(bindings, BINDINGS),
-        "run_id": pa.array([run_id] * n, pa.string()),
     })
+    if window:  # the select values, one typed column each
+        cols.update(select_columns(pattern, t.column("values").to_pylist()))
+    cols["run_id"] = pa.array([run_id] * n, pa.string())
     return pa.table(cols)
+
+
+SELECT_TYPES = {"string": pa.string(), "double": pa.float64(), "integer": pa.int64(),
+                "timestamp": TS}
+
+
+def select_columns(pattern, values_json: list[str | None]) -> dict[str, pa.Array]:
+    """A window pattern's select values (JSON per window) as typed Arrow columns."""
+    from .config import load_sources
+    from .core.events import parse_ts
+    from .core.window import select_types
+
+    source = load_sources().get(pattern.source)
+    types = select_types(pattern, dict(source.columns) if source else {})
+    rows = [json.loads(v) if v else {} for v in values_json]
+    out = {}
+    for name, kind in types.items():
+        column = [r.get(name) for r in rows]
+        if kind == "timestamp":
+            column = [None if v is None else datetime.fromtimestamp(parse_ts(v) / 1e9,
+                                                                     tz=timezone.utc)
+                      for v in column]
+        elif kind == "integer":
+            column = [None if v is None else int(v) for v in column]
+        elif kind == "string":
+            column = [None if v is None else str(v) for v in column]
+        out[name] = pa.array(column, SELECT_TYPES[kind])
+    return out
 
 
 RUN_KEY = "ses.run"  # commit metadata: the runs row of the run that made the commit

@@ -72,6 +72,10 @@ def prefix(pattern: Pattern) -> str:
 
 def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
     suite = load_suite("matches")["expectations"]
+    if getattr(pattern, "kind", None) == "window":  # one first and one last event each
+        return suite + [{"type": "expect_column_values_to_be_in_set",
+                         "kwargs": {"column": f"n_{v}", "value_set": [1]}}
+                        for v in ("first", "last")]
     if isinstance(pattern, Disjunction):
         suite.append({"type": "expect_column_values_to_be_in_set", "kwargs": {
             "column": "alternative", "value_set": list(range(1, len(pattern.alternatives) + 1))}})
@@ -120,9 +124,13 @@ def match_check_frame(spark, staging: str, pattern: Pattern | Disjunction, event
                       "end_ts", "n_events",
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
     keys = sorted({k for alt in pattern.alternatives for k in alt.partition_attributes})
+    if getattr(pattern, "kind", None) == "window":
+        keys = list(pattern.partition_attributes)
     events = lk.read_spark(spark, events_path,
                            event_date_filters(low, high, pattern.tau)).select(
         "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
+    if getattr(pattern, "kind", None) == "window":
+        return _window_frame(staged, events, pattern)
     if not disjunctive:
         return _alternative_frame(spark, staged, events, pattern, events_path, low, high)
     frames = [_alternative_frame(spark, staged.where(F.col("alternative") == alt.alternative),
@@ -213,6 +221,53 @@ def _alternative_frame(spark, staged, events, pattern: Pattern, events_path: str
         *([F.col("n_events").alias(f"{pre}n_events")] if pre else []),
         *negation_cols,
     )
+
+
+def _window_frame(staged, events, pattern):
+    """The checked frame of a window pattern's rows: the bound events exist, are distinct
+    and in processing order (first, buffer, last), start/end are the first and last
+    event's times, and, with partition attributes, all share the first event's values."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from .match_job import col
+
+    keys = list(pattern.partition_attributes)
+    rank = {"first": 0, "buffer": 1, "last": 2}
+    role = F.create_map(*[x for k, v in rank.items() for x in (F.lit(k), F.lit(v))])
+    bound = (staged.select("match_id", F.explode("b").alias("var", "ids"))
+             .select("match_id", "var", F.posexplode("ids").alias("pos", "event_id")))
+    joined = bound.join(events, on="event_id", how="left")
+    order = Window.partitionBy("match_id").orderBy(role[F.col("var")], "pos")
+    joined = joined.withColumn("prev_ts", F.lag("ets").over(order)).withColumn(
+        "prev_id", F.lag("event_id").over(order))
+    in_order = F.when(F.col("prev_ts").isNull(), True).otherwise(
+        (F.col("prev_ts") < F.col("ets")) | ((F.col("prev_ts") == F.col("ets"))
+                                              & (F.col("prev_id") < F.col("event_id"))))
+    aggs = [F.count(F.lit(1)).alias("bound"), F.count("ets").alias("found"),
+            F.countDistinct("event_id").alias("distinct"),
+            F.min(F.when(F.col("var") == "first", F.col("ets"))).alias("first_ts"),
+            F.max(F.when(F.col("var") == "last", F.col("ets"))).alias("last_ts"),
+            F.min(in_order.cast("int")).alias("ordered"),
+            *[F.sum((F.col("var") == v).cast("int")).alias(f"n_{v}") for v in ("first", "last")]]
+    for k in keys:
+        aggs += [F.countDistinct(col(k)).alias(f"dk_{k}"), F.count(col(k)).alias(f"nk_{k}")]
+    per_match = joined.groupBy("match_id").agg(*aggs)
+    df = staged.drop("b").join(per_match, "match_id", "left")
+    part = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
+    return df.select(
+        "match_id", "start_ts", "end_ts", "n_events",
+        (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
+        .alias("span_seconds"),
+        F.coalesce((F.col("start_ts") == F.col("first_ts")) & (F.col("end_ts") == F.col("last_ts"))
+                   & (F.col("n_events") == F.col("bound")), F.lit(False)).alias("times_ok"),
+        F.coalesce(F.col("found") == F.col("bound"), F.lit(False)).alias("events_found_ok"),
+        F.coalesce(F.col("distinct") == F.col("bound"), F.lit(False)).alias("distinct_events_ok"),
+        F.coalesce(F.col("ordered") == 1, F.lit(False)).alias("set_order_ok"),
+        (F.coalesce(reduce(lambda x, y: x & y, part), F.lit(False)) if part else F.lit(True))
+        .alias("partition_ok"),
+        F.coalesce("n_first", F.lit(0)).alias("n_first"),
+        F.coalesce("n_last", F.lit(0)).alias("n_last"))
 
 
 # -- running a suite -------------------------------------------------------------------------

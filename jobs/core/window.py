@@ -274,3 +274,23 @@ def _output(pattern, first, fv, buffer, last, lv, tested) -> Window | None:
     events = {"first": first, "last": last}
     return Window(first, buffer, last,
                   tuple(select_value(e, env, events) for _, e in pattern.select))
+
+
+def select_types(pattern: WindowPattern, columns: dict[str, str]) -> dict[str, str]:
+    """The type of each select value in the match table (string, double, integer or
+    timestamp), from the source schema ``columns``."""
+    from .conditions import Lit
+
+    out = {}
+    for name, e in pattern.select:
+        if isinstance(e, Seq):
+            kind = "timestamp" if e.attr == TS else columns.get(e.attr, "string")
+            out[name] = {"number": "double", "timestamp": "string"}.get(kind, kind) \
+                if e.attr != TS else "timestamp"
+        elif isinstance(e, Counter):
+            out[name] = "integer"
+        elif isinstance(e, Lit):
+            out[name] = "string" if isinstance(e.value, str) else "double"
+        else:
+            out[name] = "double"
+    return out
