@@ -410,6 +410,26 @@ def cmd_explain(args) -> int:
 
 
 @_pipeline_errors
+def cmd_models(args) -> int:
+    """Build, test and publish the SQL models (all, or --select and what they need)."""
+    from .models import ModelError, load_models
+    from .pipeline import models_step
+
+    if args.list:
+        try:
+            for m in load_models(select=args.select or None):
+                deps = f" (after {', '.join(m.depends_on)})" if m.depends_on else ""
+                print(f"{m.name}: reads {', '.join(m.tables)}{deps}")
+        except ModelError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    profile, spark = _spark(args)
+    rows = models_step(spark, profile, select=args.select or None)
+    return 1 if any(r["status"] != "ok" for r in rows) else 0
+
+
+@_pipeline_errors
 def cmd_backfill(args) -> int:
     from .pipeline import backfill
 
@@ -565,6 +585,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--start", required=True, help="YYYY-MM-DD")
     b.add_argument("--end", required=True, help="YYYY-MM-DD (exclusive)")
     b.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
+    md = pipeline_parser("models", "build, test and publish the SQL models of models/",
+                         cmd_models)
+    md.add_argument("--select", action="append",
+                    help="only this model and the models it depends on (repeatable)")
+    md.add_argument("--list", action="store_true",
+                    help="list the models in dependency order (no Spark)")
     return parser
 
 

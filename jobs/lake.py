@@ -45,6 +45,9 @@ class Lake:
     def retractions(self) -> str:
         return self._p("retractions")
 
+    def model(self, name: str) -> str:
+        return self._p("models", name)
+
 
 def exists(path: str) -> bool:
     return DeltaTable.is_deltatable(path)
@@ -116,9 +119,10 @@ def read_spark(spark, path: str, partition_filters=None):
 
 def register_views(spark, lake: Lake) -> list[str]:
     """Every Delta table of the lake as a Spark SQL view: matches_<pattern>,
-    events_<source>, quarantine_<source>, stats_<source>, runs, ingest_log."""
+    events_<source>, quarantine_<source>, stats_<source>, models_<model>, runs,
+    ingest_log, and the reference tables of conf/reference as reference_<name>."""
     views = []
-    for kind in ("matches", "events", "quarantine", "stats"):
+    for kind in ("matches", "events", "quarantine", "stats", "models"):
         folder = os.path.join(lake.root, kind)
         if not os.path.isdir(folder):
             continue
@@ -132,4 +136,6 @@ def register_views(spark, lake: Lake) -> list[str]:
         if exists(path):
             read_spark(spark, path).createOrReplaceTempView(name)
             views.append(name)
-    return views
+    from .models import register_references
+
+    return views + register_references(spark)

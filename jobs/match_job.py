@@ -25,6 +25,7 @@ from .core.conditions import Attr, Cmp, Expr, In, Lit, Neg, Not, Property
 from .core.engine import MATCHERS, MatchStats
 from .core.events import format_ts
 from .core.pattern import Disjunction, Pattern
+from .core.window import can_drop
 from .phase2 import (
     NOT_SLICED,
     SLICE,
@@ -89,12 +90,25 @@ def window_filter_column(pattern):
     if pattern.uses_iter:
         return None
 
+    return F.coalesce(relevance(pattern, *window_analysis()), F.lit(False))
+
+
+def window_analysis():
+    """The Spark-column builders of ``window.possible``."""
+    from pyspark.sql import functions as F
+
+    from .core.window import current_attributes
+
     def leaf(e):
         c = condition_column(e)
         return F.coalesce(c, F.lit(False)), F.coalesce(~c, F.lit(False)), c.isNull()
 
-    return F.coalesce(relevance(pattern, leaf, F.lit, lambda xs: reduce(lambda a, b: a & b, xs),
-                                lambda xs: reduce(lambda a, b: a | b, xs)), F.lit(False))
+    def present(e):
+        return reduce(lambda a, b: a & b, [col(a).isNotNull() for a in current_attributes(e)],
+                      F.lit(True))
+
+    return (leaf, F.lit, lambda xs: reduce(lambda a, b: a & b, xs),
+            lambda xs: reduce(lambda a, b: a | b, xs), present)
 
 
 def filter_column(pattern: Pattern | Disjunction):
@@ -210,7 +224,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
         df = df.where(keep)
     window = getattr(pattern, "kind", None) == "window"
     if window and keys and pattern.missing_keys_matter and df.where(
-            reduce(lambda a, b: a | b, [col(k).isNull() for k in keys])).limit(1).count():
+            reduce(lambda a, b: a | b, [col(k).isNull() for k in keys])
+            & F.coalesce(can_drop(pattern, *window_analysis()), F.lit(False))).limit(1).count():
         keys = []  # an event without X may drop windows of every partition: time slices
     if not unlinked:
         for k in keys:

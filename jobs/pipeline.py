@@ -336,8 +336,23 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
                                      bad_sources, force_slices, echo))
             reached("run:after-pattern")
         finish_run(lake, run_id)
-    echo(summary(profile, rows, run_id, time.perf_counter() - t0))
-    return rows
+        echo(summary(profile, rows, run_id, time.perf_counter() - t0))
+        model_rows = models_step(spark, profile, echo) if paths is None else []
+    return rows + model_rows
+
+
+def models_step(spark, profile: Profile, echo=print, select: list[str] | None = None
+                ) -> list[dict]:
+    """The SQL models (``models/``), after publish, in dependency order."""
+    from .models import MODELS, ModelError, run_models
+
+    if not any(MODELS.glob("*.sql")):
+        return []
+    try:
+        return run_models(spark, lk.Lake(profile.lake), select, echo=echo)
+    except ModelError as exc:
+        echo(f"FAILED models: {exc}")
+        return [{"model": "*", "status": "failed", "message": str(exc)}]
 
 
 def _run_pattern(spark, profile, path, pattern, run_id, logical_date, bad_sources,

@@ -158,7 +158,7 @@ def is_dynamic(e: Expr) -> bool:
     return any(isinstance(a, Counter) or a.var != "cur" for a in attributes_of(e))
 
 
-def possible(e: Expr, leaf, const, AND, OR):
+def possible(e: Expr, leaf, const, AND, OR, present=None):
     """Which truth values a condition can take for an event whatever the window, as three
     predicates (can be true, can be false, can be unknown) over the tested event only: a
     comparison that reads only the event is what it is; one that reads the window could
@@ -169,11 +169,13 @@ def possible(e: Expr, leaf, const, AND, OR):
     if not is_dynamic(e) and isinstance(e, (Cmp, In)):
         return leaf(e)
     if isinstance(e, (Cmp, In)):
-        return const(True), const(True), const(True)
+        # it reads the window too; an event missing an attribute it reads makes it unknown
+        known = present(e) if present is not None else const(True)
+        return known, known, const(True)
     if isinstance(e, Not):
-        t, f, u = possible(e.item, leaf, const, AND, OR)
+        t, f, u = possible(e.item, leaf, const, AND, OR, present)
         return f, t, u
-    parts = [possible(x, leaf, const, AND, OR) for x in e.items]
+    parts = [possible(x, leaf, const, AND, OR, present) for x in e.items]
     ts, fs, us = ([p[i] for p in parts] for i in range(3))
     either = [OR([t, u]) if e.op == "and" else OR([f, u]) for t, f, u in parts]
     if e.op == "and":
@@ -181,17 +183,31 @@ def possible(e: Expr, leaf, const, AND, OR):
     return OR(ts), AND(fs), AND([AND(either), OR(us)])
 
 
-def relevance(pattern: WindowPattern, leaf, const, AND, OR):
+def relevance(pattern: WindowPattern, leaf, const, AND, OR, present=None):
     """Events that can affect some window: START holds, or TERMINATION can hold, or
     ITERATION can fail, or FILTER can hold (an event doing none of these leaves every
-    window as it was; with iter() every event counts)."""
+    window as it was; with iter() every event counts). ``present(e)``: the events that
+    have every attribute a comparison reads of them."""
     if pattern.uses_iter:
         return const(True)
-    start = possible(pattern.start, leaf, const, AND, OR)[0]
-    term = possible(pattern.termination, leaf, const, AND, OR)[0]
-    _, it_f, it_u = possible(pattern.iteration, leaf, const, AND, OR)
-    keep = possible(pattern.filter, leaf, const, AND, OR)[0]
-    return OR([start, term, it_f, it_u, keep])
+    start = possible(pattern.start, leaf, const, AND, OR, present)[0]
+    term = possible(pattern.termination, leaf, const, AND, OR, present)[0]
+    keep = possible(pattern.filter, leaf, const, AND, OR, present)[0]
+    return OR([start, term, can_drop(pattern, leaf, const, AND, OR, present), keep])
+
+
+def can_drop(pattern: WindowPattern, leaf, const, AND, OR, present=None):
+    """Events that can fail ITERATION (and so drop a window)."""
+    _, it_f, it_u = possible(pattern.iteration, leaf, const, AND, OR, present)
+    return OR([it_f, it_u])
+
+
+def current_attributes(e: Expr) -> set[str]:
+    """The attributes a comparison reads of the tested event (not ``ts``)."""
+    from .conditions import attributes_of
+
+    return {a.attr for a in attributes_of(e) if isinstance(a, Seq) and a.var == "cur"
+            and a.attr != TS}
 
 
 # -- the meaning: a brute-force oracle ----------------------------------------------------

@@ -26,7 +26,7 @@ from .columns import MISSING, NUMBER, STRING, EventColumns
 from .conditions import Cmp, Expr, In, Lit, Neg, Not, Truth
 from .engine import MatchBatch, MatchOptions, MatchStats
 from .events import format_ts
-from .window import WindowPattern, relevance
+from .window import WindowPattern, can_drop, current_attributes, relevance
 from .window_conditions import TS, Counter, Seq
 
 OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
@@ -117,11 +117,10 @@ class Evaluator:
         return self.truth(e, env, n)[0]
 
 
-def relevant_rows(pattern: WindowPattern, ev: Evaluator) -> np.ndarray:
-    """The Theorem-1-like filter: rows that can affect some window (``window.relevance``)."""
+def _analysis(ev: Evaluator):
+    """The numpy builders of ``window.possible`` over every row of ``ev``."""
     n = ev.cols.n
-    rows = np.arange(n)
-    env = {"cur": rows}
+    env = {"cur": np.arange(n)}
 
     def leaf(e):
         t, f = ev.truth(e, env, n)
@@ -130,7 +129,21 @@ def relevant_rows(pattern: WindowPattern, ev: Evaluator) -> np.ndarray:
     def const(v):
         return np.full(n, v)
 
-    return relevance(pattern, leaf, const, np.logical_and.reduce, np.logical_or.reduce)
+    def present(e):
+        return np.logical_and.reduce([np.full(n, True)] + [
+            ev.cols.kinds[ev.cols.row(a)] != MISSING for a in current_attributes(e)])
+
+    return leaf, const, np.logical_and.reduce, np.logical_or.reduce, present
+
+
+def relevant_rows(pattern: WindowPattern, ev: Evaluator) -> np.ndarray:
+    """The Theorem-1-like filter: rows that can affect some window (``window.relevance``)."""
+    return relevance(pattern, *_analysis(ev))
+
+
+def dropping_rows(pattern: WindowPattern, ev: Evaluator) -> np.ndarray:
+    """Rows that can fail ITERATION (``window.can_drop``)."""
+    return can_drop(pattern, *_analysis(ev))
 
 
 @dataclass
@@ -141,18 +154,19 @@ class WindowBatch(MatchBatch):
     values: list = field(default_factory=list)
 
 
-def partition_groups(pattern: WindowPattern, cols: EventColumns, rows: np.ndarray,
+def partition_groups(pattern: WindowPattern, ev: Evaluator, rows: np.ndarray,
                      partition: bool) -> list[np.ndarray]:
     """The kept rows by the values of the partition attributes, each in processing order.
     Rows without a partition value can affect no output window unless they may fail
     ITERATION; then, if there are any, the rows stay in one group (exact)."""
+    cols = ev.cols
     keys = pattern.partition_attributes if partition else ()
     if not keys or not len(rows):
         return [rows] if len(rows) else []
     idx = [cols.row(k) for k in keys]
     present = np.logical_and.reduce([cols.kinds[r, rows] != MISSING for r in idx])
     if not present.all():
-        if pattern.missing_keys_matter:
+        if pattern.missing_keys_matter and dropping_rows(pattern, ev)[rows[~present]].any():
             return [rows]
         rows = rows[present]
     stacked = np.stack([c for r in idx for c in (cols.kinds[r, rows], cols.values[r, rows])])
@@ -176,7 +190,7 @@ def execute_windows(pattern: WindowPattern, cols: EventColumns,
     if options.filter and cols.n:
         rows = rows[relevant_rows(pattern, ev)]
     st.events_after_filter += len(rows)
-    groups = partition_groups(pattern, cols, rows, options.partition)
+    groups = partition_groups(pattern, ev, rows, options.partition)
     st.partitions += len(groups)
     for g in groups:
         batch = _group_windows(pattern, ev, g, st)
