@@ -7,8 +7,12 @@ starts (``patterns/*.yaml`` and ``*.yml``), so a new pattern file joins the next
 this file. Every step is idempotent by logical date: the staging run id is derived from it
 and publishing MERGEs by match_id.
 
+After the pattern groups, one task per SQL model of ``models/`` (in dependency order):
+each builds, tests and publishes its table; a model's task waits for the models it reads.
+
 Environment: SES_PROFILE (profile in conf/pipeline.yaml), SES_PIPELINE_CONF (another
-pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml and *.yml).
+pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml and
+*.yml), SES_MODELS (a folder, relative to the project, instead of models/).
 """
 
 from __future__ import annotations
@@ -52,6 +56,21 @@ def _job(*args: str, spark: bool = True) -> str:
         raise RuntimeError(errors[-1] if errors else f"{' '.join(args)} exited with "
                            f"{proc.returncode}")
     return out
+
+
+def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
+    """(name, models it depends on) of every SQL model, in dependency order; reads only
+    the files of models/ (or SES_MODELS). A broken model folder gives one failing task
+    with the message, not a DAG that does not import."""
+    import sys
+
+    sys.path.insert(0, str(PROJECT))
+    from jobs.models import ModelError, load_models
+
+    try:
+        return [(m.name, m.depends_on) for m in load_models()], None
+    except (ModelError, OSError) as exc:
+        return [], str(exc)
 
 
 @dag(
@@ -118,9 +137,32 @@ def ses_nightly():
         return _job("runs", "--run-id", f"airflow_{ds}", "--last", "1000",
                     "--expect", str(len(paths)), spark=False)
 
+    @task(retries=0)
+    def model(name: str) -> str:
+        """Build one SQL model, test it, and only then replace its table."""
+        _job("models", "--select", name)
+        return name
+
+    @task(retries=0)
+    def models_invalid(message: str) -> None:
+        raise RuntimeError(message)
+
     paths = list_patterns()
     runs = pattern_run.expand(path=paths)
-    ingest(paths) >> runs >> summary(paths)
+    done = summary(paths)
+    ingest(paths) >> runs >> done
+    models, problem = _models()
+    if problem:
+        runs >> models_invalid.override(trigger_rule="all_done")(problem)
+    built = {}
+    for name, deps in models:  # in dependency order; after every pattern group
+        t = model.override(task_id=f"model_{name}",
+                           trigger_rule="all_success" if deps else "all_done")(name)
+        if deps:
+            [built[d] for d in deps] >> t
+        else:
+            runs >> t
+        built[name] = t
 
 
 ses_nightly()

@@ -588,7 +588,7 @@ def build_parser() -> argparse.ArgumentParser:
     md = pipeline_parser("models", "build, test and publish the SQL models of models/",
                          cmd_models)
     md.add_argument("--select", action="append",
-                    help="only this model and the models it depends on (repeatable)")
+                    help="only this model (repeatable; the tables it reads must exist)")
     md.add_argument("--list", action="store_true",
                     help="list the models in dependency order (no Spark)")
     return parser

@@ -16,6 +16,7 @@ it is parsed); running them needs Spark.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -114,9 +115,16 @@ def _check_test(test, side: Path, i: int) -> dict:
     return test
 
 
-def load_models(folder: Path = MODELS, select: list[str] | None = None) -> list[Model]:
-    """Every model of ``folder`` in dependency order (``select``: only these and what
-    they depend on). Raises ``ModelError`` for an unknown dependency or a cycle."""
+def models_folder() -> Path:
+    """``models/``, or the folder named by SES_MODELS (relative to the project)."""
+    other = os.environ.get("SES_MODELS")
+    return ROOT / other if other else MODELS
+
+
+def load_models(folder: Path | None = None, select: list[str] | None = None) -> list[Model]:
+    """Every model of ``folder`` in dependency order (``select``: only these). Raises
+    ``ModelError`` for an unknown dependency or a cycle."""
+    folder = folder or models_folder()
     models = {m.name: m for m in (load_model(p) for p in sorted(folder.glob("*.sql")))}
     for m in models.values():
         for d in m.depends_on:
@@ -133,14 +141,7 @@ def load_models(folder: Path = MODELS, select: list[str] | None = None) -> list[
         unknown = set(select) - set(models)
         if unknown:
             raise ModelError(f"no model {sorted(unknown)} in {folder}")
-        wanted: set[str] = set()
-        stack = list(select)
-        while stack:
-            n = stack.pop()
-            if n not in wanted:
-                wanted.add(n)
-                stack.extend(models[n].depends_on)
-        order = [n for n in order if n in wanted]
+        order = [n for n in order if n in select]
     return [models[n] for n in order]
 
 
@@ -177,7 +178,7 @@ def register_references(spark, folder: Path = REFERENCES) -> list[str]:
     return views
 
 
-def run_models(spark, lake, select: list[str] | None = None, folder: Path = MODELS,
+def run_models(spark, lake, select: list[str] | None = None, folder: Path | None = None,
                echo=print) -> list[dict]:
     """Build, test and publish the models in dependency order; one row per model
     (status ok, failed or skipped)."""

@@ -344,9 +344,9 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
 def models_step(spark, profile: Profile, echo=print, select: list[str] | None = None
                 ) -> list[dict]:
     """The SQL models (``models/``), after publish, in dependency order."""
-    from .models import MODELS, ModelError, run_models
+    from .models import ModelError, models_folder, run_models
 
-    if not any(MODELS.glob("*.sql")):
+    if not any(models_folder().glob("*.sql")):
         return []
     try:
         return run_models(spark, lk.Lake(profile.lake), select, echo=echo)

@@ -48,8 +48,10 @@ def test_dag_imports_with_expected_tasks(airflow_env):
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["errors"] == {}
-    assert info["tasks"] == ["ingest", "list_patterns", "pattern_run.match",
-                             "pattern_run.publish", "pattern_run.validate", "summary"]
+    assert info["tasks"] == ["ingest", "list_patterns", "model_lab_to_home_passes",
+                             "model_paper_ex4_room_state", "model_sepsis_episodes",
+                             "pattern_run.match", "pattern_run.publish",
+                             "pattern_run.validate", "summary"]
     assert info["catchup"] is False and info["max_active_runs"] == 1 and info["retries"] == 2
     assert "expression='0 2 * * *'" in info["schedule"]
 
@@ -73,8 +75,14 @@ def _profile(tmp_path: Path, extra_rows: str = "") -> dict:
                       spark.ui.showConsoleProgress: "false", spark.sql.session.timeZone: UTC}}
             match: {{allowed_lateness: 0s, slice_length: 7d}}
         """))
+    models = tmp_path / "models"
+    models.mkdir()
+    (models / "chemo_counts.sql").write_text(
+        "SELECT patient, count(*) AS matches FROM matches_mw_chemo_p1 GROUP BY patient")
+    (models / "chemo_counts.yaml").write_text("tests:\n  - unique: [patient]\n")
+    (models / "chemo_busy.sql").write_text("SELECT * FROM models_chemo_counts WHERE matches > 1")
     return {"SES_PIPELINE_CONF": str(conf), "SES_PROFILE": "test",
-            "SES_PATTERNS": "patterns/mw_chemo_p1.yaml"}
+            "SES_PATTERNS": "patterns/mw_chemo_p1.yaml", "SES_MODELS": str(models)}
 
 
 DAG_TEST = """
@@ -97,6 +105,11 @@ def test_dag_test_runs_the_whole_pipeline(airflow_env, tmp_path):
     runs = DeltaTable(str(tmp_path / "lake" / "runs")).to_pyarrow_table().to_pylist()
     assert [(r["run_id"], r["status"], r["matches"]) for r in runs] == \
         [("airflow_2010-08-30", "success", 3)]
+    # the model tasks ran after the pattern group, the dependent one after its parent
+    assert "'model_chemo_counts': 'success'" in result[0]
+    assert "'model_chemo_busy': 'success'" in result[0]
+    counts = DeltaTable(str(tmp_path / "lake" / "models" / "chemo_counts")).to_pyarrow_table()
+    assert sum(counts.column("matches").to_pylist()) == 3
 
 
 def test_dag_unreadable_landing_file_publishes_nothing(airflow_env, tmp_path):

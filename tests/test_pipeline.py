@@ -18,6 +18,7 @@ from jobs.core.loader import load_pattern
 from jobs.core.output import match_id_of
 from jobs.core.planners import DEFAULT
 from jobs.core.runner import run
+from jobs.core.window_engine import windows_of
 from jobs.horizons import RunRange, horizon, plan_range
 from jobs.ingest import IngestError, ingest
 from jobs.pipeline import backfill, match_step, plan, publish_step, run_all
@@ -32,9 +33,13 @@ def events_from_lake(profile, source: str) -> list[Event]:
 
 
 def local_ids(profile, pattern, low=None, high=None) -> set[str]:
-    matches, _ = run(pattern, events_from_lake(profile, pattern.source))
-    return {match_id_of(pattern, m) for m in matches
-            if (low is None or m.start.ts >= low) and (high is None or m.start.ts < high)}
+    events = events_from_lake(profile, pattern.source)
+    if getattr(pattern, "kind", None) == "window":
+        found = [(w, w.first.ts) for w in windows_of(pattern, events)[0]]
+    else:
+        found = [(m, m.start.ts) for m in run(pattern, events)[0]]
+    return {match_id_of(pattern, m) for m, start in found
+            if (low is None or start >= low) and (high is None or start < high)}
 
 
 def published_ids(profile, name: str) -> set[str]:
@@ -52,8 +57,12 @@ def nightly(spark, tmp_path_factory):
 
 def test_every_pattern_spark_equals_local(nightly):
     profile, rows, log = nightly
+    models = [r for r in rows if "model" in r]
+    rows = [r for r in rows if "pattern" in r]
     assert {r["pattern"] for r in rows} == {load_pattern(p).name for p in pattern_paths()}
     assert all(r["status"] == "success" for r in rows), rows
+    assert [(r["model"], r["status"]) for r in models] == [
+        ("lab_to_home_passes", "ok"), ("paper_ex4_room_state", "ok"), ("sepsis_episodes", "ok")]
     for path in pattern_paths():
         pattern = load_pattern(path)
         expected = local_ids(profile, pattern)
@@ -82,7 +91,7 @@ def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
     before = {n: DeltaTable(lake.matches(n)).version() for n in names}
     events_before = DeltaTable(lake.events("hospital")).version()
     rows = run_all(spark, profile, LOGICAL_DATE, echo=lambda *_: None)
-    assert all(r["inserted"] == 0 and r["deleted"] == 0 for r in rows)
+    assert all(r["inserted"] == 0 and r["deleted"] == 0 for r in rows if "pattern" in r)
     assert {n: DeltaTable(lake.matches(n)).version() for n in names} == before
     assert DeltaTable(lake.events("hospital")).version() == events_before
     runs = DeltaTable(lake.runs()).to_pyarrow_table().to_pylist()
@@ -427,3 +436,64 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
         publish_step(profile, Path(P1), "tampered")
     assert DeltaTable(lake.matches("mw_chemo_p1")).version() == version
     assert published_ids(profile, "mw_chemo_p1") == published
+
+
+def test_window_row_contract(nightly):
+    """A window pattern's table: bindings first/buffer/last and one typed column per
+    select value (the local `match` command's `values`)."""
+    profile = nightly[0]
+    t = DeltaTable(lk.Lake(profile.lake).matches("paper_ex5_lab_to_home")).to_pyarrow_table()
+    assert t.schema.field("duration").type == pa.float64()
+    assert t.schema.field("steps").type == pa.int64()
+    assert t.schema.field("person").type == pa.string()
+    rows = sorted(t.to_pylist(), key=lambda r: r["start_ts"])
+    assert [(dict(r["bindings"]), r["person"], r["duration"], r["steps"], r["n_events"])
+            for r in rows] == [
+        ({"first": ["l01"], "buffer": ["l03", "l07"], "last": ["l09"]}, "Tom", 5400.0, 4, 4),
+        ({"first": ["l02"], "buffer": ["l04"], "last": ["l06"]}, "Ann", 2100.0, 3, 3),
+        ({"first": ["l13"], "buffer": [], "last": ["l14"]}, "Ann", 3600.0, 2, 2)]
+    arrived = DeltaTable(lk.Lake(profile.lake).matches("paper_ex4_next_room")).to_pyarrow_table()
+    assert arrived.schema.field("arrived").type == pa.timestamp("us", tz="UTC")
+
+
+def test_example_4_model_joins_windows_with_room_states(nightly):
+    profile = nightly[0]
+    t = DeltaTable(lk.Lake(profile.lake).model("paper_ex4_room_state")).to_pyarrow_table()
+    got = sorted((r["person"], r["room"], r["state"]) for r in t.to_pylist())
+    # the states of the room in the 2 minutes up to arriving; Bob's lab-to-lab is dropped
+    assert got == [("Ann", "Cafe", "crowded"), ("Ann", "Home", "lights on"),
+                   ("Bob", "Room 101", "empty"), ("Tom", "Room 101", "meeting")]
+    passes = DeltaTable(lk.Lake(profile.lake).model("lab_to_home_passes")).to_pyarrow_table()
+    assert sorted((r["person"], r["step"], r["location"]) for r in passes.to_pylist()) == [
+        ("Ann", 1, "Cafe"), ("Tom", 1, "Room 101"), ("Tom", 2, "Corridor")]
+    episodes = DeltaTable(lk.Lake(profile.lake).model("sepsis_episodes")).to_pyarrow_table()
+    assert episodes.num_rows == len(published_ids(profile, "sepsis_er_episode"))
+    assert sum(episodes.column("lab_tests").to_pylist()) > 0
+
+
+def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark, nightly,
+                                                                           tmp_path):
+    from jobs.models import run_models
+
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "b_top.sql").write_text("SELECT person, n FROM models_a_counts WHERE n > 1")
+    (folder / "a_counts.sql").write_text(
+        "SELECT person, count(*) AS n FROM matches_paper_ex5_lab_to_home GROUP BY person")
+    (folder / "a_counts.yaml").write_text("tests:\n  - unique: [person]\n"
+                                          "  - row_count: {min: 1, max: 10}\n")
+    log = []
+    rows = run_models(spark, lake, folder=folder, echo=log.append)
+    assert [(r["model"], r["status"]) for r in rows] == [("a_counts", "ok"), ("b_top", "ok")]
+    top = DeltaTable(lake.model("b_top")).to_pyarrow_table().to_pylist()
+    assert top == [{"person": "Ann", "n": 2}]
+    before = DeltaTable(lake.model("a_counts")).version()
+    (folder / "a_counts.sql").write_text(
+        "SELECT person, 1 AS n FROM matches_paper_ex5_lab_to_home")  # Ann twice: not unique
+    rows = run_models(spark, lake, folder=folder, echo=log.append)
+    assert [(r["model"], r["status"]) for r in rows] == [("a_counts", "failed"),
+                                                         ("b_top", "skipped")]
+    assert "expect_column_values_to_be_unique(person)" in rows[0]["message"]
+    assert DeltaTable(lake.model("a_counts")).version() == before
