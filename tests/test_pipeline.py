@@ -77,7 +77,9 @@ def test_every_pattern_with_time_slices(spark, nightly):
         planned = plan(profile, path, LOGICAL_DATE, rng=RunRange(None, horizon(
             LOGICAL_DATE, load_pattern(path).tau, 0), True))
         stats = match_step(spark, profile, planned, "sliced", LOGICAL_DATE, force_slices=True)
-        assert stats["sliced"] == "all" and stats["groups"] > stats["partitions"]
+        assert stats["sliced"] == "all"
+        if planned.pattern.kind != "window":  # the location stream is one day: one slice
+            assert stats["groups"] > stats["partitions"]
         staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(planned.pattern.name, "sliced"),
                                     format="parquet").to_table().to_pylist()
         ids = {r["match_id"] for r in staged if r["kind"] == "match"}

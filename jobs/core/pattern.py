@@ -98,6 +98,7 @@ class Example:
 
 @dataclass(frozen=True)
 class Pattern:
+    kind = "sequence"  # the other kind of pattern file: window.WindowPattern
     name: str
     source: str | None
     within: str
@@ -283,6 +284,7 @@ class Disjunction:
     tagged with its alternative (1, 2, ...), which is part of its ``match_id``: a set of
     events that matches two alternatives gives two matches."""
 
+    kind = "sequence"  # the other kind of pattern file: window.WindowPattern
     name: str
     source: str | None
     within: str

@@ -43,6 +43,8 @@ class Evaluator:
         self.cols = cols
         self.seconds = cols.ts / 1e9
         self._literals: dict = {}
+        self._scalar: dict = {}
+        self._lists: dict = {}
 
     def literal(self, value) -> tuple[float, int]:
         key = (type(value), value)
@@ -116,6 +118,124 @@ class Evaluator:
     def holds(self, e: Expr, env: dict, n: int) -> np.ndarray:
         return self.truth(e, env, n)[0]
 
+    def words(self) -> list[str]:
+        """The string dictionary as a list (built once)."""
+        if "__words" not in self._lists:
+            self._lists["__words"] = self.cols.dictionary.to_pylist()
+        return self._lists["__words"]
+
+    # -- one event at a time (prev(), num()): closures over Python lists -------------
+    def scalar_holds(self, e: Expr):
+        """``env -> bool`` for one event; ``env`` maps roles to row numbers and ``#`` to
+        {'iter': n, 'num': n}. The same three-valued rules as ``truth``."""
+        if e not in self._scalar:
+            t = self._truth1(e)
+            self._scalar[e] = lambda env: t(env) is True
+        return self._scalar[e]
+
+    def _column1(self, attr: str):
+        if attr not in self._lists:
+            r = self.cols.row(attr)
+            self._lists[attr] = (self.cols.values[r].tolist(), self.cols.kinds[r].tolist())
+        return self._lists[attr]
+
+    def _value1(self, e: Expr):
+        if isinstance(e, Lit):
+            pair = self.literal(e.value)
+            return lambda env: pair
+        if isinstance(e, Counter):
+            name = e.attr
+            return lambda env: (float(env["#"][name]), NUMBER)
+        if isinstance(e, Seq):
+            role = e.var
+            if e.attr == TS:
+                secs = self._seconds_list()
+                return lambda env: (secs[env[role]], NUMBER)
+            vals, kinds = self._column1(e.attr)
+            return lambda env: (vals[env[role]], kinds[env[role]])
+        if isinstance(e, Neg):
+            f = self._value1(e.item)
+
+            def neg(env):
+                v, k = f(env)
+                return (-v, NUMBER) if k == NUMBER else (np.nan, MISSING)
+            return neg
+        lf, rf, op = self._value1(e.left), self._value1(e.right), e.op
+
+        def arith(env):
+            (lv, lk), (rv, rk) = lf(env), rf(env)
+            if lk != NUMBER or rk != NUMBER or (op == "/" and rv == 0):
+                return np.nan, MISSING
+            out = lv + rv if op == "+" else lv - rv if op == "-" else lv * rv if op == "*" \
+                else lv / rv
+            return (out, NUMBER) if np.isfinite(out) else (np.nan, MISSING)
+        return arith
+
+    def _seconds_list(self):
+        if "__ts" not in self._lists:
+            self._lists["__ts"] = self.seconds.tolist()
+        return self._lists["__ts"]
+
+    def _truth1(self, e: Expr):
+        if isinstance(e, Truth):
+            value = e.value
+            return lambda env: value
+        if isinstance(e, Cmp):
+            lf, rf, op = self._value1(e.left), self._value1(e.right), OPS[e.op]
+            eq = e.op in ("=", "!=")
+            mixed = e.op == "!="
+
+            def cmp(env):
+                (lv, lk), (rv, rk) = lf(env), rf(env)
+                if lk == MISSING or rk == MISSING:
+                    return None
+                if lk != rk:
+                    return mixed if eq else None
+                return op(lv, rv)
+            return cmp
+        if isinstance(e, In):
+            f = self._value1(e.item)
+            lits = [self.literal(v.value) for v in e.values]
+            negated = e.negated
+
+            def isin(env):
+                v, k = f(env)
+                if k == MISSING:
+                    return None
+                found = any(lk == k and lv == v for lv, lk in lits)
+                return (not found) if negated else found
+            return isin
+        if isinstance(e, Not):
+            f = self._truth1(e.item)
+
+            def not_(env):
+                r = f(env)
+                return None if r is None else not r
+            return not_
+        parts = [self._truth1(x) for x in e.items]
+        if e.op == "and":
+            def and_(env):
+                out = True
+                for p in parts:
+                    r = p(env)
+                    if r is False:
+                        return False
+                    if r is None:
+                        out = None
+                return out
+            return and_
+
+        def or_(env):
+            out = False
+            for p in parts:
+                r = p(env)
+                if r is True:
+                    return True
+                if r is None:
+                    out = None
+            return out
+        return or_
+
 
 def _analysis(ev: Evaluator):
     """The numpy builders of ``window.possible`` over every row of ``ev``."""
@@ -157,23 +277,31 @@ class WindowBatch(MatchBatch):
 def partition_groups(pattern: WindowPattern, ev: Evaluator, rows: np.ndarray,
                      partition: bool) -> list[np.ndarray]:
     """The kept rows by the values of the partition attributes, each in processing order.
-    Rows without a partition value can affect no output window unless they may fail
-    ITERATION; then, if there are any, the rows stay in one group (exact)."""
+    Rows without a partition value cannot close or extend a window; those that may fail
+    ITERATION (and drop windows of any partition) join every group (exact: in a group
+    they can only do what they do to its windows)."""
     cols = ev.cols
     keys = pattern.partition_attributes if partition else ()
     if not keys or not len(rows):
         return [rows] if len(rows) else []
     idx = [cols.row(k) for k in keys]
     present = np.logical_and.reduce([cols.kinds[r, rows] != MISSING for r in idx])
+    extra = np.zeros(0, np.int64)
     if not present.all():
-        if pattern.missing_keys_matter and dropping_rows(pattern, ev)[rows[~present]].any():
-            return [rows]
+        if pattern.missing_keys_matter:  # these may drop the windows of every partition
+            missing = rows[~present]
+            extra = missing[dropping_rows(pattern, ev)[missing]]
         rows = rows[present]
+        if not len(rows):
+            return []
     stacked = np.stack([c for r in idx for c in (cols.kinds[r, rows], cols.values[r, rows])])
     _, inverse = np.unique(stacked, axis=1, return_inverse=True)
     order = np.lexsort((rows, inverse.ravel()))
     bounds = np.flatnonzero(np.diff(inverse.ravel()[order])) + 1
-    return np.split(rows[order], bounds)
+    groups = np.split(rows[order], bounds)
+    if len(extra):  # in processing order (rows are numbered in it) within each group
+        groups = [np.union1d(g, extra) for g in groups]
+    return groups
 
 
 def execute_windows(pattern: WindowPattern, cols: EventColumns,
@@ -203,7 +331,10 @@ def execute_windows(pattern: WindowPattern, cols: EventColumns,
 def _group_windows(pattern: WindowPattern, ev: Evaluator, g: np.ndarray,
                    st: MatchStats) -> WindowBatch:
     n = len(g)
-    starts = np.flatnonzero(ev.holds(pattern.start, {"cur": g}, n))
+    opens = ev.holds(pattern.start, {"cur": g}, n)
+    for k in pattern.partition_attributes:  # a first event without A never closes
+        opens &= ev.cols.kinds[ev.cols.row(k), g] != MISSING
+    starts = np.flatnonzero(opens)
     st.windows += len(starts)
     st.candidate_windows += len(starts)
     st.matcher_calls += len(starts)
@@ -250,18 +381,23 @@ def _by_ranges(pattern, ev, first, cand):
 
 def _one_by_one(pattern, ev, first, cand):
     """With prev()/num(): every event sees the buffer as it is when it is tested."""
+    term = ev.scalar_holds(pattern.termination)
+    iteration = ev.scalar_holds(pattern.iteration)
+    keep = ev.scalar_holds(pattern.filter)
     buffer: list[int] = []
-    one = np.ones(1, np.int64)
+    counters = {"iter": 0, "num": 1}
+    env = {"first": first, "prev": first, "#": counters}
     for j, row in enumerate(cand.tolist()):
-        env = {"cur": one * row, "first": one * first,
-               "prev": one * (buffer[-1] if buffer else first),
-               "#": {"iter": one * (j + 1), "num": one * (1 + len(buffer))}}
-        if ev.holds(pattern.termination, env, 1)[0]:
+        env["cur"] = row
+        counters["iter"] = j + 1
+        if term(env):
             return (np.array(buffer, np.int64), row), j + 1
-        if not ev.holds(pattern.iteration, env, 1)[0]:
+        if not iteration(env):
             return None, j + 1
-        if ev.holds(pattern.filter, env, 1)[0]:
+        if keep(env):
             buffer.append(row)
+            env["prev"] = row
+            counters["num"] = 1 + len(buffer)
     return None, len(cand)
 
 
@@ -308,7 +444,7 @@ def select_values(pattern, ev, firsts, lasts, sizes, tested) -> list[list]:
             out.append([int(x) for x in v])
             continue
         if words is None and (kinds == STRING).any():
-            words = ev.cols.dictionary.to_pylist()
+            words = ev.words()
         out.append([float(x) if kd == NUMBER else words[int(x)] if kd == STRING else None
                     for x, kd in zip(v.tolist(), kinds.tolist())])
     return out
