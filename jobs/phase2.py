@@ -104,31 +104,17 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     disjunctive = isinstance(pattern, Disjunction)
     for batch in execute(compiled, cols, options, st,
                          positions=positions if disjunctive else positions[0]):
-        inside = np.ones(len(batch), np.bool_)
-        if lo is not None:
-            inside &= batch.start_ts >= lo
-        if hi is not None:
-            inside &= batch.start_ts < hi
-        if not inside.all():
-            batch = batch_take(batch, np.flatnonzero(inside))
+        idx = _inside(batch, lo, hi)
+        if len(idx) < len(batch):
+            batch = batch_take(batch, idx)
         if not len(batch):
             continue
         kept += len(batch)
-        first = pa.array(batch.first)
         alt = compiled.alternatives[batch.alternative]
-        bindings = bindings_of(batch, cols, [v.name for v in alt.variables])
-        frame = {"kind": np.full(len(batch), "match", dtype=object),
-                 "match_id": match_ids(alt.pattern.version, bindings)}
-        if disjunctive:
-            frame["alternative"] = np.full(len(batch), alt.pattern.alternative, np.int32)
-        for k in spec.keys:
-            frame[k] = table.column(k).take(first).to_pandas()
-        frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
-        frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
-        frame["n_events"] = np.diff(batch.offsets)
-        frame["bindings"] = bindings_json(bindings)
-        frame["stats"] = None
-        yield _typed(spec, pd.DataFrame(frame))
+        extra = {"alternative": np.full(len(batch), alt.pattern.alternative, np.int32)} \
+            if disjunctive else {}
+        yield _frame(spec, table, cols, batch, alt.pattern.version,
+                     [v.name for v in alt.variables], extra)
     # events that passed the filter, each counted in one group only (the slice holding its
     # ts; copies in earlier, overlapping slices do not count), so the sum is exact
     if s_lo is not None:
@@ -183,35 +169,49 @@ def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, 
     kept = 0
     names = [k for k, _ in pattern.select]
     for batch in execute_windows(pattern, cols, MatchOptions(), st):
-        inside = np.ones(len(batch), np.bool_)
-        if lo is not None:
-            inside &= batch.start_ts >= lo
-        if hi is not None:
-            inside &= batch.start_ts < hi
-        if not inside.any():
+        idx = _inside(batch, lo, hi)
+        if not len(idx):
             continue
-        idx = np.flatnonzero(inside)
         values = [[v[i] for i in idx.tolist()] for v in batch.values]
         batch = batch_take(batch, idx)
         kept += len(batch)
-        bindings = bindings_of(batch, cols, ["first", "buffer", "last"])
-        first = pa.array(batch.first)
-        frame = {"kind": np.full(len(batch), "match", dtype=object),
-                 "match_id": match_ids(pattern.version, bindings)}
-        for k in spec.keys:
-            frame[k] = table.column(k).take(first).to_pandas()
-        frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
-        frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
-        frame["n_events"] = np.diff(batch.offsets)
-        frame["bindings"] = bindings_json(bindings)
-        frame["values"] = [json.dumps(dict(zip(names, row))) for row in zip(*values)] \
-            if names else [None] * len(batch)
-        frame["stats"] = None
-        yield _typed(spec, pd.DataFrame(frame))
+        rows = [json.dumps(dict(zip(names, row))) for row in zip(*values)] if names \
+            else [None] * len(batch)
+        yield _frame(spec, table, cols, batch, pattern.version, ["first", "buffer", "last"],
+                     {}, {"values": rows})
     if s_lo is not None:
         kept_ts = cols.ts[relevant_rows(pattern, Evaluator(cols))] if cols.n else cols.ts
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
     yield _stats_row(spec, st, kept, t0, s_lo, table, window=True)
+
+
+def _inside(batch, lo, hi) -> np.ndarray:
+    """The matches of a batch whose first event starts in [lo, hi) (None: open)."""
+    inside = np.ones(len(batch), np.bool_)
+    if lo is not None:
+        inside &= batch.start_ts >= lo
+    if hi is not None:
+        inside &= batch.start_ts < hi
+    return np.flatnonzero(inside)
+
+
+def _frame(spec: Phase2Spec, table: pa.Table, cols, batch, version: str, names: list[str],
+           before: dict, after: dict | None = None) -> pd.DataFrame:
+    """The staged match rows of a batch: ``before`` columns go after match_id (a
+    disjunction's alternative), ``after`` ones after the bindings (a window's values)."""
+    bindings = bindings_of(batch, cols, names)
+    frame = {"kind": np.full(len(batch), "match", dtype=object),
+             "match_id": match_ids(version, bindings), **before}
+    first = pa.array(batch.first)
+    for k in spec.keys:
+        frame[k] = table.column(k).take(first).to_pandas()
+    frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
+    frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
+    frame["n_events"] = np.diff(batch.offsets)
+    frame["bindings"] = bindings_json(bindings)
+    frame.update(after or {})
+    frame["stats"] = None
+    return _typed(spec, pd.DataFrame(frame))
 
 
 def _typed(spec: Phase2Spec, frame: pd.DataFrame) -> pd.DataFrame:

@@ -206,13 +206,7 @@ def _alternative_frame(spark, staged, events, pattern: Pattern, events_path: str
         df = df.join(hits, "match_id", "left")
         negation_cols.append(F.col(f"hit_{name}").isNull().alias(f"{pre}no_{name}_ok"))
     return df.select(
-        "match_id", *(["alternative"] if pre else []), "start_ts", "end_ts", "n_events",
-        (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
-        .alias("span_seconds"),
-        F.coalesce((F.col("start_ts") == F.col("first_ts")) & (F.col("end_ts") == F.col("last_ts"))
-                   & (F.col("n_events") == F.col("bound")), F.lit(False)).alias("times_ok"),
-        F.coalesce(F.col("found") == F.col("bound"), F.lit(False)).alias("events_found_ok"),
-        F.coalesce(F.col("distinct") == F.col("bound"), F.lit(False)).alias("distinct_events_ok"),
+        "match_id", *(["alternative"] if pre else []), *_bound_checks(),
         (reduce(lambda x, y: x & y, order_terms) if order_terms else true).alias("set_order_ok"),
         (F.coalesce(reduce(lambda x, y: x & y, part_terms), F.lit(False)) if part_terms
          else true).alias("partition_ok"),
@@ -221,6 +215,21 @@ def _alternative_frame(spark, staged, events, pattern: Pattern, events_path: str
         *([F.col("n_events").alias(f"{pre}n_events")] if pre else []),
         *negation_cols,
     )
+
+
+def _bound_checks() -> list:
+    """The checked columns every match frame has, from its per-match aggregates (bound,
+    found, distinct, first_ts, last_ts): times, span, existing and distinct events."""
+    from pyspark.sql import functions as F
+
+    return [
+        "start_ts", "end_ts", "n_events",
+        (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
+        .alias("span_seconds"),
+        F.coalesce((F.col("start_ts") == F.col("first_ts")) & (F.col("end_ts") == F.col("last_ts"))
+                   & (F.col("n_events") == F.col("bound")), F.lit(False)).alias("times_ok"),
+        F.coalesce(F.col("found") == F.col("bound"), F.lit(False)).alias("events_found_ok"),
+        F.coalesce(F.col("distinct") == F.col("bound"), F.lit(False)).alias("distinct_events_ok")]
 
 
 def _window_frame(staged, events, pattern):
@@ -256,13 +265,7 @@ def _window_frame(staged, events, pattern):
     df = staged.drop("b").join(per_match, "match_id", "left")
     part = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
     return df.select(
-        "match_id", "start_ts", "end_ts", "n_events",
-        (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
-        .alias("span_seconds"),
-        F.coalesce((F.col("start_ts") == F.col("first_ts")) & (F.col("end_ts") == F.col("last_ts"))
-                   & (F.col("n_events") == F.col("bound")), F.lit(False)).alias("times_ok"),
-        F.coalesce(F.col("found") == F.col("bound"), F.lit(False)).alias("events_found_ok"),
-        F.coalesce(F.col("distinct") == F.col("bound"), F.lit(False)).alias("distinct_events_ok"),
+        "match_id", *_bound_checks(),
         F.coalesce(F.col("ordered") == 1, F.lit(False)).alias("set_order_ok"),
         (F.coalesce(reduce(lambda x, y: x & y, part), F.lit(False)) if part else F.lit(True))
         .alias("partition_ok"),

@@ -213,28 +213,19 @@ class Evaluator:
                 return None if r is None else not r
             return not_
         parts = [self._truth1(x) for x in e.items]
-        if e.op == "and":
-            def and_(env):
-                out = True
-                for p in parts:
-                    r = p(env)
-                    if r is False:
-                        return False
-                    if r is None:
-                        out = None
-                return out
-            return and_
+        # and: False decides, True is the neutral value; or: the other way round
+        decides = e.op == "or"
 
-        def or_(env):
-            out = False
+        def bool_op(env):
+            out = not decides
             for p in parts:
                 r = p(env)
-                if r is True:
-                    return True
+                if r is decides:
+                    return decides
                 if r is None:
                     out = None
             return out
-        return or_
+        return bool_op
 
 
 def _analysis(ev: Evaluator):
