@@ -396,6 +396,11 @@ def cmd_explain(args) -> int:
     profile, spark = _spark(args)
     path = Path(args.pattern)
     pattern = load_catalog([path]).get(path)
+    if pattern.kind == "window":
+        print(f"{pattern.name} is a window pattern (no join plan): partition attributes "
+              f"{', '.join(pattern.partition_attributes) or 'none'}; "
+              f"{'one event at a time' if pattern.sequential else 'whole ranges at once'}")
+        return 0
     if pattern.matcher != "zstream":
         print(f"{pattern.name} uses matcher {pattern.matcher}: the SES automaton follows "
               "the order of its sets (no plan to choose)")

@@ -592,14 +592,8 @@ def _parse_examples(node, alternatives: list[dict[str, Variable]], disjunctive: 
                     path: str, problems: list[Problem]) -> list[Example]:
     """``examples``: a list of {name, events: [rows], expect: [bindings]}. In a file with
     alternatives, every expected match names its alternative (``alternative: 2``)."""
-    if node is None:
-        return []
-    if not isinstance(node, yaml.SequenceNode):
-        problems.append(Problem(path, _line(node), "examples must be a list of "
-                                "{name, events, expect}"))
-        return []
     out = []
-    for i, ex in enumerate(node.value, start=1):
+    for i, ex in example_nodes(node, path, problems):
         line = _line(ex)
         if not isinstance(ex, yaml.MappingNode):
             problems.append(Problem(path, line, f"example {i} must be a mapping with "
@@ -638,6 +632,17 @@ def _parse_examples(node, alternatives: list[dict[str, Variable]], disjunctive: 
              [str(x) for x in (ids_ if isinstance(ids_, list) else [ids_])]
              for v, ids_ in m.items()} for m in expect)))
     return out
+
+
+def example_nodes(node, path: str, problems: list[Problem]) -> list[tuple[int, yaml.Node]]:
+    """The entries of ``examples`` (numbered from 1); a problem if it is not a list."""
+    if node is None:
+        return []
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append(Problem(path, _line(node), "examples must be a list of "
+                                "{name, events, expect}"))
+        return []
+    return list(enumerate(node.value, start=1))
 
 
 def _expected_problem(m: dict, alternatives: list[dict[str, Variable]], disjunctive: bool,

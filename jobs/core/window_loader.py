@@ -16,6 +16,7 @@ from .loader import (
     _plain,
     _scalar,
     _within,
+    example_nodes,
     mapping_fields,
     text_value,
 )
@@ -112,14 +113,8 @@ def _select(node, path: str, problems: list[Problem]) -> tuple:
 def _examples(node, path: str, problems: list[Problem]) -> list[Example]:
     """``examples``: {name, events, expect: [{first: id, buffer: [ids], last: id,
     values: {...}}]}; ``values`` is compared when given."""
-    if node is None:
-        return []
-    if not isinstance(node, yaml.SequenceNode):
-        problems.append(Problem(path, _line(node), "examples must be a list of "
-                                "{name, events, expect}"))
-        return []
     out = []
-    for i, ex in enumerate(node.value, start=1):
+    for i, ex in example_nodes(node, path, problems):
         data = _plain(ex)
         line = _line(ex)
         if not isinstance(data, dict) or set(data) - {"name", "events", "expect"}:
