@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .columns import MISSING, NUMBER, EventColumns
-from .conditions import Arith, Attr, BoolOp, Cmp, Expr, In, Lit, Neg, Not
+from .conditions import OPERATORS, Arith, Attr, BoolOp, Cmp, Expr, In, Lit, Neg, Not, Truth
 
 LOAD, CONST, ARITH, NEG, CMP, NOT, AND, OR = range(8)
 ARITH_CODES = {"+": 0, "-": 1, "*": 2, "/": 3}
@@ -104,20 +104,20 @@ class Programs:
 # --------------------------------------------------------------------------------------
 # Whole columns: properties (Theorem 1's masks)
 # --------------------------------------------------------------------------------------
-def _value(e: Expr, cols: EventColumns, row_of):
-    n = cols.n
+def vector_value(e: Expr, n: int, read, literal):
+    """(values, kinds) of a value expression for ``n`` events: ``read(attr_node)`` gives
+    an attribute's encoded arrays, ``literal(value)`` a literal's encoding."""
     if isinstance(e, Lit):
-        v, k = cols.encode_literal(e.value)
+        v, k = literal(e.value)
         return np.full(n, v), np.full(n, k, np.int8)
     if isinstance(e, Attr):
-        r = row_of(e.attr)
-        return cols.values[r], cols.kinds[r]
+        return read(e)
     if isinstance(e, Neg):
-        v, k = _value(e.item, cols, row_of)
+        v, k = vector_value(e.item, n, read, literal)
         ok = k == NUMBER
         return np.where(ok, -v, np.nan), np.where(ok, NUMBER, MISSING).astype(np.int8)
-    lv, lk = _value(e.left, cols, row_of)
-    rv, rk = _value(e.right, cols, row_of)
+    lv, lk = vector_value(e.left, n, read, literal)
+    rv, rk = vector_value(e.right, n, read, literal)
     ok = (lk == NUMBER) & (rk == NUMBER)
     with np.errstate(all="ignore"):
         if e.op == "+":
@@ -137,37 +137,49 @@ def _cmp3(op: str, lv, lk, rv, rk) -> np.ndarray:
     present = (lk != MISSING) & (rk != MISSING)
     same = lk == rk
     with np.errstate(invalid="ignore"):
-        result = {"=": lv == rv, "!=": lv != rv, "<": lv < rv, "<=": lv <= rv,
-                  ">": lv > rv, ">=": lv >= rv}[op]
+        result = OPERATORS[op](lv, rv)
     differ = FALSE if op == "=" else TRUE if op == "!=" else UNKNOWN
     out = np.where(same, result.astype(np.int8), np.int8(differ))
     return np.where(present, out, np.int8(UNKNOWN)).astype(np.int8)
 
 
 def _and3(a, b):
-    return np.where((a == FALSE) | (b == FALSE), FALSE,
-                    np.where((a == UNKNOWN) | (b == UNKNOWN), UNKNOWN, TRUE)).astype(np.int8)
+    # without a FALSE, both are TRUE (1) or UNKNOWN (2): the larger code is the answer
+    return np.where((a == FALSE) | (b == FALSE), np.int8(FALSE), np.maximum(a, b))
 
 
 def _or3(a, b):
-    return np.where((a == TRUE) | (b == TRUE), TRUE,
-                    np.where((a == UNKNOWN) | (b == UNKNOWN), UNKNOWN, FALSE)).astype(np.int8)
+    # without a TRUE, both are FALSE (0) or UNKNOWN (2): the larger code is the answer
+    return np.where((a == TRUE) | (b == TRUE), np.int8(TRUE), np.maximum(a, b))
 
 
 def vector_truth(e: Expr, cols: EventColumns, row_of) -> np.ndarray:
     """0 false, 1 true, 2 unknown for every event, for an expression on one event."""
+    def read(a: Attr):
+        r = row_of(a.attr)
+        return cols.values[r], cols.kinds[r]
+
+    return vector_truth3(e, cols.n, read, cols.encode_literal)
+
+
+def vector_truth3(e: Expr, n: int, read, literal) -> np.ndarray:
+    """0 false, 1 true, 2 unknown for ``n`` events; ``read`` and ``literal`` as for
+    ``vector_value`` (a window pattern reads several roles of events, and counters)."""
+    if isinstance(e, Truth):
+        return np.full(n, TRUE if e.value else FALSE, np.int8)
     if isinstance(e, Cmp):
-        return _cmp3(e.op, *_value(e.left, cols, row_of), *_value(e.right, cols, row_of))
+        return _cmp3(e.op, *vector_value(e.left, n, read, literal),
+                     *vector_value(e.right, n, read, literal))
     if isinstance(e, In):
-        item = _value(e.item, cols, row_of)
-        out = np.full(cols.n, FALSE, np.int8)
+        item = vector_value(e.item, n, read, literal)
+        out = np.full(n, FALSE, np.int8)
         for lit in e.values:
-            out = _or3(out, _cmp3("=", *item, *_value(lit, cols, row_of)))
+            out = _or3(out, _cmp3("=", *item, *vector_value(lit, n, read, literal)))
         return _not3(out) if e.negated else out
     if isinstance(e, Not):
-        return _not3(vector_truth(e.item, cols, row_of))
+        return _not3(vector_truth3(e.item, n, read, literal))
     if isinstance(e, BoolOp):
-        parts = [vector_truth(x, cols, row_of) for x in e.items]
+        parts = [vector_truth3(x, n, read, literal) for x in e.items]
         out = parts[0]
         for p in parts[1:]:
             out = _and3(out, p) if e.op == "and" else _or3(out, p)

@@ -9,29 +9,29 @@
    them, event by event.
 
 Every condition is evaluated in SQL's three-valued logic on the encoded columns
-(``columns.py``: values, kinds, the sorted string dictionary), as ``(true, false)``
-masks; the oracle (``window.oracle_windows``) is the reference it is tested against.
+(``columns.py``: values, kinds, the sorted string dictionary) by the properties'
+column evaluator (``programs.vector_truth3``), reading the window's roles; the oracle
+(``window.oracle_windows``) is the reference it is tested against.
 """
 
 from __future__ import annotations
 
-import operator
 import time
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterator
 
 import numpy as np
 
 from .columns import MISSING, NUMBER, STRING, EventColumns
-from .conditions import Cmp, Expr, In, Lit, Neg, Not, Truth
+from .conditions import OPERATORS, Cmp, Expr, In, Lit, Neg, Not, Truth
 from .engine import MatchBatch, MatchOptions, MatchStats
 from .events import format_ts
-from .window import WindowPattern, can_drop, current_attributes, relevance
+from .programs import FALSE, TRUE, UNKNOWN, vector_truth3, vector_value
+from .window import BINDINGS, WindowPattern, can_drop, current_attributes, relevance
 from .window_conditions import TS, Counter, Seq
 
-OPS = {"=": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le,
-       ">": operator.gt, ">=": operator.ge}
-FIRST, BUFFER, LAST = 0, 1, 2  # the "variables" of a window's bindings
+FIRST, BUFFER, LAST = range(3)  # the indices of window.BINDINGS in a batch
 FIRST_CHUNK = 16
 
 
@@ -52,77 +52,36 @@ class Evaluator:
             self._literals[key] = self.cols.encode_literal(value)
         return self._literals[key]
 
-    def value(self, e: Expr, env: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
-        if isinstance(e, Lit):
-            v, k = self.literal(e.value)
-            return np.full(n, v), np.full(n, k, np.int8)
-        if isinstance(e, Counter):
-            return env["#"][e.attr].astype(np.float64), np.full(n, NUMBER, np.int8)
-        if isinstance(e, Seq):
-            rows = env[e.var]
-            if e.attr == TS:
+    def _reader(self, env: dict, n: int):
+        """``programs.vector_value``'s attribute reader for the roles of ``env``."""
+        def read(a):
+            if isinstance(a, Counter):
+                return env["#"][a.attr].astype(np.float64), np.full(n, NUMBER, np.int8)
+            rows = env[a.var]
+            if a.attr == TS:
                 return self.seconds[rows], np.full(n, NUMBER, np.int8)
-            r = self.cols.row(e.attr)
+            r = self.cols.row(a.attr)
             return self.cols.values[r, rows], self.cols.kinds[r, rows]
-        if isinstance(e, Neg):
-            v, k = self.value(e.item, env, n)
-            ok = k == NUMBER
-            return np.where(ok, -v, np.nan), np.where(ok, NUMBER, MISSING).astype(np.int8)
-        lv, lk = self.value(e.left, env, n)
-        rv, rk = self.value(e.right, env, n)
-        ok = (lk == NUMBER) & (rk == NUMBER)
-        with np.errstate(all="ignore"):
-            if e.op == "/":
-                ok &= rv != 0
-                out = lv / np.where(rv == 0, 1.0, rv)
-            else:
-                out = {"+": np.add, "-": np.subtract, "*": np.multiply}[e.op](lv, rv)
-        ok &= np.isfinite(out)
-        return np.where(ok, out, np.nan), np.where(ok, NUMBER, MISSING).astype(np.int8)
+        return read
 
-    def truth(self, e: Expr, env: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
-        """(true, false) masks; neither: unknown."""
-        if isinstance(e, Truth):
-            return np.full(n, e.value), np.full(n, not e.value)
-        if isinstance(e, Cmp):
-            return self.compare(e.op, *self.value(e.left, env, n), *self.value(e.right, env, n))
-        if isinstance(e, In):
-            v, k = self.value(e.item, env, n)
-            t, f = np.zeros(n, bool), np.ones(n, bool)
-            for lit in e.values:
-                lv, lk = self.literal(lit.value)
-                ct, cf = self.compare("=", v, k, np.full(n, lv), np.full(n, lk, np.int8))
-                t |= ct
-                f &= cf
-            return (f, t) if e.negated else (t, f)
-        if isinstance(e, Not):
-            t, f = self.truth(e.item, env, n)
-            return f, t
-        parts = [self.truth(x, env, n) for x in e.items]
-        ts, fs = [p[0] for p in parts], [p[1] for p in parts]
-        if e.op == "and":
-            return np.logical_and.reduce(ts), np.logical_or.reduce(fs)
-        return np.logical_or.reduce(ts), np.logical_and.reduce(fs)
+    def value(self, e: Expr, env: dict, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return vector_value(e, n, self._reader(env, n), self.literal)
 
-    @staticmethod
-    def compare(op, lv, lk, rv, rk):
-        known = (lk != MISSING) & (rk != MISSING)
-        same = lk == rk
-        res = OPS[op](lv, rv)
-        t, f = known & same & res, known & same & ~res
-        if op in ("=", "!="):  # a number and a string: never equal
-            mixed = known & ~same
-            (t if op == "!=" else f)[mixed] = True
-        return t, f
+    def truth(self, e: Expr, env: dict, n: int) -> np.ndarray:
+        """FALSE, TRUE or UNKNOWN (``programs``' codes) for each of the ``n`` events."""
+        return vector_truth3(e, n, self._reader(env, n), self.literal)
 
     def holds(self, e: Expr, env: dict, n: int) -> np.ndarray:
-        return self.truth(e, env, n)[0]
+        return self.truth(e, env, n) == TRUE
 
+    @cached_property
     def words(self) -> list[str]:
-        """The string dictionary as a list (built once)."""
-        if "__words" not in self._lists:
-            self._lists["__words"] = self.cols.dictionary.to_pylist()
-        return self._lists["__words"]
+        """The string dictionary as a list."""
+        return self.cols.dictionary.to_pylist()
+
+    @cached_property
+    def seconds_list(self) -> list[float]:
+        return self.seconds.tolist()
 
     # -- one event at a time (prev(), num()): closures over Python lists -------------
     def scalar_holds(self, e: Expr):
@@ -149,7 +108,7 @@ class Evaluator:
         if isinstance(e, Seq):
             role = e.var
             if e.attr == TS:
-                secs = self._seconds_list()
+                secs = self.seconds_list
                 return lambda env: (secs[env[role]], NUMBER)
             vals, kinds = self._column1(e.attr)
             return lambda env: (vals[env[role]], kinds[env[role]])
@@ -171,17 +130,12 @@ class Evaluator:
             return (out, NUMBER) if np.isfinite(out) else (np.nan, MISSING)
         return arith
 
-    def _seconds_list(self):
-        if "__ts" not in self._lists:
-            self._lists["__ts"] = self.seconds.tolist()
-        return self._lists["__ts"]
-
     def _truth1(self, e: Expr):
         if isinstance(e, Truth):
             value = e.value
             return lambda env: value
         if isinstance(e, Cmp):
-            lf, rf, op = self._value1(e.left), self._value1(e.right), OPS[e.op]
+            lf, rf, op = self._value1(e.left), self._value1(e.right), OPERATORS[e.op]
             eq = e.op in ("=", "!=")
             mixed = e.op == "!="
 
@@ -234,8 +188,8 @@ def _analysis(ev: Evaluator):
     env = {"cur": np.arange(n)}
 
     def leaf(e):
-        t, f = ev.truth(e, env, n)
-        return t, f, ~t & ~f
+        code = ev.truth(e, env, n)
+        return code == TRUE, code == FALSE, code == UNKNOWN
 
     def const(v):
         return np.full(n, v)
@@ -435,7 +389,7 @@ def select_values(pattern, ev, firsts, lasts, sizes, tested) -> list[list]:
             out.append([int(x) for x in v])
             continue
         if words is None and (kinds == STRING).any():
-            words = ev.words()
+            words = ev.words
         out.append([float(x) if kd == NUMBER else words[int(x)] if kd == STRING else None
                     for x, kd in zip(v.tolist(), kinds.tolist())])
     return out
@@ -495,15 +449,14 @@ def json_rows(pattern: WindowPattern, batch: WindowBatch, cols: EventColumns) ->
     and, with ``select``, the values."""
     import json
 
-    ids = cols.ids.to_pylist()
+    from .output import bindings_of
+
+    bindings = bindings_of(batch, cols, list(BINDINGS)).per_match()
     names = [k for k, _ in pattern.select]
     out = []
-    for k in range(len(batch)):
-        bound = batch.rows[batch.offsets[k]:batch.offsets[k + 1]].tolist()
+    for k, bound in enumerate(bindings):
         row = {"pattern": pattern.name, "start": format_ts(int(batch.start_ts[k])),
-               "end": format_ts(int(batch.end_ts[k])),
-               "bindings": {"first": [ids[bound[0]]], "buffer": [ids[r] for r in bound[1:-1]],
-                            "last": [ids[bound[-1]]]}}
+               "end": format_ts(int(batch.end_ts[k])), "bindings": bound}
         if names:
             row["values"] = {n: batch.values[j][k] for j, n in enumerate(names)}
         out.append(json.dumps(row) + "\n")
