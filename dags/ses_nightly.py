@@ -149,8 +149,7 @@ def ses_nightly():
 
     paths = list_patterns()
     runs = pattern_run.expand(path=paths)
-    done = summary(paths)
-    ingest(paths) >> runs >> done
+    ingest(paths) >> runs >> summary(paths)
     models, problem = _models()
     if problem:
         runs >> models_invalid.override(trigger_rule="all_done")(problem)

@@ -82,7 +82,7 @@ def cmd_match(args) -> int:
     except PatternError as exc:
         print(exc, file=sys.stderr)
         return 2
-    if getattr(pattern, "kind", None) == "window":
+    if pattern.kind == "window":
         return _match_windows(args, pattern)
     compiled = compile_pattern(pattern)
     try:
@@ -416,7 +416,7 @@ def cmd_explain(args) -> int:
 
 @_pipeline_errors
 def cmd_models(args) -> int:
-    """Build, test and publish the SQL models (all, or --select and what they need)."""
+    """Build, test and publish the SQL models (all, or only those --select names)."""
     from .models import ModelError, load_models
     from .pipeline import models_step
 

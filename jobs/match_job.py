@@ -25,7 +25,7 @@ from .core.conditions import Attr, Cmp, Expr, In, Lit, Neg, Not, Property
 from .core.engine import MATCHERS, MatchStats
 from .core.events import format_ts
 from .core.pattern import Disjunction, Pattern
-from .core.window import can_drop
+from .core.window import can_drop, current_attributes, relevance
 from .phase2 import (
     NOT_SLICED,
     SLICE,
@@ -85,8 +85,6 @@ def window_filter_column(pattern):
     null); None when every event counts (``iter()``)."""
     from pyspark.sql import functions as F
 
-    from .core.window import relevance
-
     if pattern.uses_iter:
         return None
 
@@ -96,8 +94,6 @@ def window_filter_column(pattern):
 def window_analysis():
     """The Spark-column builders of ``window.possible``."""
     from pyspark.sql import functions as F
-
-    from .core.window import current_attributes
 
     def leaf(e):
         c = condition_column(e)
@@ -118,7 +114,7 @@ def filter_column(pattern: Pattern | Disjunction):
     the events that can affect a window."""
     from pyspark.sql import functions as F
 
-    if getattr(pattern, "kind", None) == "window":
+    if pattern.kind == "window":
         return window_filter_column(pattern)
     terms = []
     for alt in pattern.alternatives:
@@ -222,7 +218,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
             extra.append(position_column(alt))
     if keep is not None:
         df = df.where(keep)
-    window = getattr(pattern, "kind", None) == "window"
+    window = pattern.kind == "window"
     if window and keys and pattern.missing_keys_matter and df.where(
             reduce(lambda a, b: a | b, [col(k).isNull() for k in keys])
             & F.coalesce(can_drop(pattern, *window_analysis()), F.lit(False))).limit(1).count():

@@ -188,6 +188,7 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
     models = load_models(folder, select)
     failed: set[str] = set()
     rows = []
+    views = set(lk.register_views(spark, lake)) if models else set()
     for m in models:
         t0 = time.perf_counter()
         blocked = [d for d in m.depends_on if d in failed]
@@ -198,7 +199,6 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             echo(f"SKIPPED model {m.name}: depends on failed {', '.join(blocked)}")
             continue
         try:
-            views = lk.register_views(spark, lake)
             missing = [t for t in m.tables if t not in views]
             if missing:
                 raise ModelFailed(f"reads {', '.join(missing)}, which the lake does not have "
@@ -211,6 +211,9 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             table = df.toArrow()
             lk.write_deltalake(lake.model(m.name), table, mode="overwrite",
                                schema_mode="overwrite")
+            # the models after it read the new version
+            lk.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
+            views.add(f"models_{m.name}")
             rows.append({"model": m.name, "status": "ok", "rows": table.num_rows,
                          "seconds": round(time.perf_counter() - t0, 1)})
             echo(f"model {m.name}: {table.num_rows} row(s)"

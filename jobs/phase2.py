@@ -88,7 +88,7 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     t0 = time.perf_counter()
     table = table.take(pa.array(processing_order(table)))  # rows = the engine's rows
     lo, hi, s_lo, s_hi = _start_range(spec, slice_value)
-    if getattr(pattern, "kind", None) == "window":
+    if pattern.kind == "window":
         yield from window_rows(spec, pattern, table, lo, hi, s_lo, s_hi, t0)
         return
     compiled = compile_pattern(pattern)
@@ -162,6 +162,7 @@ def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, 
                 ) -> Iterator[pd.DataFrame]:
     """A window pattern's rows for one group: its output windows starting in [lo, hi),
     bindings {first, buffer, last} and the select values as JSON, then a stats row."""
+    from .core.window import BINDINGS
     from .core.window_engine import Evaluator, execute_windows, relevant_rows
 
     cols = from_arrow(table, sorted(pattern.attributes), ordered=True)
@@ -177,7 +178,7 @@ def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, 
         kept += len(batch)
         rows = [json.dumps(dict(zip(names, row))) for row in zip(*values)] if names \
             else [None] * len(batch)
-        yield _frame(spec, table, cols, batch, pattern.version, ["first", "buffer", "last"],
+        yield _frame(spec, table, cols, batch, pattern.version, list(BINDINGS),
                      {}, {"values": rows})
     if s_lo is not None:
         kept_ts = cols.ts[relevant_rows(pattern, Evaluator(cols))] if cols.n else cols.ts

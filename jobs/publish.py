@@ -41,7 +41,7 @@ def staged_matches(staging: str, pattern: Pattern | Disjunction, run_id: str) ->
     }
     if isinstance(pattern, Disjunction):  # which alternative matched (1, 2, ...)
         cols["alternative"] = t.column("alternative").cast(pa.int32())
-    window = getattr(pattern, "kind", None) == "window"
+    window = pattern.kind == "window"
     for k in () if window else pattern.partition_attributes:
         cols[k] = t.column(k)
     cols.update({

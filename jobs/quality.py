@@ -72,7 +72,7 @@ def prefix(pattern: Pattern) -> str:
 
 def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
     suite = load_suite("matches")["expectations"]
-    if getattr(pattern, "kind", None) == "window":  # one first and one last event each
+    if pattern.kind == "window":  # one first and one last event each
         return suite + [{"type": "expect_column_values_to_be_in_set",
                          "kwargs": {"column": f"n_{v}", "value_set": [1]}}
                         for v in ("first", "last")]
@@ -123,13 +123,12 @@ def match_check_frame(spark, staging: str, pattern: Pattern | Disjunction, event
               .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
                       "end_ts", "n_events",
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
-    keys = sorted({k for alt in pattern.alternatives for k in alt.partition_attributes})
-    if getattr(pattern, "kind", None) == "window":
-        keys = list(pattern.partition_attributes)
+    keys = sorted({*pattern.partition_attributes,  # a window pattern has no alternatives
+                   *(k for alt in pattern.alternatives for k in alt.partition_attributes)})
     events = lk.read_spark(spark, events_path,
                            event_date_filters(low, high, pattern.tau)).select(
         "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
-    if getattr(pattern, "kind", None) == "window":
+    if pattern.kind == "window":
         return _window_frame(staged, events, pattern)
     if not disjunctive:
         return _alternative_frame(spark, staged, events, pattern, events_path, low, high)

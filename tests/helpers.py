@@ -52,3 +52,15 @@ def real_slice(name: str, patients: int, time_column: str = "timestamp",
     table = table.append_column("event_id", pa.array([f"r{i:06d}" for i in range(table.num_rows)]))
     table = table.filter(pc.is_in(table.column(patient_column), value_set=pa.array(ids)))
     return events_from_arrow(table, time_column=time_column)
+
+
+def assert_problem(text, line, fragment):
+    """Parsing ``text`` reports a problem on ``line`` whose message has ``fragment``."""
+    import pytest
+
+    from jobs.core.loader import PatternError
+
+    with pytest.raises(PatternError) as info:
+        parse_pattern(text, "f.yaml")
+    found = [(p.line, p.message) for p in info.value.problems]
+    assert any(ln == line and fragment in msg for ln, msg in found), found

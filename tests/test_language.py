@@ -15,11 +15,11 @@ from jobs.core import oracle
 from jobs.core.columns import from_events
 from jobs.core.conditions import parse_condition, truth
 from jobs.core.events import Event, order
-from jobs.core.loader import PatternError, parse_pattern
+from jobs.core.loader import parse_pattern
 from jobs.core.programs import TRUE, Programs, vector_truth
 from jobs.core.runner import MatchOptions, run
 
-from .helpers import keys
+from .helpers import assert_problem, keys
 from .strategies import DAY, TYPES, disjunctive_patterns, event_tables, language_patterns
 
 OPERATORS = {
@@ -197,13 +197,6 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
 ])
 def test_language_mistakes(body, line, fragment):
     assert_problem(HEAD + body, line, fragment)
-
-
-def assert_problem(text, line, fragment):
-    with pytest.raises(PatternError) as info:
-        parse_pattern(text, "f.yaml")
-    found = [(p.line, p.message) for p in info.value.problems]
-    assert any(ln == line and fragment in msg for ln, msg in found), found
 
 
 def test_type_mismatch_against_the_schema():

@@ -34,7 +34,7 @@ def events_from_lake(profile, source: str) -> list[Event]:
 
 def local_ids(profile, pattern, low=None, high=None) -> set[str]:
     events = events_from_lake(profile, pattern.source)
-    if getattr(pattern, "kind", None) == "window":
+    if pattern.kind == "window":
         found = [(w, w.first.ts) for w in windows_of(pattern, events)[0]]
     else:
         found = [(m, m.start.ts) for m in run(pattern, events)[0]]

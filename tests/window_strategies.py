@@ -35,6 +35,20 @@ def _condition(draw, kinds, depth: int = 0):
     return "(" + f" {shape} ".join(parts) + ")"
 
 
+def _clause(draw, kinds, partitioned: bool, constant: str, linked: str) -> str:
+    """ITERATION or FILTER: with partitioning, ``constant`` or ``linked`` + a condition
+    (the shapes that keep the partition attribute); else also the other constant or any
+    random condition."""
+    choices = [constant, "linked"] if partitioned else ["TRUE", "TRUE", "FALSE", "random",
+                                                         "linked"]
+    choice = draw(st.sampled_from(choices))
+    if choice == "random":
+        return draw(_condition(kinds))
+    if choice == "linked":
+        return f"{linked} {draw(_condition(kinds))}"
+    return choice
+
+
 @st.composite
 def window_patterns(draw, buffered: bool = True, counters: bool = True):
     """A window pattern over events with type, value and patient; often partitionable
@@ -50,18 +64,9 @@ def window_patterns(draw, buffered: bool = True, counters: bool = True):
     termination = _atom(draw, CURRENT) if simple else draw(_condition(dyn))
     if partitioned:
         termination = f"patient = first(patient) and {termination}"
-    choices = ["TRUE", "other"] if partitioned else ["TRUE", "TRUE", "FALSE", "random", "other"]
-    iteration = draw(st.sampled_from(choices))
-    if iteration == "random":
-        iteration = draw(_condition(dyn))
-    elif iteration == "other":
-        iteration = f"patient != first(patient) or {draw(_condition(dyn))}"
-    choices = ["FALSE", "same"] if partitioned else ["TRUE", "TRUE", "FALSE", "random", "same"]
-    filter_ = draw(st.sampled_from(choices))
-    if filter_ == "random":
-        filter_ = draw(_condition(dyn))
-    elif filter_ == "same":
-        filter_ = f"patient = first(patient) and {draw(_condition(dyn))}"
+    # iteration: TRUE, or one other patients always pass; filter: FALSE, or same patient
+    iteration = _clause(draw, dyn, partitioned, "TRUE", "patient != first(patient) or")
+    filter_ = _clause(draw, dyn, partitioned, "FALSE", "patient = first(patient) and")
     keys = draw(st.lists(st.sampled_from(sorted(SELECT)), max_size=3, unique=True))
     lines = ["name: w", "kind: window", "source: s", f"within: {draw(st.integers(1, 4))}d",
              f"start: \"{start}\"", f"termination: \"{termination}\"",

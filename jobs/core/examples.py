@@ -51,7 +51,7 @@ def _shown(key: tuple) -> dict:
 def run_example(pattern: Pattern | Disjunction, example: Example) -> ExampleResult:
     events = order(Event(str(r["event_id"]), parse_ts(r["ts"]),
                          {k: v for k, v in r.items()}) for r in example.events)
-    if getattr(pattern, "kind", None) == "window":
+    if pattern.kind == "window":
         return _window_example(pattern, example, events)
     matches, _ = run(pattern, events)
     found = {_canon({"alternative": m.alternative} | {v: list(ids) for v, ids in m.key})
@@ -64,14 +64,14 @@ def run_example(pattern: Pattern | Disjunction, example: Example) -> ExampleResu
 def _window_example(pattern, example: Example, events: list[Event]) -> ExampleResult:
     """A window pattern's example: windows as {first, buffer, last}, plus their select
     ``values`` where the example gives them."""
+    from .window import BINDINGS
     from .window_engine import windows_of
 
     found, _ = windows_of(pattern, events)
     names = [k for k, _ in pattern.select]
-    with_values = {i for i, m in enumerate(example.expect) if "values" in m}
 
     def key(w: dict, values: dict | None) -> tuple:
-        out = tuple((k, tuple(w[k])) for k in ("first", "buffer", "last"))
+        out = tuple((k, tuple(w[k])) for k in BINDINGS)
         if values is None:
             return out
         return out + (("values", tuple(sorted((k, _plain_value(w["values"].get(k)))
@@ -80,7 +80,7 @@ def _window_example(pattern, example: Example, events: list[Event]) -> ExampleRe
     def shown(k: tuple) -> dict:
         return {name: (dict(ids) if name == "values" else list(ids)) for name, ids in k}
 
-    given = {key(m, None): m["values"] for i, m in enumerate(example.expect) if i in with_values}
+    given = {key(m, None): m["values"] for m in example.expect if "values" in m}
     expected = {key(m, m.get("values")) for m in example.expect}
     got = set()
     for w in found:

@@ -593,7 +593,33 @@ def _parse_examples(node, alternatives: list[dict[str, Variable]], disjunctive: 
     """``examples``: a list of {name, events: [rows], expect: [bindings]}. In a file with
     alternatives, every expected match names its alternative (``alternative: 2``)."""
     out = []
-    for i, ex in example_nodes(node, path, problems):
+    for name, line, events, expect, expect_line in example_entries(
+            node, path, problems, "matches such as {c: [e1], p: [e3, e9]}"):
+        ids = {str(e["event_id"]) for e in events}
+        for m in expect:
+            message = _expected_problem(m, alternatives, disjunctive, ids)
+            if message:
+                problems.append(Problem(path, expect_line,
+                                        f"example {name!r}: expected match {m}: {message}"))
+        out.append(Example(name, line, tuple(events), tuple(
+            {v: ids_ if v == "alternative" else
+             [str(x) for x in (ids_ if isinstance(ids_, list) else [ids_])]
+             for v, ids_ in m.items()} for m in expect)))
+    return out
+
+
+def example_entries(node, path: str, problems: list[Problem], shape: str) -> list[tuple]:
+    """The well-formed entries of ``examples`` (each ``{name, events, expect}``) as
+    (name, line, event rows, expected entries, line of expect); a problem for each one
+    that is not. ``shape`` shows what an expected entry looks like."""
+    if node is None:
+        return []
+    if not isinstance(node, yaml.SequenceNode):
+        problems.append(Problem(path, _line(node), "examples must be a list of "
+                                "{name, events, expect}"))
+        return []
+    out = []
+    for i, ex in enumerate(node.value, start=1):
         line = _line(ex)
         if not isinstance(ex, yaml.MappingNode):
             problems.append(Problem(path, line, f"example {i} must be a mapping with "
@@ -605,7 +631,7 @@ def _parse_examples(node, alternatives: list[dict[str, Variable]], disjunctive: 
             problems.append(Problem(path, line, f"example {i}: unknown key(s) "
                                     f"{', '.join(map(str, sorted(unknown, key=str)))} "
                                     "(allowed: name, events, expect)"))
-        name = _plain(parts["name"]) if "name" in parts else f"example {i}"
+        name = str(_plain(parts["name"])) if "name" in parts else f"example {i}"
         events, expect = _plain(parts.get("events")) if "events" in parts else None, \
             _plain(parts.get("expect")) if "expect" in parts else None
         if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
@@ -619,30 +645,10 @@ def _parse_examples(node, alternatives: list[dict[str, Variable]], disjunctive: 
             continue
         if not isinstance(expect, list) or not all(isinstance(m, dict) for m in expect):
             problems.append(Problem(path, line, f"example {name!r}: expect must be a list of "
-                                    "matches such as {c: [e1], p: [e3, e9]} (may be empty)"))
+                                    f"{shape} (may be empty)"))
             continue
-        ids = {str(e["event_id"]) for e in events}
-        for m in expect:
-            message = _expected_problem(m, alternatives, disjunctive, ids)
-            if message:
-                problems.append(Problem(path, _line(parts["expect"]),
-                                        f"example {name!r}: expected match {m}: {message}"))
-        out.append(Example(str(name), line, tuple(events), tuple(
-            {v: ids_ if v == "alternative" else
-             [str(x) for x in (ids_ if isinstance(ids_, list) else [ids_])]
-             for v, ids_ in m.items()} for m in expect)))
+        out.append((name, line, events, expect, _line(parts["expect"])))
     return out
-
-
-def example_nodes(node, path: str, problems: list[Problem]) -> list[tuple[int, yaml.Node]]:
-    """The entries of ``examples`` (numbered from 1); a problem if it is not a list."""
-    if node is None:
-        return []
-    if not isinstance(node, yaml.SequenceNode):
-        problems.append(Problem(path, _line(node), "examples must be a list of "
-                                "{name, events, expect}"))
-        return []
-    return list(enumerate(node.value, start=1))
 
 
 def _expected_problem(m: dict, alternatives: list[dict[str, Variable]], disjunctive: bool,
@@ -681,7 +687,7 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
     def kind_of(attr):
         return "number" if schema.get(attr) in ("number", "integer", "double") else schema.get(attr)
 
-    if getattr(pattern, "kind", None) == "window":
+    if pattern.kind == "window":
         conditions = [(_Clause(e, name), pattern.line(name if name in pattern.conditions
                                                        or name == "where" else "select"))
                       for name, e in [*pattern.conditions.items(), ("where", pattern.where),

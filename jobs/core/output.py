@@ -188,7 +188,7 @@ def match_id(version: str, key) -> str:
 def match_id_of(pattern, m) -> str:
     """The ``match_id`` of a ``matches.Match`` of ``pattern`` (a disjunction's matches
     hash their alternative's version, so the alternative is part of the id)."""
-    if getattr(pattern, "kind", None) == "window":  # a window.Window
+    if pattern.kind == "window":  # a window.Window
         return match_id(pattern.version, m.bindings().items())
     version = pattern.alternatives[m.alternative - 1].version if m.alternative \
         else pattern.version

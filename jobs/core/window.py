@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .conditions import BoolOp, Cmp, Expr, In, Not, Truth
+from .conditions import BoolOp, Cmp, Expr, In, Lit, Not, Truth, attributes_of
 from .events import Event, format_ts
 from .pattern import Example
 from .window_conditions import (
@@ -34,6 +34,7 @@ from .window_conditions import (
 )
 
 CONDITIONS = ("start", "termination", "iteration", "filter")
+BINDINGS = ("first", "buffer", "last")  # a window's bindings, its "variables" 0, 1, 2
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,16 @@ class WindowPattern:
     def line(self, clause: str) -> int:
         return dict(self.lines).get(clause, 0)
 
+    @property
+    def expressions(self) -> list[Expr]:
+        """Every condition and value of the file."""
+        return [*self.conditions.values(), *(e for _, e in self.select),
+                *([self.where] if self.where is not None else [])]
+
     @cached_property
     def uses_iter(self) -> bool:
         """``iter()`` counts every event tested, of any partition: nothing may be pruned."""
-        exprs = [*self.conditions.values(), *(e for _, e in self.select)]
-        exprs += [self.where] if self.where is not None else []
-        return any(uses(e, "iter()") for e in exprs)
+        return any(uses(e, "iter()") for e in self.expressions)
 
     @cached_property
     def sequential(self) -> bool:
@@ -113,9 +118,7 @@ class WindowPattern:
 
     @cached_property
     def attributes(self) -> frozenset[str]:
-        exprs = [*self.conditions.values(), *(e for _, e in self.select)]
-        exprs += [self.where] if self.where is not None else []
-        return frozenset().union(*(read_attributes(e) for e in exprs))
+        return frozenset().union(*(read_attributes(e) for e in self.expressions))
 
     def normalized(self) -> dict:
         return {"kind": "window", "name": self.name, "source": self.source,
@@ -153,8 +156,6 @@ def _same(e: Expr, attr: str, op: str) -> bool:
 # -- what can affect a window: the filter of phase 1 -----------------------------------
 def is_dynamic(e: Expr) -> bool:
     """Whether ``e`` reads anything but the tested event (first(), prev(), counters)."""
-    from .conditions import attributes_of
-
     return any(isinstance(a, Counter) or a.var != "cur" for a in attributes_of(e))
 
 
@@ -204,8 +205,6 @@ def can_drop(pattern: WindowPattern, leaf, const, AND, OR, present=None):
 
 def current_attributes(e: Expr) -> set[str]:
     """The attributes a comparison reads of the tested event (not ``ts``)."""
-    from .conditions import attributes_of
-
     return {a.attr for a in attributes_of(e) if isinstance(a, Seq) and a.var == "cur"
             and a.attr != TS}
 
@@ -243,14 +242,7 @@ def select_value(e: Expr, env: dict, events: dict):
     if isinstance(e, Seq) and e.attr == TS:
         return format_ts(events[e.var].ts)
     out = value(e, env)
-    return float(out) if isinstance(out, int) and not isinstance(e, (Counter,)) \
-        and not _is_literal(e) else out
-
-
-def _is_literal(e: Expr) -> bool:
-    from .conditions import Lit
-
-    return isinstance(e, Lit)
+    return float(out) if isinstance(out, int) and not isinstance(e, (Counter, Lit)) else out
 
 
 def oracle_windows(pattern: WindowPattern, events: list[Event]) -> list[Window]:
@@ -295,14 +287,13 @@ def _output(pattern, first, fv, buffer, last, lv, tested) -> Window | None:
 def select_types(pattern: WindowPattern, columns: dict[str, str]) -> dict[str, str]:
     """The type of each select value in the match table (string, double, integer or
     timestamp), from the source schema ``columns``."""
-    from .conditions import Lit
-
     out = {}
     for name, e in pattern.select:
-        if isinstance(e, Seq):
-            kind = "timestamp" if e.attr == TS else columns.get(e.attr, "string")
-            out[name] = {"number": "double", "timestamp": "string"}.get(kind, kind) \
-                if e.attr != TS else "timestamp"
+        if isinstance(e, Seq) and e.attr == TS:
+            out[name] = "timestamp"
+        elif isinstance(e, Seq):  # other timestamp columns are read as text
+            kind = columns.get(e.attr, "string")
+            out[name] = {"number": "double", "timestamp": "string"}.get(kind, kind)
         elif isinstance(e, Counter):
             out[name] = "integer"
         elif isinstance(e, Lit):

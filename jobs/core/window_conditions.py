@@ -41,10 +41,8 @@ from .conditions import (
     value_of,
 )
 
-ROLES = ("cur", "first", "prev", "last")
 FUNCTIONS = ("first", "prev", "last", "iter", "num")
 TS = "ts"  # the event's time: seconds since 1970 in arithmetic, a timestamp when selected
-CLAUSES = ("start", "termination", "iteration", "filter", "select", "where")
 
 
 @dataclass(frozen=True)

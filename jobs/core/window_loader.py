@@ -13,15 +13,14 @@ from .loader import (
     PatternError,
     Problem,
     _line,
-    _plain,
     _scalar,
     _within,
-    example_nodes,
+    example_entries,
     mapping_fields,
     text_value,
 )
 from .pattern import Example
-from .window import CONDITIONS, WindowPattern
+from .window import BINDINGS, CONDITIONS, WindowPattern
 from .window_conditions import parse_window_condition, parse_window_value
 
 REQUIRED = ("name", "kind", "source", "within", "start", "termination")
@@ -31,7 +30,6 @@ COLUMN = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 RESERVED = ("match_id", "pattern", "pattern_version", "alternative", "start_ts", "end_ts",
             "n_events", "bindings", "run_id")
 MAX_SELECT = 50
-BINDING_KEYS = ("first", "buffer", "last")
 
 
 def parse_window(root: yaml.MappingNode, path: str) -> WindowPattern:
@@ -114,34 +112,18 @@ def _examples(node, path: str, problems: list[Problem]) -> list[Example]:
     """``examples``: {name, events, expect: [{first: id, buffer: [ids], last: id,
     values: {...}}]}; ``values`` is compared when given."""
     out = []
-    for i, ex in example_nodes(node, path, problems):
-        data = _plain(ex)
-        line = _line(ex)
-        if not isinstance(data, dict) or set(data) - {"name", "events", "expect"}:
-            problems.append(Problem(path, line, f"example {i} must be a mapping with name, "
-                                    "events and expect"))
-            continue
-        name = str(data.get("name", f"example {i}"))
-        events, expect = data.get("events"), data.get("expect")
-        if not isinstance(events, list) or not all(
-                isinstance(e, dict) and "event_id" in e and "ts" in e for e in events):
-            problems.append(Problem(path, line, f"example {name!r}: events must be a list of "
-                                    "rows with event_id and ts"))
-            continue
-        if not isinstance(expect, list) or not all(isinstance(m, dict) for m in expect):
-            problems.append(Problem(path, line, f"example {name!r}: expect must be a list of "
-                                    "windows such as {first: e1, buffer: [e2], last: e3}"))
-            continue
+    for name, line, events, expect, expect_line in example_entries(
+            node, path, problems, "windows such as {first: e1, buffer: [e2], last: e3}"):
         ids = {str(e["event_id"]) for e in events}
         windows = []
         for m in expect:
             message = _expected_problem(m, ids)
             if message:
-                problems.append(Problem(path, line, f"example {name!r}: expected window {m}: "
-                                        f"{message}"))
+                problems.append(Problem(path, expect_line, f"example {name!r}: expected "
+                                        f"window {m}: {message}"))
                 continue
             w = {k: [str(x) for x in (m.get(k) or [])] if k == "buffer" else [str(m[k])]
-                 for k in BINDING_KEYS}
+                 for k in BINDINGS}
             if "values" in m:
                 w["values"] = m["values"]
             windows.append(w)
@@ -150,7 +132,7 @@ def _examples(node, path: str, problems: list[Problem]) -> list[Example]:
 
 
 def _expected_problem(m: dict, ids: set[str]) -> str | None:
-    unknown = set(m) - {*BINDING_KEYS, "values"}
+    unknown = set(m) - {*BINDINGS, "values"}
     if unknown or "first" not in m or "last" not in m:
         return "give first, last, and optionally buffer and values"
     if not isinstance(m.get("buffer", []) or [], list):
