@@ -1,11 +1,13 @@
-"""The nightly SES pipeline: ingest -> per pattern (match -> validate -> publish) -> summary.
+"""The nightly SES pipeline: ingest -> one task per pattern (match, validate, publish) -> summary.
 
 Thin on purpose: parsing this file reads ``conf/pipeline.yaml`` (schedule, retries) and
 nothing else; the work runs in the project's jobs, started from the project's venv with
 spark-submit as ``make run`` does (``spark_entry.py``). Patterns are listed when a run
 starts (``patterns/*.yaml`` and ``*.yml``), so a new pattern file joins the next run without touching
-this file. Every step is idempotent by logical date: the staging run id is derived from it
-and publishing MERGEs by match_id.
+this file. Each pattern's task is one Spark application that matches, validates and
+publishes it, so a pattern's table is published as soon as it passes, and the task shows
+the pattern's name. Every step is idempotent: publishing MERGEs by match_id over the
+range the logical date closes (the run's own date when a trigger gives none).
 
 After the pattern groups, one task per SQL model of ``models/`` (in dependency order):
 each builds, tests and publishes its table; a model's task waits for the models it reads.
@@ -22,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import yaml
-from airflow.sdk import dag, task, task_group
+from airflow.sdk import dag, task
 
 PROJECT = Path(__file__).resolve().parent.parent
 VENV_BIN = PROJECT / ".venv" / "bin"
@@ -38,24 +40,52 @@ SETTINGS = _settings()
 
 
 def _job(*args: str, spark: bool = True) -> str:
-    """Run one step the way `make run` does (with spark-submit, or plain Python for a step
-    without Spark); fail the task with the step's own message."""
+    """Run one step the way `make run` does (spark-submit from the venv, or plain Python for
+    a step without Spark), its lines streamed into the task log as they come. A step that
+    exits with 2 failed on its input (a pattern file, a quality gate, a bad raw file): the
+    task fails without retries, with the step's own message; other failures may retry."""
     import subprocess
+    import sys
 
-    env = dict(os.environ, PYSPARK_PYTHON=str(VENV_BIN / "python"),
-               PYSPARK_DRIVER_PYTHON=str(VENV_BIN / "python"))
-    cmd = ([str(VENV_BIN / "spark-submit"), "--master", "local[*]",
-            str(PROJECT / "spark_entry.py"), *args] if spark
+    from airflow.exceptions import AirflowFailException
+
+    sys.path.insert(0, str(PROJECT))
+    from jobs.config import load_profile
+    from jobs.spark import spark_environment
+
+    env = spark_environment(load_profile(), dict(os.environ, PYSPARK_PYTHON=str(VENV_BIN / "python"),
+                                                 PYSPARK_DRIVER_PYTHON=str(VENV_BIN / "python")))
+    cmd = ([str(VENV_BIN / "spark-submit"), str(PROJECT / "spark_entry.py"), *args] if spark
            else [str(VENV_BIN / "python"), "-m", "jobs", *args])
-    proc = subprocess.run(cmd, cwd=PROJECT, env=env, capture_output=True, text=True)
-    out = "\n".join(line for line in (proc.stdout + proc.stderr).splitlines()
-                    if " WARN " not in line and "log4j" not in line)
-    print(out)
+    lines = []
+    with subprocess.Popen(cmd, cwd=PROJECT, env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            if line.strip() and not line.startswith("Current mem limits"):
+                print(line, flush=True)
+                lines.append(line)
     if proc.returncode != 0:
-        errors = [line for line in out.splitlines() if line.startswith("error:")]
-        raise RuntimeError(errors[-1] if errors else f"{' '.join(args)} exited with "
-                           f"{proc.returncode}")
-    return out
+        errors = [line for line in lines if line.startswith("error:")]
+        message = errors[-1] if errors else f"{' '.join(args)} exited with {proc.returncode}"
+        raise (AirflowFailException if proc.returncode == 2 else RuntimeError)(message)
+    return "\n".join(lines)
+
+
+def _run(context) -> tuple[str, str]:
+    """(run id, logical date) of this DAG run, the same in every task and every retry: the
+    id from the run's start time and its Airflow run id (the shape ``make run`` writes
+    too), the date from the logical date, or from the run's own time when the trigger gave
+    none (an API trigger without a date)."""
+    import sys
+
+    sys.path.insert(0, str(PROJECT))
+    from jobs.pipeline import new_run_id
+
+    dag_run = context["dag_run"]
+    when = context.get("logical_date") or dag_run.run_after
+    started = dag_run.start_date or dag_run.run_after
+    return new_run_id(started, seed=dag_run.run_id), when.date().isoformat()
 
 
 def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
@@ -98,43 +128,43 @@ def ses_nightly():
         return [str(p) for p in pattern_paths(glob=os.environ.get("SES_PATTERNS"))]
 
     @task
-    def ingest(paths: list[str], ds=None) -> str:
+    def ingest(paths: list[str]) -> str:
         """Raw files of the patterns' sources -> events/<source>; each batch passes the
         events suite before it is committed."""
         import sys
 
+        from airflow.sdk import get_current_context
+
         sys.path.insert(0, str(PROJECT))
         from jobs.catalog import load_catalog
 
+        run_id, day = _run(get_current_context())
         sources = sorted({p.source for _, p in load_catalog(paths).patterns})
-        _job("ingest", "--logical-date", ds, "--run-id", f"airflow_{ds}",
+        _job("ingest", "--logical-date", day, "--run-id", run_id,
              *[arg for s in sources for arg in ("--source", s)])
-        return ds
+        return run_id
 
-    @task_group
-    def pattern_run(path: str):
-        @task
-        def match(path: str, ds=None) -> str:
-            _job("match-job", path, "--run-id", f"airflow_{ds}", "--logical-date", ds)
-            return path
+    @task(map_index_template="{{ pattern_name }}")
+    def run_pattern(path: str) -> str:
+        """Match, validate and publish one pattern in one Spark application: its table is
+        published as soon as its matches pass their suite (a failed suite publishes
+        nothing and is not retried)."""
+        from airflow.sdk import get_current_context
 
-        @task(retries=0)  # a failed suite fails again: no retry, no publish
-        def validate(path: str, ds=None) -> str:
-            _job("validate-run", path, "--run-id", f"airflow_{ds}")
-            return path
-
-        @task
-        def publish(path: str, ds=None) -> str:
-            _job("publish", path, "--run-id", f"airflow_{ds}")
-            return path
-
-        publish(validate(match(path)))
+        context = get_current_context()
+        context["pattern_name"] = Path(path).stem
+        run_id, day = _run(context)
+        _job("run-pattern", path, "--run-id", run_id, "--logical-date", day)
+        return path
 
     @task(trigger_rule="all_done", retries=0)
-    def summary(paths: list[str], ds=None) -> str:
-        """The run log of this logical date, also when some step failed; the run fails
-        unless every pattern was published (read by ``jobs runs`` in its own process)."""
-        return _job("runs", "--run-id", f"airflow_{ds}", "--last", "1000",
+    def summary(paths: list[str]) -> str:
+        """The run log of this DAG run, also when some step failed; the run fails unless
+        every pattern was published (read by ``jobs runs`` in its own process)."""
+        from airflow.sdk import get_current_context
+
+        run_id, _ = _run(get_current_context())
+        return _job("runs", "--run-id", run_id, "--last", "1000",
                     "--expect", str(len(paths)), spark=False)
 
     @task(retries=0)
@@ -148,7 +178,7 @@ def ses_nightly():
         raise RuntimeError(message)
 
     paths = list_patterns()
-    runs = pattern_run.expand(path=paths)
+    runs = run_pattern.expand(path=paths)
     ingest(paths) >> runs >> summary(paths)
     models, problem = _models()
     if problem:

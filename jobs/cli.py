@@ -19,6 +19,7 @@ from .core.loader import PatternError, Problem, check_schema, load_pattern
 from .core.planners import ALIASES, PLANNERS, planner
 from .core.planners import DEFAULT as DEFAULT_PLAN
 from .core.runner import DEFAULT_MAX_MATCHES, MATCHERS, MatchCapExceeded, MatchOptions
+from .status import SUCCESS
 
 
 def pattern_files(paths: list[str]) -> list[Path]:
@@ -260,7 +261,7 @@ def cmd_ingest(args) -> int:
     from .spark import build_session
 
     profile = load_profile(args.profile)
-    run_id = args.run_id or new_run_id(args.logical_date or "manual")
+    run_id = args.run_id or new_run_id()
     with lake_lock(profile.lake, f"ingest {run_id}", profile.lock_dir):
         reconcile(Lake(profile.lake))
         _, failed = ingest_sources(build_session(profile), profile, run_id, args.source or None,
@@ -300,6 +301,22 @@ def cmd_match_job(args, profile, path, pattern) -> int:
     planned = plan(profile, path, logical_date, pattern=pattern)
     stats = match_step(spark, profile, planned, args.run_id, logical_date, args.slices)
     print(json.dumps(stats, ensure_ascii=False))
+    return 0
+
+
+@_pipeline_errors
+@_pattern_step
+def cmd_run_pattern(args, profile, path, pattern) -> int:
+    """Match, validate and publish one pattern in one Spark application (the DAG's task)."""
+    from datetime import date
+
+    from .pipeline import run_pattern, summary
+    from .spark import build_session
+
+    logical_date = args.logical_date or date.today().isoformat()
+    row = run_pattern(build_session(profile), profile, path, pattern, args.run_id,
+                      logical_date, args.slices)
+    print(summary(profile, [row], args.run_id, None))
     return 0
 
 
@@ -374,12 +391,12 @@ def cmd_runs(args) -> int:
               f"{n('inserted'):>6} {n('deleted'):>5} {n('late_events'):>5} {secs:>8}  "
               f"{(r.get('message') or '')[:200]}")
     if args.expect is not None:
-        ok = {r["pattern"] for r in rows if r["status"] == "success"}
+        ok = {r["pattern"] for r in rows if r["status"] == SUCCESS}
         if len(ok) < args.expect:
             print(f"error: {len(ok)} of {args.expect} pattern(s) published", file=sys.stderr)
             return 1
         return 0  # a retried step's failed attempt does not count against the run
-    return 1 if any(r["status"] != "success" for r in rows) else 0
+    return 1 if any(r["status"] != SUCCESS for r in rows) else 0
 
 
 @_pipeline_errors
@@ -431,7 +448,7 @@ def cmd_models(args) -> int:
         return 0
     profile, spark = _spark(args)
     rows = models_step(spark, profile, select=args.select or None)
-    return 1 if any(r["status"] != "ok" for r in rows) else 0
+    return 1 if any(r["status"] != SUCCESS for r in rows) else 0
 
 
 @_pipeline_errors
@@ -538,13 +555,16 @@ def build_parser() -> argparse.ArgumentParser:
                                      "e.g. sepsis/sepsis_3.jsonl.gz)")
     x.add_argument("--reason", required=True, help="why (kept in the retractions table)")
 
-    j = pipeline_parser("match-job", "one pattern on Spark into staging (phases 1 and 2)",
-                        cmd_match_job)
-    j.add_argument("pattern")
-    j.add_argument("--run-id", required=True)
-    j.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
-    j.add_argument("--slices", action="store_true", help="cut time into slices even with "
-                                                         "partition attributes")
+    for name, help_text, func in (
+            ("match-job", "one pattern on Spark into staging (phases 1 and 2)", cmd_match_job),
+            ("run-pattern", "match, validate and publish one pattern in one Spark application "
+                            "(the nightly DAG's task per pattern)", cmd_run_pattern)):
+        j = pipeline_parser(name, help_text, func)
+        j.add_argument("pattern")
+        j.add_argument("--run-id", required=True)
+        j.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+        j.add_argument("--slices", action="store_true", help="cut time into slices even with "
+                                                             "partition attributes")
 
     w = pipeline_parser("validate-run", "Great Expectations on a staged run (before publish)",
                         cmd_validate_run)

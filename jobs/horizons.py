@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
 from .core.events import parse_ts
+from .status import SUCCESS
 
 DAY = 86400 * 10**9
 
@@ -49,7 +50,7 @@ def plan_range(logical_date: date | str, tau: int, lateness: int, version: str,
     high = horizon(logical_date, tau, lateness)
     ld = str(logical_date)[:10]
     earlier = [r for r in previous_runs
-               if r["pattern_version"] == version and r["status"] == "success"
+               if r["pattern_version"] == version and r["status"] == SUCCESS
                and str(r["logical_date"])[:10] < ld and r["horizon_high"] is not None]
     if not earlier:
         return RunRange(None, high, True)

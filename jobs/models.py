@@ -26,6 +26,7 @@ from pathlib import Path
 import yaml
 
 from .config import CONF, ROOT
+from .status import FAILED, SKIPPED, SUCCESS
 
 MODELS = ROOT / "models"
 REFERENCES = CONF / "reference"
@@ -181,7 +182,7 @@ def register_references(spark, folder: Path = REFERENCES) -> list[str]:
 def run_models(spark, lake, select: list[str] | None = None, folder: Path | None = None,
                echo=print) -> list[dict]:
     """Build, test and publish the models in dependency order; one row per model
-    (status ok, failed or skipped)."""
+    (status success, failed or skipped: ``jobs.status``)."""
     from . import lake as lk
     from .quality import run_suite
 
@@ -194,7 +195,7 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
         blocked = [d for d in m.depends_on if d in failed]
         if blocked:
             failed.add(m.name)
-            rows.append({"model": m.name, "status": "skipped",
+            rows.append({"model": m.name, "status": SKIPPED,
                          "message": f"depends on failed model(s) {', '.join(blocked)}"})
             echo(f"SKIPPED model {m.name}: depends on failed {', '.join(blocked)}")
             continue
@@ -214,13 +215,13 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             # the models after it read the new version
             lk.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
             views.add(f"models_{m.name}")
-            rows.append({"model": m.name, "status": "ok", "rows": table.num_rows,
+            rows.append({"model": m.name, "status": SUCCESS, "rows": table.num_rows,
                          "seconds": round(time.perf_counter() - t0, 1)})
             echo(f"model {m.name}: {table.num_rows} row(s)"
                  + (f", {outcome.evaluated} test(s) passed" if outcome else ""))
         except Exception as exc:  # noqa: BLE001 - one failing model does not stop the others
             failed.add(m.name)
             message = str(exc).strip().splitlines()[0][:500]
-            rows.append({"model": m.name, "status": "failed", "message": message})
+            rows.append({"model": m.name, "status": FAILED, "message": message})
             echo(f"FAILED model {m.name}: {message}")
     return rows

@@ -7,6 +7,7 @@ logical date and prints a summary, ``backfill`` recomputes a range of start date
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 import uuid
@@ -23,14 +24,21 @@ from .horizons import RunRange, backfill_range, plan_range
 from .ingest import describe, ingest
 from .locks import lake_lock
 from .match_job import read_text, run_match_job, write_text
+from .progress import progress
 from .publish import log_run, previous_runs, publish
 from .reconcile import finish_run, reconcile, start_run
 from .retract import reopened_low
+from .status import FAILED, SUCCESS
 
 
-def new_run_id(logical_date: str) -> str:
-    now = datetime.now(timezone.utc)
-    return f"{logical_date}_{now:%Y%m%dT%H%M%S}_{uuid.uuid4().hex[:6]}"
+def new_run_id(started: datetime | None = None, seed: str | None = None) -> str:
+    """The one run-id shape of every run (``make run``, Airflow, backfill, ingest): its
+    start time in UTC, so that ids sort by time as text, and six hex digits, from ``seed``
+    where every task of one run must derive the same id (an Airflow run's own id), else
+    random. The logical date is a column of its own in the runs table."""
+    t = (started or datetime.now(timezone.utc)).astimezone(timezone.utc)
+    tail = hashlib.sha1(seed.encode()).hexdigest()[:6] if seed else uuid.uuid4().hex[:6]
+    return f"{t:%Y%m%dT%H%M%SZ}-{tail}"
 
 
 def pipeline_catalog(paths: list[str] | None = None) -> tuple[Catalog, list]:
@@ -122,7 +130,7 @@ def plan(profile: Profile, path: Path, logical_date: str,
         runs = previous_runs(lake, pattern.name)
         rng = plan_range(logical_date, pattern.tau, profile.allowed_lateness, pattern.version,
                          runs)
-        ok = [r["started_at"] for r in runs if r["status"] == "success"
+        ok = [r["started_at"] for r in runs if r["status"] == SUCCESS
               and r["pattern_version"] == pattern.version]
         reopen = reopened_low(lake, pattern.source, max(ok) if ok else None, pattern.tau)
         if reopen is not None and rng.low is not None and reopen < rng.low:
@@ -139,7 +147,7 @@ def late_events(spark, profile: Profile, planned: Planned) -> int:
 
     lake = lk.Lake(profile.lake)
     runs = [r for r in previous_runs(lake, planned.pattern.name)
-            if r["pattern_version"] == planned.pattern.version and r["status"] == "success"]
+            if r["pattern_version"] == planned.pattern.version and r["status"] == SUCCESS]
     if planned.rng.low is None or not runs:
         return 0
     last_start = max(r["started_at"] for r in runs)
@@ -171,9 +179,11 @@ def run_plan(spark, profile: Profile, planned: Planned):
 
 def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_date: str,
                force_slices: bool = False) -> dict:
-    """Phase 1 + 2 on Spark into staging; the range and counters go to ``_stats.json``."""
+    """Phase 1 + 2 on Spark into staging; the range, counters and the step's wall time
+    (``match_seconds``) go to ``_stats.json``."""
     lake = lk.Lake(profile.lake)
     started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
     if planned.rng.empty:
         stats = {"events": 0, "events_after_filter": 0, "partitions": 0, "windows": 0,
                  "candidate_windows": 0, "matcher_calls": 0, "matches": 0, "seconds": 0.0}
@@ -195,7 +205,7 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
                          actual_pm=round(stats.get("work", 0) / max(stats.get("matcher_calls", 0), 1), 6),
                          replanned=choice.replanned or None)
     stats["late_events"] = late_events(spark, profile, planned)
-    stats.update(low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
+    stats.update(match_seconds=round(time.perf_counter() - t0, 3), low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
                  logical_date=logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
     write_text(f"{staging}/_stats.json", json.dumps(stats))
@@ -217,9 +227,11 @@ def _staged_stats(lake: lk.Lake, pattern: Pattern, run_id: str) -> dict:
 
 def validate_step(spark, profile: Profile, path: Path, run_id: str,
                   pattern: Pattern | None = None) -> dict:
-    """The matches suite on a staged run; the outcome goes to ``_validation.json``."""
+    """The matches suite on a staged run; the outcome (and the step's wall time) goes to
+    ``_validation.json``."""
     from .quality import validate_matches
 
+    t0 = time.perf_counter()
     pattern = pattern or load_catalog([path]).get(path)
     lake = lk.Lake(profile.lake)
     stats = _staged_stats(lake, pattern, run_id)
@@ -229,6 +241,7 @@ def validate_step(spark, profile: Profile, path: Path, run_id: str,
         o = validate_matches(spark, lake, pattern, run_id, stats["low"], stats["high"])
         outcome = {"success": o.success, "failed": o.failed, "docs": o.docs,
                    "summary": o.describe()}
+    outcome["seconds"] = round(time.perf_counter() - t0, 3)
     write_text(f"{lake.staging(pattern.name, run_id)}/_validation.json", json.dumps(outcome))
     if not outcome["success"]:
         exc = ValidationFailed(f"{pattern.name}: {outcome['summary']}")
@@ -261,7 +274,8 @@ def publish_step(profile: Profile, path: Path, run_id: str,
     t0 = time.perf_counter()
     row = dict(stats, run_id=run_id, pattern=pattern.name, source=pattern.source,
                matcher=pattern.matcher, horizon_low=rng.low, horizon_high=rng.high,
-               full_recompute=rng.full, status="success", message=None,
+               full_recompute=rng.full, status=SUCCESS, message=None,
+               validate_seconds=verdict.get("seconds"),
                started_at=datetime.fromisoformat(stats["started_at"]))
     if stats.get("matches", 0) == 0 and rng.empty:
         outcome = {"inserted": 0, "deleted": 0}
@@ -270,6 +284,7 @@ def publish_step(profile: Profile, path: Path, run_id: str,
         reached("publish:after-merge")
     row.update(inserted=outcome["inserted"], deleted=outcome["deleted"],
                seconds=float(stats.get("seconds", 0.0)) + time.perf_counter() - t0,
+               publish_seconds=round(time.perf_counter() - t0, 3),
                finished_at=datetime.now(timezone.utc))
     log_run(lake, row)
     _remove_staging(staging)
@@ -293,7 +308,7 @@ def log_failure(profile: Profile, pattern: Pattern | None, run_id: str, logical_
         "pattern": pattern.name if pattern else name,
         "pattern_version": pattern.version if pattern else None,
         "source": pattern.source if pattern else None,
-        "matcher": pattern.matcher if pattern else None, "status": "failed",
+        "matcher": pattern.matcher if pattern else None, "status": FAILED,
         "message": message[:2000], "started_at": now, "finished_at": now})
 
 
@@ -315,7 +330,7 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
     logical date. Holds the lake lock; repairs what a killed run left first. A bad pattern
     file or source fails its own patterns (a row in ``runs`` each), never the others."""
     logical_date = logical_date or date.today().isoformat()
-    run_id = new_run_id(logical_date)
+    run_id = new_run_id()
     t0 = time.perf_counter()
     lake = lk.Lake(profile.lake)
     with lake_lock(profile.lake, f"run {run_id}", profile.lock_dir):
@@ -328,7 +343,7 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         for r in catalog.rejected:
             log_failure(profile, None, run_id, logical_date, r.message, name=r.name)
             echo(f"FAILED {r.name}: {r.message}")
-            rows.append({"pattern": r.name, "status": "failed", "message": r.message})
+            rows.append({"pattern": r.name, "status": FAILED, "message": r.message})
         ingested, bad_sources = ingest_sources(spark, profile, run_id,
                                                sorted({p.source for _, p in patterns}), echo)
         for path, pattern in patterns:
@@ -352,7 +367,22 @@ def models_step(spark, profile: Profile, echo=print, select: list[str] | None = 
         return run_models(spark, lk.Lake(profile.lake), select, echo=echo)
     except ModelError as exc:
         echo(f"FAILED models: {exc}")
-        return [{"model": "*", "status": "failed", "message": str(exc)}]
+        return [{"model": "*", "status": FAILED, "message": str(exc)}]
+
+
+def run_pattern(spark, profile: Profile, path: Path, pattern: Pattern, run_id: str,
+                logical_date: str, force_slices: bool = False, echo=print) -> dict:
+    """Match, validate and publish one pattern in one go (``run`` does it per pattern, the
+    DAG's one task per pattern too): its matches are published as soon as they pass."""
+    planned = plan(profile, path, logical_date, pattern=pattern)
+    echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
+         f"{describe_range(planned.rng)}) ...")
+    with progress(f"match {pattern.name}", spark, echo):
+        match_step(spark, profile, planned, run_id, logical_date, force_slices)
+    with progress(f"validate {pattern.name}", spark, echo):
+        validate_step(spark, profile, path, run_id, pattern)
+    with progress(f"publish {pattern.name}", None, echo):
+        return publish_step(profile, path, run_id, pattern)
 
 
 def _run_pattern(spark, profile, path, pattern, run_id, logical_date, bad_sources,
@@ -360,18 +390,14 @@ def _run_pattern(spark, profile, path, pattern, run_id, logical_date, bad_source
     try:
         if pattern.source in bad_sources:
             raise ValidationFailed(bad_sources[pattern.source])
-        planned = plan(profile, path, logical_date, pattern=pattern)
-        echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
-             f"{describe_range(planned.rng)}) ...")
-        match_step(spark, profile, planned, run_id, logical_date, force_slices)
-        validate_step(spark, profile, path, run_id, pattern)
-        return publish_step(profile, path, run_id, pattern)
+        return run_pattern(spark, profile, path, pattern, run_id, logical_date,
+                           force_slices, echo)
     except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
         message = short_error(exc)
         if not getattr(exc, "logged", False):
             log_failure(profile, pattern, run_id, logical_date, message)
         echo(f"FAILED {pattern.name}: {message}")
-        return {"pattern": pattern.name, "status": "failed", "message": message}
+        return {"pattern": pattern.name, "status": FAILED, "message": message}
 
 
 def short_error(exc: BaseException) -> str:
@@ -390,18 +416,20 @@ def short_error(exc: BaseException) -> str:
 def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | None = None,
              echo=print) -> list[dict]:
     """Recompute the matches whose first event lies in [start, end) for each pattern."""
-    run_id = new_run_id(f"backfill-{start}-{end}")
+    run_id = new_run_id()
     rows = []
     with lake_lock(profile.lake, f"backfill {run_id}", profile.lock_dir):
         reconcile(lk.Lake(profile.lake), echo)
         catalog, patterns = pipeline_catalog(paths)
         for r in catalog.rejected:
             echo(f"FAILED {r.name}: {r.message}")
-            rows.append({"pattern": r.name, "status": "failed", "message": r.message})
+            rows.append({"pattern": r.name, "status": FAILED, "message": r.message})
         for path, pattern in patterns:
             planned = plan(profile, path, end, rng=backfill_range(start, end), pattern=pattern)
-            match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
-            validate_step(spark, profile, path, run_id, pattern)
+            with progress(f"match {pattern.name}", spark, echo):
+                match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
+            with progress(f"validate {pattern.name}", spark, echo):
+                validate_step(spark, profile, path, run_id, pattern)
             rows.append(publish_step(profile, path, run_id, pattern))
     echo(summary(profile, rows, run_id, None))
     return rows
@@ -416,17 +444,23 @@ def describe_range(rng: RunRange) -> str:
 
 
 def summary(profile: Profile, rows: list[dict], run_id: str, seconds: float | None) -> str:
+    """The run's table: per pattern its counters, the wall time of match, validate and
+    publish (seconds), and its status in the runs table's words (success, failed)."""
+    def secs(v) -> str:
+        return "-" if v is None else f"{v:.1f}"
+
     lines = [f"\nrun {run_id}" + (f" ({seconds:.1f} s)" if seconds is not None else ""),
-             f"{'pattern':40} {'matches':>8} {'new':>6} {'events read':>12} "
-             f"{'kept':>8} {'late':>5} {'seconds':>8}  status"]
+             f"{'pattern':40} {'matches':>8} {'new':>6} {'events read':>12} {'kept':>8} "
+             f"{'late':>5} {'match':>6} {'valid.':>6} {'publ.':>6}  status"]
     for r in rows:
-        if r.get("status") == "failed":
+        if r.get("status") == FAILED:
             lines.append(f"{r['pattern']:40} {'-':>8} {'-':>6} {'-':>12} {'-':>8} {'-':>5} "
-                         f"{'-':>8}  FAILED: {r['message'][:80]}")
+                         f"{'-':>6} {'-':>6} {'-':>6}  {FAILED}: {r['message'][:80]}")
             continue
         lines.append(f"{r['pattern']:40} {r['matches']:>8} {r['inserted']:>6} {r['events']:>12} "
                      f"{r['events_after_filter']:>8} {r.get('late_events', 0):>5} "
-                     f"{r['seconds']:>8.1f}  ok")
+                     f"{secs(r.get('match_seconds')):>6} {secs(r.get('validate_seconds')):>6} "
+                     f"{secs(r.get('publish_seconds')):>6}  {r['status']}")
     lake = profile.lake
     lines.append(f"\ntables: {lake}/matches/<pattern>, {lake}/runs, {lake}/events/<source>, "
                  f"{lake}/quarantine/<source> (Delta)")

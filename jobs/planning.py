@@ -32,6 +32,7 @@ from .core.conditions import Attr, BoolOp, Cmp, In, Lit, Not
 from .core.pattern import Disjunction, Pattern
 from .core.planners import DEFAULT, PLANNERS, Generator, Planned, plan_cost, planner
 from .core.plans import Join, Leaf, PlanStatistics, TreePlan
+from .status import SUCCESS
 
 SAMPLE_EVENTS = 50_000
 REPLAN_FACTOR = 10.0
@@ -291,7 +292,7 @@ def needs_replan(previous: list[dict], version: str) -> bool:
     """The last successful run of this version estimated its partial matches per window
     more than ``REPLAN_FACTOR`` off the actual ones."""
     runs = [r for r in previous if r.get("pattern_version") == version
-            and r.get("status") == "success" and r.get("estimated_pm")]
+            and r.get("status") == SUCCESS and r.get("estimated_pm")]
     if not runs:
         return False
     last = max(runs, key=lambda r: r["started_at"])

@@ -143,7 +143,9 @@ RUNS_SCHEMA = pa.schema([
     ("late_events", pa.int64()), ("seconds", pa.float64()), ("status", pa.string()),
     ("message", pa.string()), ("started_at", TS), ("finished_at", TS),
     ("plan", pa.string()), ("plan_generator", pa.string()), ("estimated_pm", pa.float64()),
-    ("actual_pm", pa.float64()), ("replanned", pa.string())])
+    ("actual_pm", pa.float64()), ("replanned", pa.string()),
+    ("match_seconds", pa.float64()), ("validate_seconds", pa.float64()),
+    ("publish_seconds", pa.float64())])
 
 
 def log_run(lake: lk.Lake, row: dict) -> None:

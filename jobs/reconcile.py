@@ -23,6 +23,7 @@ from pathlib import Path
 
 from . import lake as lk
 from .publish import RUN_KEY, log_run
+from .status import ABORTED, SUCCESS
 
 HISTORY = 100  # commits per matches table looked at
 
@@ -63,7 +64,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
     notes: list[str] = []
     rows = _rows(lake)
     logged = {(r["run_id"], r["pattern"]) for r in rows}
-    published = {(r["run_id"], r["pattern"]) for r in rows if r["status"] == "success"}
+    published = {(r["run_id"], r["pattern"]) for r in rows if r["status"] == SUCCESS}
     now = datetime.now(timezone.utc)
     # 1. published, not logged
     folder = Path(lake.root) / "matches"
@@ -81,7 +82,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
                 m = h.get("operationMetrics") or {}
                 inserted = m.get("num_target_rows_inserted", m.get("num_added_rows", 0))
                 deleted = m.get("num_target_rows_deleted", int(h.get("ses.deleted", 0)))
-                row.update(inserted=int(inserted), deleted=int(deleted), status="success",
+                row.update(inserted=int(inserted), deleted=int(deleted), status=SUCCESS,
                            finished_at=datetime.fromtimestamp(h["timestamp"] / 1000,
                                                               tz=timezone.utc),
                            message="logged by the next run: the run stopped after publishing")
@@ -106,7 +107,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
                 if (plan["run_id"], p["pattern"]) in logged:
                     continue
                 log_run(lake, dict(p, run_id=plan["run_id"], logical_date=plan["logical_date"],
-                                   status="aborted", started_at=now, finished_at=now,
+                                   status=ABORTED, started_at=now, finished_at=now,
                                    message="the run stopped before this pattern finished "
                                            "(killed?); nothing of it was published"))
                 logged.add((plan["run_id"], p["pattern"]))
@@ -120,7 +121,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
         for pattern_dir in staging.iterdir():
             for run_dir in list(pattern_dir.iterdir()) if pattern_dir.is_dir() else []:
                 state = status.get((run_dir.name, pattern_dir.name))
-                if state in ("success", "aborted"):
+                if state in (SUCCESS, ABORTED):
                     shutil.rmtree(run_dir, ignore_errors=True)
                 elif (run_dir / "_temporary").exists():
                     shutil.rmtree(run_dir / "_temporary", ignore_errors=True)

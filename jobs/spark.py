@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from .config import Profile
+from .config import CONF, Profile
 
 
 class JavaMissing(RuntimeError):
@@ -36,11 +36,22 @@ def check_java() -> str:
     return java
 
 
+def spark_environment(profile: Profile, env=os.environ) -> dict:
+    """What the Spark JVM and its Python workers need from the environment, set where the
+    caller has not: the venv's interpreter, the project's log settings (``conf/spark``:
+    warnings and errors only) and, for a local master, the loopback address."""
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env.setdefault("SPARK_CONF_DIR", str(CONF / "spark"))
+    if profile.spark_master.startswith("local"):
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env
+
+
 def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
     """A SparkSession for the profile; Python workers use this interpreter (the venv)."""
     check_java()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    spark_environment(profile)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(profile.spark_master).appName(app_name)

@@ -5,6 +5,7 @@ publishing. Airflow runs in a subprocess so its settings do not leak into other 
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,6 +42,7 @@ def test_dag_imports_with_expected_tasks(airflow_env):
         dag = bag.get_dag("ses_nightly")
         print(json.dumps({"errors": {k: str(v) for k, v in bag.import_errors.items()},
                           "tasks": sorted(t.task_id for t in dag.tasks),
+                          "map_index": dag.get_task("run_pattern").map_index_template,
                           "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
                           "retries": dag.default_args["retries"],
                           "schedule": repr(dag.timetable)}))
@@ -50,8 +52,8 @@ def test_dag_imports_with_expected_tasks(airflow_env):
     assert info["errors"] == {}
     assert info["tasks"] == ["ingest", "list_patterns", "model_lab_to_home_passes",
                              "model_paper_ex4_room_state", "model_sepsis_episodes",
-                             "pattern_run.match", "pattern_run.publish",
-                             "pattern_run.validate", "summary"]
+                             "run_pattern", "summary"]
+    assert info["map_index"] == "{{ pattern_name }}"  # mapped tasks show the pattern's name
     assert info["catchup"] is False and info["max_active_runs"] == 1 and info["retries"] == 2
     assert "expression='0 2 * * *'" in info["schedule"]
 
@@ -89,22 +91,36 @@ DAG_TEST = """
     from datetime import datetime, timezone
     from airflow.dag_processing.dagbag import DagBag
     dag = DagBag(%r).get_dag("ses_nightly")
-    run = dag.test(logical_date=datetime(2010, 8, 30, tzinfo=timezone.utc))
+    when = datetime(2010, 8, 30, tzinfo=timezone.utc)
+    run = dag.test(**({"logical_date": None, "run_after": when} if %s else {"logical_date": when}))
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+    names = sorted(ti.rendered_map_index for ti in run.get_task_instances()
+                   if ti.task_id == "run_pattern")
     print("RESULT", run.state, states)
-""" % str(ROOT / "dags")
+    print("MAPPED", names)
+"""
+
+RUN_ID = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{6}$")  # the one shape, sorted by time
+
+
+def dag_test(no_date: bool = False) -> str:
+    return DAG_TEST % (str(ROOT / "dags"), no_date)
 
 
 def test_dag_test_runs_the_whole_pipeline(airflow_env, tmp_path):
     env = dict(airflow_env, **_profile(tmp_path))
-    proc = python(env, DAG_TEST)
+    proc = python(env, dag_test())
     result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
     assert result and result[0].startswith("RESULT success"), proc.stdout[-3000:] + proc.stderr[-3000:]
     t = DeltaTable(str(tmp_path / "lake" / "matches" / "mw_chemo_p1")).to_pyarrow_table()
     assert sorted(dict(b)["c"][0] for b in t.column("bindings").to_pylist()) == ["e1", "e7", "e7"]
     runs = DeltaTable(str(tmp_path / "lake" / "runs")).to_pyarrow_table().to_pylist()
-    assert [(r["run_id"], r["status"], r["matches"]) for r in runs] == \
-        [("airflow_2010-08-30", "success", 3)]
+    assert [(r["logical_date"], r["status"], r["matches"]) for r in runs] == \
+        [("2010-08-30", "success", 3)]
+    assert RUN_ID.match(runs[0]["run_id"]), runs[0]["run_id"]
+    assert runs[0]["match_seconds"] > 0 and runs[0]["publish_seconds"] > 0
+    assert "MAPPED ['mw_chemo_p1']" in proc.stdout  # the mapped task is named by its pattern
+    assert " INFO " not in proc.stdout + proc.stderr  # Spark logs at WARN
     # the model tasks ran after the pattern group, the dependent one after its parent
     assert "'model_chemo_counts': 'success'" in result[0]
     assert "'model_chemo_busy': 'success'" in result[0]
@@ -112,13 +128,23 @@ def test_dag_test_runs_the_whole_pipeline(airflow_env, tmp_path):
     assert sum(counts.column("matches").to_pylist()) == 3
 
 
+def test_dag_triggered_without_a_logical_date_uses_the_runs_own_time(airflow_env, tmp_path):
+    """An API trigger gives no logical date: the run's own time names the day."""
+    env = dict(airflow_env, **_profile(tmp_path))
+    proc = python(env, dag_test(no_date=True))
+    result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
+    assert result and result[0].startswith("RESULT success"), proc.stdout[-3000:] + proc.stderr[-3000:]
+    runs = DeltaTable(str(tmp_path / "lake" / "runs")).to_pyarrow_table().to_pylist()
+    assert [(r["logical_date"], r["status"]) for r in runs] == [("2010-08-30", "success")]
+
+
 def test_dag_unreadable_landing_file_publishes_nothing(airflow_env, tmp_path):
     env = dict(airflow_env, **_profile(tmp_path))
     (tmp_path / "landing" / "chemo_mw" / "broken.csv.gz").write_bytes(b"not gzip at all")
-    proc = python(env, DAG_TEST)
+    proc = python(env, dag_test())
     result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
     assert result and result[0].startswith("RESULT failed"), proc.stdout[-3000:]
-    assert "'ingest': 'failed'" in result[0] and "'pattern_run.publish': 'upstream_failed'" in result[0]
+    assert "'ingest': 'failed'" in result[0] and "'run_pattern': 'upstream_failed'" in result[0]
     assert "'summary': 'failed'" in result[0]
     assert "broken.csv.gz: cannot be read as csv" in proc.stdout + proc.stderr
     assert not (tmp_path / "lake" / "matches" / "mw_chemo_p1").exists()

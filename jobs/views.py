@@ -1,0 +1,128 @@
+"""The lake as SQL views, one set of names for every engine: Spark (``query --engine spark``,
+the SQL models) and DuckDB over delta-rs (``query``'s fast path, no JVM).
+
+Views: ``matches_<pattern>``, ``events_<source>``, ``quarantine_<source>``,
+``stats_<source>``, ``models_<model>``, ``runs``, ``ingest_log``, ``retractions``,
+``reference_<name>`` (``conf/reference/*.csv``), and the bound events of the matches:
+``match_events_<pattern>`` (one row per match, variable, position and event, with every
+column of the event) and ``match_events`` (the same for every pattern, with the columns all
+sources share: pattern, match_id, variable, position, event_id, ts).
+"""
+
+from __future__ import annotations
+
+import os
+
+from . import lake as lk
+
+KINDS = ("matches", "events", "quarantine", "stats", "models")
+SINGLES = ("runs", "ingest_log", "retractions")
+SOURCE_KEY = "ses.pattern.source"  # a match table's source, in its Delta metadata
+MATCH_EVENT_COLUMNS = ("pattern", "match_id", "variable", "position", "event_id", "ts")
+
+
+def lake_tables(lake: lk.Lake) -> dict[str, str]:
+    """View name -> Delta table path, for every table the lake has."""
+    out = {}
+    for kind in KINDS:
+        folder = os.path.join(lake.root, kind)
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+            path = os.path.join(folder, name)
+            if lk.exists(path):
+                out[f"{kind}_{name}"] = path
+    for name in SINGLES:
+        path = os.path.join(lake.root, name)
+        if lk.exists(path):
+            out[name] = path
+    return out
+
+
+def match_sources(lake: lk.Lake, tables: dict[str, str]) -> dict[str, str]:
+    """Pattern -> source of every match table whose events table exists: from the table's
+    metadata (written at publish), else from the runs log."""
+    logged = {}
+    runs = lk.read_arrow(lake.runs(), columns=["pattern", "source"]) if "runs" in tables \
+        else None
+    for r in runs.to_pylist() if runs is not None else []:
+        if r["source"]:
+            logged[r["pattern"]] = r["source"]
+    out = {}
+    for view, path in tables.items():
+        if view.startswith("matches_"):
+            pattern = view[len("matches_"):]
+            source = lk.table(path).metadata().configuration.get(SOURCE_KEY) \
+                or logged.get(pattern)
+            if source and f"events_{source}" in tables:
+                out[pattern] = source
+    return out
+
+
+def bound_events_sql(pattern: str, dialect: str) -> str:
+    """(pattern, match_id, variable, position, event_id) of one match table, one row per
+    bound event; position counts from 1 in time order within the variable."""
+    table = f"matches_{pattern}"
+    if dialect == "spark":
+        return (f"SELECT pattern, match_id, variable, pos + 1 AS position, event_id "
+                f"FROM {table} LATERAL VIEW explode(bindings) b AS variable, ids "
+                f"LATERAL VIEW posexplode(ids) p AS pos, event_id")
+    return (f"SELECT m.pattern, m.match_id, b.e.key AS variable, p.position, p.event_id "
+            f"FROM {table} m, unnest(map_entries(m.bindings)) AS b(e), "
+            f"unnest(b.e.value) WITH ORDINALITY AS p(event_id, position)")
+
+
+def match_events_sql(pattern: str, source: str, dialect: str) -> str:
+    """``match_events_<pattern>``: the bound events joined to their events table."""
+    return (f"SELECT b.pattern, b.match_id, b.variable, CAST(b.position AS INT) AS position, e.* "
+            f"FROM ({bound_events_sql(pattern, dialect)}) b "
+            f"JOIN events_{source} e ON e.event_id = b.event_id")
+
+
+def match_events_union(patterns: list[str]) -> str:
+    cols = ", ".join(MATCH_EVENT_COLUMNS)
+    return " UNION ALL ".join(f"SELECT {cols} FROM match_events_{p}" for p in patterns)
+
+
+def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str) -> dict[str, str]:
+    """View name -> SQL of the views over the tables (match_events_*, match_events)."""
+    sources = match_sources(lake, tables)
+    out = {f"match_events_{p}": match_events_sql(p, s, dialect) for p, s in sorted(sources.items())}
+    if sources:
+        out["match_events"] = match_events_union(sorted(sources))
+    return out
+
+
+def register_spark(spark, lake: lk.Lake) -> list[str]:
+    """Every view on a Spark session; returns their names."""
+    from .models import register_references
+
+    tables = lake_tables(lake)
+    for view, path in tables.items():
+        lk.read_spark(spark, path).createOrReplaceTempView(view)
+    derived = derived_views(lake, tables, "spark")
+    for view, sql in derived.items():
+        spark.sql(sql).createOrReplaceTempView(view)
+    return list(tables) + list(derived) + register_references(spark)
+
+
+def duckdb_connection(lake: lk.Lake):
+    """A DuckDB connection with every view, over delta-rs's Arrow datasets (read lazily:
+    only the columns and files a query needs); returns (connection, view names)."""
+    import duckdb
+
+    from .models import REFERENCES
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    tables = lake_tables(lake)
+    for view, path in tables.items():
+        con.register(f"_t_{view}", lk.table(path).to_pyarrow_dataset())
+        con.execute(f'CREATE VIEW "{view}" AS SELECT * FROM "_t_{view}"')
+    derived = derived_views(lake, tables, "duckdb")
+    for view, sql in derived.items():
+        con.execute(f'CREATE VIEW "{view}" AS {sql}')
+    refs = []
+    for path in sorted(REFERENCES.glob("*.csv")) if REFERENCES.is_dir() else []:
+        con.execute(f"CREATE VIEW reference_{path.stem} AS "
+                    f"SELECT * FROM read_csv_auto('{path}', header = true)")
+        refs.append(f"reference_{path.stem}")
+    return con, list(tables) + list(derived) + refs
