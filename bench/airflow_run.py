@@ -71,11 +71,11 @@ def airflow_run(folder: Path, timeout: float = 1800) -> tuple[float, str, dict]:
         state = "queued"
         while state in ("queued", "running") and time.perf_counter() - t0 < timeout:
             time.sleep(3)
-            runs = json.loads(airflow("dags", "list-runs", "ses_nightly", "-o", "json") or "[]")
+            runs = _json(airflow("dags", "list-runs", "ses_nightly", "-o", "json"))
             state = runs[0]["state"] if runs else "queued"
         seconds = time.perf_counter() - t0
-        tasks = json.loads(_safe(airflow, "tasks", "states-for-dag-run", "ses_nightly",
-                                 runs[0]["run_id"], "-o", "json") or "[]")
+        tasks = _json(_safe(airflow, "tasks", "states-for-dag-run", "ses_nightly",
+                            runs[0]["run_id"], "-o", "json"))
         states: dict[str, int] = {}
         for t in tasks:
             states[t.get("state")] = states.get(t.get("state"), 0) + 1
@@ -87,6 +87,12 @@ def airflow_run(folder: Path, timeout: float = 1800) -> tuple[float, str, dict]:
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
         log.close()
+
+
+def _json(out: str) -> list:
+    """The JSON list of an ``airflow … -o json`` (warnings may come first on stdout)."""
+    lines = [ln for ln in out.splitlines() if ln.startswith("[")]
+    return json.loads(lines[-1]) if lines else []
 
 
 def _safe(fn, *args) -> str:

@@ -55,6 +55,10 @@ def cmd_validate(args) -> int:
             elif source.columns:
                 problems.extend(check_schema(pattern, source.columns))
         n_examples += len(pattern.examples)
+        if not pattern.examples:
+            problems.append(Problem(str(f), 1, "no examples: add an `examples:` block (a few "
+                                    "events and the matches they give; `make new-pattern` "
+                                    "writes one to start from, docs/patterns.md explains it)"))
         for example in pattern.examples:  # the pattern's own small tests
             try:
                 result = run_example(pattern, example)
@@ -70,6 +74,9 @@ def cmd_validate(args) -> int:
         print(f"{len(problems)} problem(s) in {len(files)} pattern file(s)", file=sys.stderr)
         return 1
     print(f"ok: {len(files)} pattern file(s) valid, {n_examples} example(s) pass")
+    if args.data:
+        args.patterns = catalog.patterns
+        return _validate_data(args)
     return 0
 
 
@@ -219,6 +226,30 @@ def _pipeline_errors(fn):
                 return 2
             raise
     return wrapper
+
+
+@_pipeline_errors
+def _validate_data(args) -> int:
+    """Warnings from the lake's events: variables no event can bind (``jobs.explain``)."""
+    from .explain import unsatisfiable, variable_counts
+    from .lake import Lake, exists, read_spark
+
+    profile, spark = _spark(args)
+    lake = Lake(profile.lake)
+    n = 0
+    for f, pattern in args.patterns:
+        if pattern.kind == "window":
+            continue
+        if not exists(lake.events(pattern.source)):
+            print(f"warning: {f}: no events of source {pattern.source!r} in {profile.lake} "
+                  "yet (run `make run` or `python -m jobs ingest`): not checked on data")
+            continue
+        for warning in unsatisfiable(variable_counts(read_spark(spark, lake.events(
+                pattern.source)), pattern)):
+            print(f"warning: {f}: {warning}")
+            n += 1
+    print(f"data: {n} warning(s) on the events of {profile.lake}")
+    return 0
 
 
 def _pattern_step(step):
@@ -401,33 +432,101 @@ def cmd_runs(args) -> int:
 
 @_pipeline_errors
 def cmd_explain(args) -> int:
-    """The plan a run would use for a pattern, its estimated cost and its statistics."""
+    """What each variable can bind on the lake's events, the plan a run would use, and,
+    with --partition or --at, which step of the lazy strategy removed the windows there."""
+    from .catalog import load_catalog
+    from .lake import Lake, read_spark
+
+    profile, spark = _spark(args)
+    path = Path(args.pattern)
+    pattern = load_catalog([path]).get(path)
+    lake = Lake(profile.lake)
+    events = read_spark(spark, lake.events(pattern.source))
+    print(f"{pattern.name} ({pattern.kind}, matcher {pattern.matcher}) on events_{pattern.source}")
+    if pattern.kind == "window":
+        print(f"  a window pattern: partition attributes "
+              f"{', '.join(pattern.partition_attributes) or 'none'}; "
+              f"{'one event at a time' if pattern.sequential else 'whole ranges at once'}")
+        if args.partition or args.at:
+            raise ValueError("explain --partition/--at replays the steps of sequence patterns "
+                             "only; for a window pattern run `match` on its events")
+        return 0
+    from .explain import unsatisfiable, variable_counts
+
+    counts = variable_counts(events, pattern)
+    print("variables (events of the whole table that satisfy the properties):")
+    for c in counts:
+        print(f"  {c.describe()}")
+    for warning in unsatisfiable(counts):
+        print(f"warning: {warning}")
+    if args.partition or args.at:
+        return _why_not(args, pattern, events)
+    _explain_plan(args, profile, spark, path, pattern)
+    return 0
+
+
+def _explain_plan(args, profile, spark, path, pattern) -> None:
     from datetime import date
 
-    from .catalog import load_catalog
     from .config import load_sources
     from .lake import Lake
     from .pipeline import plan
     from .planning import choose_plan, explain_text
 
-    profile, spark = _spark(args)
-    path = Path(args.pattern)
-    pattern = load_catalog([path]).get(path)
-    if pattern.kind == "window":
-        print(f"{pattern.name} is a window pattern (no join plan): partition attributes "
-              f"{', '.join(pattern.partition_attributes) or 'none'}; "
-              f"{'one event at a time' if pattern.sequential else 'whole ranges at once'}")
-        return 0
     if pattern.matcher != "zstream":
-        print(f"{pattern.name} uses matcher {pattern.matcher}: the SES automaton follows "
-              "the order of its sets (no plan to choose)")
-        return 0
+        print("plan: the SES automaton follows the order of the sets (no plan to choose)")
+        return
     planned = plan(profile, path, args.logical_date or date.today().isoformat(), pattern=pattern)
     source = load_sources().get(pattern.source)
     kinds = dict(source.columns) if source else {}
     choice = choose_plan(spark, Lake(profile.lake), pattern, planned.rng.low, planned.rng.high,
                          kinds, generator=args.generator)
     print(explain_text(pattern, choice))
+
+
+def _why_not(args, pattern, events) -> int:
+    """The steps on one partition (``--partition``) and/or around one time (``--at``)."""
+    from pyspark.sql import functions as F
+
+    from .core.events import events_from_arrow, format_ts, parse_ts
+    from .explain import describe_range, why_not
+
+    where, low, high = [], None, None
+    if args.partition:
+        attrs = pattern.partition_attributes
+        if not attrs:
+            raise ValueError(f"{pattern.name} has no partition attributes (its windows span "
+                             "every event): use --at alone")
+        values = dict(kv.split("=", 1) for kv in args.partition.split(",")) \
+            if "=" in args.partition else {attrs[0]: args.partition}
+        unknown = set(values) - set(attrs)
+        if unknown or (len(attrs) > 1 and set(values) != set(attrs)):
+            raise ValueError(f"--partition: give {' and '.join(attrs)} as "
+                             f"{','.join(a + '=VALUE' for a in attrs)}")
+        for a, v in values.items():
+            where.append(F.col(a).cast("string") == F.lit(v))
+    if args.at:
+        try:
+            at = parse_ts(args.at)
+        except ValueError as exc:
+            raise ValueError(f"--at {args.at!r}: {exc}") from None
+        low, high = at - pattern.tau, at
+        where.append(F.col("ts").between(F.lit(format_ts(low)).cast("timestamp"),
+                                         F.lit(format_ts(at + pattern.tau)).cast("timestamp")))
+    df = events
+    for w in where:
+        df = df.where(w)
+    rows = events_from_arrow(df.toArrow())
+    label = ", ".join(filter(None, [args.partition and f"partition {args.partition}",
+                                    args.at and f"around {args.at}"]))
+    print(f"why not ({label}: {len(rows):,} event(s); {describe_range(low, high)}):")
+    if not rows:
+        print("  no event of the table is in this partition and time: check the value "
+              f"(`query \"SELECT DISTINCT ... FROM events_{pattern.source}\"`)")
+        return 0
+    for report in why_not(pattern, rows, low, high):
+        for line in report.lines():
+            print(f"  {line}")
     return 0
 
 
@@ -462,24 +561,67 @@ def cmd_backfill(args) -> int:
 
 @_pipeline_errors
 def cmd_query(args) -> int:
-    from .lake import Lake, register_views
+    """SQL over the lake's views (``jobs.views``): DuckDB over delta-rs answers without
+    starting Spark; ``--engine spark`` (or a query DuckDB cannot run, with ``auto``) uses
+    Spark SQL, the dialect of the models."""
+    from .config import load_profile
+    from .lake import Lake
+    from .output_formats import write_rows
 
-    profile, spark = _spark(args)
-    views = register_views(spark, Lake(profile.lake))
-    if not args.sql:
-        print("tables: " + ", ".join(views))
-        return 0
+    profile = load_profile(args.profile)
+    lake = Lake(profile.lake)
+    limit = args.limit if args.limit is not None else (20 if args.format == "table" else None)
+    table, views = None, []
+    if args.engine in ("auto", "duckdb"):
+        import duckdb
+
+        from .views import duckdb_connection
+
+        con, views = duckdb_connection(lake, args.sql)
+        if not args.sql:
+            print("tables: " + ", ".join(views))
+            return 0
+        try:
+            rel = con.sql(args.sql)
+            table = (rel.limit(limit) if limit is not None and rel is not None else rel)
+            table = table.to_arrow_table() if table is not None else None
+        except duckdb.Error as exc:
+            first = str(exc).strip().splitlines()[0]
+            if args.engine == "duckdb":
+                print(f"error: {first}\n(tables: {', '.join(views)})", file=sys.stderr)
+                return 2
+            print(f"note: DuckDB cannot run this query ({first[:160]}); running it on Spark",
+                  file=sys.stderr)
+            table = None
+        if table is not None:
+            write_rows(table, args.format, sys.stdout, shown=limit)
+            return 0
+    return _query_spark(args, profile, lake, limit)
+
+
+def _query_spark(args, profile, lake, limit) -> int:
     import logging
 
     from pyspark.errors import AnalysisException, ParseException
 
+    from .output_formats import write_rows
+    from .spark import build_session
+    from .views import register_spark
+
+    spark = build_session(profile)
+    views = register_spark(spark, lake)
+    if not args.sql:
+        print("tables: " + ", ".join(views))
+        return 0
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # we say it shorter
     try:
-        spark.sql(args.sql).show(args.limit, truncate=False)
+        df = spark.sql(args.sql)
+        table = (df.limit(limit) if limit is not None else df).toArrow()
     except (AnalysisException, ParseException) as exc:
         first = str(exc).strip().splitlines()[0]
         print(f"error: {first}\n(tables: {', '.join(views)})", file=sys.stderr)
         return 2
+    write_rows(table, args.format, sys.stdout, shown=limit)
     return 0
 
 
@@ -500,6 +642,10 @@ def build_parser() -> argparse.ArgumentParser:
     v = sub.add_parser("validate", help="lint pattern files (default: patterns/)")
     v.add_argument("paths", nargs="*", help="pattern files or folders")
     v.add_argument("--sources", help="sources file with schemas (default: conf/sources.yaml)")
+    v.add_argument("--data", action="store_true",
+                   help="also check the patterns on the lake's events (starts Spark): warn "
+                        "about variables no event can bind")
+    v.add_argument("--profile", help="the profile whose lake --data reads (default: local)")
     v.set_defaults(func=cmd_validate)
 
     m = sub.add_parser("match", help="run one pattern over one CSV or Parquet file, without Spark")
@@ -587,23 +733,36 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
     r.add_argument("--slices", action="store_true", help="cut time into slices everywhere")
 
-    q = pipeline_parser("query", "Spark SQL over the lake's tables (no SQL: list them)",
+    q = pipeline_parser("query", "SQL over the lake's tables (DuckDB, or Spark; no SQL: list them)",
                         cmd_query)
-    q.add_argument("sql", nargs="?")
-    q.add_argument("--limit", type=int, default=20)
+    q.add_argument("sql", nargs="?", help="a SQL query over the lake's views (without one: "
+                   "list the views)")
+    q.add_argument("--format", choices=("table", "csv", "json"), default="table",
+                   help="table (default, for people), csv (with a header) or json (one "
+                        "object per line)")
+    q.add_argument("--limit", type=int, default=None, metavar="N",
+                   help="at most N rows (default: 20 for table, every row for csv and json)")
+    q.add_argument("--engine", choices=("auto", "duckdb", "spark"), default="auto",
+                   help="auto (default): DuckDB over delta-rs, no Spark start; Spark SQL for "
+                        "a query DuckDB cannot run. spark: Spark SQL, the models' dialect")
 
     g = pipeline_parser("runs", "show the run log (no Spark)", cmd_runs)
     g.add_argument("--run-id")
     g.add_argument("--last", type=int, default=20)
     g.add_argument("--expect", type=int, help="exit 1 unless this many patterns succeeded")
 
-    x = pipeline_parser("explain", "the plan a run would choose for a ZStream pattern, its "
-                        "estimated cost, the statistics, and every generator's plan",
-                        cmd_explain)
+    x = pipeline_parser("explain", "what each variable of a pattern can bind on the lake's "
+                        "events, the plan a run would choose (ZStream), and with --partition "
+                        "or --at which step removed the windows there", cmd_explain)
     x.add_argument("pattern")
     x.add_argument("--generator", choices=(*PLANNERS, *ALIASES),
                    help="default: the pattern's plan:, else " + DEFAULT_PLAN)
     x.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+    x.add_argument("--partition", metavar="VALUE",
+                   help="why not in this partition: the value of the partition attribute "
+                        "(ATTR=VALUE,... when there are several)")
+    x.add_argument("--at", metavar="TIME",
+                   help="why not around this time (ISO 8601): the windows that cover it")
 
     b = pipeline_parser("backfill", "recompute the matches starting in [start, end)",
                         cmd_backfill)

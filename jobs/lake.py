@@ -115,27 +115,3 @@ def read_spark(spark, path: str, partition_filters=None):
         schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
         return spark.createDataFrame([], schema)
     return spark.read.option("basePath", path).parquet(*files)
-
-
-def register_views(spark, lake: Lake) -> list[str]:
-    """Every Delta table of the lake as a Spark SQL view: matches_<pattern>,
-    events_<source>, quarantine_<source>, stats_<source>, models_<model>, runs,
-    ingest_log, and the reference tables of conf/reference as reference_<name>."""
-    views = []
-    for kind in ("matches", "events", "quarantine", "stats", "models"):
-        folder = os.path.join(lake.root, kind)
-        if not os.path.isdir(folder):
-            continue
-        for name in sorted(os.listdir(folder)):
-            path = os.path.join(folder, name)
-            if exists(path):
-                read_spark(spark, path).createOrReplaceTempView(f"{kind}_{name}")
-                views.append(f"{kind}_{name}")
-    for name, path in (("runs", lake.runs()), ("ingest_log", lake.ingest_log()),
-                       ("retractions", lake.retractions())):
-        if exists(path):
-            read_spark(spark, path).createOrReplaceTempView(name)
-            views.append(name)
-    from .models import register_references
-
-    return views + register_references(spark)

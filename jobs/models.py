@@ -185,11 +185,12 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
     (status success, failed or skipped: ``jobs.status``)."""
     from . import lake as lk
     from .quality import run_suite
+    from .views import register_spark
 
     models = load_models(folder, select)
     failed: set[str] = set()
     rows = []
-    views = set(lk.register_views(spark, lake)) if models else set()
+    views = set(register_spark(spark, lake)) if models else set()
     for m in models:
         t0 = time.perf_counter()
         blocked = [d for d in m.depends_on if d in failed]

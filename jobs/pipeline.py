@@ -29,6 +29,7 @@ from .publish import log_run, previous_runs, publish
 from .reconcile import finish_run, reconcile, start_run
 from .retract import reopened_low
 from .status import FAILED, SUCCESS
+from .table_docs import document_match_table
 
 
 def new_run_id(started: datetime | None = None, seed: str | None = None) -> str:
@@ -205,11 +206,29 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
                          actual_pm=round(stats.get("work", 0) / max(stats.get("matcher_calls", 0), 1), 6),
                          replanned=choice.replanned or None)
     stats["late_events"] = late_events(spark, profile, planned)
+    stats["warnings"] = match_warnings(spark, profile, planned, stats)
     stats.update(match_seconds=round(time.perf_counter() - t0, 3), low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
                  logical_date=logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
     write_text(f"{staging}/_stats.json", json.dumps(stats))
     return stats
+
+
+def match_warnings(spark, profile: Profile, planned: Planned, stats: dict) -> list[str]:
+    """What a pattern's author should hear about a full recompute (a new or changed
+    pattern): variables no event of the source can bind, and zero matches."""
+    from .explain import unsatisfiable, variable_counts
+
+    if not planned.rng.full:
+        return []
+    pattern = planned.pattern
+    out = []
+    if pattern.kind != "window" and lk.exists(lk.Lake(profile.lake).events(pattern.source)):
+        events = lk.read_spark(spark, lk.Lake(profile.lake).events(pattern.source))
+        out += unsatisfiable(variable_counts(events, pattern))
+    if stats.get("matches", 0) == 0:
+        out.append(f"the new version of {pattern.name} matches nothing in the whole history")
+    return out
 
 
 class ValidationFailed(RuntimeError):
@@ -274,7 +293,8 @@ def publish_step(profile: Profile, path: Path, run_id: str,
     t0 = time.perf_counter()
     row = dict(stats, run_id=run_id, pattern=pattern.name, source=pattern.source,
                matcher=pattern.matcher, horizon_low=rng.low, horizon_high=rng.high,
-               full_recompute=rng.full, status=SUCCESS, message=None,
+               full_recompute=rng.full, status=SUCCESS,
+               message="; ".join(f"warning: {w}" for w in stats.get("warnings") or []) or None,
                validate_seconds=verdict.get("seconds"),
                started_at=datetime.fromisoformat(stats["started_at"]))
     if stats.get("matches", 0) == 0 and rng.empty:
@@ -287,6 +307,8 @@ def publish_step(profile: Profile, path: Path, run_id: str,
                publish_seconds=round(time.perf_counter() - t0, 3),
                finished_at=datetime.now(timezone.utc))
     log_run(lake, row)
+    if lk.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
+        document_match_table(lake.matches(pattern.name), pattern)
     _remove_staging(staging)
     return row
 
@@ -378,7 +400,9 @@ def run_pattern(spark, profile: Profile, path: Path, pattern: Pattern, run_id: s
     echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
          f"{describe_range(planned.rng)}) ...")
     with progress(f"match {pattern.name}", spark, echo):
-        match_step(spark, profile, planned, run_id, logical_date, force_slices)
+        stats = match_step(spark, profile, planned, run_id, logical_date, force_slices)
+    for warning in stats.get("warnings") or []:
+        echo(f"warning: {pattern.name}: {warning}")
     with progress(f"validate {pattern.name}", spark, echo):
         validate_step(spark, profile, path, run_id, pattern)
     with progress(f"publish {pattern.name}", None, echo):

@@ -12,6 +12,7 @@ sources share: pattern, match_id, variable, position, event_id, ts).
 from __future__ import annotations
 
 import os
+import re
 
 from . import lake as lk
 
@@ -78,8 +79,11 @@ def match_events_sql(pattern: str, source: str, dialect: str) -> str:
 
 
 def match_events_union(patterns: list[str]) -> str:
-    cols = ", ".join(MATCH_EVENT_COLUMNS)
-    return " UNION ALL ".join(f"SELECT {cols} FROM match_events_{p}" for p in patterns)
+    """``match_events``: the pattern is a literal per branch, so that a filter on it
+    leaves the other patterns' tables unread."""
+    cols = ", ".join(MATCH_EVENT_COLUMNS[1:])
+    return " UNION ALL ".join(f"SELECT '{p}' AS pattern, {cols} FROM match_events_{p}"
+                              for p in patterns)
 
 
 def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str) -> dict[str, str]:
@@ -104,9 +108,15 @@ def register_spark(spark, lake: lk.Lake) -> list[str]:
     return list(tables) + list(derived) + register_references(spark)
 
 
-def duckdb_connection(lake: lk.Lake):
-    """A DuckDB connection with every view, over delta-rs's Arrow datasets (read lazily:
-    only the columns and files a query needs); returns (connection, view names)."""
+def _named(sql: str, names) -> set[str]:
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", sql.lower()))
+    return {n for n in names if n.lower() in words}
+
+
+def duckdb_connection(lake: lk.Lake, sql: str | None = None):
+    """A DuckDB connection with the views over delta-rs's Arrow datasets (read lazily:
+    only the columns and files a query needs); with ``sql``, only the views it names and
+    those they read are set up. Returns (connection, every view name)."""
     import duckdb
 
     from .models import REFERENCES
@@ -114,15 +124,23 @@ def duckdb_connection(lake: lk.Lake):
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     tables = lake_tables(lake)
-    for view, path in tables.items():
-        con.register(f"_t_{view}", lk.table(path).to_pyarrow_dataset())
-        con.execute(f'CREATE VIEW "{view}" AS SELECT * FROM "_t_{view}"')
     derived = derived_views(lake, tables, "duckdb")
-    for view, sql in derived.items():
-        con.execute(f'CREATE VIEW "{view}" AS {sql}')
-    refs = []
-    for path in sorted(REFERENCES.glob("*.csv")) if REFERENCES.is_dir() else []:
-        con.execute(f"CREATE VIEW reference_{path.stem} AS "
-                    f"SELECT * FROM read_csv_auto('{path}', header = true)")
-        refs.append(f"reference_{path.stem}")
-    return con, list(tables) + list(derived) + refs
+    refs = {f"reference_{p.stem}": p
+            for p in (sorted(REFERENCES.glob("*.csv")) if REFERENCES.is_dir() else [])}
+    names = [*tables, *derived, *refs]
+    wanted = set(names) if sql is None else _named(sql, names)
+    for view in reversed(derived):  # and what they read (match_events reads the others)
+        if view in wanted:
+            wanted |= _named(derived[view], names)
+    for view, path in tables.items():
+        if view in wanted:
+            con.register(f"_t_{view}", lk.table(path).to_pyarrow_dataset())
+            con.execute(f'CREATE VIEW "{view}" AS SELECT * FROM "_t_{view}"')
+    for view, body in derived.items():  # match_events comes after the views it reads
+        if view in wanted:
+            con.execute(f'CREATE VIEW "{view}" AS {body}')
+    for view, path in refs.items():
+        if view in wanted:
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_csv_auto('{path}', "
+                        "header = true)")
+    return con, names

@@ -62,7 +62,8 @@ def test_every_pattern_spark_equals_local(nightly):
     assert {r["pattern"] for r in rows} == {load_pattern(p).name for p in pattern_paths()}
     assert all(r["status"] == "success" for r in rows), rows
     assert [(r["model"], r["status"]) for r in models] == [
-        ("lab_to_home_passes", "ok"), ("paper_ex4_room_state", "ok"), ("sepsis_episodes", "ok")]
+        ("lab_to_home_passes", "success"), ("paper_ex4_room_state", "success"),
+        ("sepsis_episodes", "success")]
     for path in pattern_paths():
         pattern = load_pattern(path)
         expected = local_ids(profile, pattern)
@@ -488,7 +489,7 @@ def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark
                                           "  - row_count: {min: 1, max: 10}\n")
     log = []
     rows = run_models(spark, lake, folder=folder, echo=log.append)
-    assert [(r["model"], r["status"]) for r in rows] == [("a_counts", "ok"), ("b_top", "ok")]
+    assert [(r["model"], r["status"]) for r in rows] == [("a_counts", "success"), ("b_top", "success")]
     top = DeltaTable(lake.model("b_top")).to_pyarrow_table().to_pylist()
     assert top == [{"person": "Ann", "n": 2}]
     before = DeltaTable(lake.model("a_counts")).version()
@@ -499,3 +500,115 @@ def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark
                                                          ("b_top", "skipped")]
     assert "expect_column_values_to_be_unique(person)" in rows[0]["message"]
     assert DeltaTable(lake.model("a_counts")).version() == before
+
+
+def _exploded(profile, name: str) -> list[tuple]:
+    t = DeltaTable(lk.Lake(profile.lake).matches(name)).to_pyarrow_table(
+        columns=["match_id", "bindings"])
+    return sorted((m, var, i + 1, e) for m, b in zip(t.column("match_id").to_pylist(),
+                                                     t.column("bindings").to_pylist())
+                  for var, ids in b for i, e in enumerate(ids))
+
+
+def test_match_events_views_equal_the_bindings_on_spark_and_duckdb(spark, nightly):
+    from jobs.views import duckdb_connection, register_spark
+
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    views = register_spark(spark, lake)
+    con, duck_views = duckdb_connection(lake)
+    assert sorted(views) == sorted(duck_views) and "match_events" in views
+    total = 0
+    for path in pattern_paths():
+        pattern = load_pattern(path)
+        expected = _exploded(profile, pattern.name)
+        sql = f"SELECT match_id, variable, position, event_id FROM match_events_{pattern.name}"
+        assert sorted(tuple(r) for r in spark.sql(sql).collect()) == expected, pattern.name
+        assert sorted(con.sql(sql).fetchall()) == expected, pattern.name
+        total += len(expected)
+        # with the event's own columns, as in events_<source>
+        events = DeltaTable(lake.events(pattern.source)).to_pyarrow_table().to_pylist()
+        by_id = {e["event_id"]: e for e in events}
+        row = con.sql(f"SELECT * FROM match_events_{pattern.name} LIMIT 1").to_arrow_table() \
+            .to_pylist()[0]
+        assert {k: v for k, v in row.items() if k in by_id[row["event_id"]]} == \
+            by_id[row["event_id"]]
+    assert spark.sql("SELECT count(*) FROM match_events").collect()[0][0] == total
+    assert con.sql("SELECT count(*) FROM match_events").fetchall()[0][0] == total
+
+
+FAST_QUERIES = [
+    "SELECT pattern, count(*) AS n, min(start_ts) AS first, max(n_events) AS most "
+    "FROM match_events JOIN matches_sepsis_rising_crp_then_icu USING (match_id) "
+    "GROUP BY pattern",
+    "SELECT patient, count(*) AS n FROM matches_sepsis_rising_crp_then_icu GROUP BY patient "
+    "ORDER BY n DESC, patient LIMIT 5",
+    "SELECT variable, count(DISTINCT event_id) AS events FROM match_events_mw_chemo_p1 "
+    "GROUP BY variable ORDER BY variable",
+    "SELECT pattern, status, matches FROM runs ORDER BY pattern",
+    "SELECT event_type, count(*) AS n FROM events_sepsis GROUP BY event_type ORDER BY n DESC, "
+    "event_type",
+    "SELECT r.location, count(*) AS n FROM events_locations e JOIN reference_room_state r "
+    "ON e.location = r.location GROUP BY r.location ORDER BY r.location",
+]
+
+
+@pytest.mark.parametrize("sql", FAST_QUERIES)
+def test_fast_query_path_equals_spark(spark, nightly, sql):
+    from jobs.views import duckdb_connection, register_spark
+
+    lake = lk.Lake(nightly[0].lake)
+    register_spark(spark, lake)
+    con, _ = duckdb_connection(lake, sql)
+    duck = con.sql(sql).to_arrow_table()
+    ours = spark.sql(sql).toArrow()
+    assert duck.num_rows > 0
+    assert [list(r.values()) for r in duck.to_pylist()] == \
+        [list(r.values()) for r in ours.to_pylist()]
+
+
+def test_query_command_formats_and_fallback(nightly, monkeypatch, capsys, tmp_path):
+    import csv
+    import io
+    import json
+
+    from jobs.cli import main
+
+    profile = nightly[0]
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(f"profiles:\n  test:\n    landing: {profile.landing}\n"
+                    f"    lake: {profile.lake}\n    spark: {{master: 'local[1]'}}\n")
+    monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))
+    sql = "SELECT match_id, bindings, start_ts FROM matches_mw_chemo_p1 ORDER BY match_id"
+    assert main(["query", "--profile", "test", "--format", "json", sql]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 3 and all(isinstance(r["bindings"], dict) for r in rows)
+    assert main(["query", "--profile", "test", "--format", "csv", sql]) == 0
+    table = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [r["match_id"] for r in table] == [r["match_id"] for r in rows]
+    assert json.loads(table[0]["bindings"]) == rows[0]["bindings"]
+    assert main(["query", "--profile", "test", "--limit", "2", sql]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["match_id", "bindings", "start_ts"]
+    assert "(2 rows (the limit" in out
+    # a query only Spark SQL reads falls back to Spark, and says so
+    assert main(["query", "--profile", "test", "SELECT explode(array(1, 2)) AS x"]) == 0
+    captured = capsys.readouterr()
+    assert "running it on Spark" in captured.err and captured.out.split()[:4] == ["x", "-", "1", "2"]
+    assert main(["query", "--profile", "test", "--engine", "duckdb", "SELECT * FROM nope"]) == 2
+    assert "nope" in capsys.readouterr().err
+
+
+def test_match_tables_carry_their_pattern_in_delta_metadata(nightly):
+    profile = nightly[0]
+    pattern = load_pattern("patterns/sepsis_rising_crp_then_icu.yaml")
+    dt = DeltaTable(lk.Lake(profile.lake).matches(pattern.name))
+    meta = dt.metadata()
+    assert meta.name == pattern.name and meta.description == pattern.description.strip()
+    assert meta.configuration["ses.pattern.path"] == "patterns/sepsis_rising_crp_then_icu.yaml"
+    assert meta.configuration["ses.pattern.version"] == pattern.version
+    assert meta.configuration["ses.pattern.source"] == "sepsis"
+    comments = {f.name: (f.metadata or {}).get(b"comment", b"").decode()
+                for f in dt.schema().to_arrow()}
+    assert all(comments.values()), comments
+    assert "partition attribute 'patient'" in comments["patient"]

@@ -1,0 +1,94 @@
+"""``explain``: each step of the lazy strategy is named correctly on hand-made cases (the
+filter, conditions 4-5, a counter at zero, a failed condition in the matcher), per-variable
+counts with the nearest known values on a real Spark frame, and the warnings."""
+
+import textwrap
+
+import pytest
+
+from jobs.core.events import Event, order, parse_ts
+from jobs.core.loader import load_pattern
+from jobs.explain import unsatisfiable, variable_counts, why_not
+
+RISING = """\
+    name: rising
+    source: toy
+    within: 7d
+    sets:
+      - [c+]
+      - [i]
+    conditions:
+      - c.kind = 'CRP'
+      - i.kind = 'ICU'
+      - c.pid = i.pid
+      - prev(c.value) < c.value
+"""
+
+
+@pytest.fixture
+def rising(tmp_path):
+    path = tmp_path / "rising.yaml"
+    path.write_text(textwrap.dedent(RISING))
+    return load_pattern(path)
+
+
+def ev(i: str, day: int, kind: str, value=None, pid="A") -> Event:
+    return Event(i, parse_ts(f"2014-03-{day:02d}"), {"pid": pid, "kind": kind, "value": value})
+
+
+def test_the_filter_removed_every_event(rising):
+    [r] = why_not(rising, order([ev("x1", 1, "Lactate"), ev("x2", 2, "Triage")]))
+    assert (r.events, r.kept, r.candidates) == (2, 0, 0)
+    assert "the filter removed every event" in "\n".join(r.lines())
+
+
+def test_a_counter_stayed_at_zero(rising):
+    """CRPs but no ICU admission within 7 days: the counter of i is zero."""
+    [r] = why_not(rising, order([ev("c1", 1, "CRP", 10), ev("c2", 2, "CRP", 20),
+                                 ev("c3", 3, "CRP", 30), ev("i1", 20, "ICU")]))
+    assert r.kept == 4 and r.windows == 4
+    assert r.no_start == 2  # i1 cannot start a match; c3's window holds one event
+    assert r.zero_counters == {"i": 2} and r.candidates == 0
+    assert "counter stayed at zero (i in 2)" in "\n".join(r.lines())
+
+
+def test_a_failed_relationship_is_named(tmp_path):
+    path = tmp_path / "dose.yaml"
+    path.write_text(textwrap.dedent("""\
+        name: dose
+        source: toy
+        within: 7d
+        sets:
+          - [c]
+          - [i]
+        conditions:
+          - c.kind = 'CRP'
+          - i.kind = 'ICU'
+          - c.value > 100
+          - i.value < c.value
+    """))
+    pattern = load_pattern(path)
+    [r] = why_not(pattern, order([ev("c1", 1, "CRP", 150), ev("i1", 2, "ICU", 200)]))
+    assert r.candidates == 1 and r.matched == 0
+    assert r.failed == {"i.value < c.value": 1}
+    assert "condition failed in 1 window(s): i.value < c.value" in "\n".join(r.lines())
+    # --at: only the windows whose first event lies in the range
+    [r] = why_not(pattern, order([ev("c1", 1, "CRP", 150), ev("i1", 2, "ICU", 200)]),
+                  low=parse_ts("2014-03-05"), high=parse_ts("2014-03-09"))
+    assert r.windows == 0 and r.candidates == 0
+
+
+def test_variable_counts_name_the_nearest_known_values(spark, tmp_path):
+    path = tmp_path / "typo.yaml"
+    path.write_text(textwrap.dedent(RISING).replace("'ICU'", "'Admission ICU'"))
+    pattern = load_pattern(path)
+    df = spark.createDataFrame(
+        [("A", "CRP", 1.0), ("A", "CRP", 2.0), ("A", "Admission IC", None),
+         ("B", "Admission NC", None), ("B", "Lactate", 3.0)], "pid string, kind string, value double")
+    counts = {c.variable: c for c in variable_counts(df, pattern)}
+    assert counts["c"].events == 2 and counts["i"].events == 0
+    assert counts["i"].hints and "'Admission IC'" in counts["i"].hints[0] \
+        and "'Admission NC'" in counts["i"].hints[0]
+    [warning] = unsatisfiable(list(counts.values()))
+    assert warning.startswith("variable i can never bind: 0 event(s) with i.kind = 'Admission ICU'")
+    assert "known: 'Admission IC', 'Admission NC'" in warning
