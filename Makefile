@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-from-lock
 
-.PHONY: run test lint validate bench airflow lock clean-venv
+.PHONY: run test lint validate new-pattern docs bench airflow lock clean-venv
 
 $(STAMP): requirements.lock
 	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
@@ -26,6 +26,11 @@ lint: $(STAMP)
 
 validate: $(STAMP)
 	$(PY) -m jobs validate
+
+# A new pattern file to start from: make new-pattern NAME=my_pattern SOURCE=sepsis
+new-pattern: $(STAMP)
+	@test -n "$(NAME)" -a -n "$(SOURCE)" || { echo "usage: make new-pattern NAME=my_pattern SOURCE=<a source of conf/sources.yaml>"; exit 2; }
+	$(PY) -m jobs new-pattern $(NAME) --source $(SOURCE)
 
 run: $(STAMP)
 	$(PY) -m jobs validate

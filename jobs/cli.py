@@ -90,6 +90,11 @@ def cmd_match(args) -> int:
     except PatternError as exc:
         print(exc, file=sys.stderr)
         return 2
+    try:
+        args.events = _events_file(args, pattern)
+    except (EventFileError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     if pattern.kind == "window":
         return _match_windows(args, pattern)
     compiled = compile_pattern(pattern)
@@ -142,6 +147,60 @@ def cmd_match(args) -> int:
               f"{stats['plan_cost']:,}", file=sys.stderr)
     if args.stats:
         print(json.dumps(stats, ensure_ascii=False), file=sys.stderr)
+    return 0
+
+
+RAW_ONLY = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv.gz")  # what only ingest reads
+
+
+def _events_file(args, pattern) -> str:
+    """The file ``match`` reads: as given, or, for a landing file (a format only ingest
+    reads, or ``--source``), typed by the source's schema as ingest types it (the same ids
+    and times as in the lake), in a temporary Parquet file."""
+    import atexit
+    import tempfile
+
+    import pyarrow.parquet as pq
+
+    from .ingest import IngestError, typed_file
+
+    path = Path(args.events)
+    name = args.source or (pattern.source if path.name.endswith(RAW_ONLY) else None)
+    if name is None:
+        return args.events
+    sources = load_sources()
+    if name not in sources:
+        raise ValueError(f"{path}: source {name!r} is not in conf/sources.yaml (sources: "
+                         f"{', '.join(sorted(sources))}); name one with --source")
+    if not path.is_file():
+        raise EventFileError(f"{path}: no such file")
+    try:
+        table, rejected = typed_file(sources[name], path)
+    except IngestError as exc:
+        raise EventFileError(str(exc)) from None
+    if rejected:
+        print(f"note: {len(rejected)} row(s) of {path} would be quarantined by ingest and are "
+              f"left out (first: line {rejected[0]['line']}: {rejected[0]['reason']})",
+              file=sys.stderr)
+    out = tempfile.NamedTemporaryFile(suffix=".parquet", delete=False)
+    atexit.register(Path(out.name).unlink, missing_ok=True)
+    pq.write_table(table.drop_columns([c for c in ("event_date", "source_file", "ingest_run",
+                                                   "ingested_at") if c in table.column_names]),
+                   out.name)
+    args.id_column, args.time_column = "event_id", "ts"
+    return out.name
+
+
+def cmd_new_pattern(args) -> int:
+    from .scaffold import scaffold
+
+    try:
+        path = scaffold(args.name, args.source)
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: edit its "
+          "conditions and examples, then `make validate`")
     return 0
 
 
@@ -648,14 +707,24 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--profile", help="the profile whose lake --data reads (default: local)")
     v.set_defaults(func=cmd_validate)
 
+    n = sub.add_parser("new-pattern", help="write patterns/NAME.yaml to start from (with an "
+                       "examples block); make new-pattern NAME=... SOURCE=...")
+    n.add_argument("name", help="the pattern's name (lower case, digits, _)")
+    n.add_argument("--source", required=True, help="a source of conf/sources.yaml")
+    n.set_defaults(func=cmd_new_pattern)
+
     m = sub.add_parser("match", help="run one pattern over one CSV or Parquet file, without Spark")
     m.add_argument("pattern", help="a pattern file (YAML)")
-    m.add_argument("events", help="events: CSV with a header, or Parquet")
+    m.add_argument("events", help="events: CSV with a header, Parquet, or a landing file of "
+                   "the pattern's source (.jsonl, .jsonl.gz, .csv.gz, ...)")
     m.add_argument("--matcher", choices=MATCHERS, default=None,
                    help="default: the pattern's own; bruteforce = the test oracle")
     m.add_argument("--strategy", choices=("lazy", "eager"), default="lazy",
                    help="lazy match windows (default) or eager: ses runs SESExec, zstream "
                         "its tree, over the whole stream")
+    m.add_argument("--source", help="type the file by this source of conf/sources.yaml, as "
+                   "ingest does (default for .jsonl, .json and .gz landing files: the "
+                   "pattern's source)")
     m.add_argument("--id-column", default="event_id")
     m.add_argument("--time-column", default="ts", help="ISO-8601 text or a timestamp type")
     m.add_argument("--no-filter", action="store_true", help="do not filter events (Theorem 1)")

@@ -264,6 +264,16 @@ def _to_arrow(rows: list[dict], schema: pa.Schema) -> pa.Table:
     return pa.table(cols, schema=schema)
 
 
+def typed_file(source: Source, path: Path) -> tuple[pa.Table, list[dict]]:
+    """One raw file typed exactly as ingest types it (same columns, ids and times), without
+    the lake: (events as Arrow, quarantined rows). For ``match`` on a landing file."""
+    fmt = next((f for f, suffixes in SUFFIXES.items() if path.name.endswith(suffixes)),
+               source.format)
+    typed = type_rows(source, read_raw(path, fmt), path.name, "match",
+                      datetime.now(timezone.utc))
+    return _to_arrow(typed.events, events_schema(source)), typed.quarantine
+
+
 @dataclass
 class IngestResult:
     source: str

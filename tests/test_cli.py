@@ -156,3 +156,53 @@ def test_timestamps():
     assert format_ts(parse_ts("2010-07-03T09:00:00")) == "2010-07-03T09:00:00"
     assert format_ts(1_500_000) == "1970-01-01T00:00:00.001500"
     assert format_ts(1_500_000_000) == "1970-01-01T00:00:01.500"
+
+
+def test_match_reads_the_landing_formats_of_ingest(capsys, tmp_path):
+    """A source's own jsonl.gz (and a csv.gz with --source) is typed as ingest types it:
+    the same content-hash ids, times and types; rows ingest would quarantine are left out
+    and counted."""
+    import gzip
+
+    from jobs.config import load_sources
+    from jobs.ingest import read_raw, type_rows
+
+    crp = str(ROOT / "patterns" / "sepsis_rising_crp_then_icu.yaml")
+    raw = ROOT / "data" / "landing" / "sepsis" / "sepsis_1.jsonl.gz"
+    code, out, err = run_cli(capsys, "match", crp, str(raw))
+    assert code == 0, err
+    rows = [json.loads(x) for x in out.splitlines()]
+    typed = type_rows(load_sources()["sepsis"], read_raw(raw, "jsonl"), raw.name, "t", None)
+    ids = {e["event_id"] for e in typed.events}
+    assert rows and all(i in ids for r in rows for v in r["bindings"].values() for i in v)
+    # a bad line is reported, not fatal
+    bad = tmp_path / "few.jsonl.gz"
+    lines = gzip.open(raw, "rt").read().splitlines()[:50] + ["{not json"]
+    bad.write_bytes(gzip.compress("\n".join(lines).encode()))
+    code, out, err = run_cli(capsys, "match", crp, str(bad))
+    assert code == 0 and "1 row(s) of" in err and "quarantined" in err
+    hospital = ROOT / "data" / "landing" / "hospital" / "hospital_2005.csv.gz"
+    pattern = str(ROOT / "patterns" / "hospital_ca125_blood_then_consult.yaml")
+    code, out, err = run_cli(capsys, "match", pattern, str(hospital), "--source", "hospital")
+    assert code == 0 and out.strip(), err
+    code, out, err = run_cli(capsys, "match", pattern, str(hospital), "--source", "nope")
+    assert code == 2 and "source 'nope' is not in conf/sources.yaml" in err
+
+
+@pytest.mark.parametrize("source", ["sepsis", "hospital", "chemo_mw", "locations"])
+def test_new_pattern_scaffold_validates_with_its_examples(capsys, tmp_path, source):
+    from jobs.scaffold import scaffold
+
+    path = scaffold(f"my_{source}", source, folder=tmp_path)
+    code, out, err = run_cli(capsys, "validate", str(path))
+    assert code == 0 and "2 example(s) pass" in out, err
+    with pytest.raises(ValueError, match="exists already"):
+        scaffold(f"my_{source}", source, folder=tmp_path)
+
+
+def test_validate_requires_examples(capsys, tmp_path):
+    text = (ROOT / "patterns" / "mw_chemo_p1.yaml").read_text()
+    path = tmp_path / "bare.yaml"
+    path.write_text(text[:text.index("examples:")])
+    code, out, err = run_cli(capsys, "validate", str(path))
+    assert code == 1 and f"{path}:1: no examples: add an `examples:` block" in err
