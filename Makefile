@@ -27,6 +27,10 @@ lint: $(STAMP)
 validate: $(STAMP)
 	$(PY) -m jobs validate
 
+# The catalogue site (site/ beside the lake): patterns, matches, runs, quality, lineage
+docs: $(STAMP)
+	$(PY) -m jobs docs
+
 # A new pattern file to start from: make new-pattern NAME=my_pattern SOURCE=sepsis
 new-pattern: $(STAMP)
 	@test -n "$(NAME)" -a -n "$(SOURCE)" || { echo "usage: make new-pattern NAME=my_pattern SOURCE=<a source of conf/sources.yaml>"; exit 2; }

@@ -684,6 +684,18 @@ def _query_spark(args, profile, lake, limit) -> int:
     return 0
 
 
+@_pipeline_errors
+def cmd_docs(args) -> int:
+    """The catalogue site of the profile's lake (``jobs.site``); no Spark."""
+    from .config import load_profile
+    from .site import build_site
+
+    profile = load_profile(args.profile)
+    out = args.out or profile.site
+    build_site(profile.lake, Path(out) if out else None)
+    return 0
+
+
 def _size(text: str) -> int:
     from .config import parse_bytes
 
@@ -838,6 +850,11 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--start", required=True, help="YYYY-MM-DD")
     b.add_argument("--end", required=True, help="YYYY-MM-DD (exclusive)")
     b.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
+    dc = pipeline_parser("docs", "build the catalogue site (static HTML and pictures beside "
+                         "the lake; also after every run)", cmd_docs)
+    dc.add_argument("--out", help="the site's folder (default: the profile's site, else site/ "
+                                  "beside the lake)")
+
     md = pipeline_parser("models", "build, test and publish the SQL models of models/",
                          cmd_models)
     md.add_argument("--select", action="append",

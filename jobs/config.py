@@ -50,6 +50,7 @@ class Profile:
     earliest: str = "1900-01-01"  # events before this date are quarantined at ingest
     max_future: int = 86400 * 10**9  # ... and events later than now + this (ns)
     lock_dir: str | None = None  # where the lake lock lives for an object-store lake
+    site: str | None = None  # the catalogue site, rebuilt after every run (None: only `docs`)
 
     def ts_range(self, now=None):
         """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
@@ -155,6 +156,7 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
         max_future=_setting(path, name, "ingest.max_future", parse_duration,
                             ingest.get("max_future", "1d")),
         lock_dir=spec.get("lock_dir"),
+        site=_resolve(spec["site"]) if spec.get("site") else None,
     )
 
 

@@ -375,7 +375,22 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         finish_run(lake, run_id)
         echo(summary(profile, rows, run_id, time.perf_counter() - t0))
         model_rows = models_step(spark, profile, echo) if paths is None else []
+        site_step(profile, echo)
     return rows + model_rows
+
+
+def site_step(profile: Profile, echo=print) -> None:
+    """The catalogue site after a run (when the profile names its folder); a failure is
+    reported, never fails the run."""
+    from .site import build_site
+
+    if not profile.site:
+        return
+    try:
+        with progress("catalogue", None, echo):
+            build_site(profile.lake, Path(profile.site), echo=echo)
+    except Exception as exc:  # noqa: BLE001 - the site is a view of the run, not the run
+        echo(f"warning: catalogue site not built ({short_error(exc)}); `make docs` retries")
 
 
 def models_step(spark, profile: Profile, echo=print, select: list[str] | None = None

@@ -291,13 +291,18 @@ def context(lake_root: str):
 
 
 def run_suite(lake_root: str, name: str, expectations: list[dict], df,
-              parameters: dict) -> Outcome:
+              parameters: dict, run_name: str | None = None) -> Outcome:
+    """Validate ``df`` with the suite ``name``; the result is kept (and shown in the
+    catalogue) under ``run_name``: the pipeline's run id, or a new id of the same shape."""
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
     from great_expectations.core.expectation_suite import ExpectationSuite
+    from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.expectations.expectation_configuration import (
         ExpectationConfiguration,
     )
+
+    from .pipeline import new_run_id
 
     ctx = context(lake_root)
     ds = ctx.data_sources.add_or_update_spark(name="lake")
@@ -315,7 +320,8 @@ def run_suite(lake_root: str, name: str, expectations: list[dict], df,
         gx.ValidationDefinition(name=name, data=batch, suite=suite))
     checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
         name=name, validation_definitions=[vd], actions=[UpdateDataDocsAction(name="docs")]))
-    result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters)
+    result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters,
+                            run_id=RunIdentifier(run_name=run_name or new_run_id()))
     run = list(result.run_results.values())[0]
     failed = []
     for r in run.results:
@@ -358,4 +364,4 @@ def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_i
     df = match_check_frame(spark, lake.staging(pattern.name, run_id), pattern,
                            lake.events(pattern.source), low, high)
     return run_suite(lake.root, f"matches_{pattern.name}", matches_expectations(pattern), df,
-                     {"tau_seconds": pattern.tau / 1e9})
+                     {"tau_seconds": pattern.tau / 1e9}, run_name=run_id)

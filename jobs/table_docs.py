@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pyarrow as pa
+
 from . import lake as lk
 from .config import ROOT
 from .views import SOURCE_KEY
@@ -63,7 +65,7 @@ def document_match_table(table_path: str, pattern) -> bool:
     if any(meta.configuration.get(k) != v for k, v in props.items()):
         dt.alter.set_table_properties(props, raise_if_not_exists=False)
         changed = True
-    schema = dt.schema().to_arrow()
+    schema = pa.schema(dt.schema().to_arrow())
     for name, meaning in column_meanings(pattern, schema.names).items():
         current = schema.field(name).metadata or {}
         if current.get(b"comment", b"").decode() != meaning:
