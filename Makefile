@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-from-lock
 
-.PHONY: run test lint validate new-pattern docs bench airflow lock clean-venv
+.PHONY: run test browser lint validate new-pattern docs bench airflow lock clean-venv
 
 $(STAMP): requirements.lock
 	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
@@ -17,7 +17,14 @@ $(STAMP): requirements.lock
 	@$(PY) -c 'from jobs.core.engine import warm_up; print(f"kernels ready in {warm_up():.0f} s")'
 	@touch $(STAMP)
 
-test: $(STAMP)
+# Headless Chromium (Debian's package) for the catalogue site's tests
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  echo "installing chromium (Debian package) for the catalogue site's browser tests…"; \
+	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null \
+	  || { echo "could not install chromium: install it (Debian/Ubuntu: sudo apt-get install chromium) and rerun"; exit 1; }; }
+
+test: $(STAMP) browser
 	$(PY) -m pytest -q
 
 lint: $(STAMP)

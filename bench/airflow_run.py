@@ -30,7 +30,10 @@ def profile(folder: Path) -> Path:
     """conf/pipeline.yaml with the local profile's lake moved to ``folder``."""
     text = (ROOT / "conf" / "pipeline.yaml").read_text()
     conf = folder / "pipeline.yaml"
-    conf.write_text(text.replace("    lake: lake ", f"    lake: {folder / 'lake'} ", 1))
+    text = text.replace("    lake: lake ", f"    lake: {folder / 'lake'} ", 1)
+    text = text.replace("    site: site ", f"    site: {folder / 'site'} ", 1)
+    # no schedule: the only run is the one the benchmark triggers
+    conf.write_text(text.replace('  schedule: "0 2 * * *"', "  schedule: null", 1))
     return conf
 
 

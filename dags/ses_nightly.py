@@ -9,8 +9,9 @@ publishes it, so a pattern's table is published as soon as it passes, and the ta
 the pattern's name. Every step is idempotent: publishing MERGEs by match_id over the
 range the logical date closes (the run's own date when a trigger gives none).
 
-After the pattern groups, one task per SQL model of ``models/`` (in dependency order):
+After the pattern tasks, one task per SQL model of ``models/`` (in dependency order):
 each builds, tests and publishes its table; a model's task waits for the models it reads.
+Last, ``catalogue`` rebuilds the catalogue site (``python -m jobs docs``).
 
 Environment: SES_PROFILE (profile in conf/pipeline.yaml), SES_PIPELINE_CONF (another
 pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml and
@@ -177,12 +178,20 @@ def ses_nightly():
     def models_invalid(message: str) -> None:
         raise RuntimeError(message)
 
+    @task(trigger_rule="all_done", retries=0)
+    def catalogue() -> str:
+        """The catalogue site (patterns, matches, runs, quality), also after failures."""
+        return _job("docs", spark=False)
+
     paths = list_patterns()
     runs = run_pattern.expand(path=paths)
-    ingest(paths) >> runs >> summary(paths)
+    done = summary(paths)
+    ingest(paths) >> runs >> done
+    site = catalogue()
+    done >> site
     models, problem = _models()
     if problem:
-        runs >> models_invalid.override(trigger_rule="all_done")(problem)
+        runs >> models_invalid.override(trigger_rule="all_done")(problem) >> site
     built = {}
     for name, deps in models:  # in dependency order; after every pattern group
         t = model.override(task_id=f"model_{name}",
@@ -192,6 +201,7 @@ def ses_nightly():
         else:
             runs >> t
         built[name] = t
+        t >> site
 
 
 ses_nightly()

@@ -50,7 +50,7 @@ def test_dag_imports_with_expected_tasks(airflow_env):
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["errors"] == {}
-    assert info["tasks"] == ["ingest", "list_patterns", "model_lab_to_home_passes",
+    assert info["tasks"] == ["catalogue", "ingest", "list_patterns", "model_lab_to_home_passes",
                              "model_paper_ex4_room_state", "model_sepsis_episodes",
                              "run_pattern", "summary"]
     assert info["map_index"] == "{{ pattern_name }}"  # mapped tasks show the pattern's name
