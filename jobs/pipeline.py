@@ -80,7 +80,8 @@ def ingest_sources(spark, profile: Profile, run_id: str, names: list[str] | None
         if not source.landing or (names and name not in names):
             continue
         try:
-            r = ingest(source, profile.landing, lake, run_id, ts_range=ts_range, gate=gate)
+            with progress(f"ingest {name}", spark, echo):
+                r = ingest(source, profile.landing, lake, run_id, ts_range=ts_range, gate=gate)
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
             failed[name] = f"ingest of {name} failed: {exc}"
             echo(f"FAILED {failed[name]}")
@@ -103,7 +104,8 @@ def stats_step(spark, profile: Profile, name: str, source, patterns: list,
 
     try:
         mine = [p for p in patterns if p.source == name]
-        out = update_stats(spark, lk.Lake(profile.lake), name, mine, source.columns, echo)
+        with progress(f"stats {name}", spark, echo):
+            out = update_stats(spark, lk.Lake(profile.lake), name, mine, source.columns, echo)
         if out["dates"]:
             echo(f"stats {name}: {out['dates']} date(s), {out['rows']} row(s)")
         return out

@@ -206,3 +206,18 @@ def test_validate_requires_examples(capsys, tmp_path):
     path.write_text(text[:text.index("examples:")])
     code, out, err = run_cli(capsys, "validate", str(path))
     assert code == 1 and f"{path}:1: no examples: add an `examples:` block" in err
+
+
+def test_progress_lines_inside_a_long_step():
+    import time
+
+    from jobs.progress import progress
+
+    lines = []
+    with progress("match slow", None, lines.append, every=0.05):
+        time.sleep(0.3)
+    assert len(lines) >= 3 and lines[0].startswith("  match slow … 0 s")
+    quiet = []
+    with progress("match fast", None, quiet.append, every=5):
+        pass
+    assert quiet == []  # a short step prints nothing

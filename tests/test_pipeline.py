@@ -676,3 +676,20 @@ def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
     assert "matches_sepsis_rising_crp_then_icu" in quality and "__none__" not in quality
     index = pages["index"].read_text()
     assert all(f"patterns/{load_pattern(p).name}.html" in index for p in pattern_paths())
+
+
+def test_readme_recipes_run_offline_on_the_lake(nightly, capsys):
+    """The README's pandas, Polars and DuckDB recipes, as written, on the nightly lake."""
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme[readme.index("## Querying the results"):readme.index("## Running on")]
+    recipes = re.findall(r"```python\n(.*?)```", section, re.S)
+    assert len(recipes) == 3
+    lake = nightly[0].lake
+    for code in recipes:
+        exec(compile(code.replace('"lake/', f'"{lake}/'), "README", "exec"), {})
+    out = capsys.readouterr().out
+    assert "variable" in out  # pandas: the mean per variable
+    assert "2014-" in out  # Polars: months
+    assert "patient" in out and "sepsis_rising_crp_then_icu" in out  # DuckDB
