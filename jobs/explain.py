@@ -52,7 +52,8 @@ class VariableCount:
 
 
 def _variables(pattern):
-    """(alternative number or None, variable, negated) of a sequence pattern."""
+    """(alternative number or None, the alternative, variable, negated) of a sequence
+    pattern."""
     alts = pattern.alternatives
     for k, alt in enumerate(alts, start=1):
         for v in alt.variables:
