@@ -52,8 +52,8 @@ def airflow_run(folder: Path, timeout: float = 1800) -> tuple[float, str, dict]:
                AIRFLOW__CORE__DAGS_FOLDER=str(ROOT / "dags"),
                AIRFLOW__CORE__LOAD_EXAMPLES="False", AIRFLOW__CORE__PARALLELISM="4",
                AIRFLOW__CORE__MAX_ACTIVE_TASKS_PER_DAG="2",
-               AIRFLOW__API__HOST="127.0.0.1", AIRFLOW__API__PORT="8793",
-               AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:8793/execution/",
+               AIRFLOW__API__HOST="127.0.0.1", AIRFLOW__API__PORT="8795",
+               AIRFLOW__CORE__EXECUTION_API_SERVER_URL="http://127.0.0.1:8795/execution/",
                AIRFLOW__SCHEDULER__DAG_DIR_LIST_INTERVAL="5")
 
     def airflow(*args: str) -> str:
