@@ -4,9 +4,11 @@ Thin on purpose: parsing this file reads ``conf/pipeline.yaml`` (schedule, retri
 nothing else; the work runs in the project's jobs, started from the project's venv with
 spark-submit as ``make run`` does (``spark_entry.py``). Patterns are listed when a run
 starts (``patterns/*.yaml`` and ``*.yml``), so a new pattern file joins the next run without touching
-this file. Each pattern's task is one Spark application that matches, validates and
-publishes it, so a pattern's table is published as soon as it passes, and the task shows
-the pattern's name. Every step is idempotent: publishing MERGEs by match_id over the
+this file. Each pattern's task matches, validates and publishes it, so a pattern's table
+is published as soon as it passes, and the task shows the pattern's name. The steps of
+one DAG run share one warm Spark application (``spark_session``, a setup task; see
+``jobs/session.py``), which ``stop_session`` ends; a step that finds no session runs with
+its own spark-submit. Every step is idempotent: publishing MERGEs by match_id over the
 range the logical date closes (the run's own date when a trigger gives none).
 
 After the pattern tasks, one task per SQL model of ``models/`` (in dependency order):
@@ -40,36 +42,53 @@ def _settings() -> dict:
 SETTINGS = _settings()
 
 
-def _job(*args: str, spark: bool = True) -> str:
-    """Run one step the way `make run` does (spark-submit from the venv, or plain Python for
-    a step without Spark), its lines streamed into the task log as they come. A step that
-    exits with 2 failed on its input (a pattern file, a quality gate, a bad raw file): the
-    task fails without retries, with the step's own message; other failures may retry."""
-    import subprocess
+def _env() -> dict:
     import sys
-
-    from airflow.exceptions import AirflowFailException
 
     sys.path.insert(0, str(PROJECT))
     from jobs.config import load_profile
     from jobs.spark import spark_environment
 
-    env = spark_environment(load_profile(), dict(os.environ, PYSPARK_PYTHON=str(VENV_BIN / "python"),
-                                                 PYSPARK_DRIVER_PYTHON=str(VENV_BIN / "python")))
-    cmd = ([str(VENV_BIN / "spark-submit"), str(PROJECT / "spark_entry.py"), *args] if spark
-           else [str(VENV_BIN / "python"), "-m", "jobs", *args])
+    return spark_environment(load_profile(), dict(os.environ,
+                                                  PYSPARK_PYTHON=str(VENV_BIN / "python"),
+                                                  PYSPARK_DRIVER_PYTHON=str(VENV_BIN / "python")))
+
+
+def _job(run_id: str, *args: str, spark: bool = True) -> str:
+    """Run one step of the DAG run ``run_id`` the way `make run` does: in the run's warm
+    Spark session (``jobs.session``), or, when none answers, with its own spark-submit from
+    the venv (plain Python for a step without Spark). Its lines stream into the task log.
+    A step that exits with 2 failed on its input (a pattern file, a quality gate, a bad
+    raw file): the task fails without retries, with the step's own message; other
+    failures may retry."""
+    import subprocess
+    import sys
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    sys.path.insert(0, str(PROJECT))
+    from jobs.session import ask, socket_path
+
     lines = []
-    with subprocess.Popen(cmd, cwd=PROJECT, env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
-        for line in proc.stdout:
-            line = line.rstrip("\n")
-            if line.strip() and not line.startswith("Current mem limits"):
-                print(line, flush=True)
-                lines.append(line)
-    if proc.returncode != 0:
+
+    def echo(line: str) -> None:
+        if line.strip() and not line.startswith(("Current mem limits", "Setting mem limits")):
+            print(line, flush=True)
+            lines.append(line)
+
+    code = ask(socket_path(run_id), list(args), echo)
+    if code is None:
+        cmd = ([str(VENV_BIN / "spark-submit"), str(PROJECT / "spark_entry.py"), *args]
+               if spark else [str(VENV_BIN / "python"), "-m", "jobs", *args])
+        with subprocess.Popen(cmd, cwd=PROJECT, env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
+            for line in proc.stdout:
+                echo(line.rstrip("\n"))
+        code = proc.returncode
+    if code != 0:
         errors = [line for line in lines if line.startswith("error:")]
-        message = errors[-1] if errors else f"{' '.join(args)} exited with {proc.returncode}"
-        raise (AirflowFailException if proc.returncode == 2 else RuntimeError)(message)
+        message = errors[-1] if errors else f"{' '.join(args)} exited with {code}"
+        raise (AirflowFailException if code == 2 else RuntimeError)(message)
     return "\n".join(lines)
 
 
@@ -129,6 +148,36 @@ def ses_nightly():
         return [str(p) for p in pattern_paths(glob=os.environ.get("SES_PATTERNS"))]
 
     @task
+    def spark_session() -> bool:
+        """One warm Spark application for this DAG run's steps (``jobs.session``); the
+        steps run on their own when it does not come up."""
+        import sys
+
+        from airflow.sdk import get_current_context
+
+        sys.path.insert(0, str(PROJECT))
+        from jobs.session import socket_path, start
+
+        run_id, _ = _run(get_current_context())
+        log = Path(os.environ.get("AIRFLOW_HOME", PROJECT)) / "ses-session.log"
+        up = start(socket_path(run_id), _env(), PROJECT, str(VENV_BIN / "python"), log)
+        print(f"Spark session for run {run_id}: {'up' if up else 'not up, steps run alone'}"
+              f" (log: {log})")
+        return up
+
+    @task(retries=0)
+    def stop_session() -> None:
+        import sys
+
+        from airflow.sdk import get_current_context
+
+        sys.path.insert(0, str(PROJECT))
+        from jobs.session import ask, socket_path
+
+        run_id, _ = _run(get_current_context())
+        ask(socket_path(run_id), ["stop"], print)
+
+    @task
     def ingest(paths: list[str]) -> str:
         """Raw files of the patterns' sources -> events/<source>; each batch passes the
         events suite before it is committed."""
@@ -141,7 +190,7 @@ def ses_nightly():
 
         run_id, day = _run(get_current_context())
         sources = sorted({p.source for _, p in load_catalog(paths).patterns})
-        _job("ingest", "--logical-date", day, "--run-id", run_id,
+        _job(run_id, "ingest", "--logical-date", day, "--run-id", run_id,
              *[arg for s in sources for arg in ("--source", s)])
         return run_id
 
@@ -155,7 +204,7 @@ def ses_nightly():
         context = get_current_context()
         context["pattern_name"] = Path(path).stem
         run_id, day = _run(context)
-        _job("run-pattern", path, "--run-id", run_id, "--logical-date", day)
+        _job(run_id, "run-pattern", path, "--run-id", run_id, "--logical-date", day)
         return path
 
     @task(trigger_rule="all_done", retries=0)
@@ -165,30 +214,37 @@ def ses_nightly():
         from airflow.sdk import get_current_context
 
         run_id, _ = _run(get_current_context())
-        return _job("runs", "--run-id", run_id, "--last", "1000",
+        return _job(run_id, "runs", "--run-id", run_id, "--last", "1000",
                     "--expect", str(len(paths)), spark=False)
 
     @task(retries=0)
     def model(name: str) -> str:
         """Build one SQL model, test it, and only then replace its table."""
-        _job("models", "--select", name)
+        from airflow.sdk import get_current_context
+
+        _job(_run(get_current_context())[0], "models", "--select", name)
         return name
 
     @task(retries=0)
     def models_invalid(message: str) -> None:
         raise RuntimeError(message)
 
-    @task(trigger_rule="all_done", retries=0)
+    @task(retries=0)
     def catalogue() -> str:
         """The catalogue site (patterns, matches, runs, quality), also after failures."""
-        return _job("docs", spark=False)
+        from airflow.sdk import get_current_context
+
+        return _job(_run(get_current_context())[0], "docs", spark=False)
 
     paths = list_patterns()
     runs = run_pattern.expand(path=paths)
     done = summary(paths)
-    ingest(paths) >> runs >> done
-    site = catalogue()
-    done >> site
+    session = spark_session()
+    session >> ingest(paths) >> runs >> done
+    # teardowns: they run also after failures, and do not decide the run's state (the
+    # summary and the models do)
+    site = catalogue().as_teardown(setups=session)
+    done >> site >> stop_session().as_teardown(setups=session)
     models, problem = _models()
     if problem:
         runs >> models_invalid.override(trigger_rule="all_done")(problem) >> site

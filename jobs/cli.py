@@ -191,6 +191,13 @@ def _events_file(args, pattern) -> str:
     return out.name
 
 
+def cmd_serve(args) -> int:
+    """One warm Spark application for the steps of a DAG run (``jobs.session``)."""
+    from .session import serve
+
+    return serve(Path(args.socket), args.idle, args.profile)
+
+
 def cmd_new_pattern(args) -> int:
     from .scaffold import scaffold
 
@@ -850,6 +857,12 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--start", required=True, help="YYYY-MM-DD")
     b.add_argument("--end", required=True, help="YYYY-MM-DD (exclusive)")
     b.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
+    sv = pipeline_parser("serve", "run the steps sent to SOCKET in one warm Spark "
+                         "application (the nightly DAG's session; stops when idle)", cmd_serve)
+    sv.add_argument("--socket", required=True, help="the Unix socket to listen on")
+    sv.add_argument("--idle", type=float, default=900.0,
+                    help="stop after this many seconds without a step (default 900)")
+
     dc = pipeline_parser("docs", "build the catalogue site (static HTML and pictures beside "
                          "the lake; also after every run)", cmd_docs)
     dc.add_argument("--out", help="the site's folder (default: the profile's site, else site/ "

@@ -52,7 +52,7 @@ def test_dag_imports_with_expected_tasks(airflow_env):
     assert info["errors"] == {}
     assert info["tasks"] == ["catalogue", "ingest", "list_patterns", "model_lab_to_home_passes",
                              "model_paper_ex4_room_state", "model_sepsis_episodes",
-                             "run_pattern", "summary"]
+                             "run_pattern", "spark_session", "stop_session", "summary"]
     assert info["map_index"] == "{{ pattern_name }}"  # mapped tasks show the pattern's name
     assert info["catchup"] is False and info["max_active_runs"] == 1 and info["retries"] == 2
     assert "expression='0 2 * * *'" in info["schedule"]

@@ -1,0 +1,50 @@
+"""The DAG run's warm Spark session (``jobs.session``): steps sent over its socket run as
+``python -m jobs`` would, one at a time, their output streams back, their exit codes
+come back, and a client without a server is told so (it then runs the step itself)."""
+
+import threading
+import time
+
+from jobs.session import ask, serve, socket_path
+
+from .helpers import ROOT
+
+
+def test_steps_run_in_the_session_one_at_a_time(spark, tmp_path):
+    path = tmp_path / "s.sock"
+    server = threading.Thread(target=serve, args=(path, 60.0), daemon=True)
+    server.start()
+    deadline = time.monotonic() + 60
+    while ask(path, ["ping"], lambda _: None) is None:
+        assert time.monotonic() < deadline, "the session did not come up"
+        time.sleep(0.2)
+    results = {}
+
+    def client(name, argv):
+        lines = []
+        results[name] = (ask(path, argv, lines.append), lines)
+
+    good = str(ROOT / "patterns" / "mw_chemo_p1.yaml")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nsource: chemo_mw\nwithin: 1d\nsets: [[a]]\n")
+    threads = [threading.Thread(target=client, args=("good", ["validate", good])),
+               threading.Thread(target=client, args=("bad", ["validate", str(bad)])),
+               threading.Thread(target=client, args=("usage", ["no-such-command"]))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    code, lines = results["good"]
+    assert code == 0 and lines == ["ok: 1 pattern file(s) valid, 2 example(s) pass"]
+    code, lines = results["bad"]
+    assert code == 1 and any("bad.yaml" in line for line in lines)
+    assert not any("valid," in line for line in lines)  # outputs are not mixed
+    assert results["usage"][0] == 2  # argparse's exit code, and the server lives on
+    assert ask(path, ["stop"], print) == 0
+    server.join(30)
+    assert not server.is_alive() and not path.exists()
+
+
+def test_no_session_means_the_caller_runs_the_step(tmp_path):
+    assert ask(tmp_path / "none.sock", ["validate"], print) is None
+    assert socket_path("20261122T020000Z-abcdef").name == "ses-20261122T020000Z-abcdef.sock"
