@@ -100,7 +100,7 @@ def _run(context) -> tuple[str, str]:
     import sys
 
     sys.path.insert(0, str(PROJECT))
-    from jobs.pipeline import new_run_id
+    from jobs.status import new_run_id
 
     dag_run = context["dag_run"]
     when = context.get("logical_date") or dag_run.run_after

@@ -353,9 +353,10 @@ def cmd_ingest(args) -> int:
     from .config import load_profile
     from .lake import Lake
     from .locks import lake_lock
-    from .pipeline import ingest_sources, new_run_id
+    from .pipeline import ingest_sources
     from .reconcile import reconcile
     from .spark import build_session
+    from .status import new_run_id
 
     profile = load_profile(args.profile)
     run_id = args.run_id or new_run_id()

@@ -7,10 +7,8 @@ logical date and prints a summary, ``backfill`` recomputes a range of start date
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
-import uuid
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -28,18 +26,8 @@ from .progress import progress
 from .publish import log_run, previous_runs, publish
 from .reconcile import finish_run, reconcile, start_run
 from .retract import reopened_low
-from .status import FAILED, SUCCESS
+from .status import FAILED, SUCCESS, new_run_id
 from .table_docs import document_match_table
-
-
-def new_run_id(started: datetime | None = None, seed: str | None = None) -> str:
-    """The one run-id shape of every run (``make run``, Airflow, backfill, ingest): its
-    start time in UTC, so that ids sort by time as text, and six hex digits, from ``seed``
-    where every task of one run must derive the same id (an Airflow run's own id), else
-    random. The logical date is a column of its own in the runs table."""
-    t = (started or datetime.now(timezone.utc)).astimezone(timezone.utc)
-    tail = hashlib.sha1(seed.encode()).hexdigest()[:6] if seed else uuid.uuid4().hex[:6]
-    return f"{t:%Y%m%dT%H%M%SZ}-{tail}"
 
 
 def pipeline_catalog(paths: list[str] | None = None) -> tuple[Catalog, list]:

@@ -302,7 +302,7 @@ def run_suite(lake_root: str, name: str, expectations: list[dict], df,
         ExpectationConfiguration,
     )
 
-    from .pipeline import new_run_id
+    from .status import new_run_id
 
     ctx = context(lake_root)
     ds = ctx.data_sources.add_or_update_spark(name="lake")
