@@ -638,7 +638,6 @@ def cmd_query(args) -> int:
     profile = load_profile(args.profile)
     lake = Lake(profile.lake)
     limit = args.limit if args.limit is not None else (20 if args.format == "table" else None)
-    table, views = None, []
     if args.engine in ("auto", "duckdb"):
         import duckdb
 
@@ -650,8 +649,9 @@ def cmd_query(args) -> int:
             return 0
         try:
             rel = con.sql(args.sql)
-            table = (rel.limit(limit) if limit is not None and rel is not None else rel)
-            table = table.to_arrow_table() if table is not None else None
+            if rel is None:  # a statement without rows
+                return 0
+            table = (rel.limit(limit) if limit is not None else rel).to_arrow_table()
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0]
             if args.engine == "duckdb":
@@ -659,8 +659,7 @@ def cmd_query(args) -> int:
                 return 2
             print(f"note: DuckDB cannot run this query ({first[:160]}); running it on Spark",
                   file=sys.stderr)
-            table = None
-        if table is not None:
+        else:
             write_rows(table, args.format, sys.stdout, shown=limit)
             return 0
     return _query_spark(args, profile, lake, limit)
