@@ -72,8 +72,12 @@ def bound_events_sql(pattern: str, dialect: str) -> str:
 
 
 def match_events_sql(pattern: str, source: str, dialect: str) -> str:
-    """``match_events_<pattern>``: the bound events joined to their events table."""
-    return (f"SELECT b.pattern, b.match_id, b.variable, CAST(b.position AS INT) AS position, e.* "
+    """``match_events_<pattern>``: the bound events joined to their events table (on Spark
+    a sort-merge join: ``match_events`` unions one join per pattern, and broadcasting every
+    events table at once can exhaust the driver)."""
+    hint = "/*+ MERGE(e) */ " if dialect == "spark" else ""
+    return (f"SELECT {hint}b.pattern, b.match_id, b.variable, "
+            f"CAST(b.position AS INT) AS position, e.* "
             f"FROM ({bound_events_sql(pattern, dialect)}) b "
             f"JOIN events_{source} e ON e.event_id = b.event_id")
 

@@ -538,9 +538,9 @@ def test_match_events_views_equal_the_bindings_on_spark_and_duckdb(spark, nightl
 
 
 FAST_QUERIES = [
-    "SELECT pattern, count(*) AS n, min(start_ts) AS first, max(n_events) AS most "
-    "FROM match_events JOIN matches_sepsis_rising_crp_then_icu USING (match_id) "
-    "GROUP BY pattern",
+    "SELECT e.pattern, count(*) AS n, min(m.start_ts) AS first, max(m.n_events) AS most "
+    "FROM match_events e JOIN matches_sepsis_rising_crp_then_icu m ON e.match_id = m.match_id "
+    "GROUP BY e.pattern",
     "SELECT patient, count(*) AS n FROM matches_sepsis_rising_crp_then_icu GROUP BY patient "
     "ORDER BY n DESC, patient LIMIT 5",
     "SELECT variable, count(DISTINCT event_id) AS events FROM match_events_mw_chemo_p1 "
@@ -548,8 +548,8 @@ FAST_QUERIES = [
     "SELECT pattern, status, matches FROM runs ORDER BY pattern",
     "SELECT event_type, count(*) AS n FROM events_sepsis GROUP BY event_type ORDER BY n DESC, "
     "event_type",
-    "SELECT r.location, count(*) AS n FROM events_locations e JOIN reference_room_state r "
-    "ON e.location = r.location GROUP BY r.location ORDER BY r.location",
+    "SELECT r.room, count(*) AS n FROM events_locations e JOIN reference_room_state r "
+    "ON e.location = r.room GROUP BY r.room ORDER BY r.room",
 ]
 
 
