@@ -42,10 +42,16 @@ def _settings() -> dict:
 SETTINGS = _settings()
 
 
-def _env() -> dict:
+def _importable() -> None:
+    """Make the project's ``jobs`` package importable (tasks run in Airflow's workers)."""
     import sys
 
-    sys.path.insert(0, str(PROJECT))
+    if str(PROJECT) not in sys.path:
+        sys.path.insert(0, str(PROJECT))
+
+
+def _env() -> dict:
+    _importable()
     from jobs.config import load_profile
     from jobs.spark import spark_environment
 
@@ -62,11 +68,10 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
     raw file): the task fails without retries, with the step's own message; other
     failures may retry."""
     import subprocess
-    import sys
 
     from airflow.sdk.exceptions import AirflowFailException
 
-    sys.path.insert(0, str(PROJECT))
+    _importable()
     from jobs.session import ask, socket_path
 
     lines = []
@@ -97,9 +102,7 @@ def _run(context) -> tuple[str, str]:
     id from the run's start time and its Airflow run id (the shape ``make run`` writes
     too), the date from the logical date, or from the run's own time when the trigger gave
     none (an API trigger without a date)."""
-    import sys
-
-    sys.path.insert(0, str(PROJECT))
+    _importable()
     from jobs.status import new_run_id
 
     dag_run = context["dag_run"]
@@ -112,9 +115,7 @@ def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
     """(name, models it depends on) of every SQL model, in dependency order; reads only
     the files of models/ (or SES_MODELS). A broken model folder gives one failing task
     with the message, not a DAG that does not import."""
-    import sys
-
-    sys.path.insert(0, str(PROJECT))
+    _importable()
     from jobs.models import ModelError, load_models
 
     try:
@@ -140,9 +141,7 @@ def ses_nightly():
     def list_patterns() -> list[str]:
         """Every pattern file (``*.yaml`` and ``*.yml``): a file that does not load or
         whose name another file uses fails its own match task, with a row in the log."""
-        import sys
-
-        sys.path.insert(0, str(PROJECT))
+        _importable()
         from jobs.catalog import pattern_paths
 
         return [str(p) for p in pattern_paths(glob=os.environ.get("SES_PATTERNS"))]
@@ -151,11 +150,10 @@ def ses_nightly():
     def spark_session() -> bool:
         """One warm Spark application for this DAG run's steps (``jobs.session``); the
         steps run on their own when it does not come up."""
-        import sys
 
         from airflow.sdk import get_current_context
 
-        sys.path.insert(0, str(PROJECT))
+        _importable()
         from jobs.session import socket_path, start
 
         run_id, _ = _run(get_current_context())
@@ -167,11 +165,10 @@ def ses_nightly():
 
     @task(retries=0)
     def stop_session() -> None:
-        import sys
 
         from airflow.sdk import get_current_context
 
-        sys.path.insert(0, str(PROJECT))
+        _importable()
         from jobs.session import ask, socket_path
 
         run_id, _ = _run(get_current_context())
@@ -181,11 +178,10 @@ def ses_nightly():
     def ingest(paths: list[str]) -> str:
         """Raw files of the patterns' sources -> events/<source>; each batch passes the
         events suite before it is committed."""
-        import sys
 
         from airflow.sdk import get_current_context
 
-        sys.path.insert(0, str(PROJECT))
+        _importable()
         from jobs.catalog import load_catalog
 
         run_id, day = _run(get_current_context())
