@@ -108,3 +108,39 @@ def _name_of(path: Path) -> str:
         return path.stem
     m = re.search(r"^name:\s*([a-z][a-z0-9_]{0,99})\s*$", head, re.M)
     return m.group(1) if m else path.stem
+
+
+def lint(files: list[Path], sources_file: Path) -> tuple[Catalog, list[Problem], int]:
+    """``validate``: the catalogue of ``files`` checked against the sources' schemas, with
+    every example run; returns (catalogue, problems, examples run)."""
+    from .config import load_sources
+    from .core.examples import run_example
+    from .core.loader import check_schema
+
+    sources = load_sources(sources_file) if sources_file.exists() else {}
+    catalog = load_catalog(files)
+    problems: list[Problem] = [p for r in catalog.rejected for p in r.problems]
+    n_examples = 0
+    for f, pattern in catalog.patterns:
+        if sources:
+            source = sources.get(pattern.source)
+            if source is None:
+                problems.append(Problem(str(f), 1, f"unknown source {pattern.source!r} "
+                                        f"({sources_file} defines: {', '.join(sorted(sources))})"))
+            elif source.columns:
+                problems.extend(check_schema(pattern, source.columns))
+        n_examples += len(pattern.examples)
+        if not pattern.examples:
+            problems.append(Problem(str(f), 1, "no examples: add an `examples:` block (a few "
+                                    "events and the matches they give; `make new-pattern` "
+                                    "writes one to start from, docs/patterns.md explains it)"))
+        for example in pattern.examples:  # the pattern's own small tests
+            try:
+                result = run_example(pattern, example)
+            except Exception as exc:  # noqa: BLE001 - report it with the file, check the rest
+                problems.append(Problem(str(f), example.line, f"example {example.name!r} "
+                                        f"could not run: {type(exc).__name__}: {exc}"))
+                continue
+            if not result.ok:
+                problems.append(Problem(str(f), example.line, result.message()))
+    return catalog, problems, n_examples

@@ -14,8 +14,7 @@ from pathlib import Path
 from .config import CONF, ROOT, load_sources
 from .core.engine import DEFAULT_MEMORY_BUDGET
 from .core.events import EventFileError
-from .core.examples import run_example
-from .core.loader import PatternError, Problem, check_schema, load_pattern
+from .core.loader import PatternError, check_schema, load_pattern
 from .core.planners import ALIASES, PLANNERS, planner
 from .core.planners import DEFAULT as DEFAULT_PLAN
 from .core.runner import DEFAULT_MAX_MATCHES, MATCHERS, MatchCapExceeded, MatchOptions
@@ -34,7 +33,7 @@ def pattern_files(paths: list[str]) -> list[Path]:
 
 
 def cmd_validate(args) -> int:
-    from .catalog import load_catalog
+    from .catalog import lint
 
     files = pattern_files(args.paths or [str(ROOT / "patterns")])
     if not files:
@@ -42,32 +41,7 @@ def cmd_validate(args) -> int:
               file=sys.stderr)
         return 1
     sources_file = Path(args.sources) if args.sources else CONF / "sources.yaml"
-    sources = load_sources(sources_file) if sources_file.exists() else {}
-    catalog = load_catalog(files)
-    problems: list[Problem] = [p for r in catalog.rejected for p in r.problems]
-    n_examples = 0
-    for f, pattern in catalog.patterns:
-        if sources:
-            source = sources.get(pattern.source)
-            if source is None:
-                problems.append(Problem(str(f), 1, f"unknown source {pattern.source!r} "
-                                        f"({sources_file} defines: {', '.join(sorted(sources))})"))
-            elif source.columns:
-                problems.extend(check_schema(pattern, source.columns))
-        n_examples += len(pattern.examples)
-        if not pattern.examples:
-            problems.append(Problem(str(f), 1, "no examples: add an `examples:` block (a few "
-                                    "events and the matches they give; `make new-pattern` "
-                                    "writes one to start from, docs/patterns.md explains it)"))
-        for example in pattern.examples:  # the pattern's own small tests
-            try:
-                result = run_example(pattern, example)
-            except Exception as exc:  # noqa: BLE001 - report it with the file, check the rest
-                problems.append(Problem(str(f), example.line, f"example {example.name!r} "
-                                        f"could not run: {type(exc).__name__}: {exc}"))
-                continue
-            if not result.ok:
-                problems.append(Problem(str(f), example.line, result.message()))
+    catalog, problems, n_examples = lint(files, sources_file)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
@@ -703,6 +677,55 @@ def cmd_docs(args) -> int:
     return 0
 
 
+def cmd_pr_check(args) -> int:
+    """What the branch changes in the published tables (``jobs.pr_check``)."""
+    from .changes import ChangesError, find_changes
+    from .pr_report import pytest_filter, terminal, write_report
+
+    root = Path(args.root).resolve() if args.root else ROOT
+    try:
+        changes = find_changes(root, args.base)
+    except ChangesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    changed = changes.changed_patterns
+    if args.list:
+        for c in changed:
+            print(f"{c.status:9} pattern {c.name:36} {(c.head or c.base).path}")
+        for m in changes.affected_models:
+            print(f"{m.status:9} model   {m.name:36} {m.reason}")
+        return 0
+    if args.pytest_k:
+        print(pytest_filter([Path(c.head.path).stem for c in changed if c.head is not None]))
+        return 0
+    return _pr_check_run(args, root, changes, terminal, write_report)
+
+
+@_pipeline_errors
+def _pr_check_run(args, root, changes, terminal, write_report) -> int:
+    from .pr_check import PrCheck, pr_check
+
+    out = Path(args.out)
+    for old in list(out.glob("*.png")) + list(out.glob("report.*")) + list(out.glob("summary.json")):
+        old.unlink()
+    if not changes.changed_patterns and not changes.affected_models:
+        check = PrCheck(changes, "nothing run", [], [])
+    else:
+        profile, spark = _spark(args)
+        sample = None if args.data == "auto" else args.data == "sample"
+        if sample and profile.pr_sample is None:
+            print(f"error: profile {profile.name} names no pr_check.sample in "
+                  "conf/pipeline.yaml (e.g. pr_check: {sample: 90d})", file=sys.stderr)
+            return 2
+        check = pr_check(spark, profile, root, args.base,
+                         Path(args.scratch) if args.scratch else None, sample, charts=out,
+                         changes=changes)
+    paths = write_report(check, out)
+    print(terminal(check), end="")
+    print(f"report: {paths['markdown']} (Markdown, for the pull request), {paths['json']}")
+    return 0 if check.ok else 1
+
+
 def _size(text: str) -> int:
     from .config import parse_bytes
 
@@ -874,6 +897,27 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only this model (repeatable; the tables it reads must exist)")
     md.add_argument("--list", action="store_true",
                     help="list the models in dependency order (no Spark)")
+    pr = sub.add_parser("pr-check", help="what the branch's pattern and model changes do to "
+                        "the published tables: validate, run base and new versions in a "
+                        "scratch lake, report (make pr-check BASE=ref)")
+    pr.add_argument("--base", help="the git ref to compare with (default: the merge base "
+                    "with main)")
+    pr.add_argument("--out", default=str(ROOT / "pr-check"),
+                    help="folder of the report (report.md, report.txt, summary.json, PNGs); "
+                         "default pr-check/")
+    pr.add_argument("--data", choices=("auto", "committed", "sample"), default="auto",
+                    help="the events: the committed data (data/landing) or the profile's "
+                         "pr_check.sample of its lake (auto: the sample when the profile "
+                         "names one)")
+    pr.add_argument("--scratch", help="keep the scratch lake in this folder (default: a "
+                    "temporary folder, removed)")
+    pr.add_argument("--root", help=argparse.SUPPRESS)  # another checkout (tests)
+    pr.add_argument("--profile", help="the profile (default: local)")
+    pr.add_argument("--list", action="store_true", help="only list what changed (no Spark)")
+    pr.add_argument("--pytest-k", action="store_true",
+                    help="only print a pytest -k expression for the changed patterns' tests")
+    pr.set_defaults(func=cmd_pr_check)
+
     return parser
 
 

@@ -51,6 +51,7 @@ class Profile:
     max_future: int = 86400 * 10**9  # ... and events later than now + this (ns)
     lock_dir: str | None = None  # where the lake lock lives for an object-store lake
     site: str | None = None  # the catalogue site, rebuilt after every run (None: only `docs`)
+    pr_sample: int | None = None  # pr-check: the lake's last this-many ns (None: committed data)
 
     def ts_range(self, now=None):
         """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
@@ -157,6 +158,9 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
                             ingest.get("max_future", "1d")),
         lock_dir=spec.get("lock_dir"),
         site=_resolve(spec["site"]) if spec.get("site") else None,
+        pr_sample=_setting(path, name, "pr_check.sample", parse_duration,
+                           (spec.get("pr_check") or {})["sample"])
+        if (spec.get("pr_check") or {}).get("sample") else None,
     )
 
 

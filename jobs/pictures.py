@@ -101,6 +101,28 @@ def per_month(counts: list[tuple[str, int]], path: Path, title: str) -> Path:
     return _save(fig, path)
 
 
+def before_after(months: list[tuple[str, int, int]], path: Path, title: str) -> Path:
+    """Matches per month of two versions of a pattern, side by side (``pr-check``)."""
+    fig, ax = plt.subplots(figsize=(8, 2.8))
+    if months:
+        x = list(range(len(months)))
+        ax.bar([i - 0.2 for i in x], [b for _, b, _ in months], width=0.4, color=GREY,
+               label="before (base)")
+        ax.bar([i + 0.2 for i in x], [a for _, _, a in months], width=0.4, color=COLORS[0],
+               label="after (this change)")
+        step = max(1, len(months) // 12)
+        ax.set_xticks(x[::step], [m for m, _, _ in months][::step], rotation=45, ha="right",
+                      fontsize=8)
+        ax.legend(fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no matches before or after", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.set_ylabel("matches")
+    ax.set_title(title, fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _save(fig, path)
+
+
 def timeline(shown: list[dict], path: Path) -> Path:
     """One row per match; each bound event a mark at its time since the match's start,
     colored by variable (hours, or days for long matches)."""

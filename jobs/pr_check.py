@@ -1,0 +1,497 @@
+"""``make pr-check``: what a pattern pull request will change in the published tables.
+
+The pull-request path of the pipeline, after dbt's "slim CI" (``state:modified+`` and a
+data diff against production): the patterns and models a branch changes
+(``jobs.changes``) are validated with their examples, then run, base version and new
+version, with the nightly steps themselves (``pipeline.run_pattern``: match, validate,
+publish; ``models.run_models``) in a *scratch* lake on the same events: the committed
+data (``data/landing``) or, when the profile names ``pr_check.sample``, the real lake's
+last days of each source, copied. The real lake is only ever read. The two versions'
+published tables are compared match by match (``jobs.pr_report`` renders the result).
+
+Layout of the scratch folder: ``shared/`` (events, statistics, and the matches of
+unchanged patterns a changed model reads), ``base/`` and ``head/`` (one lake per side;
+their ``events``, ``stats`` and shared match tables are links into ``shared/``), and
+``base_src/`` (the base's pattern and model files, from ``git show``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field, replace
+from datetime import date
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from . import lake as lk
+from .catalog import lint
+from .changes import (
+    ADDED,
+    CHANGED,
+    INVALID,
+    REMOVED,
+    Changes,
+    ModelChange,
+    PatternChange,
+    find_changes,
+)
+from .config import CONF, ROOT, Profile, load_sources
+from .core.loader import load_pattern
+from .status import FAILED, SUCCESS, new_run_id
+
+COMMITTED = ROOT / "data" / "landing"
+SHOWN = 5  # added / removed matches shown with their events, per pattern
+IGNORED = ("match_id", "pattern_version", "run_id")  # differ between versions by design
+SLOWER = 3.0  # warn when the new version's time or work is this many times the base's ...
+SLOWER_SECONDS = 5.0  # ... and its time this much more
+NEAR_CAP = 0.5  # warn when a window's peak work reaches this share of the profile's cap
+
+
+@dataclass
+class Side:
+    """One version of a pattern, run in a scratch lake: its runs row and published rows."""
+
+    status: str  # success | failed
+    row: dict = field(default_factory=dict)
+    matches: pa.Table | None = None
+    message: str = ""
+
+
+@dataclass
+class PatternDiff:
+    change: PatternChange
+    problems: list[str] = field(default_factory=list)  # validation and examples (the head's)
+    before: Side | None = None
+    after: Side | None = None
+    n_added: int = 0
+    n_removed: int = 0
+    added: list[dict] = field(default_factory=list)  # the first SHOWN, by start
+    removed: list[dict] = field(default_factory=list)
+    months: list[tuple[str, int, int]] = field(default_factory=list)  # month, before, after
+    chart: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.problems) or (self.after is not None and self.after.status == FAILED)
+
+
+@dataclass
+class ModelDiff:
+    change: ModelChange
+    before: dict | None = None  # run_models' row
+    after: dict | None = None
+    n_added: int = 0
+    n_removed: int = 0
+    added: list[dict] = field(default_factory=list)
+    removed: list[dict] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return self.after is not None and self.after.get("status") == FAILED
+
+
+@dataclass
+class PrCheck:
+    changes: Changes
+    data: str  # what the runs read, in words
+    patterns: list[PatternDiff]
+    models: list[ModelDiff]
+    events: dict = field(default_factory=dict)  # event id -> (time, label) of shown matches
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.failed for p in self.patterns) and not any(m.failed for m in self.models)
+
+
+def pr_check(spark, profile: Profile, root: Path = ROOT, base_ref: str | None = None,
+             scratch: Path | None = None, sample: bool | None = None, charts: Path | None = None,
+             echo=print, changes: Changes | None = None) -> PrCheck:
+    """Find, validate and run what changed since ``base_ref`` in a scratch lake (a
+    temporary folder, removed afterwards, unless ``scratch`` names one); ``sample``: read
+    the profile's lake sample (default: when the profile names ``pr_check.sample``)."""
+    t0 = time.perf_counter()
+    changes = changes or find_changes(root, base_ref)
+    diffs = [PatternDiff(c) for c in changes.changed_patterns]
+    models = [ModelDiff(m) for m in changes.affected_models]
+    if not diffs and not models:
+        return PrCheck(changes, "nothing run", [], [], seconds=time.perf_counter() - t0)
+    _validate(root, diffs)
+    own = scratch is None
+    folder = Path(scratch or tempfile.mkdtemp(prefix="ses-pr-check-"))
+    try:
+        check = _run(spark, profile, root, changes, diffs, models, folder,
+                     profile.pr_sample is not None if sample is None else sample, echo)
+        if charts is not None:
+            from .pr_report import charts as draw
+
+            draw(check, charts)
+    finally:
+        if own:
+            shutil.rmtree(folder, ignore_errors=True)
+    check.seconds = time.perf_counter() - t0
+    return check
+
+
+def _validate(root: Path, diffs: list[PatternDiff]) -> None:
+    """``validate`` on the new versions: parse, schema, name clashes, examples."""
+    heads = {str(root / d.change.head.path): d for d in diffs if d.change.head is not None}
+    if not heads:
+        return
+    _, problems, _ = lint([Path(p) for p in heads], CONF / "sources.yaml")
+    for p in problems:
+        d = heads.get(str(Path(p.path))) or heads.get(str(root / p.path))
+        if d is not None:
+            d.problems.append(f"line {p.line}: {p.message}" if p.line else p.message)
+    for d in diffs:
+        if d.change.status == INVALID and not d.problems:
+            d.problems.append(d.change.head.error or "does not parse")
+
+
+def _run(spark, profile, root, changes, diffs, models, folder: Path, sample: bool,
+         echo) -> PrCheck:
+    base_src = folder / "base_src"
+    for rel, text in changes.base_files.items():
+        (base_src / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base_src / rel).write_text(text, encoding="utf-8")
+    runnable = [d for d in diffs if not d.problems]
+    base_runs = [(d, base_src / d.change.base.path) for d in runnable
+                 if d.change.status in (CHANGED, REMOVED)]
+    head_runs = [(d, root / d.change.head.path) for d in runnable
+                 if d.change.status in (CHANGED, ADDED)]
+    needed = _needed_models(models, base_src / "models", root / "models")
+    changed_names = {d.change.name for d in diffs}
+    parents = _parent_patterns(needed, root, changed_names)
+    sources = {load_pattern(p).source for _, p in base_runs + head_runs} \
+        | {p.source for _, p in parents} | _model_sources(needed)
+    lakes = {side: folder / side for side in ("shared", "base", "head")}
+    scratch = {side: replace(profile, lake=str(path), site=None, landing=str(COMMITTED))
+               for side, path in lakes.items()}
+    run_id = new_run_id()
+    logical_date = date.today().isoformat()
+    data, bad = _load_events(spark, profile, scratch["shared"], sorted(sources), sample,
+                             run_id, echo)
+    for path, pattern in parents:  # unchanged patterns that a changed model reads
+        _run_side(spark, scratch["shared"], path, pattern, run_id, logical_date, bad, echo)
+    for side in ("base", "head"):
+        _link(lakes["shared"], lakes[side])
+    for d, path in base_runs:
+        echo(f"pr-check: {d.change.name}, base version")
+        d.before = _run_side(spark, scratch["base"], path, load_pattern(path), run_id,
+                             logical_date, bad, echo)
+    for d, path in head_runs:
+        echo(f"pr-check: {d.change.name}, new version")
+        d.after = _run_side(spark, scratch["head"], path, load_pattern(path), run_id,
+                            logical_date, bad, echo)
+    for d in diffs:
+        _compare(d, profile.max_matches_per_window)
+    _run_models(spark, models, needed, scratch, base_src / "models", root / "models", echo)
+    events = _shown_events(scratch["shared"], diffs)
+    return PrCheck(changes, data, diffs, models, events)
+
+
+# -- data ---------------------------------------------------------------------------------
+def _load_events(spark, profile: Profile, shared: Profile, sources: list[str], sample: bool,
+                 run_id: str, echo) -> tuple[str, dict[str, str]]:
+    """The events every run reads, in the shared scratch lake; returns (what they are, in
+    words; {source: why it has none})."""
+    from .pipeline import ingest_sources, pipeline_catalog, stats_step
+
+    if not sample:
+        _, bad = ingest_sources(spark, shared, run_id, sources, echo)
+        return (f"the committed data ({COMMITTED.relative_to(ROOT)}: "
+                f"{', '.join(sources) or 'no source'})", bad)
+    known, bad = load_sources(), {}
+    patterns = [p for _, p in pipeline_catalog()[1]]
+    real, mine = lk.Lake(profile.lake), lk.Lake(shared.lake)
+    for name in sources:
+        n = copy_sample(real.events(name), mine.events(name), profile.pr_sample)
+        if n is None:
+            bad[name] = f"the lake {profile.lake} has no events of {name}"
+            continue
+        echo(f"pr-check: sample of {name}: {n} event(s)")
+        if name in known:
+            stats_step(spark, shared, name, known[name], patterns, echo)
+    return (f"a sample of the lake {profile.lake}: the last {_days(profile.pr_sample)}"
+            f" of events of {', '.join(sources) or 'no source'} (pr_check.sample, profile "
+            f"{profile.name})", bad)
+
+
+def copy_sample(src: str, dst: str, span: int) -> int | None:
+    """The events of ``src`` of its last ``span`` ns (back from the latest event, found in
+    the Delta log's file statistics) into ``dst``, streamed batch by batch; ``src`` is only
+    read. Returns the number copied (None: no table at ``src``)."""
+    from datetime import timedelta
+
+    if not lk.exists(src):
+        return None
+    dt = lk.table(src)
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    dataset = dt.to_pyarrow_dataset()
+    if "max.ts" in actions.column_names:
+        latest = pc.max(actions.column("max.ts")).as_py()
+    else:  # a log without statistics: one pass over the time column
+        latest = pc.max(dataset.to_table(columns=["ts"]).column("ts")).as_py()
+    if latest is None:
+        return 0
+    cutoff = latest - timedelta(microseconds=span // 1000)
+    keep = (pc.field("event_date") >= cutoff.date().isoformat()) \
+        & (pc.field("ts") >= pa.scalar(cutoff, pa.timestamp("us", tz="UTC")))
+    lk.write_deltalake(dst, dataset.scanner(filter=keep).to_reader(),
+                       partition_by=["event_date"], mode="overwrite")
+    return lk.table(dst).count()
+
+
+def _days(ns: int) -> str:
+    days = ns / 86400e9
+    return f"{days:g} day(s)" if days >= 1 else f"{ns / 3600e9:g} hour(s)"
+
+
+def _link(shared: Path, lake: Path) -> None:
+    """``lake``'s events, statistics and shared match tables are ``shared``'s (links)."""
+    lake.mkdir(parents=True, exist_ok=True)
+    for name in ("events", "stats", "quarantine"):
+        if (shared / name).exists():
+            (lake / name).symlink_to((shared / name).resolve(), target_is_directory=True)
+    if (shared / "matches").is_dir():
+        (lake / "matches").mkdir(exist_ok=True)
+        for table in (shared / "matches").iterdir():
+            (lake / "matches" / table.name).symlink_to(table.resolve(), target_is_directory=True)
+
+
+# -- patterns ------------------------------------------------------------------------------
+def _run_side(spark, profile: Profile, path: Path, pattern, run_id: str, logical_date: str,
+              bad: dict[str, str], echo) -> Side:
+    from .pipeline import run_pattern, short_error
+
+    if pattern.source in bad:
+        return Side(FAILED, message=bad[pattern.source])
+    try:
+        row = run_pattern(spark, profile, path, pattern, run_id, logical_date, echo=echo)
+    except Exception as exc:  # noqa: BLE001 - reported per pattern, the others still run
+        return Side(FAILED, message=short_error(exc))
+    table = lk.read_arrow(lk.Lake(profile.lake).matches(pattern.name))
+    return Side(SUCCESS, row, table)
+
+
+def match_key(row: dict, columns: list[str]) -> str:
+    """What identifies a published match across versions: every column but the
+    version-derived ones (``match_id`` hashes the version), bindings in a fixed order."""
+    out = {}
+    for c in columns:
+        v = row[c]
+        if c == "bindings" and v is not None:
+            v = sorted((k, list(es)) for k, es in v)
+        out[c] = v
+    return json.dumps(out, sort_keys=True, default=str)
+
+
+def _rows(side: Side | None) -> pa.Table | None:
+    return side.matches if side is not None and side.status == SUCCESS else None
+
+
+def diff_tables(before: pa.Table | None, after: pa.Table | None
+                ) -> tuple[list[dict], list[dict]]:
+    """(added, removed) rows between two published match tables, each sorted by start."""
+    cols = [c for c in ((after or before).column_names if (after or before) is not None else [])
+            if c not in IGNORED and (before is None or c in before.column_names)
+            and (after is None or c in after.column_names)]
+    old = {match_key(r, cols): r for r in (before.to_pylist() if before is not None else [])}
+    new = {match_key(r, cols): r for r in (after.to_pylist() if after is not None else [])}
+
+    def order(rows):
+        return sorted(rows, key=lambda r: (str(r.get("start_ts")), str(r.get("bindings"))))
+    return (order(r for k, r in new.items() if k not in old),
+            order(r for k, r in old.items() if k not in new))
+
+
+def _months(t: pa.Table | None) -> Counter:
+    if t is None or t.num_rows == 0:
+        return Counter()
+    return Counter(pc.strftime(t.column("start_ts"), format="%Y-%m").to_pylist())
+
+
+def _compare(d: PatternDiff, cap: int) -> None:
+    before, after = _rows(d.before), _rows(d.after)
+    if (d.before and d.before.status == FAILED) or (d.after and d.after.status == FAILED):
+        d.warnings += _failure_warnings(d)
+    if before is None and after is None:
+        return
+    added, removed = diff_tables(before, after)
+    d.n_added, d.n_removed = len(added), len(removed)
+    d.added, d.removed = added[:SHOWN], removed[:SHOWN]
+    b, a = _months(before), _months(after)
+    d.months = [(m, b.get(m, 0), a.get(m, 0)) for m in sorted(set(b) | set(a))]
+    if d.after is not None and d.after.status == SUCCESS:
+        d.warnings += list(d.after.row.get("warnings") or [])
+        d.warnings += _slower(d.before.row if d.before and d.before.status == SUCCESS else None,
+                              d.after.row)
+        peak = d.after.row.get("peak") or 0
+        if peak >= NEAR_CAP * cap:
+            d.warnings.append(f"one window holds {peak:,} {d.after.row.get('work_item') or 'work items'}"
+                              f", {peak / cap:.0%} of match.max_matches_per_window ({cap:,}): "
+                              "a denser night can reach the cap and fail the run")
+
+
+def _failure_warnings(d: PatternDiff) -> list[str]:
+    out = []
+    for label, side in (("base", d.before), ("new", d.after)):
+        if side is None or side.status != FAILED:
+            continue
+        cap = any(m in side.message for m in ("MatchCapExceeded", "MatchBudgetExceeded",
+                                              "max_matches_per_window", "memory_budget"))
+        what = "window cap reached" if cap else "run failed"
+        out.append(f"{what} ({label} version): {side.message}")
+    return out
+
+
+def _slower(before: dict | None, after: dict) -> list[str]:
+    """A new version much slower than the base's: by matching time, and by the matcher's
+    work counter (the same on every machine)."""
+    if before is None:
+        return []
+    out = []
+    b, a = before.get("match_seconds") or 0.0, after.get("match_seconds") or 0.0
+    if a >= SLOWER * max(b, 0.001) and a - b >= SLOWER_SECONDS:
+        out.append(f"matching takes {a:.1f} s, {a / max(b, 0.001):.1f}x the base's {b:.1f} s")
+    bw, aw = before.get("work") or 0, after.get("work") or 0
+    if bw and aw >= SLOWER * bw:
+        out.append(f"the matcher's work is {aw / bw:.1f}x the base's ({aw:,} vs {bw:,})")
+    return out
+
+
+def _shown_events(profile: Profile, diffs: list[PatternDiff]) -> dict:
+    """Time and type of every event of a shown match, from the shared events."""
+    from .catalogue import _type_column
+
+    wanted: dict[str, set[str]] = {}
+    for d in diffs:
+        source = _source_of(d)
+        for row in d.added + d.removed:
+            ids = {e for _, es in row.get("bindings") or [] for e in es}
+            wanted.setdefault(source, set()).update(ids)
+    out = {}
+    known = load_sources()
+    for source, ids in wanted.items():
+        path = lk.Lake(profile.lake).events(source)
+        if not ids or source is None or not lk.exists(path):
+            continue
+        label = _type_column(dict(known[source].columns)) if source in known else None
+        cols = ["event_id", "ts"] + ([label] if label else [])
+        for e in lk.table(path).to_pyarrow_dataset().to_table(
+                columns=cols, filter=pc.field("event_id").isin(sorted(ids))).to_pylist():
+            out[e["event_id"]] = (e["ts"], str(e.get(label) or "") if label else "")
+    return out
+
+
+def _source_of(d: PatternDiff) -> str | None:
+    for side in (d.after, d.before):
+        if side is not None and side.row.get("source"):
+            return side.row["source"]
+    return None
+
+
+# -- models ---------------------------------------------------------------------------------
+def _needed_models(models: list[ModelDiff], *folders: Path) -> dict[Path, list[str]]:
+    """Per models folder: the affected models it has and every model they read."""
+    from .models import load_models
+
+    affected = {m.change.name for m in models}
+    out = {}
+    for folder in folders:
+        if not folder.is_dir():
+            out[folder] = []
+            continue
+        try:
+            every = {m.name: m for m in load_models(folder)}
+        except Exception:  # noqa: BLE001 - the run reports the broken model file
+            out[folder] = sorted(affected)
+            continue
+        keep = set()
+        todo = [n for n in affected if n in every]
+        while todo:
+            n = todo.pop()
+            if n not in keep:
+                keep.add(n)
+                todo += [d for d in every[n].depends_on if d in every]
+        out[folder] = [n for n in every if n in keep]
+    return out
+
+
+def _parent_patterns(needed: dict[Path, list[str]], root: Path, changed: set[str]) -> list:
+    """The unchanged patterns whose matches the needed models read (run once, shared)."""
+    from .catalog import load_catalog
+    from .models import load_model
+
+    tables = set()
+    for folder, names in needed.items():
+        for n in names:
+            try:
+                tables |= set(load_model(folder / f"{n}.sql").tables)
+            except Exception:  # noqa: BLE001 - reported when the model runs
+                continue
+    wanted = {t[len("matches_"):] for t in tables if t.startswith("matches_")} - changed
+    if not wanted:
+        return []
+    return [(p, pattern) for p, pattern in load_catalog(folder=root / "patterns").patterns
+            if pattern.name in wanted]
+
+
+def _model_sources(needed: dict[Path, list[str]]) -> set[str]:
+    from .models import load_model
+
+    out = set()
+    for folder, names in needed.items():
+        for n in names:
+            try:
+                out |= {t[len("events_"):] for t in load_model(folder / f"{n}.sql").tables
+                        if t.startswith("events_")}
+            except Exception:  # noqa: BLE001
+                continue
+    return out & set(load_sources())
+
+
+def _run_models(spark, models: list[ModelDiff], needed: dict[Path, list[str]],
+                scratch: dict[str, Profile], base_folder: Path, head_folder: Path,
+                echo) -> None:
+    from .models import run_models
+
+    if not models:
+        return
+    results = {}
+    for side, folder in (("base", base_folder), ("head", head_folder)):
+        for t in spark.catalog.listTables():  # the other side's views must not leak in
+            if t.isTemporary:
+                spark.catalog.dropTempView(t.name)
+        select = needed.get(folder) or []
+        lake = lk.Lake(scratch[side].lake)
+        rows = {r["model"]: r for r in run_models(spark, lake, select, folder, echo=echo)} \
+            if select else {}
+        tables = {n: lk.read_arrow(lake.model(n)) for n, r in rows.items()
+                  if r.get("status") == SUCCESS}
+        results[side] = (rows, tables)
+    for m in models:
+        m.before = results["base"][0].get(m.change.name)
+        m.after = results["head"][0].get(m.change.name)
+        old, new = results["base"][1].get(m.change.name), results["head"][1].get(m.change.name)
+        added, removed = _row_diff(old, new)
+        m.n_added, m.n_removed = len(added), len(removed)
+        m.added, m.removed = added[:SHOWN], removed[:SHOWN]
+
+
+def _row_diff(before: pa.Table | None, after: pa.Table | None) -> tuple[list[dict], list[dict]]:
+    """Rows of a model added and removed (as a multiset: a repeated row counts per copy)."""
+    def keyed(t):
+        rows = t.to_pylist() if t is not None else []
+        return Counter(json.dumps(r, sort_keys=True, default=str) for r in rows)
+    b, a = keyed(before), keyed(after)
+    added = [json.loads(k) for k in sorted((a - b).elements())]
+    removed = [json.loads(k) for k in sorted((b - a).elements())]
+    return added, removed
