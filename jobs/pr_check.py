@@ -11,7 +11,7 @@ published tables are compared match by match (``jobs.pr_report`` renders the res
 
 Layout of the scratch folder: ``shared/`` (events, statistics, and the matches of
 unchanged patterns a changed model reads), ``base/`` and ``head/`` (one lake per side;
-their ``events``, ``stats`` and shared match tables are links into ``shared/``), and
+their ``events``, ``stats`` and shared match tables are hard links to ``shared/``'s files), and
 ``base_src/`` (the base's pattern and model files, from ``git show``).
 """
 
@@ -255,15 +255,21 @@ def _days(ns: int) -> str:
 
 
 def _link(shared: Path, lake: Path) -> None:
-    """``lake``'s events, statistics and shared match tables are ``shared``'s (links)."""
+    """``lake`` gets ``shared``'s events, statistics and match tables as hard links: no
+    copy, and paths of its own (Delta files are never changed in place, and both sides
+    only read them)."""
+    import os
+
+    def link(src, dst):
+        try:
+            os.link(src, dst)
+        except OSError:  # another file system: copy
+            shutil.copy2(src, dst)
+
     lake.mkdir(parents=True, exist_ok=True)
-    for name in ("events", "stats", "quarantine"):
-        if (shared / name).exists():
-            (lake / name).symlink_to((shared / name).resolve(), target_is_directory=True)
-    if (shared / "matches").is_dir():
-        (lake / "matches").mkdir(exist_ok=True)
-        for table in (shared / "matches").iterdir():
-            (lake / "matches" / table.name).symlink_to(table.resolve(), target_is_directory=True)
+    for name in ("events", "stats", "quarantine", "matches"):
+        if (shared / name).is_dir():
+            shutil.copytree(shared / name, lake / name, copy_function=link)
 
 
 # -- patterns ------------------------------------------------------------------------------

@@ -127,7 +127,7 @@ def describe_match(row: dict, events: dict) -> str:
             ts, label = events.get(e, (None, ""))
             what = ", ".join(x for x in (_when(ts) if ts else "", label) if x)
             shown.append(f"{e} ({what})" if what else e)
-        parts.append(f"{var} = {', '.join(shown)}")
+        parts.append(f"{var} = {', '.join(shown) or '(none)'}")
     extra = "".join(f", {k} {row[k]}" for k in ("alternative",) if row.get(k) is not None)
     return f"from {_when(row.get('start_ts'))} to {_when(row.get('end_ts'))}{extra}: " \
         + "; ".join(parts)
