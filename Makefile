@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-from-lock
 
-.PHONY: run test browser lint validate new-pattern docs bench airflow lock clean-venv
+.PHONY: run test browser lint validate new-pattern pr-check pattern-tests docs bench airflow lock clean-venv
 
 $(STAMP): requirements.lock
 	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
@@ -42,6 +42,18 @@ docs: $(STAMP)
 new-pattern: $(STAMP)
 	@test -n "$(NAME)" -a -n "$(SOURCE)" || { echo "usage: make new-pattern NAME=my_pattern SOURCE=<a source of conf/sources.yaml>"; exit 2; }
 	$(PY) -m jobs new-pattern $(NAME) --source $(SOURCE)
+
+# What a branch's pattern and model changes do to the published tables: validate them, run
+# base and new versions in a scratch lake, report (pr-check/report.md). BASE: a git ref
+# (default: the merge base with main); PROFILE: whose pr_check.sample to read.
+pr-check: $(STAMP)
+	$(PY) -m jobs pr-check $(if $(BASE),--base $(BASE)) $(if $(PROFILE),--profile $(PROFILE))
+
+# The example tests of the pattern files changed since BASE
+pattern-tests: $(STAMP)
+	@k="$$($(PY) -m jobs pr-check --pytest-k $(if $(BASE),--base $(BASE)))" || exit 2; \
+	if [ -z "$$k" ]; then echo "no changed pattern files: no pattern tests to run"; \
+	else $(PY) -m pytest -q tests/test_pattern_examples.py -k "$$k"; fi
 
 run: $(STAMP)
 	$(PY) -m jobs validate

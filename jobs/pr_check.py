@@ -105,6 +105,7 @@ class PrCheck:
     models: list[ModelDiff]
     events: dict = field(default_factory=dict)  # event id -> (time, label) of shown matches
     seconds: float = 0.0
+    scratch: str | None = None  # where the scratch lakes were
 
     @property
     def ok(self) -> bool:
@@ -113,10 +114,11 @@ class PrCheck:
 
 def pr_check(spark, profile: Profile, root: Path = ROOT, base_ref: str | None = None,
              scratch: Path | None = None, sample: bool | None = None, charts: Path | None = None,
-             echo=print, changes: Changes | None = None) -> PrCheck:
+             echo=print, changes: Changes | None = None, shown: int = SHOWN) -> PrCheck:
     """Find, validate and run what changed since ``base_ref`` in a scratch lake (a
     temporary folder, removed afterwards, unless ``scratch`` names one); ``sample``: read
-    the profile's lake sample (default: when the profile names ``pr_check.sample``)."""
+    the profile's lake sample (default: when the profile names ``pr_check.sample``);
+    ``shown``: how many added and removed matches per pattern keep their rows."""
     t0 = time.perf_counter()
     changes = changes or find_changes(root, base_ref)
     diffs = [PatternDiff(c) for c in changes.changed_patterns]
@@ -128,7 +130,8 @@ def pr_check(spark, profile: Profile, root: Path = ROOT, base_ref: str | None = 
     folder = Path(scratch or tempfile.mkdtemp(prefix="ses-pr-check-"))
     try:
         check = _run(spark, profile, root, changes, diffs, models, folder,
-                     profile.pr_sample is not None if sample is None else sample, echo)
+                     profile.pr_sample is not None if sample is None else sample, shown, echo)
+        check.scratch = str(folder)
         if charts is not None:
             from .pr_report import charts as draw
 
@@ -156,7 +159,7 @@ def _validate(root: Path, diffs: list[PatternDiff]) -> None:
 
 
 def _run(spark, profile, root, changes, diffs, models, folder: Path, sample: bool,
-         echo) -> PrCheck:
+         shown: int, echo) -> PrCheck:
     base_src = folder / "base_src"
     for rel, text in changes.base_files.items():
         (base_src / rel).parent.mkdir(parents=True, exist_ok=True)
@@ -191,7 +194,7 @@ def _run(spark, profile, root, changes, diffs, models, folder: Path, sample: boo
         d.after = _run_side(spark, scratch["head"], path, load_pattern(path), run_id,
                             logical_date, bad, echo)
     for d in diffs:
-        _compare(d, profile.max_matches_per_window)
+        _compare(d, profile.max_matches_per_window, shown)
     _run_models(spark, models, needed, scratch, base_src / "models", root / "models", echo)
     events = _shown_events(scratch["shared"], diffs)
     return PrCheck(changes, data, diffs, models, events)
@@ -324,7 +327,7 @@ def _months(t: pa.Table | None) -> Counter:
     return Counter(pc.strftime(t.column("start_ts"), format="%Y-%m").to_pylist())
 
 
-def _compare(d: PatternDiff, cap: int) -> None:
+def _compare(d: PatternDiff, cap: int, shown: int) -> None:
     before, after = _rows(d.before), _rows(d.after)
     if (d.before and d.before.status == FAILED) or (d.after and d.after.status == FAILED):
         d.warnings += _failure_warnings(d)
@@ -332,7 +335,7 @@ def _compare(d: PatternDiff, cap: int) -> None:
         return
     added, removed = diff_tables(before, after)
     d.n_added, d.n_removed = len(added), len(removed)
-    d.added, d.removed = added[:SHOWN], removed[:SHOWN]
+    d.added, d.removed = added[:shown], removed[:shown]
     b, a = _months(before), _months(after)
     d.months = [(m, b.get(m, 0), a.get(m, 0)) for m in sorted(set(b) | set(a))]
     if d.after is not None and d.after.status == SUCCESS:
@@ -473,9 +476,7 @@ def _run_models(spark, models: list[ModelDiff], needed: dict[Path, list[str]],
         return
     results = {}
     for side, folder in (("base", base_folder), ("head", head_folder)):
-        for t in spark.catalog.listTables():  # the other side's views must not leak in
-            if t.isTemporary:
-                spark.catalog.dropTempView(t.name)
+        _drop_lake_views(spark)  # the other side's views must not leak in
         select = needed.get(folder) or []
         lake = lk.Lake(scratch[side].lake)
         rows = {r["model"]: r for r in run_models(spark, lake, select, folder, echo=echo)} \
@@ -490,6 +491,15 @@ def _run_models(spark, models: list[ModelDiff], needed: dict[Path, list[str]],
         added, removed = _row_diff(old, new)
         m.n_added, m.n_removed = len(added), len(removed)
         m.added, m.removed = added[:SHOWN], removed[:SHOWN]
+
+
+def _drop_lake_views(spark) -> None:
+    from .views import KINDS, SINGLES
+
+    prefixes = tuple(f"{k}_" for k in KINDS) + ("match_events",)
+    for t in spark.catalog.listTables():
+        if t.isTemporary and (t.name.startswith(prefixes) or t.name in SINGLES):
+            spark.catalog.dropTempView(t.name)
 
 
 def _row_diff(before: pa.Table | None, after: pa.Table | None) -> tuple[list[dict], list[dict]]:
