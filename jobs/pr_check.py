@@ -470,7 +470,7 @@ def _model_sources(needed: dict[Path, list[str]]) -> set[str]:
 def _run_models(spark, models: list[ModelDiff], needed: dict[Path, list[str]],
                 scratch: dict[str, Profile], base_folder: Path, head_folder: Path,
                 echo) -> None:
-    from .models import run_models
+    from .models import ModelError, run_models
 
     if not models:
         return
@@ -479,8 +479,11 @@ def _run_models(spark, models: list[ModelDiff], needed: dict[Path, list[str]],
         _drop_lake_views(spark)  # the other side's views must not leak in
         select = needed.get(folder) or []
         lake = lk.Lake(scratch[side].lake)
-        rows = {r["model"]: r for r in run_models(spark, lake, select, folder, echo=echo)} \
-            if select else {}
+        try:
+            rows = {r["model"]: r for r in run_models(spark, lake, select, folder, echo=echo)} \
+                if select else {}
+        except ModelError as exc:  # a model file that cannot run: every affected one fails
+            rows = {n: {"model": n, "status": FAILED, "message": str(exc)} for n in select}
         tables = {n: lk.read_arrow(lake.model(n)) for n, r in rows.items()
                   if r.get("status") == SUCCESS}
         results[side] = (rows, tables)
