@@ -21,6 +21,9 @@ def root() -> Path:
 
 
 SPARK_CONF = {
+    # one JVM serves the whole run (~390 tests): 1g (the default) left the sorts of a late
+    # test spilling page by page for half an hour
+    "spark.driver.memory": "3g",
     "spark.sql.shuffle.partitions": "4",
     "spark.default.parallelism": "2",
     "spark.ui.enabled": "false",

@@ -25,6 +25,7 @@ COMMENTED = "sepsis_three_rising_crp"  # a comment added: no change
 GONE = "paper_ex2_next_after_lab"  # the file is removed
 PARENT = "sepsis_er_episode"  # unchanged; the model sepsis_episodes reads it too
 MODEL = "sepsis_episodes"
+TYPO = "sepsis_crp_then_icu_typo"  # new: its examples pass, but no event is 'Admission ICU'
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -54,7 +55,11 @@ def make_repo(tmp: Path) -> Path:
     f.write_text("# reworded: nothing it matches changes\n" + f.read_text().replace(
         "\nconditions:", "\n# the conditions\nconditions:"))
     (repo / "patterns" / f"{GONE}.yaml").unlink()
-    _git(repo, "commit", "-q", "-am", "change")
+    typo = (ROOT / "patterns" / f"{CHANGED_P}.yaml").read_text().replace(
+        f"name: {CHANGED_P}", f"name: {TYPO}").replace("Admission IC", "Admission ICU")
+    (repo / "patterns" / f"{TYPO}.yaml").write_text(typo)
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "change")
     return repo
 
 
@@ -68,10 +73,10 @@ def test_changes_by_normalized_version(repo):
     changes = find_changes(repo)  # default base: the merge base with main
     status = {c.name: c.status for c in changes.patterns}
     assert status == {CHANGED_P: CHANGED, COMMENTED: UNCHANGED, GONE: REMOVED,
-                      PARENT: UNCHANGED}
+                      PARENT: UNCHANGED, TYPO: ADDED}
     changed = {c.name: c for c in changes.changed_patterns}
     assert changed[CHANGED_P].base.version != changed[CHANGED_P].head.version
-    assert set(changed) == {CHANGED_P, GONE}
+    assert set(changed) == {CHANGED_P, GONE, TYPO}
     models = {m.name: m for m in changes.affected_models}
     assert models[MODEL].status == UNCHANGED and CHANGED_P in models[MODEL].reason
 
@@ -108,7 +113,8 @@ def test_list_and_pytest_filter(repo):
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["pr-check", "--root", str(repo), "--pytest-k"]) == 0
-    assert out.getvalue().strip() == CHANGED_P  # the removed file has no tests left
+    # the removed file has no tests left
+    assert out.getvalue().strip() == f"{CHANGED_P} or {TYPO}"
 
 
 def test_nothing_changed_reports_so_without_spark(repo, tmp_path, capsys):
@@ -217,6 +223,19 @@ def test_removed_pattern_is_reported(checked, tmp_path):
     assert d.n_removed == len(old) > 0 and _keys(d.removed) == old and d.n_added == 0
     md = (tmp / "report" / "report.md").read_text()
     assert f"`{GONE}` — removed" in md and "no longer updated" in md
+
+
+def test_new_pattern_that_no_event_fits_is_warned_about(checked):
+    check, tmp, _, _ = checked
+    d = {d.change.name: d for d in check.patterns}[TYPO]
+    assert d.change.status == ADDED and d.before is None and d.after.status == "success"
+    assert d.n_added == d.n_removed == 0 and not d.failed
+    text = " | ".join(d.warnings)
+    assert "i: 0 event(s) with i.event_type = 'Admission ICU'" in text
+    assert "'Admission IC'" in text  # the nearest value the data has
+    assert "matches nothing" in text
+    md = (tmp / "report" / "report.md").read_text()
+    assert "## Warnings" in md and f"`{TYPO}`: i: 0 event(s)" in md
 
 
 def test_dependent_model_runs_on_both_versions(checked):
