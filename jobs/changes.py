@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from .core.loader import PatternError, parse_pattern
-from .models import _code
+from .models import tables_read
 
 ADDED, CHANGED, REMOVED, UNCHANGED, INVALID = "added", "changed", "removed", "unchanged", "invalid"
 
@@ -157,7 +157,8 @@ def compare_patterns(base: dict[str, str], head: dict[str, str]) -> list[Pattern
 
 
 def model_fingerprint(sql: str, sidecar: str | None) -> str:
-    """A model's SQL without comments and whitespace, and its parsed sidecar, hashed."""
+    """A model's SQL without comments and whitespace (string literals kept: they change
+    results), and its parsed sidecar, hashed."""
     code = re.sub(r"--[^\n]*", " ", sql)
     code = re.sub(r"/\*.*?\*/", " ", code, flags=re.S)
     code = " ".join(code.split()).rstrip(";").strip()
@@ -177,8 +178,7 @@ def _models(files: dict[str, str]) -> dict[str, tuple[str, set[str], set[str]]]:
             continue
         stem = rel[:-4]
         side = files.get(stem + ".yaml")
-        tables = set(re.findall(r"\b((?:matches|events|reference|models)_[a-z0-9_]+)\b",
-                                _code(sql).lower()))
+        tables = set(tables_read(sql))
         deps = {t[len("models_"):] for t in tables if t.startswith("models_")}
         try:
             meta = yaml.safe_load(side) if side else {}

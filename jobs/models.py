@@ -54,9 +54,14 @@ class Model:
     @property
     def tables(self) -> tuple[str, ...]:
         """The views the SQL reads (matches_*, events_*, reference_*, models_*)."""
-        found = re.findall(r"\b((?:matches|events|reference|models)_[a-z0-9_]+)\b",
-                           _code(self.sql).lower())
-        return tuple(dict.fromkeys(found))
+        return tables_read(self.sql)
+
+
+def tables_read(sql: str) -> tuple[str, ...]:
+    """The views a model's SQL names (matches_*, events_*, reference_*, models_*)."""
+    found = re.findall(r"\b((?:matches|events|reference|models)_[a-z0-9_]+)\b",
+                       _code(sql).lower())
+    return tuple(dict.fromkeys(found))
 
 
 def _code(sql: str) -> str:
