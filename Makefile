@@ -5,7 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-from-lock
 
-.PHONY: run test browser lint validate new-pattern pr-check pattern-tests docs bench airflow lock clean-venv
+.PHONY: run test browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
 
 $(STAMP): requirements.lock
 	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
@@ -57,7 +57,15 @@ pattern-tests: $(STAMP)
 
 run: $(STAMP)
 	$(PY) -m jobs validate
-	$(PY) -m jobs run
+	$(PY) -m jobs run $(if $(PROFILE),--profile $(PROFILE))
+
+# A Spark standalone cluster on this machine: a master and two workers (127.0.0.1:7077,
+# UI on 8090), for `make run PROFILE=standalone`
+cluster-up: $(STAMP)
+	$(PY) -m jobs cluster up
+
+cluster-down: $(STAMP)
+	$(PY) -m jobs cluster down
 
 # Airflow standalone on 127.0.0.1:8080 with dags/, settings for a 2-core machine.
 # The admin password is printed at start and kept in .airflow/simple_auth_manager_passwords.json.generated.

@@ -730,6 +730,26 @@ def _pr_check_run(args) -> int:
     return 0 if check.ok else 1
 
 
+def cmd_cluster(args) -> int:
+    """The standalone cluster on this machine (``jobs.cluster``)."""
+    from . import cluster
+
+    try:
+        if args.action == "up":
+            cluster.up()
+        elif args.action == "down":
+            cluster.down()
+        else:
+            now = cluster.status()
+            print("no cluster running" if now is None else
+                  f"{cluster.master_url()}: {now.get('aliveworkers', 0)} worker(s) alive, "
+                  f"{len(now.get('activeapps') or [])} application(s) running")
+    except cluster.ClusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _size(text: str) -> int:
     from .config import parse_bytes
 
@@ -921,6 +941,11 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--pytest-k", action="store_true",
                     help="only print a pytest -k expression for the changed patterns' tests")
     pr.set_defaults(func=cmd_pr_check)
+
+    cl = sub.add_parser("cluster", help="a Spark standalone cluster on this machine (master "
+                        "and two workers on 127.0.0.1; profile standalone submits to it)")
+    cl.add_argument("action", choices=("up", "down", "status"))
+    cl.set_defaults(func=cmd_cluster)
 
     return parser
 

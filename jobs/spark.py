@@ -59,4 +59,22 @@ def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    if not profile.spark_master.startswith("local"):  # executors in other processes
+        spark.sparkContext.addPyFile(project_zip())
     return spark
+
+
+def project_zip() -> str:
+    """The ``jobs`` package as a zip, for executors that do not share the driver's
+    working directory (a cluster's): ``SparkContext.addPyFile`` puts it on their path."""
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
+    root = CONF.parent
+    out = Path(tempfile.gettempdir()) / f"ses-jobs-{os.getpid()}.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in sorted((root / "jobs").rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                z.write(p, p.relative_to(root))
+    return str(out)

@@ -1,0 +1,70 @@
+"""The standalone cluster (``make cluster-up``): a master and two worker JVMs on this
+machine; ``run --profile standalone`` on it publishes exactly the tables ``local`` does."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import yaml
+from deltalake import DeltaTable
+
+from jobs import cluster
+
+from .conftest import ROOT
+
+PATTERNS = ["patterns/mw_chemo_p1.yaml", "patterns/sepsis_three_rising_crp.yaml",
+            "patterns/paper_ex5_lab_to_home.yaml"]
+
+
+@pytest.fixture(scope="module")
+def running():
+    """The cluster, up for this module (left as found: stopped only if started here)."""
+    was_up = cluster.status() is not None
+    state = cluster.up(echo=lambda *_: None)
+    yield state
+    if not was_up:
+        cluster.down(echo=lambda *_: None)
+
+
+def _run(profile: str, conf, tmp_path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, SES_PIPELINE_CONF=str(conf), PYTHONPATH=str(ROOT))
+    args = [sys.executable, "-m", "jobs", "run", "--profile", profile,
+            "--logical-date", "2026-11-20"]
+    for p in PATTERNS:
+        args += ["--pattern", str(ROOT / p)]
+    return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def _rows(lake, table: str) -> list[dict]:
+    rows = DeltaTable(str(lake / table)).to_pyarrow_table().to_pylist()
+    drop = {"run_id", "ingest_run", "ingested_at"}
+    return sorted(({k: v for k, v in r.items() if k not in drop} for r in rows),
+                  key=lambda r: str(r.get("match_id") or r.get("event_id")))
+
+
+def test_cluster_has_two_workers(running):
+    assert running["aliveworkers"] == 2
+    assert {w["host"] for w in running["workers"] if w["state"] == "ALIVE"} == {"127.0.0.1"}
+
+
+def test_standalone_run_equals_local(running, tmp_path):
+    doc = yaml.safe_load((ROOT / "conf" / "pipeline.yaml").read_text())
+    for name in ("local", "standalone"):
+        doc["profiles"][name]["lake"] = str(tmp_path / f"lake-{name}")
+        doc["profiles"][name].pop("site", None)
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(yaml.safe_dump(doc))
+    before = {a["id"] for a in (cluster.status() or {}).get("completedapps", [])}
+    done = {}
+    for name in ("standalone", "local"):
+        out = _run(name, conf, tmp_path)  # the project's cwd is not the executors'
+        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+        done[name] = tmp_path / f"lake-{name}"
+    apps = [a for a in cluster.status()["completedapps"] if a["id"] not in before]
+    assert [a["name"] for a in apps] == ["ses-lakehouse"]  # it ran on the cluster
+    names = ["mw_chemo_p1", "sepsis_three_rising_crp", "paper_ex5_lab_to_home"]
+    for table in [f"matches/{n}" for n in names] + ["events/sepsis", "events/chemo_mw"]:
+        a, b = _rows(done["standalone"], table), _rows(done["local"], table)
+        assert a == b and a, table
