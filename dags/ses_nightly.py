@@ -150,7 +150,6 @@ def ses_nightly():
     def spark_session() -> bool:
         """One warm Spark application for this DAG run's steps (``jobs.session``); the
         steps run on their own when it does not come up."""
-
         from airflow.sdk import get_current_context
 
         _importable()
@@ -165,7 +164,6 @@ def ses_nightly():
 
     @task(retries=0)
     def stop_session() -> None:
-
         from airflow.sdk import get_current_context
 
         _importable()
@@ -178,7 +176,6 @@ def ses_nightly():
     def ingest(paths: list[str]) -> str:
         """Raw files of the patterns' sources -> events/<source>; each batch passes the
         events suite before it is committed."""
-
         from airflow.sdk import get_current_context
 
         _importable()

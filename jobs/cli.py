@@ -677,10 +677,12 @@ def cmd_docs(args) -> int:
     return 0
 
 
+@_pipeline_errors
 def cmd_pr_check(args) -> int:
     """What the branch changes in the published tables (``jobs.pr_check``)."""
     from .changes import ChangesError, find_changes
-    from .pr_report import pytest_filter
+    from .pr_check import PrCheck, pr_check
+    from .pr_report import pytest_filter, terminal, write_report
 
     root = Path(args.root).resolve() if args.root else ROOT
     try:
@@ -698,17 +700,6 @@ def cmd_pr_check(args) -> int:
     if args.pytest_k:
         print(pytest_filter([Path(c.head.path).stem for c in changed if c.head is not None]))
         return 0
-    args.root_path, args.changes = root, changes
-    return _pr_check_run(args)
-
-
-@_pipeline_errors
-def _pr_check_run(args) -> int:
-    from .pr_check import PrCheck, pr_check
-    from .pr_report import terminal, write_report
-
-    root, changes = args.root_path, args.changes
-
     out = Path(args.out)
     for old in list(out.glob("*.png")) + list(out.glob("report.*")) + list(out.glob("summary.json")):
         old.unlink()

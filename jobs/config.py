@@ -140,6 +140,7 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
     spark = spec.get("spark") or {}
     match = spec.get("match") or {}
     ingest = spec.get("ingest") or {}
+    sample = (spec.get("pr_check") or {}).get("sample")
     return Profile(
         name=name,
         landing=_resolve(spec["landing"]),
@@ -158,9 +159,8 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
                             ingest.get("max_future", "1d")),
         lock_dir=spec.get("lock_dir"),
         site=_resolve(spec["site"]) if spec.get("site") else None,
-        pr_sample=_setting(path, name, "pr_check.sample", parse_duration,
-                           (spec.get("pr_check") or {})["sample"])
-        if (spec.get("pr_check") or {}).get("sample") else None,
+        pr_sample=_setting(path, name, "pr_check.sample", parse_duration, sample)
+        if sample else None,
     )
 
 

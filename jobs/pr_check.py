@@ -165,15 +165,17 @@ def _run(spark, profile, root, changes, diffs, models, folder: Path, sample: boo
         (base_src / rel).parent.mkdir(parents=True, exist_ok=True)
         (base_src / rel).write_text(text, encoding="utf-8")
     runnable = [d for d in diffs if not d.problems]
-    base_runs = [(d, base_src / d.change.base.path) for d in runnable
-                 if d.change.status in (CHANGED, REMOVED)]
-    head_runs = [(d, root / d.change.head.path) for d in runnable
-                 if d.change.status in (CHANGED, ADDED)]
+    base_runs = [(d, path, load_pattern(path)) for d in runnable
+                 if d.change.status in (CHANGED, REMOVED)
+                 for path in [base_src / d.change.base.path]]
+    head_runs = [(d, path, load_pattern(path)) for d in runnable
+                 if d.change.status in (CHANGED, ADDED)
+                 for path in [root / d.change.head.path]]
     needed = _needed_models(models, base_src / "models", root / "models")
     changed_names = {d.change.name for d in diffs}
     parents = _parent_patterns(needed, root, changed_names)
-    sources = {load_pattern(p).source for _, p in base_runs + head_runs} \
-        | {p.source for _, p in parents} | _model_sources(needed)
+    sources = {p.source for _, _, p in base_runs + head_runs} \
+        | {p.source for _, p in parents} | (_tables(needed, "events_") & set(load_sources()))
     lakes = {side: folder / side for side in ("shared", "base", "head")}
     scratch = {side: replace(profile, lake=str(path), site=None, landing=str(COMMITTED))
                for side, path in lakes.items()}
@@ -185,14 +187,14 @@ def _run(spark, profile, root, changes, diffs, models, folder: Path, sample: boo
         _run_side(spark, scratch["shared"], path, pattern, run_id, logical_date, bad, echo)
     for side in ("base", "head"):
         _link(lakes["shared"], lakes[side])
-    for d, path in base_runs:
+    for d, path, pattern in base_runs:
         echo(f"pr-check: {d.change.name}, base version")
-        d.before = _run_side(spark, scratch["base"], path, load_pattern(path), run_id,
-                             logical_date, bad, echo)
-    for d, path in head_runs:
+        d.before = _run_side(spark, scratch["base"], path, pattern, run_id, logical_date, bad,
+                             echo)
+    for d, path, pattern in head_runs:
         echo(f"pr-check: {d.change.name}, new version")
-        d.after = _run_side(spark, scratch["head"], path, load_pattern(path), run_id,
-                            logical_date, bad, echo)
+        d.after = _run_side(spark, scratch["head"], path, pattern, run_id, logical_date, bad,
+                            echo)
     for d in diffs:
         _compare(d, profile.max_matches_per_window, shown)
     _run_models(spark, models, needed, scratch, base_src / "models", root / "models", echo)
@@ -329,8 +331,7 @@ def _months(t: pa.Table | None) -> Counter:
 
 def _compare(d: PatternDiff, cap: int, shown: int) -> None:
     before, after = _rows(d.before), _rows(d.after)
-    if (d.before and d.before.status == FAILED) or (d.after and d.after.status == FAILED):
-        d.warnings += _failure_warnings(d)
+    d.warnings += _failure_warnings(d)
     if before is None and after is None:
         return
     added, removed = diff_tables(before, after)
@@ -408,20 +409,22 @@ def _source_of(d: PatternDiff) -> str | None:
 
 
 # -- models ---------------------------------------------------------------------------------
-def _needed_models(models: list[ModelDiff], *folders: Path) -> dict[Path, list[str]]:
-    """Per models folder: the affected models it has and every model they read."""
-    from .models import load_models
+def _needed_models(models: list[ModelDiff], *folders: Path) -> dict[Path, dict]:
+    """Per models folder: the affected models it has and every model they read, in
+    dependency order, name -> ``Model`` (None: a file that does not load; its run
+    reports why)."""
+    from .models import load_model, load_models
 
     affected = {m.change.name for m in models}
     out = {}
     for folder in folders:
         if not folder.is_dir():
-            out[folder] = []
+            out[folder] = {}
             continue
         try:
             every = {m.name: m for m in load_models(folder)}
-        except Exception:  # noqa: BLE001 - the run reports the broken model file
-            out[folder] = sorted(affected)
+        except Exception:  # noqa: BLE001 - one broken file: each affected model on its own
+            out[folder] = {n: _try(load_model, folder / f"{n}.sql") for n in sorted(affected)}
             continue
         keep = set()
         todo = [n for n in affected if n in every]
@@ -430,44 +433,35 @@ def _needed_models(models: list[ModelDiff], *folders: Path) -> dict[Path, list[s
             if n not in keep:
                 keep.add(n)
                 todo += [d for d in every[n].depends_on if d in every]
-        out[folder] = [n for n in every if n in keep]
+        out[folder] = {n: m for n, m in every.items() if n in keep}
     return out
 
 
-def _parent_patterns(needed: dict[Path, list[str]], root: Path, changed: set[str]) -> list:
+def _try(load, path: Path):
+    try:
+        return load(path)
+    except Exception:  # noqa: BLE001 - reported when the model runs
+        return None
+
+
+def _tables(needed: dict[Path, dict], prefix: str) -> set[str]:
+    """The names after ``prefix`` of the views the needed models read."""
+    return {t[len(prefix):] for models in needed.values() for m in models.values()
+            if m is not None for t in m.tables if t.startswith(prefix)}
+
+
+def _parent_patterns(needed: dict[Path, dict], root: Path, changed: set[str]) -> list:
     """The unchanged patterns whose matches the needed models read (run once, shared)."""
     from .catalog import load_catalog
-    from .models import load_model
 
-    tables = set()
-    for folder, names in needed.items():
-        for n in names:
-            try:
-                tables |= set(load_model(folder / f"{n}.sql").tables)
-            except Exception:  # noqa: BLE001 - reported when the model runs
-                continue
-    wanted = {t[len("matches_"):] for t in tables if t.startswith("matches_")} - changed
+    wanted = _tables(needed, "matches_") - changed
     if not wanted:
         return []
     return [(p, pattern) for p, pattern in load_catalog(folder=root / "patterns").patterns
             if pattern.name in wanted]
 
 
-def _model_sources(needed: dict[Path, list[str]]) -> set[str]:
-    from .models import load_model
-
-    out = set()
-    for folder, names in needed.items():
-        for n in names:
-            try:
-                out |= {t[len("events_"):] for t in load_model(folder / f"{n}.sql").tables
-                        if t.startswith("events_")}
-            except Exception:  # noqa: BLE001
-                continue
-    return out & set(load_sources())
-
-
-def _run_models(spark, models: list[ModelDiff], needed: dict[Path, list[str]],
+def _run_models(spark, models: list[ModelDiff], needed: dict[Path, dict],
                 scratch: dict[str, Profile], base_folder: Path, head_folder: Path,
                 echo) -> None:
     from .models import ModelError, run_models
@@ -477,7 +471,7 @@ def _run_models(spark, models: list[ModelDiff], needed: dict[Path, list[str]],
     results = {}
     for side, folder in (("base", base_folder), ("head", head_folder)):
         _drop_lake_views(spark)  # the other side's views must not leak in
-        select = needed.get(folder) or []
+        select = list(needed.get(folder) or {})
         lake = lk.Lake(scratch[side].lake)
         try:
             rows = {r["model"]: r for r in run_models(spark, lake, select, folder, echo=echo)} \

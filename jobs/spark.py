@@ -8,7 +8,7 @@ import shutil
 import subprocess
 import sys
 
-from .config import CONF, Profile
+from .config import CONF, ROOT, Profile
 
 
 class JavaMissing(RuntimeError):
@@ -71,10 +71,9 @@ def project_zip() -> str:
     import zipfile
     from pathlib import Path
 
-    root = CONF.parent
     out = Path(tempfile.gettempdir()) / f"ses-jobs-{os.getpid()}.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in sorted((root / "jobs").rglob("*")):
+        for p in sorted((ROOT / "jobs").rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts:
-                z.write(p, p.relative_to(root))
+                z.write(p, p.relative_to(ROOT))
     return str(out)
