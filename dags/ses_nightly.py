@@ -8,8 +8,9 @@ this file. Each pattern's task matches, validates and publishes it, so a pattern
 is published as soon as it passes, and the task shows the pattern's name. The steps of
 one DAG run share one warm Spark application (``spark_session``, a setup task; see
 ``jobs/session.py``), which ``stop_session`` ends; a step that finds no session runs with
-its own spark-submit. Every step is idempotent: publishing MERGEs by match_id over the
-range the logical date closes (the run's own date when a trigger gives none).
+its own spark-submit on the profile's Spark master (``jobs.spark.submit_command``).
+Every step is idempotent: publishing replaces, by match_id, the matches of the range the
+logical date closes (the run's own date when a trigger gives none).
 
 After the pattern tasks, one task per SQL model of ``models/`` (in dependency order):
 each builds, tests and publishes its table; a model's task waits for the models it reads.
@@ -50,12 +51,10 @@ def _importable() -> None:
         sys.path.insert(0, str(PROJECT))
 
 
-def _env() -> dict:
-    _importable()
-    from jobs.config import load_profile
+def _env(profile) -> dict:
     from jobs.spark import spark_environment
 
-    return spark_environment(load_profile(), dict(os.environ,
+    return spark_environment(profile, dict(os.environ,
                                                   PYSPARK_PYTHON=str(VENV_BIN / "python"),
                                                   PYSPARK_DRIVER_PYTHON=str(VENV_BIN / "python")))
 
@@ -83,9 +82,14 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
 
     code = ask(socket_path(run_id), list(args), echo)
     if code is None:
-        cmd = ([str(VENV_BIN / "spark-submit"), str(PROJECT / "spark_entry.py"), *args]
+        from jobs.config import load_profile
+        from jobs.spark import submit_command
+
+        profile = load_profile()
+        cmd = (submit_command(profile, str(VENV_BIN / "spark-submit"),
+                              str(PROJECT / "spark_entry.py"), list(args))
                if spark else [str(VENV_BIN / "python"), "-m", "jobs", *args])
-        with subprocess.Popen(cmd, cwd=PROJECT, env=_env(), stdout=subprocess.PIPE,
+        with subprocess.Popen(cmd, cwd=PROJECT, env=_env(profile), stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, text=True, bufsize=1) as proc:
             for line in proc.stdout:
                 echo(line.rstrip("\n"))
@@ -153,11 +157,12 @@ def ses_nightly():
         from airflow.sdk import get_current_context
 
         _importable()
+        from jobs.config import load_profile
         from jobs.session import socket_path, start
 
         run_id, _ = _run(get_current_context())
         log = Path(os.environ.get("AIRFLOW_HOME", PROJECT)) / "ses-session.log"
-        up = start(socket_path(run_id), _env(), PROJECT, str(VENV_BIN / "python"), log)
+        up = start(socket_path(run_id), _env(load_profile()), PROJECT, str(VENV_BIN / "python"), log)
         print(f"Spark session for run {run_id}: {'up' if up else 'not up, steps run alone'}"
               f" (log: {log})")
         return up

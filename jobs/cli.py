@@ -424,8 +424,9 @@ def cmd_validate_events(args) -> int:
 @_pattern_step
 def cmd_publish(args, profile, path, pattern) -> int:
     from .pipeline import publish_step
+    from .spark import build_session
 
-    row = publish_step(profile, path, args.run_id, pattern)
+    row = publish_step(build_session(profile), profile, path, args.run_id, pattern)
     print(f"published {row['pattern']}: {row['inserted']} new match(es), "
           f"{row['deleted'] or 0} removed, {row['matches']} in this run's range")
     return 0

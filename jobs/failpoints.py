@@ -1,7 +1,7 @@
 """Named points where the fault tests kill the process (``SES_FAILPOINT=name``).
 
 The pipeline calls ``reached(name)`` at the moments where a crash matters most (between
-the events and the ingest log, between the matches MERGE and the runs row, ...). In
+the events and the ingest log, between the matches commit and the runs row, ...). In
 normal runs the variable is unset and the call costs one dictionary lookup; the tests in
 ``tests/faults/`` set it and check that the lake is consistent after a SIGKILL there.
 """

@@ -19,7 +19,7 @@ class Lake:
     root: str
 
     def _p(self, *parts: str) -> str:
-        return os.path.join(self.root, *parts)
+        return join(self.root, *parts)
 
     def events(self, source: str) -> str:
         return self._p("events", source)
@@ -115,3 +115,57 @@ def read_spark(spark, path: str, partition_filters=None):
         schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
         return spark.createDataFrame([], schema)
     return spark.read.option("basePath", path).parquet(*files)
+
+
+# Files next to the tables (staged artifacts, listings), on a local path or an object
+# store alike, through pyarrow's filesystem layer: no step needs to know which it is.
+
+def filesystem(uri: str):
+    """(pyarrow filesystem, path in it) for a local path or a URI (``s3://...``)."""
+    import pyarrow.fs as pafs
+
+    return pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + os.path.abspath(uri))
+
+
+def write_text(uri: str, text: str) -> None:
+    """Write a small file (its folder is created when missing)."""
+    fs, path = filesystem(uri)
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    with fs.open_output_stream(path) as f:
+        f.write(text.encode())
+
+
+def read_text(uri: str) -> str:
+    fs, path = filesystem(uri)
+    with fs.open_input_stream(path) as f:
+        return f.read().decode()
+
+
+def make_dir(uri: str) -> None:
+    fs, path = filesystem(uri)
+    fs.create_dir(path, recursive=True)
+
+
+def remove_tree(uri: str) -> None:
+    """Delete a folder and everything in it; nothing when it is not there."""
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type == pafs.FileType.Directory:
+        fs.delete_dir(path)
+
+
+def children(uri: str) -> list[str]:
+    """Names of the folders directly in ``uri`` (none when it is not there)."""
+    import pyarrow.fs as pafs
+
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type != pafs.FileType.Directory:
+        return []
+    found = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+    return sorted(i.base_name for i in found if i.type == pafs.FileType.Directory)
+
+
+def join(root: str, *parts: str) -> str:
+    """A path under ``root``: ``/`` for URIs, the OS separator for local paths."""
+    return "/".join([root.rstrip("/"), *parts]) if "://" in root else os.path.join(root, *parts)

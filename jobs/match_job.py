@@ -309,19 +309,3 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     stats["seconds"] = round(time.perf_counter() - started, 3)
     return MatchJobResult(staging, stats)
 
-
-def write_text(uri: str, text: str) -> None:
-    """Write a small file next to the staging data (local path or object store)."""
-    import pyarrow.fs as pafs
-
-    fs, path = pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + uri)
-    with fs.open_output_stream(path) as f:
-        f.write(text.encode())
-
-
-def read_text(uri: str) -> str:
-    import pyarrow.fs as pafs
-
-    fs, path = pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + uri)
-    with fs.open_input_stream(path) as f:
-        return f.read().decode()

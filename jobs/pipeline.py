@@ -21,7 +21,7 @@ from .failpoints import reached
 from .horizons import RunRange, backfill_range, plan_range
 from .ingest import describe, ingest
 from .locks import lake_lock
-from .match_job import read_text, run_match_job, write_text
+from .match_job import run_match_job
 from .progress import progress
 from .publish import log_run, previous_runs, publish
 from .reconcile import finish_run, reconcile, start_run
@@ -179,7 +179,6 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
         stats = {"events": 0, "events_after_filter": 0, "partitions": 0, "windows": 0,
                  "candidate_windows": 0, "matcher_calls": 0, "matches": 0, "seconds": 0.0}
         staging = lake.staging(planned.pattern.name, run_id)
-        Path(staging).mkdir(parents=True, exist_ok=True) if "://" not in staging else None
     else:
         choice = run_plan(spark, profile, planned)
         result = run_match_job(spark, planned.pattern, planned.text, lake, run_id,
@@ -200,7 +199,7 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
     stats.update(match_seconds=round(time.perf_counter() - t0, 3), low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
                  logical_date=logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
-    write_text(f"{staging}/_stats.json", json.dumps(stats))
+    lk.write_text(f"{staging}/_stats.json", json.dumps(stats))
     return stats
 
 
@@ -228,7 +227,7 @@ class ValidationFailed(RuntimeError):
 def _staged_stats(lake: lk.Lake, pattern: Pattern, run_id: str) -> dict:
     staging = lake.staging(pattern.name, run_id)
     try:
-        return json.loads(read_text(f"{staging}/_stats.json"))
+        return json.loads(lk.read_text(f"{staging}/_stats.json"))
     except (FileNotFoundError, OSError):
         raise FileNotFoundError(f"no staged run {run_id!r} for pattern {pattern.name!r} at "
                                 f"{staging}: run `match-job` for it first") from None
@@ -251,7 +250,7 @@ def validate_step(spark, profile: Profile, path: Path, run_id: str,
         outcome = {"success": o.success, "failed": o.failed, "docs": o.docs,
                    "summary": o.describe()}
     outcome["seconds"] = round(time.perf_counter() - t0, 3)
-    write_text(f"{lake.staging(pattern.name, run_id)}/_validation.json", json.dumps(outcome))
+    lk.write_text(f"{lake.staging(pattern.name, run_id)}/_validation.json", json.dumps(outcome))
     if not outcome["success"]:
         exc = ValidationFailed(f"{pattern.name}: {outcome['summary']}")
         log_failure(profile, pattern, run_id, stats.get("logical_date", ""), str(exc))
@@ -260,7 +259,7 @@ def validate_step(spark, profile: Profile, path: Path, run_id: str,
     return outcome
 
 
-def publish_step(profile: Profile, path: Path, run_id: str,
+def publish_step(spark, profile: Profile, path: Path, run_id: str,
                  pattern: Pattern | None = None) -> dict:
     """Publish a staged, validated run and append its row to the runs log (``pattern``:
     the file's pattern when the caller has loaded it already)."""
@@ -269,7 +268,7 @@ def publish_step(profile: Profile, path: Path, run_id: str,
     staging = lake.staging(pattern.name, run_id)
     stats = _staged_stats(lake, pattern, run_id)
     try:
-        verdict = json.loads(read_text(f"{staging}/_validation.json"))
+        verdict = json.loads(lk.read_text(f"{staging}/_validation.json"))
     except (FileNotFoundError, OSError):
         raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} was not validated: run "
                                "`validate-run` for it first") from None
@@ -290,7 +289,7 @@ def publish_step(profile: Profile, path: Path, run_id: str,
     if stats.get("matches", 0) == 0 and rng.empty:
         outcome = {"inserted": 0, "deleted": 0}
     else:
-        outcome = publish(lake, pattern, run_id, staging, rng, run_row=row)
+        outcome = publish(spark, lake, pattern, run_id, staging, rng, run_row=row)
         reached("publish:after-merge")
     row.update(inserted=outcome["inserted"], deleted=outcome["deleted"],
                seconds=float(stats.get("seconds", 0.0)) + time.perf_counter() - t0,
@@ -299,15 +298,8 @@ def publish_step(profile: Profile, path: Path, run_id: str,
     log_run(lake, row)
     if lk.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
         document_match_table(lake.matches(pattern.name), pattern)
-    _remove_staging(staging)
+    lk.remove_tree(staging)
     return row
-
-
-def _remove_staging(staging: str) -> None:
-    import shutil
-
-    if "://" not in staging:
-        shutil.rmtree(staging, ignore_errors=True)
 
 
 def log_failure(profile: Profile, pattern: Pattern | None, run_id: str, logical_date: str,
@@ -411,7 +403,7 @@ def run_pattern(spark, profile: Profile, path: Path, pattern: Pattern, run_id: s
     with progress(f"validate {pattern.name}", spark, echo):
         validate_step(spark, profile, path, run_id, pattern)
     with progress(f"publish {pattern.name}", None, echo):
-        return publish_step(profile, path, run_id, pattern)
+        return publish_step(spark, profile, path, run_id, pattern)
 
 
 def _run_pattern(spark, profile, path, pattern, run_id, logical_date, bad_sources,
@@ -459,7 +451,7 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
                 match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
             with progress(f"validate {pattern.name}", spark, echo):
                 validate_step(spark, profile, path, run_id, pattern)
-            rows.append(publish_step(profile, path, run_id, pattern))
+            rows.append(publish_step(spark, profile, path, run_id, pattern))
     echo(summary(profile, rows, run_id, None))
     return rows
 

@@ -1,14 +1,17 @@
 """``publish``: staging matches -> ``matches/<pattern>`` (Delta), and the ``runs`` log.
 
 The staged match rows of a run replace the published matches of the same pattern version
-whose first event lies in the run's range, in one Delta MERGE on ``match_id``: rows that
-are new are inserted, rows that no longer match are deleted, rows that stay are untouched.
-A rerun of the same logical date therefore changes nothing (no commit at all). A full
-recompute (new or changed pattern version) also deletes the old version's rows in the same
-commit; when the new version's columns differ (other partition attributes), it overwrites
-the table in one commit instead. Matches reach the table from the staging Parquet files written by the
-executors; the driver streams them into the MERGE, bounded by the run's matches, never by
-the events.
+whose first event lies in the run's range, with the outcome of a MERGE on ``match_id``:
+rows that are new are inserted, rows that no longer match are deleted, rows that stay are
+untouched (they keep the ``run_id`` that published them). A rerun of the same logical
+date therefore changes nothing (no commit at all). A full recompute (new or changed
+pattern version) also deletes the old version's rows in the same commit; when the new
+version's columns differ (other partition attributes), it replaces the table's files and
+schema in one commit instead.
+
+The rows never pass through the driver (``jobs.delta_files``): the executors write the
+table's new Parquet files, and the driver commits add and remove actions through
+delta-rs, so its memory does not grow with the number of matches.
 """
 
 from __future__ import annotations
@@ -17,120 +20,122 @@ import json
 from datetime import datetime, timezone
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from . import delta_files
 from . import lake as lk
 from .core.pattern import Disjunction, Pattern
 from .horizons import RunRange
-
-BINDINGS = pa.map_(pa.string(), pa.list_(pa.string()))
-TS = pa.timestamp("us", tz="UTC")
-
-
-def staged_matches(staging: str, pattern: Pattern | Disjunction, run_id: str) -> pa.Table:
-    """The match rows of a run, in the published schema (DESIGN.md section 4)."""
-    ds = pads.dataset(staging, format="parquet")
-    t = ds.to_table(filter=pc.field("kind") == "match")
-    n = t.num_rows
-    bindings = [list(json.loads(b).items()) for b in t.column("bindings").to_pylist()]
-    cols = {
-        "match_id": t.column("match_id"),
-        "pattern": pa.array([pattern.name] * n, pa.string()),
-        "pattern_version": pa.array([pattern.version] * n, pa.string()),
-    }
-    if isinstance(pattern, Disjunction):  # which alternative matched (1, 2, ...)
-        cols["alternative"] = t.column("alternative").cast(pa.int32())
-    window = pattern.kind == "window"
-    for k in () if window else pattern.partition_attributes:
-        cols[k] = t.column(k)
-    cols.update({
-        "start_ts": t.column("start_ts").cast(TS),
-        "end_ts": t.column("end_ts").cast(TS),
-        "n_events": t.column("n_events").cast(pa.int64()),
-        "bindings": pa.array(bindings, BINDINGS),
-    })
-    if window:  # the select values, one typed column each
-        cols.update(select_columns(pattern, t.column("values").to_pylist()))
-    cols["run_id"] = pa.array([run_id] * n, pa.string())
-    return pa.table(cols)
-
-
-SELECT_TYPES = {"string": pa.string(), "double": pa.float64(), "integer": pa.int64(),
-                "timestamp": TS}
-
-
-def select_columns(pattern, values_json: list[str | None]) -> dict[str, pa.Array]:
-    """A window pattern's select values (JSON per window) as typed Arrow columns."""
-    from .config import load_sources
-    from .core.events import parse_ts
-    from .core.window import select_types
-
-    source = load_sources().get(pattern.source)
-    types = select_types(pattern, dict(source.columns) if source else {})
-    rows = [json.loads(v) if v else {} for v in values_json]
-    out = {}
-    for name, kind in types.items():
-        column = [r.get(name) for r in rows]
-        if kind == "timestamp":
-            column = [None if v is None else datetime.fromtimestamp(parse_ts(v) / 1e9,
-                                                                     tz=timezone.utc)
-                      for v in column]
-        elif kind == "integer":
-            column = [None if v is None else int(v) for v in column]
-        elif kind == "string":
-            column = [None if v is None else str(v) for v in column]
-        out[name] = pa.array(column, SELECT_TYPES[kind])
-    return out
-
+from .match_rows import TS, MatchRows
 
 RUN_KEY = "ses.run"  # commit metadata: the runs row of the run that made the commit
+COUNTS = ("ses.inserted", "ses.deleted")  # commit metadata: the commit's own counts
 
 
-def publish(lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, staging: str,
+def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, staging: str,
             rng: RunRange, run_row: dict | None = None) -> dict:
     """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}.
 
-    The commit carries ``run_row`` (the run's log row without its counts) as custom
-    metadata, so that a crash between this commit and the runs row is repaired by the next
-    run (``jobs.reconcile``) from the table's own history."""
-    from deltalake import CommitProperties
+    The executors write the new data files; the driver reads only the Delta log and the
+    files' statistics, counts in Spark, and commits. The table's files that can hold rows
+    of the run's scope (or rows with a staged ``match_id``) are *touched*: they are
+    replaced by files holding their rows minus the deleted ones, in the same commit that
+    adds the new matches. The commit carries ``run_row`` (the run's log row without its
+    counts) and the counts as custom metadata, so that a crash between this commit and
+    the runs row is repaired by the next run (``jobs.reconcile``) from the table's own
+    history."""
+    from pyspark.sql import functions as F
 
-    data = staged_matches(staging, pattern, run_id)
+    rows = MatchRows.of(pattern, run_id)
     path = lake.matches(pattern.name)
-    meta = json.dumps(run_row or {"run_id": run_id}, default=str)
-    if not lk.exists(path) or (rng.full and _schema_changed(path, data.schema)):
-        before = lk.table(path).count() if lk.exists(path) else 0
-        props = CommitProperties(custom_metadata={RUN_KEY: meta, "ses.deleted": str(before)})
-        lk.write_deltalake(path, data, mode="overwrite", schema_mode="overwrite",
-                           commit_properties=props)
-        return {"inserted": data.num_rows, "deleted": before, "published": data.num_rows}
-    # the rows this run is the truth for: its version's matches starting in the range,
-    # and, on a full recompute, every row of another version
-    scope = [f"t.start_ts < '{_iso(rng.high)}'"]
+    staged = spark.read.parquet(staging).where(F.col("kind") == "match")
+    schema = rows.convert(pads.dataset(staging, format="parquet").schema.empty_table()).schema
+    bounds = staged.agg(F.count(F.lit(1)).alias("n"), F.min("start_ts").alias("low"),
+                        F.max("start_ts").alias("high")).first()
+    n = int(bounds["n"])
+    prefix = "part-" + "".join(c if c.isalnum() else "_" for c in run_id)
+    meta = {RUN_KEY: json.dumps(run_row or {"run_id": run_id}, default=str)}
+    written: list[dict] = []
+    try:
+        if not lk.exists(path) or (rng.full and _schema_changed(path, schema)):
+            before = lk.table(path).count() if lk.exists(path) else 0
+            written = delta_files.write(staged, path, prefix, schema, n, rows.convert)
+            delta_files.commit(path, schema, written, [], _counts(meta, n, before),
+                      replace_all=lk.exists(path))
+            return {"inserted": n, "deleted": before, "published": n}
+        table = lk.table(path)
+        staged_span = None if n == 0 else (_ns(bounds["low"]), _ns(bounds["high"]))
+        touched = [f for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()
+                   if _may_hold(f, pattern.version, rng, staged_span)]
+        inserted_rows, deleted, kept_rows, kept = staged, 0, 0, None
+        if touched:
+            wanted = {f["path"].rsplit("/", 1)[-1] for f in touched}
+            uris = [u for u in table.file_uris() if u.replace("\\", "/").rsplit("/", 1)[-1]
+                    in wanted]
+            old = spark.read.option("basePath", path).parquet(*uris)
+            mine = F.coalesce(_scope(F, pattern.version, rng), F.lit(False))
+            marked = old.join(staged.select("match_id").distinct()
+                              .withColumn("_staged", F.lit(True)), "match_id", "left")
+            inserted_rows = staged.join(old.select("match_id"), "match_id", "left_anti")
+            n = inserted_rows.count()
+            deleted = marked.where(mine & F.col("_staged").isNull()).count()
+            kept_rows = sum(int(f["num_records"] or 0) for f in touched) - deleted
+            kept = marked.where(~mine | F.col("_staged").isNotNull()).drop("_staged")
+        if n == 0 and deleted == 0:  # a rerun: nothing to change, no commit
+            return {"inserted": 0, "deleted": 0, "published": table.count()}
+        written = delta_files.write(inserted_rows, path, prefix, schema, n, rows.convert)
+        if kept is not None:
+            written += delta_files.write(kept, path, prefix, schema, kept_rows)
+        delta_files.commit(path, schema, written, touched, _counts(meta, n, deleted))
+    except BaseException:
+        delta_files.discard(path, written)
+        raise
+    return {"inserted": n, "deleted": deleted, "published": lk.table(path).count()}
+
+
+def _counts(meta: dict, inserted: int, deleted: int) -> dict:
+    return dict(meta, **dict(zip(COUNTS, (str(inserted), str(deleted)))))
+
+
+def _scope(F, version: str, rng: RunRange):
+    """The published rows this run is the truth for, as a Spark condition: its version's
+    matches whose first event lies in the range and, on a full recompute, every row of
+    another version."""
+    mine = F.col("pattern_version") == F.lit(version)
+    mine &= F.col("start_ts") < F.lit(delta_files.utc(rng.high))
     if rng.low is not None:
-        scope.append(f"t.start_ts >= '{_iso(rng.low)}'")
-    mine = f"t.pattern_version = '{pattern.version}' AND " + " AND ".join(scope)
-    delete_when = f"({mine}) OR t.pattern_version != '{pattern.version}'" if rng.full else mine
-    metrics = (lk.table(path).merge(data, predicate="t.match_id = s.match_id",
-                                    source_alias="s", target_alias="t",
-                                    commit_properties=CommitProperties(
-                                        custom_metadata={RUN_KEY: meta}))
-               .when_not_matched_insert_all()
-               .when_not_matched_by_source_delete(predicate=delete_when)
-               .execute())
-    return {"inserted": int(metrics.get("num_target_rows_inserted", 0)),
-            "deleted": int(metrics.get("num_target_rows_deleted", 0)),
-            "published": lk.table(path).count()}
+        mine &= F.col("start_ts") >= F.lit(delta_files.utc(rng.low))
+    return mine | (F.col("pattern_version") != F.lit(version)) if rng.full else mine
+
+
+def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | None) -> bool:
+    """Whether a data file (its Delta statistics ``f``) may hold a row of the run's scope
+    or a staged match; False only when its statistics prove it cannot. The statistics'
+    timestamps have millisecond precision: a maximum may be up to 1 ms below the truth."""
+    lo_v, hi_v = f.get("min.pattern_version"), f.get("max.pattern_version")
+    lo_t, hi_t = f.get("min.start_ts"), f.get("max.start_ts")
+    if None in (lo_v, hi_v, lo_t, hi_t):
+        return True
+    if rng.full and (lo_v != version or hi_v != version):
+        return True  # rows of another version are all in scope
+    if not lo_v <= version <= hi_v:
+        return False
+    lo, hi = _ns(lo_t), _ns(hi_t) + 1_000_000  # hi: strictly above the file's last start
+    spans = [(rng.low if rng.low is not None else -2 ** 63, rng.high)]
+    if staged:
+        spans.append((staged[0], staged[1] + 1))
+    return any(lo < high and hi > low for low, high in spans)
+
+
+def _ns(ts: datetime) -> int:
+    if ts.tzinfo is None:
+        ts = ts.replace(tzinfo=timezone.utc)
+    return int(ts.timestamp()) * 1_000_000_000 + ts.microsecond * 1000
 
 
 def _schema_changed(path: str, schema: pa.Schema) -> bool:
     current = pa.schema(lk.table(path).schema().to_arrow())
     return [f.name for f in current] != [f.name for f in schema]
-
-
-def _iso(ns: int) -> str:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 RUNS_SCHEMA = pa.schema([

@@ -80,8 +80,9 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
                 if (row.get("run_id"), name) in published or "pattern" not in row:
                     continue  # (a failed row does not count: the MERGE did commit)
                 m = h.get("operationMetrics") or {}
-                inserted = m.get("num_target_rows_inserted", m.get("num_added_rows", 0))
-                deleted = m.get("num_target_rows_deleted", int(h.get("ses.deleted", 0)))
+                inserted = h.get("ses.inserted", m.get("num_target_rows_inserted",
+                                                       m.get("num_added_rows", 0)))
+                deleted = h.get("ses.deleted", m.get("num_target_rows_deleted", 0))
                 row.update(inserted=int(inserted), deleted=int(deleted), status=SUCCESS,
                            finished_at=datetime.fromtimestamp(h["timestamp"] / 1000,
                                                               tz=timezone.utc),

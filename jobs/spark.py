@@ -48,6 +48,20 @@ def spark_environment(profile: Profile, env=os.environ) -> dict:
     return env
 
 
+def submit_command(profile: Profile, spark_submit: str, entry: str, args: list[str],
+                   app_name: str = "ses-lakehouse") -> list[str]:
+    """``spark-submit`` of ``entry`` with ``args`` on the profile's master, with its Spark
+    settings on the command line (where settings of the driver's own JVM, such as
+    ``spark.driver.memory``, take effect) and, for a master with executors in other
+    processes, the ``jobs`` package for them."""
+    cmd = [spark_submit, "--master", profile.spark_master, "--name", app_name]
+    for key, value in profile.spark_conf.items():
+        cmd += ["--conf", f"{key}={value}"]
+    if not profile.spark_master.startswith("local"):
+        cmd += ["--py-files", project_zip()]
+    return cmd + [entry, *args]
+
+
 def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
     """A SparkSession for the profile; Python workers use this interpreter (the venv)."""
     check_java()

@@ -11,7 +11,6 @@ sources share: pattern, match_id, variable, position, event_id, ts).
 
 from __future__ import annotations
 
-import os
 import re
 
 from . import lake as lk
@@ -26,13 +25,12 @@ def lake_tables(lake: lk.Lake) -> dict[str, str]:
     """View name -> Delta table path, for every table the lake has."""
     out = {}
     for kind in KINDS:
-        folder = os.path.join(lake.root, kind)
-        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-            path = os.path.join(folder, name)
+        for name in lk.children(lk.join(lake.root, kind)):
+            path = lk.join(lake.root, kind, name)
             if lk.exists(path):
                 out[f"{kind}_{name}"] = path
     for name in SINGLES:
-        path = os.path.join(lake.root, name)
+        path = lk.join(lake.root, name)
         if lk.exists(path):
             out[name] = path
     return out

@@ -68,3 +68,19 @@ def test_standalone_run_equals_local(running, tmp_path):
     for table in [f"matches/{n}" for n in names] + ["events/sepsis", "events/chemo_mw"]:
         a, b = _rows(done["standalone"], table), _rows(done["local"], table)
         assert a == b and a, table
+
+
+def test_the_dag_submits_to_the_profile_master():
+    """A step the DAG runs with its own spark-submit goes to the profile's master, with
+    the profile's settings and, off a local master, the jobs package."""
+    from jobs.config import load_profile
+    from jobs.spark import submit_command
+
+    standalone = load_profile("standalone")
+    cmd = submit_command(standalone, "spark-submit", "spark_entry.py", ["run"])
+    assert cmd[:3] == ["spark-submit", "--master", standalone.spark_master]
+    assert cmd[cmd.index("--py-files") + 1].endswith(".zip")
+    assert f"spark.executor.memory={standalone.spark_conf['spark.executor.memory']}" in cmd
+    assert cmd[-2:] == ["spark_entry.py", "run"]
+    local = submit_command(load_profile("local"), "spark-submit", "e.py", [])
+    assert local[2] == load_profile("local").spark_master and "--py-files" not in local

@@ -341,8 +341,8 @@ def test_unreadable_file_fails_and_writes_nothing(tmp_path):
 def test_publish_needs_a_staged_run(tmp_path):
     profile = make_profile(tmp_path, landing=tmp_path)
     with pytest.raises(FileNotFoundError, match="run `match-job` for it first"):
-        publish_step(profile, Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml",
-                     "nope")
+        publish_step(None, profile,
+                     Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml", "nope")
 
 
 def test_java_missing_is_explained(monkeypatch, tmp_path):
@@ -436,7 +436,7 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
     assert "expect_column_values_to_be_unique(match_id)" in msg
     assert "expect_column_values_to_be_in_set(set_order_ok)" in msg
     with pytest.raises(ValidationFailed, match="failed validation, nothing published"):
-        publish_step(profile, Path(P1), "tampered")
+        publish_step(spark, profile, Path(P1), "tampered")
     assert DeltaTable(lake.matches("mw_chemo_p1")).version() == version
     assert published_ids(profile, "mw_chemo_p1") == published
 
