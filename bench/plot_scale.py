@@ -2,7 +2,7 @@
 benchmarks leave in bench/out/:
 
   left    match job seconds against events (log-log), local and standalone, with the
-          line of linear growth through the smallest set
+          line of linear growth through the largest set
   middle  peak resident memory of each process kind against events
   right   publish: the Python driver's peak memory against matches, before (the driver
           fed delta-rs) and after (executors write, the driver commits)
@@ -45,10 +45,10 @@ def main() -> int:
         ax.plot(x, [r["total_s"] + r["publish_s"] for r in rows], "^:",
                 label=f"{profile}: match job + publish")
     if runs["local"]:
-        r0 = runs["local"][0]
+        r0 = runs["local"][-1]
         x = [r["events"] for r in runs["local"]]
         ax.plot(x, [r0["total_s"] * e / r0["events"] for e in x], color="grey", lw=0.8,
-                label="linear growth")
+                label="linear growth (through local at the largest set)")
     ax.set(xscale="log", yscale="log", xlabel="events", ylabel="seconds",
            title="Time against events (2 cores)")
     ax.legend(fontsize=7)
@@ -61,6 +61,7 @@ def main() -> int:
             y = [r.get(key, 0) for r in rows]
             if any(y):
                 ax.plot(x, y, "o-", label=f"{profile}: {label}")
+    ax.set_ylim(bottom=0)
     ax.set(xscale="log", xlabel="events", ylabel="peak RSS (MB)",
            title="Peak memory per process against events")
     ax.legend(fontsize=7)
