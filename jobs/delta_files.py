@@ -17,20 +17,16 @@ import json
 import math
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime, timedelta
 from typing import Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from .lake import filesystem as _fs
+
 FILE_INFO = "path string, size long, rows long, stats string"  # one row per written file
 ROWS_PER_FILE = 1_000_000
-
-
-def _fs(folder: str):
-    from .lake import filesystem
-
-    return filesystem(folder)
 
 
 def write_task(batches: Iterator[pa.RecordBatch], folder: str, prefix: str,
@@ -134,8 +130,6 @@ def _ms(ts: datetime, up: bool) -> str:
         ms += 1
     base = ts.replace(microsecond=0, tzinfo=None)
     if ms == 1000:
-        from datetime import timedelta
-
         base, ms = base + timedelta(seconds=1), 0
     return f"{base:%Y-%m-%dT%H:%M:%S}.{ms:03d}Z"
 
@@ -183,6 +177,3 @@ def discard(folder: str, files: list[dict]) -> None:
     for f in files:
         filesystem.delete_file(f"{root}/{f['path']}")
 
-
-def utc(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)

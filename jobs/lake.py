@@ -99,18 +99,26 @@ def count_rows(path: str, partition_filters=None) -> int:
     actions = pa.table(dt.get_add_actions(flatten=True))
     records = dict(zip(actions.column("path").to_pylist(),
                        actions.column("num_records").to_pylist()))
-    wanted = {f.replace("\\", "/").rsplit("/", 1)[-1] for f in files}
-    return sum(n or 0 for p, n in records.items() if p.rsplit("/", 1)[-1] in wanted)
+    wanted = {file_name(f) for f in files}
+    return sum(n or 0 for p, n in records.items() if file_name(p) in wanted)
 
 
-def read_spark(spark, path: str, partition_filters=None):
+def file_name(path: str) -> str:
+    """A data file's name, from its URI or from its path in the Delta log."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def read_spark(spark, path: str, partition_filters=None, only: set[str] | None = None):
     """Spark DataFrame over the current snapshot of a Delta table (only the files of the
-    partitions that pass ``partition_filters``, e.g. [("event_date", ">=", "2006-01-01")])."""
+    partitions that pass ``partition_filters``, e.g. [("event_date", ">=", "2006-01-01")],
+    and, with ``only``, only the data files of these names)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
     dt = table(path)
     files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
         else dt.file_uris()
+    if only is not None:
+        files = [f for f in files if file_name(f) in only]
     if not files:
         schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
         return spark.createDataFrame([], schema)
@@ -139,11 +147,6 @@ def read_text(uri: str) -> str:
     fs, path = filesystem(uri)
     with fs.open_input_stream(path) as f:
         return f.read().decode()
-
-
-def make_dir(uri: str) -> None:
-    fs, path = filesystem(uri)
-    fs.create_dir(path, recursive=True)
 
 
 def remove_tree(uri: str) -> None:

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from functools import reduce
 
 from . import lake as lk
 from .core.conditions import Attr, Cmp, Expr, In, Lit, Neg, Not, Property
 from .core.engine import MATCHERS, MatchStats
-from .core.events import format_ts
+from .core.events import format_ts, to_datetime
 from .core.pattern import Disjunction, Pattern
 from .core.window import can_drop, current_attributes, relevance
 from .phase2 import (
@@ -169,10 +168,6 @@ def event_date_filters(low: int | None, high: int | None, tau: int) -> list | No
     return filters or None
 
 
-def _ts(ns: int) -> datetime:
-    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
-
-
 def read_range(spark, path: str, low: int | None, high: int | None, tau: int):
     """The events with ts in [low, high + τ] (None: unbounded), reading only the
     ``event_date`` partitions that can hold them."""
@@ -180,9 +175,9 @@ def read_range(spark, path: str, low: int | None, high: int | None, tau: int):
 
     df = lk.read_spark(spark, path, event_date_filters(low, high, tau))
     if low is not None:
-        df = df.where(F.col("ts") >= F.lit(_ts(low)))
+        df = df.where(F.col("ts") >= F.lit(to_datetime(low)))
     if high is not None:
-        df = df.where(F.col("ts") <= F.lit(_ts(high + tau)))
+        df = df.where(F.col("ts") <= F.lit(to_datetime(high + tau)))
     return df
 
 

@@ -24,6 +24,7 @@ import pyarrow.dataset as pads
 
 from . import delta_files
 from . import lake as lk
+from .core.events import parse_ts, to_datetime
 from .core.pattern import Disjunction, Pattern
 from .horizons import RunRange
 from .match_rows import TS, MatchRows
@@ -61,29 +62,28 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
             before = lk.table(path).count() if lk.exists(path) else 0
             written = delta_files.write(staged, path, prefix, schema, n, rows.convert)
             delta_files.commit(path, schema, written, [], _counts(meta, n, before),
-                      replace_all=lk.exists(path))
+                               replace_all=lk.exists(path))
             return {"inserted": n, "deleted": before, "published": n}
         table = lk.table(path)
-        staged_span = None if n == 0 else (_ns(bounds["low"]), _ns(bounds["high"]))
+        staged_span = None if n == 0 else (parse_ts(bounds["low"]), parse_ts(bounds["high"]))
         touched = [f for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()
                    if _may_hold(f, pattern.version, rng, staged_span)]
         inserted_rows, deleted, kept_rows, kept = staged, 0, 0, None
         if touched:
-            wanted = {f["path"].rsplit("/", 1)[-1] for f in touched}
-            uris = [u for u in table.file_uris() if u.replace("\\", "/").rsplit("/", 1)[-1]
-                    in wanted]
-            old = spark.read.option("basePath", path).parquet(*uris)
+            old = lk.read_spark(spark, path, only={lk.file_name(f["path"]) for f in touched})
             mine = F.coalesce(_scope(F, pattern.version, rng), F.lit(False))
             marked = old.join(staged.select("match_id").distinct()
                               .withColumn("_staged", F.lit(True)), "match_id", "left")
             inserted_rows = staged.join(old.select("match_id"), "match_id", "left_anti")
-            n = inserted_rows.count()
             deleted = marked.where(mine & F.col("_staged").isNull()).count()
             kept_rows = sum(int(f["num_records"] or 0) for f in touched) - deleted
             kept = marked.where(~mine | F.col("_staged").isNotNull()).drop("_staged")
+        # at most n rows are new; what the files hold is the count (a task without rows
+        # writes no file, so a rerun writes nothing)
+        written = delta_files.write(inserted_rows, path, prefix, schema, n, rows.convert)
+        n = sum(int(f["rows"]) for f in written)
         if n == 0 and deleted == 0:  # a rerun: nothing to change, no commit
             return {"inserted": 0, "deleted": 0, "published": table.count()}
-        written = delta_files.write(inserted_rows, path, prefix, schema, n, rows.convert)
         if kept is not None:
             written += delta_files.write(kept, path, prefix, schema, kept_rows)
         delta_files.commit(path, schema, written, touched, _counts(meta, n, deleted))
@@ -102,9 +102,9 @@ def _scope(F, version: str, rng: RunRange):
     matches whose first event lies in the range and, on a full recompute, every row of
     another version."""
     mine = F.col("pattern_version") == F.lit(version)
-    mine &= F.col("start_ts") < F.lit(delta_files.utc(rng.high))
+    mine &= F.col("start_ts") < F.lit(to_datetime(rng.high))
     if rng.low is not None:
-        mine &= F.col("start_ts") >= F.lit(delta_files.utc(rng.low))
+        mine &= F.col("start_ts") >= F.lit(to_datetime(rng.low))
     return mine | (F.col("pattern_version") != F.lit(version)) if rng.full else mine
 
 
@@ -120,17 +120,11 @@ def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | No
         return True  # rows of another version are all in scope
     if not lo_v <= version <= hi_v:
         return False
-    lo, hi = _ns(lo_t), _ns(hi_t) + 1_000_000  # hi: strictly above the file's last start
+    lo, hi = parse_ts(lo_t), parse_ts(hi_t) + 1_000_000  # hi: strictly above the file's last start
     spans = [(rng.low if rng.low is not None else -2 ** 63, rng.high)]
     if staged:
         spans.append((staged[0], staged[1] + 1))
     return any(lo < high and hi > low for low, high in spans)
-
-
-def _ns(ts: datetime) -> int:
-    if ts.tzinfo is None:
-        ts = ts.replace(tzinfo=timezone.utc)
-    return int(ts.timestamp()) * 1_000_000_000 + ts.microsecond * 1000
 
 
 def _schema_changed(path: str, schema: pa.Schema) -> bool:

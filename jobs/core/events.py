@@ -73,6 +73,12 @@ def _datetime_ns(value: datetime) -> int:
     return (delta.days * 86400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
+def to_datetime(ns: int) -> datetime:
+    """Nanoseconds -> an aware UTC datetime (to the microsecond), the inverse of
+    ``parse_ts``."""
+    return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc)
+
+
 def format_ts(ns: int) -> str:
     """Nanoseconds -> ISO-8601 (UTC, no offset), with as many fraction digits as needed."""
     secs, rem = divmod(ns, 1_000_000_000)
