@@ -76,7 +76,7 @@ def run(spark, n: int) -> dict:
         t0 = time.perf_counter()
         out = publish(*args, lake, PATTERN, "bench", str(staging), rng)
         seconds = time.perf_counter() - t0
-    assert out["inserted"] == n == lk.table(lake.matches(PATTERN.name)).count(), out
+    assert out["inserted"] == n == lake.table(lake.matches(PATTERN.name)).count(), out
     shutil.rmtree(lake_root, ignore_errors=True)
     return {"matches": n, "publish": "executors write, driver commits" if executors_write
             else "driver MERGE (delta-rs)", "seconds": round(seconds, 1),

@@ -113,20 +113,20 @@ def hospital_copies(copies: int):
 def ensure_table(lake: lk.Lake, name: str) -> tuple[str, int]:
     source = SOURCES[name]
     path = lake.events(source)
-    if not lk.exists(path):
+    if not lake.exists(path):
         t0 = time.perf_counter()
         if name in SCALE:
             for month in hospital_copies(SCALE[name]):
-                lk.write_deltalake(path, month, partition_by=["event_date"], mode="append")
+                lake.write(path, month, partition_by=["event_date"], mode="append")
         else:
             data = hospital_log() if name == "hospital" else loans_log()
             if name == "hospital":
                 data = data.append_column("event_id", pa.array(
                     [f"00-{j:06d}" for j in range(data.num_rows)]))
-            lk.write_deltalake(path, data, partition_by=["event_date"])
-        print(f"  wrote {path}: {lk.table(path).count():,} events in "
+            lake.write(path, data, partition_by=["event_date"])
+        print(f"  wrote {path}: {lake.table(path).count():,} events in "
               f"{time.perf_counter() - t0:.0f} s", file=sys.stderr)
-    return source, lk.table(path).count()
+    return source, lake.table(path).count()
 
 
 class MemorySampler:

@@ -67,6 +67,7 @@ class ModelPage:
 @dataclass
 class Catalogue:
     lake: str
+    home: Path  # the lake's folder on this machine (the GX Data Docs are there)
     patterns: list[PatternPage]
     sources: list[SourcePage]
     models: list[ModelPage]
@@ -100,7 +101,7 @@ def _month_counts(t: pa.Table) -> list[tuple[str, int]]:
 
 def _shown_matches(lake: lk.Lake, pattern, t: pa.Table) -> list[dict]:
     """The first matches (by start) with their events: (variable, time, id, label)."""
-    if t.num_rows == 0 or not lk.exists(lake.events(pattern.source)):
+    if t.num_rows == 0 or not lake.exists(lake.events(pattern.source)):
         return []
     first = t.sort_by([("start_ts", "ascending"), ("match_id", "ascending")]) \
         .slice(0, SHOWN_MATCHES).to_pylist()
@@ -108,7 +109,7 @@ def _shown_matches(lake: lk.Lake, pattern, t: pa.Table) -> list[dict]:
     columns = load_sources().get(pattern.source)
     label = _type_column(dict(columns.columns)) if columns else None
     wanted = ["event_id", "ts"] + ([label] if label else [])
-    events = lk.table(lake.events(pattern.source)).to_pyarrow_dataset().to_table(
+    events = lake.table(lake.events(pattern.source)).to_pyarrow_dataset().to_table(
         columns=wanted, filter=pc.field("event_id").isin(ids)).to_pylist()
     by_id = {e["event_id"]: e for e in events}
     out = []
@@ -125,9 +126,9 @@ def _pattern_page(lake: lk.Lake, path: Path, pattern, runs: list[dict]) -> Patte
                        description=pattern.description or "", version=pattern.version)
     page.runs = [r for r in runs if r["pattern"] == pattern.name]
     table_path = lake.matches(pattern.name)
-    if not lk.exists(table_path):
+    if not lake.exists(table_path):
         return page
-    dt = lk.table(table_path)
+    dt = lake.table(table_path)
     page.table_version = dt.metadata().configuration.get("ses.pattern.version", "")
     schema = pa.schema(dt.schema().to_arrow())
     page.columns = [(f.name, str(f.type), (f.metadata or {}).get(b"comment", b"").decode())
@@ -149,9 +150,9 @@ def _source_page(lake: lk.Lake, name: str, source) -> SourcePage:
     columns = dict(source.columns)
     page = SourcePage(name, source.description or "", columns, type_column=_type_column(columns))
     path = lake.events(name)
-    if not lk.exists(path):
+    if not lake.exists(path):
         return page
-    ds = lk.table(path).to_pyarrow_dataset()
+    ds = lake.table(path).to_pyarrow_dataset()
     cols = ["ts"] + ([page.type_column] if page.type_column else [])
     t = ds.to_table(columns=cols)
     page.events = t.num_rows
@@ -175,19 +176,19 @@ def _model_pages(lake: lk.Lake) -> list[ModelPage]:
     out = []
     for m in models:
         page = ModelPage(m.name, m.description, m.sql, tuple(m.tables))
-        if lk.exists(lake.model(m.name)):
-            dt = lk.table(lake.model(m.name))
-            page.rows = lk.count_rows(lake.model(m.name))
+        if lake.exists(lake.model(m.name)):
+            dt = lake.table(lake.model(m.name))
+            page.rows = lake.count_rows(lake.model(m.name))
             page.columns = [(f.name, str(f.type)) for f in pa.schema(dt.schema().to_arrow())]
         out.append(page)
     return out
 
 
-def latest_validations(lake_root: str) -> list[dict]:
+def latest_validations(home: Path) -> list[dict]:
     """The latest Great Expectations result of each suite (``gx/uncommitted/validations``):
     suite, run name, time, success, and per expectation its type, column, success and
     unexpected count."""
-    folder = Path(lake_root) / "gx" / "uncommitted" / "validations"
+    folder = home / "gx" / "uncommitted" / "validations"
     latest: dict[str, tuple[str, Path]] = {}
     for f in folder.rglob("*.json") if folder.is_dir() else []:
         suite = f.relative_to(folder).parts[0]
@@ -215,10 +216,9 @@ def latest_validations(lake_root: str) -> list[dict]:
     return out
 
 
-def gather(lake_root: str) -> Catalogue:
-    """Everything the site shows, for the lake at ``lake_root`` and the project's files."""
-    lake = lk.Lake(lake_root)
-    runs_t = lk.read_arrow(lake.runs())
+def gather(lake: lk.Lake) -> Catalogue:
+    """Everything the site shows, for the lake and the project's files."""
+    runs_t = lake.read_arrow(lake.runs())
     runs = sorted(runs_t.to_pylist(), key=lambda r: (str(r["started_at"]), r["pattern"])) \
         if runs_t is not None else []
     catalog = load_catalog(pattern_paths())
@@ -227,5 +227,5 @@ def gather(lake_root: str) -> Catalogue:
         pages.append(PatternPage(r.name, _rel(r.path), r.path.read_text(encoding="utf-8"),
                                  None, problems=[str(p) for p in r.problems]))
     sources = [_source_page(lake, name, s) for name, s in load_sources().items()]
-    return Catalogue(lake_root, sorted(pages, key=lambda p: p.name), sources,
-                     _model_pages(lake), latest_validations(lake_root), runs)
+    return Catalogue(lake.root, lake.local_home(), sorted(pages, key=lambda p: p.name), sources,
+                     _model_pages(lake), latest_validations(lake.local_home()), runs)

@@ -272,19 +272,17 @@ def _pipeline_errors(fn):
 def _validate_data(args) -> int:
     """Warnings from the lake's events: variables no event can bind (``jobs.explain``)."""
     from .explain import unsatisfiable, variable_counts
-    from .lake import Lake, exists, read_spark
-
     profile, spark = _spark(args)
-    lake = Lake(profile.lake)
+    lake = profile.store()
     n = 0
     for f, pattern in args.patterns:
         if pattern.kind == "window":
             continue
-        if not exists(lake.events(pattern.source)):
+        if not lake.exists(lake.events(pattern.source)):
             print(f"warning: {f}: no events of source {pattern.source!r} in {profile.lake} "
                   "yet (run `make run` or `python -m jobs ingest`): not checked on data")
             continue
-        for warning in unsatisfiable(variable_counts(read_spark(spark, lake.events(
+        for warning in unsatisfiable(variable_counts(lake.read_spark(spark, lake.events(
                 pattern.source)), pattern)):
             print(f"warning: {f}: {warning}")
             n += 1
@@ -293,11 +291,12 @@ def _validate_data(args) -> int:
 
 
 def _pattern_step(step):
-    """A per-pattern step (match-job, validate-run, publish): under the pattern's lock,
-    with a failed row in the run log when it fails."""
+    """A per-pattern step (match-job, validate-run, publish) on its run context: under the
+    pattern's lock, with a failed row in the run log when it fails."""
     def wrapper(args) -> int:
         from .catalog import load_catalog
         from .config import load_profile
+        from .context import RunContext
         from .locks import pattern_lock
         from .pipeline import log_failure, short_error
 
@@ -307,17 +306,17 @@ def _pattern_step(step):
         rejected = [r for r in catalog.rejected if r.path.resolve() == path.resolve()]
         pattern = None if rejected else catalog.get(path)
         name = rejected[0].name if rejected else pattern.name
+        ctx = RunContext(profile, profile.store(), args.run_id,
+                         getattr(args, "logical_date", None) or "", path, pattern)
         with pattern_lock(profile.lake, name, f"{args.command} {name} {args.run_id}",
                           profile.lock_dir):
             try:
                 if rejected:
                     raise PatternError(list(rejected[0].problems))
-                return step(args, profile, path, pattern)
+                return step(args, ctx)
             except Exception as exc:
                 if not getattr(exc, "logged", False):
-                    log_failure(profile, pattern, args.run_id,
-                                getattr(args, "logical_date", None) or "", short_error(exc),
-                                name=name)
+                    log_failure(ctx, short_error(exc), name=name)
                 raise
     return wrapper
 
@@ -325,7 +324,7 @@ def _pattern_step(step):
 @_pipeline_errors
 def cmd_ingest(args) -> int:
     from .config import load_profile
-    from .lake import Lake
+    from .context import RunContext
     from .locks import lake_lock
     from .pipeline import ingest_sources
     from .reconcile import reconcile
@@ -333,10 +332,10 @@ def cmd_ingest(args) -> int:
     from .status import new_run_id
 
     profile = load_profile(args.profile)
-    run_id = args.run_id or new_run_id()
-    with lake_lock(profile.lake, f"ingest {run_id}", profile.lock_dir):
-        reconcile(Lake(profile.lake))
-        _, failed = ingest_sources(build_session(profile), profile, run_id, args.source or None,
+    ctx = RunContext.start(profile, args.run_id or new_run_id())
+    with lake_lock(profile.lake, f"ingest {ctx.run_id}", profile.lock_dir):
+        reconcile(ctx.lake)
+        _, failed = ingest_sources(build_session(profile), ctx, args.source or None,
                                    echo=lambda line: None if line.startswith("FAILED")
                                    else print(line))
     for message in failed.values():
@@ -347,59 +346,59 @@ def cmd_ingest(args) -> int:
 @_pipeline_errors
 def cmd_retract(args) -> int:
     from .config import load_profile
-    from .lake import Lake
     from .locks import lake_lock
     from .retract import retract
 
     profile = load_profile(args.profile)
+    lake = profile.store()
     with lake_lock(profile.lake, "retract", profile.lock_dir):
-        row = retract(Lake(profile.lake), args.source, args.event_id, args.file, args.reason)
+        row = retract(lake, args.source, args.event_id, args.file, args.reason)
     print(f"retracted {row['events']} event(s) of {args.source} "
-          f"({row['ts_min']} .. {row['ts_max']}); logged in {Lake(profile.lake).retractions()} "
+          f"({row['ts_min']} .. {row['ts_max']}); logged in {lake.retractions()} "
           f"as {row['retraction_id']}; the next run re-matches what they touched")
     return 0
 
 
 @_pipeline_errors
 @_pattern_step
-def cmd_match_job(args, profile, path, pattern) -> int:
+def cmd_match_job(args, ctx) -> int:
+    from dataclasses import replace
     from datetime import date
 
     from .pipeline import match_step, plan
     from .spark import build_session
 
-    spark = build_session(profile)
-    logical_date = args.logical_date or date.today().isoformat()
-    planned = plan(profile, path, logical_date, pattern=pattern)
-    stats = match_step(spark, profile, planned, args.run_id, logical_date, args.slices)
+    spark = build_session(ctx.profile)
+    ctx = replace(ctx, logical_date=ctx.logical_date or date.today().isoformat())
+    stats = match_step(spark, ctx, plan(ctx), args.slices)
     print(json.dumps(stats, ensure_ascii=False))
     return 0
 
 
 @_pipeline_errors
 @_pattern_step
-def cmd_run_pattern(args, profile, path, pattern) -> int:
+def cmd_run_pattern(args, ctx) -> int:
     """Match, validate and publish one pattern in one Spark application (the DAG's task)."""
+    from dataclasses import replace
     from datetime import date
 
     from .pipeline import run_pattern, summary
     from .spark import build_session
 
-    logical_date = args.logical_date or date.today().isoformat()
-    row = run_pattern(build_session(profile), profile, path, pattern, args.run_id,
-                      logical_date, args.slices)
-    print(summary(profile, [row], args.run_id, None))
+    ctx = replace(ctx, logical_date=ctx.logical_date or date.today().isoformat())
+    row = run_pattern(build_session(ctx.profile), ctx, args.slices)
+    print(summary(ctx.profile, [row], ctx.run_id, None))
     return 0
 
 
 @_pipeline_errors
 @_pattern_step
-def cmd_validate_run(args, profile, path, pattern) -> int:
+def cmd_validate_run(args, ctx) -> int:
     from .pipeline import ValidationFailed, validate_step
     from .spark import build_session
 
     try:
-        outcome = validate_step(build_session(profile), profile, path, args.run_id, pattern)
+        outcome = validate_step(build_session(ctx.profile), ctx)
     except ValidationFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -409,11 +408,13 @@ def cmd_validate_run(args, profile, path, pattern) -> int:
 
 @_pipeline_errors
 def cmd_validate_events(args) -> int:
+    from .context import RunContext
     from .pipeline import ValidationFailed, validate_events_step
 
     profile, spark = _spark(args)
+    ctx = RunContext.start(profile, args.ingest_run or "")
     try:
-        print(validate_events_step(spark, profile, args.source, args.ingest_run).describe())
+        print(validate_events_step(spark, ctx, args.source, args.ingest_run).describe())
     except ValidationFailed as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -422,11 +423,11 @@ def cmd_validate_events(args) -> int:
 
 @_pipeline_errors
 @_pattern_step
-def cmd_publish(args, profile, path, pattern) -> int:
+def cmd_publish(args, ctx) -> int:
     from .pipeline import publish_step
     from .spark import build_session
 
-    row = publish_step(build_session(profile), profile, path, args.run_id, pattern)
+    row = publish_step(build_session(ctx.profile), ctx)
     print(f"published {row['pattern']}: {row['inserted']} new match(es), "
           f"{row['deleted'] or 0} removed, {row['matches']} in this run's range")
     return 0
@@ -445,9 +446,9 @@ def cmd_run(args) -> int:
 def cmd_runs(args) -> int:
     """The run log, without Spark (delta-rs)."""
     from .config import load_profile
-    from .lake import Lake, read_arrow
 
-    t = read_arrow(Lake(load_profile(args.profile).lake).runs())
+    lake = load_profile(args.profile).store()
+    t = lake.read_arrow(lake.runs())
     rows = t.to_pylist() if t is not None else []
     if not rows:
         print("no runs logged yet")
@@ -477,13 +478,12 @@ def cmd_explain(args) -> int:
     """What each variable can bind on the lake's events, the plan a run would use, and,
     with --partition or --at, which step of the lazy strategy removed the windows there."""
     from .catalog import load_catalog
-    from .lake import Lake, read_spark
 
     profile, spark = _spark(args)
     path = Path(args.pattern)
     pattern = load_catalog([path]).get(path)
-    lake = Lake(profile.lake)
-    events = read_spark(spark, lake.events(pattern.source))
+    lake = profile.store()
+    events = lake.read_spark(spark, lake.events(pattern.source))
     print(f"{pattern.name} ({pattern.kind}, matcher {pattern.matcher}) on events_{pattern.source}")
     if pattern.kind == "window":
         print(f"  a window pattern: partition attributes "
@@ -511,17 +511,18 @@ def _explain_plan(args, profile, spark, path, pattern) -> None:
     from datetime import date
 
     from .config import load_sources
-    from .lake import Lake
+    from .context import RunContext
     from .pipeline import plan
     from .planning import choose_plan, explain_text
 
     if pattern.matcher != "zstream":
         print("plan: the SES automaton follows the order of the sets (no plan to choose)")
         return
-    planned = plan(profile, path, args.logical_date or date.today().isoformat(), pattern=pattern)
+    ctx = RunContext.start(profile, "explain", args.logical_date or date.today().isoformat())
+    planned = plan(ctx.for_pattern(path, pattern))
     source = load_sources().get(pattern.source)
     kinds = dict(source.columns) if source else {}
-    choice = choose_plan(spark, Lake(profile.lake), pattern, planned.rng.low, planned.rng.high,
+    choice = choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high,
                          kinds, generator=args.generator)
     print(explain_text(pattern, choice))
 
@@ -587,8 +588,10 @@ def cmd_models(args) -> int:
             print(f"error: {exc}", file=sys.stderr)
             return 2
         return 0
+    from .context import RunContext
+
     profile, spark = _spark(args)
-    rows = models_step(spark, profile, select=args.select or None)
+    rows = models_step(spark, RunContext.start(profile, "models"), select=args.select or None)
     return 1 if any(r["status"] != SUCCESS for r in rows) else 0
 
 
@@ -607,11 +610,10 @@ def cmd_query(args) -> int:
     starting Spark; ``--engine spark`` (or a query DuckDB cannot run, with ``auto``) uses
     Spark SQL, the dialect of the models."""
     from .config import load_profile
-    from .lake import Lake
     from .output_formats import write_rows
 
     profile = load_profile(args.profile)
-    lake = Lake(profile.lake)
+    lake = profile.store()
     limit = args.limit if args.limit is not None else (20 if args.format == "table" else None)
     if args.engine in ("auto", "duckdb"):
         import duckdb
@@ -674,7 +676,7 @@ def cmd_docs(args) -> int:
 
     profile = load_profile(args.profile)
     out = args.out or profile.site
-    build_site(profile.lake, Path(out) if out else None)
+    build_site(profile.store(), Path(out) if out else None)
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,13 @@ class Profile:
     lock_dir: str | None = None  # where the lake lock lives for an object-store lake
     site: str | None = None  # the catalogue site, rebuilt after every run (None: only `docs`)
     pr_sample: int | None = None  # pr-check: the lake's last this-many ns (None: committed data)
+    storage_options: dict[str, str] = field(default_factory=dict)  # delta-rs, object stores
+
+    def store(self):
+        """The profile's lake (``jobs.lake.Lake``), with its storage options."""
+        from .lake import Lake
+
+        return Lake.of(self.lake, self.storage_options)
 
     def ts_range(self, now=None):
         """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
@@ -161,7 +169,20 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
         site=_resolve(spec["site"]) if spec.get("site") else None,
         pr_sample=_setting(path, name, "pr_check.sample", parse_duration, sample)
         if sample else None,
+        storage_options={str(k): _setting(path, name, f"storage_options.{k}", _expand, v)
+                         for k, v in (spec.get("storage_options") or {}).items()},
     )
+
+
+def _expand(value) -> str:
+    """A storage option's value, with ``${NAME}`` replaced by the environment variable
+    (credentials stay out of the file)."""
+    def var(m: re.Match) -> str:
+        if m.group(1) not in os.environ:
+            raise ValueError(f"the environment variable {m.group(1)} is not set")
+        return os.environ[m.group(1)]
+
+    return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, str(value))
 
 
 def _date_text(value) -> str:

@@ -23,21 +23,22 @@ from typing import Callable, Iterator
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .lake import filesystem as _fs
+from .lake import Lake
 
 FILE_INFO = "path string, size long, rows long, stats string"  # one row per written file
 ROWS_PER_FILE = 1_000_000
 
 
-def write_task(batches: Iterator[pa.RecordBatch], folder: str, prefix: str,
+def write_task(batches: Iterator[pa.RecordBatch], lake: Lake, folder: str, prefix: str,
                schema: pa.Schema, convert: Callable | None = None
                ) -> Iterator[pa.RecordBatch]:
     """A ``mapInArrow`` function: the task's batches, converted (``convert``) and cast to
     ``schema``, into one Parquet file ``<prefix>-<uuid>.parquet`` of ``folder``; yields
-    the file's ``FILE_INFO`` row (nothing when the task has no rows)."""
+    the file's ``FILE_INFO`` row (nothing when the task has no rows). ``lake`` gives the
+    task the store's filesystem and options (it runs on an executor)."""
     import pyarrow.parquet as pq
 
-    filesystem, root = _fs(folder)
+    filesystem, root = lake.filesystem(folder)
     name = f"{prefix}-{uuid.uuid4().hex}.parquet"
     target = f"{root}/{name}"
     writer, stats = None, FileStats(schema)
@@ -65,7 +66,7 @@ def write_task(batches: Iterator[pa.RecordBatch], folder: str, prefix: str,
                                       "stats": [stats.to_json()]})
 
 
-def write(df, folder: str, prefix: str, schema: pa.Schema, rows: int,
+def write(df, lake: Lake, folder: str, prefix: str, schema: pa.Schema, rows: int,
           convert: Callable | None = None) -> list[dict]:
     """The rows of Spark DataFrame ``df`` as Parquet files of ``folder``, written by the
     executors, about ``ROWS_PER_FILE`` rows per file (``rows``: how many ``df`` has);
@@ -75,7 +76,8 @@ def write(df, folder: str, prefix: str, schema: pa.Schema, rows: int,
     files = max(1, math.ceil(rows / ROWS_PER_FILE))
     if df.rdd.getNumPartitions() > files:
         df = df.coalesce(files)
-    out = df.mapInArrow(lambda it: write_task(it, folder, prefix, schema, convert), FILE_INFO)
+    out = df.mapInArrow(lambda it: write_task(it, lake, folder, prefix, schema, convert),
+                        FILE_INFO)
     return [r.asDict() for r in out.collect()]
 
 
@@ -150,19 +152,20 @@ def remove_actions(files: list[dict]):
                          partition_values={}, size=int(f["size_bytes"])) for f in files]
 
 
-def commit(path: str, schema: pa.Schema, added: list[dict], removed: list[dict],
+def commit(lake: Lake, path: str, schema: pa.Schema, added: list[dict], removed: list[dict],
            metadata: dict[str, str], replace_all: bool = False) -> None:
     """One commit: ``added`` files in, ``removed`` files out (``replace_all``: every file
     out and ``schema`` the table's new schema); creates the table when there is none."""
-    from deltalake import CommitProperties, DeltaTable, Schema
+    from deltalake import CommitProperties, Schema
     from deltalake.transaction import create_table_with_add_actions
 
     props = CommitProperties(custom_metadata=metadata)
-    if not DeltaTable.is_deltatable(path):
+    if not lake.exists(path):
         create_table_with_add_actions(path, Schema.from_arrow(schema), add_actions(added),
-                                      mode="error", commit_properties=props)
+                                      mode="error", commit_properties=props,
+                                      storage_options=lake.storage_options)
         return
-    dt = DeltaTable(path)
+    dt = lake.table(path)
     if replace_all:
         dt.create_write_transaction(add_actions(added), mode="overwrite", schema=schema,
                                     commit_properties=props)
@@ -171,9 +174,9 @@ def commit(path: str, schema: pa.Schema, added: list[dict], removed: list[dict],
                                     mode="append", schema=schema, commit_properties=props)
 
 
-def discard(folder: str, files: list[dict]) -> None:
+def discard(lake: Lake, folder: str, files: list[dict]) -> None:
     """Delete written files that were not committed."""
-    filesystem, root = _fs(folder)
+    filesystem, root = lake.filesystem(folder)
     for f in files:
         filesystem.delete_file(f"{root}/{f['path']}")
 

@@ -307,7 +307,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     """Extract and transform the pending files of ``source`` (nothing is written)."""
     now = now or datetime.now(timezone.utc)
     result = IngestResult(source.name)
-    log = lk.read_arrow(lake.ingest_log(), columns=["source", "file", "sha256"])
+    log = lake.read_arrow(lake.ingest_log(), columns=["source", "file", "sha256"])
     done = set()
     if log is not None:
         for r in log.to_pylist():
@@ -379,10 +379,10 @@ def _corrections(batch: Batch, lake: lk.Lake, columns: list[str]) -> None:
     """Events of the batch whose id is already in the table: the same values are a
     re-delivery (dropped, counted), other values a correction (quarantined with both)."""
     path = lake.events(batch.source.name)
-    if batch.events.num_rows == 0 or not lk.exists(path):
+    if batch.events.num_rows == 0 or not lake.exists(path):
         return
     ids = batch.events.column("event_id")
-    old = lk.read_arrow(path, columns=["event_id", "source_file", *columns],
+    old = lake.read_arrow(path, columns=["event_id", "source_file", *columns],
                         filter=pc.field("event_id").isin(ids))
     if old is None or old.num_rows == 0:
         return
@@ -428,14 +428,14 @@ def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
     quarantine = pa.concat_tables(batch.quarantine) if batch.quarantine else None
     result.quarantined = quarantine.num_rows if quarantine is not None else 0
     if batch.events.num_rows:
-        result.new_events = lk.insert_new(lake.events(batch.source.name), batch.events,
+        result.new_events = lake.insert_new(lake.events(batch.source.name), batch.events,
                                           key="event_id", partition_by=["event_date"])
     reached("ingest:after-events")
     if quarantine is not None:
-        lk.insert_new(lake.quarantine(batch.source.name), quarantine,
+        lake.insert_new(lake.quarantine(batch.source.name), quarantine,
                       key=("source_file", "line", "reason"))
     if batch.log:
-        lk.insert_new(lake.ingest_log(), _to_arrow(batch.log, INGEST_LOG_SCHEMA),
+        lake.insert_new(lake.ingest_log(), _to_arrow(batch.log, INGEST_LOG_SCHEMA),
                       key=("source", "file", "sha256"))
     return result
 

@@ -1,23 +1,57 @@
-"""The lake: table locations and Delta Lake reads and writes through delta-rs (``deltalake``).
+"""The lake: one store through which every step reaches its tables and staged files.
 
-delta-spark's JVM jars cannot be fetched here (no Maven), so Delta tables are written with
-delta-rs from Arrow, and Spark reads a table's current snapshot as Parquet files
-(``DeltaTable.file_uris()``, with ``basePath`` so that partition columns come back).
+``Lake`` knows where each table lives and carries the storage options of the lake's
+object store (``storage_options`` in the profile; none for a local folder). Delta tables
+are read and written through delta-rs (``deltalake``): delta-spark's JVM jars cannot be
+fetched here (no Maven), so tables are written from Arrow, and Spark reads a table's
+current snapshot as Parquet files (``DeltaTable.file_uris()``, with ``basePath`` so that
+partition columns come back). Other files (staged artifacts, run plans, listings) go
+through pyarrow's filesystem layer with the same options, so that no step needs to know
+whether the lake is a local folder or a bucket.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
+
+OBJECT_STORES = ("s3://", "s3a://")
+LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an object store
 
 
 @dataclass(frozen=True)
 class Lake:
     root: str
+    options: tuple[tuple[str, str], ...] = ()  # delta-rs storage options, as sorted pairs
 
+    @classmethod
+    def of(cls, root: str, storage_options: dict[str, str] | None = None) -> "Lake":
+        return cls(root, tuple(sorted((storage_options or {}).items())))
+
+    @property
+    def storage_options(self) -> dict[str, str] | None:
+        return dict(self.options) or None
+
+    @property
+    def local(self) -> bool:
+        return "://" not in self.root
+
+    def local_home(self, base: str | None = None) -> Path:
+        """A folder on this machine for what belongs to the lake but is no table (its
+        locks, the Great Expectations context and Data Docs): the lake's own folder for a
+        local lake; for a lake on an object store (or with ``base``) a folder under
+        ``base`` (default ``~/.cache/ses-lakehouse``) named after the lake."""
+        if base is None and self.local:
+            return Path(self.root)
+        digest = hashlib.sha256(self.root.encode()).hexdigest()[:16]
+        return Path(base or LOCAL_HOME).expanduser() / digest
+
+    # -- where things are ----------------------------------------------------------------
     def _p(self, *parts: str) -> str:
         return join(self.root, *parts)
 
@@ -30,11 +64,14 @@ class Lake:
     def ingest_log(self) -> str:
         return self._p("ingest_log")
 
-    def staging(self, pattern: str, run_id: str) -> str:
-        return self._p("staging", pattern, run_id)
+    def staging(self, pattern: str | None = None, run_id: str | None = None) -> str:
+        return self._p("staging", *(p for p in (pattern, run_id) if p))
 
-    def matches(self, pattern: str) -> str:
-        return self._p("matches", pattern)
+    def run_plans(self) -> str:
+        return self._p("_runs")
+
+    def matches(self, pattern: str | None = None) -> str:
+        return self._p("matches", *([pattern] if pattern else []))
 
     def runs(self) -> str:
         return self._p("runs")
@@ -48,59 +85,121 @@ class Lake:
     def model(self, name: str) -> str:
         return self._p("models", name)
 
+    # -- Delta tables (delta-rs) ---------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        return DeltaTable.is_deltatable(path, storage_options=self.storage_options)
 
-def exists(path: str) -> bool:
-    return DeltaTable.is_deltatable(path)
+    def table(self, path: str) -> DeltaTable:
+        if not self.exists(path):
+            raise FileNotFoundError(
+                f"no Delta table at {path}: run the step that creates it first (ingest "
+                "creates events/<source>, publish creates matches/<pattern>)")
+        return DeltaTable(path, storage_options=self.storage_options)
 
+    def read_arrow(self, path: str, columns: list[str] | None = None,
+                   filter=None) -> pa.Table | None:
+        """A table's current snapshot as Arrow (for small tables: runs, ingest log)."""
+        if not self.exists(path):
+            return None
+        ds = self.table(path).to_pyarrow_dataset()
+        return ds.to_table(columns=columns, filter=filter)
 
-def table(path: str) -> DeltaTable:
-    if not exists(path):
-        raise FileNotFoundError(f"no Delta table at {path}: run the step that creates it first "
-                                "(ingest creates events/<source>, publish creates matches/<pattern>)")
-    return DeltaTable(path)
+    def write(self, path: str, data, mode: str = "error", **kw) -> None:
+        """``deltalake.write_deltalake`` on this lake (``kw``: its other arguments)."""
+        write_deltalake(path, data, mode=mode, storage_options=self.storage_options, **kw)
 
+    def append(self, path: str, data: pa.Table, partition_by: list[str] | None = None) -> None:
+        self.write(path, data, mode="append", partition_by=partition_by,
+                   schema_mode="merge" if self.exists(path) else None)
 
-def read_arrow(path: str, columns: list[str] | None = None, filter=None) -> pa.Table:
-    """A table's current snapshot as Arrow (for small tables: runs, ingest log)."""
-    if not exists(path):
-        return None
-    ds = DeltaTable(path).to_pyarrow_dataset()
-    return ds.to_table(columns=columns, filter=filter)
+    def insert_new(self, path: str, data: pa.Table, key: str | tuple[str, ...],
+                   partition_by: list[str] | None = None) -> int:
+        """Insert the rows of ``data`` whose key is not in the table yet (MERGE ... WHEN
+        NOT MATCHED INSERT), creating the table if needed; returns the number of rows
+        inserted."""
+        if data.num_rows == 0:
+            return 0
+        if not self.exists(path):
+            self.write(path, data, partition_by=partition_by)
+            return data.num_rows
+        keys = (key,) if isinstance(key, str) else key
+        predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+        metrics = (self.table(path).merge(data, predicate=predicate, source_alias="s",
+                                          target_alias="t")
+                   .when_not_matched_insert_all().execute())
+        return int(metrics.get("num_target_rows_inserted", 0))
 
+    def count_rows(self, path: str, partition_filters=None) -> int:
+        """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
+        per-file statistics (no data is read)."""
+        dt = self.table(path)
+        files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
+            else dt.file_uris()
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        records = dict(zip(actions.column("path").to_pylist(),
+                           actions.column("num_records").to_pylist()))
+        wanted = {file_name(f) for f in files}
+        return sum(n or 0 for p, n in records.items() if file_name(p) in wanted)
 
-def append(path: str, data: pa.Table, partition_by: list[str] | None = None) -> None:
-    write_deltalake(path, data, mode="append", partition_by=partition_by,
-                    schema_mode="merge" if exists(path) else None)
+    def read_spark(self, spark, path: str, partition_filters=None,
+                   only: set[str] | None = None):
+        """Spark DataFrame over the current snapshot of a Delta table (only the files of
+        the partitions that pass ``partition_filters``, e.g. [("event_date", ">=",
+        "2006-01-01")], and, with ``only``, only the data files of these names). Spark
+        reads an object-store lake through Hadoop's ``s3a`` filesystem
+        (``jobs.spark.require_object_store``)."""
+        from pyspark.sql.pandas.types import from_arrow_schema
 
+        dt = self.table(path)
+        files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
+            else dt.file_uris()
+        if only is not None:
+            files = [f for f in files if file_name(f) in only]
+        if not files:
+            schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+            return spark.createDataFrame([], schema)
+        return spark.read.option("basePath", spark_uri(path)).parquet(
+            *(spark_uri(f) for f in files))
 
-def insert_new(path: str, data: pa.Table, key: str | tuple[str, ...],
-               partition_by: list[str] | None = None) -> int:
-    """Insert the rows of ``data`` whose key is not in the table yet (MERGE ... WHEN NOT
-    MATCHED INSERT), creating the table if needed; returns the number of rows inserted."""
-    if data.num_rows == 0:
-        return 0
-    if not exists(path):
-        write_deltalake(path, data, partition_by=partition_by)
-        return data.num_rows
-    keys = (key,) if isinstance(key, str) else key
-    predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-    metrics = (DeltaTable(path).merge(data, predicate=predicate, source_alias="s",
-                                      target_alias="t")
-               .when_not_matched_insert_all().execute())
-    return int(metrics.get("num_target_rows_inserted", 0))
+    # -- other files (pyarrow filesystems) -----------------------------------------------
+    def filesystem(self, uri: str):
+        """(pyarrow filesystem, path in it) for a local path or an object-store URI."""
+        return filesystem(uri, self.storage_options)
 
+    def write_text(self, uri: str, text: str) -> None:
+        """Write a small file (its folder is created when missing)."""
+        fs, path = self.filesystem(uri)
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with fs.open_output_stream(path) as f:
+            f.write(text.encode())
 
-def count_rows(path: str, partition_filters=None) -> int:
-    """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
-    per-file statistics (no data is read)."""
-    dt = table(path)
-    files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
-        else dt.file_uris()
-    actions = pa.table(dt.get_add_actions(flatten=True))
-    records = dict(zip(actions.column("path").to_pylist(),
-                       actions.column("num_records").to_pylist()))
-    wanted = {file_name(f) for f in files}
-    return sum(n or 0 for p, n in records.items() if file_name(p) in wanted)
+    def read_text(self, uri: str) -> str:
+        fs, path = self.filesystem(uri)
+        with fs.open_input_stream(path) as f:
+            return f.read().decode()
+
+    def remove(self, uri: str) -> None:
+        """Delete a file or a folder and everything in it; nothing when it is not there."""
+        import pyarrow.fs as pafs
+
+        fs, path = self.filesystem(uri)
+        kind = fs.get_file_info(path).type
+        if kind == pafs.FileType.Directory:
+            fs.delete_dir(path)
+        elif kind == pafs.FileType.File:
+            fs.delete_file(path)
+
+    def children(self, uri: str, files: bool = False) -> list[str]:
+        """Names of the folders (``files``: the files) directly in ``uri``; none when it
+        is not there."""
+        import pyarrow.fs as pafs
+
+        fs, path = self.filesystem(uri)
+        if fs.get_file_info(path).type != pafs.FileType.Directory:
+            return []
+        kind = pafs.FileType.File if files else pafs.FileType.Directory
+        found = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return sorted(i.base_name for i in found if i.type == kind)
 
 
 def file_name(path: str) -> str:
@@ -108,67 +207,38 @@ def file_name(path: str) -> str:
     return path.replace("\\", "/").rsplit("/", 1)[-1]
 
 
-def read_spark(spark, path: str, partition_filters=None, only: set[str] | None = None):
-    """Spark DataFrame over the current snapshot of a Delta table (only the files of the
-    partitions that pass ``partition_filters``, e.g. [("event_date", ">=", "2006-01-01")],
-    and, with ``only``, only the data files of these names)."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    dt = table(path)
-    files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
-        else dt.file_uris()
-    if only is not None:
-        files = [f for f in files if file_name(f) in only]
-    if not files:
-        schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
-        return spark.createDataFrame([], schema)
-    return spark.read.option("basePath", path).parquet(*files)
-
-
-# Files next to the tables (staged artifacts, listings), on a local path or an object
-# store alike, through pyarrow's filesystem layer: no step needs to know which it is.
-
-def filesystem(uri: str):
-    """(pyarrow filesystem, path in it) for a local path or a URI (``s3://...``)."""
-    import pyarrow.fs as pafs
-
-    return pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + os.path.abspath(uri))
-
-
-def write_text(uri: str, text: str) -> None:
-    """Write a small file (its folder is created when missing)."""
-    fs, path = filesystem(uri)
-    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    with fs.open_output_stream(path) as f:
-        f.write(text.encode())
-
-
-def read_text(uri: str) -> str:
-    fs, path = filesystem(uri)
-    with fs.open_input_stream(path) as f:
-        return f.read().decode()
-
-
-def remove_tree(uri: str) -> None:
-    """Delete a folder and everything in it; nothing when it is not there."""
-    import pyarrow.fs as pafs
-
-    fs, path = filesystem(uri)
-    if fs.get_file_info(path).type == pafs.FileType.Directory:
-        fs.delete_dir(path)
-
-
-def children(uri: str) -> list[str]:
-    """Names of the folders directly in ``uri`` (none when it is not there)."""
-    import pyarrow.fs as pafs
-
-    fs, path = filesystem(uri)
-    if fs.get_file_info(path).type != pafs.FileType.Directory:
-        return []
-    found = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
-    return sorted(i.base_name for i in found if i.type == pafs.FileType.Directory)
-
-
 def join(root: str, *parts: str) -> str:
     """A path under ``root``: ``/`` for URIs, the OS separator for local paths."""
     return "/".join([root.rstrip("/"), *parts]) if "://" in root else os.path.join(root, *parts)
+
+
+def spark_uri(uri: str) -> str:
+    """The URI Spark reads: Hadoop's S3 filesystem is ``s3a://`` (delta-rs writes
+    ``s3://``)."""
+    return "s3a://" + uri[len("s3://"):] if uri.startswith("s3://") else uri
+
+
+def filesystem(uri: str, storage_options: dict[str, str] | None = None):
+    """(pyarrow filesystem, path in it) for a local path or a URI; an ``s3://`` or
+    ``s3a://`` URI uses the delta-rs storage options' endpoint, credentials and region
+    (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_REGION``, ``AWS_ALLOW_HTTP``), so executors and driver reach the same store."""
+    import pyarrow.fs as pafs
+
+    if uri.startswith(OBJECT_STORES):
+        return _s3(storage_options or {}), uri.split("://", 1)[1]
+    return pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + os.path.abspath(uri))
+
+
+def _s3(options: dict[str, str]):
+    import pyarrow.fs as pafs
+
+    o = {k.upper(): v for k, v in options.items()}
+    kw = {"access_key": o.get("AWS_ACCESS_KEY_ID"), "secret_key": o.get("AWS_SECRET_ACCESS_KEY"),
+          "session_token": o.get("AWS_SESSION_TOKEN"),
+          "region": o.get("AWS_REGION") or o.get("AWS_DEFAULT_REGION")}
+    endpoint = o.get("AWS_ENDPOINT_URL") or o.get("AWS_ENDPOINT")
+    if endpoint:
+        scheme, _, host = endpoint.rpartition("://")
+        kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
+    return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})

@@ -52,27 +52,18 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     """Bring ``stats/<source>`` up to date; returns {'dates': recomputed, 'rows': written}."""
     from pyspark.sql import functions as F
 
-    events_path, path = lake.events(source), lake.stats(source)
-    if not lk.exists(events_path):
+    events_path = lake.events(source)
+    if not lake.exists(events_path):
         return {"dates": 0, "rows": 0}
     attrs, keys = needed_attributes(patterns)
     attrs = {a for a in attrs if a in columns}
     keys = {k for k in keys if k in columns}
     wanted = {"*"} | attrs | {"@" + k for k in keys}
-    events = lk.read_spark(spark, events_path)  # partition discovery types the date
+    events = lake.read_spark(spark, events_path)  # partition discovery types the date
     events = events.withColumn("event_date", F.col("event_date").cast("string"))
     latest = {r["event_date"]: r["ingested"] for r in events.groupBy("event_date").agg(
         F.unix_micros(F.max("ingested_at")).alias("ingested")).collect()}
-    done: dict[str, tuple] = {}  # date -> (attributes computed, when)
-    if lk.exists(path):
-        current = lk.read_arrow(path, columns=["event_date", "attribute", "value",
-                                               "computed_at"])
-        micros = current.column("computed_at").cast(pa.int64()).to_pylist()
-        for d, a, v, c in zip(current.column("event_date").to_pylist(),
-                              current.column("attribute").to_pylist(),
-                              current.column("value").to_pylist(), micros):
-            if a == "*":
-                done[d] = (set((v or "").split(",")), c)
+    done = computed_dates(lake, source)
     stale = sorted(d for d, ingested in latest.items()
                    if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
     if not stale:
@@ -122,10 +113,32 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
         df.unpersist()
     table = pa.Table.from_pylist(
         [{**r.asDict(), "computed_at": now} for r in rows], schema=SCHEMA)
-    if lk.exists(path):
-        dates = ", ".join("'" + d + "'" for d in stale)
-        lk.write_deltalake(path, table, mode="overwrite", predicate=f"event_date IN ({dates})",
-                           partition_by=["event_date"])
-    else:
-        lk.write_deltalake(path, table, mode="overwrite", partition_by=["event_date"])
+    write_stats(lake, source, table, stale)
     return {"dates": len(stale), "rows": table.num_rows}
+
+
+def computed_dates(lake: lk.Lake, source: str) -> dict[str, tuple[set[str], int]]:
+    """Per date of ``stats/<source>``: (the attributes computed, when, in µs)."""
+    done: dict[str, tuple] = {}
+    current = lake.read_arrow(lake.stats(source), columns=["event_date", "attribute", "value",
+                                                           "computed_at"])
+    if current is None:
+        return done
+    micros = current.column("computed_at").cast(pa.int64()).to_pylist()
+    for d, a, v, c in zip(current.column("event_date").to_pylist(),
+                          current.column("attribute").to_pylist(),
+                          current.column("value").to_pylist(), micros):
+        if a == "*":
+            done[d] = (set((v or "").split(",")), c)
+    return done
+
+
+def write_stats(lake: lk.Lake, source: str, table: pa.Table, dates: list[str]) -> None:
+    """Replace the rows of ``dates`` in ``stats/<source>`` by ``table`` in one commit."""
+    path = lake.stats(source)
+    if lake.exists(path):
+        listed = ", ".join("'" + d + "'" for d in dates)
+        lake.write(path, table, mode="overwrite", predicate=f"event_date IN ({listed})",
+                   partition_by=["event_date"])
+    else:
+        lake.write(path, table, mode="overwrite", partition_by=["event_date"])

@@ -5,15 +5,14 @@ whole duration. The Airflow DAG's per-pattern steps (``match-job``, ``validate-r
 ``publish``) hold it *shared* (they run in parallel with each other) plus an exclusive
 lock on their pattern. Locks are ``flock`` locks on files: the kernel releases them when
 the holder dies, so a killed run never leaves a stale lock behind. For a local lake the
-files are in ``<lake>/_locks``; for an object-store lake in the profile's ``lock_dir``
-(default ``~/.cache/ses-lakehouse/locks``), which then protects the runs started from
-this machine (the scheduler's).
+files are in ``<lake>/_locks``; for an object-store lake under the profile's ``lock_dir``
+(default ``~/.cache/ses-lakehouse``), which then protects the runs started from this
+machine (the scheduler's).
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 import socket
@@ -21,20 +20,16 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
+from .lake import Lake
+
 
 class LakeBusy(RuntimeError):
     """Another process holds the lock; the message says which."""
 
 
-DEFAULT_LOCK_DIR = "~/.cache/ses-lakehouse/locks"
-
-
 def lock_folder(lake_root: str, lock_dir: str | None = None) -> Path:
-    if lock_dir or "://" in lake_root:
-        folder = Path(lock_dir or DEFAULT_LOCK_DIR).expanduser() / \
-            hashlib.sha256(lake_root.encode()).hexdigest()[:16]
-    else:
-        folder = Path(lake_root) / "_locks"
+    """``<lake>/_locks``, or the lake's folder under ``lock_dir`` (``Lake.local_home``)."""
+    folder = Lake(lake_root).local_home(lock_dir) / "_locks"
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 

@@ -168,12 +168,12 @@ def event_date_filters(low: int | None, high: int | None, tau: int) -> list | No
     return filters or None
 
 
-def read_range(spark, path: str, low: int | None, high: int | None, tau: int):
+def read_range(spark, lake: lk.Lake, path: str, low: int | None, high: int | None, tau: int):
     """The events with ts in [low, high + τ] (None: unbounded), reading only the
     ``event_date`` partitions that can hold them."""
     from pyspark.sql import functions as F
 
-    df = lk.read_spark(spark, path, event_date_filters(low, high, tau))
+    df = lake.read_spark(spark, path, event_date_filters(low, high, tau))
     if low is not None:
         df = df.where(F.col("ts") >= F.lit(to_datetime(low)))
     if high is not None:
@@ -198,13 +198,13 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     # a leading negated set looks back τ before a match's first event
     read_low = None if low is None else low - (tau if leading_negation(pattern) else 0)
     filters = event_date_filters(read_low, high, tau)
-    df = read_range(spark, path, read_low, high, tau)
+    df = read_range(spark, lake, path, read_low, high, tau)
     keep = filter_column(pattern)
     keys = list(pattern.partition_attributes)
     # a negated variable not linked to X may find its witness in another partition (or
     # in an event without X): then the groups are time slices over all partitions
     unlinked = unlinked_negation(pattern)
-    scanned = lk.count_rows(path, filters)
+    scanned = lake.count_rows(path, filters)
     stats = {"events": scanned}
     extra = []
     for alt in pattern.alternatives:

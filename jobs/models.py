@@ -188,7 +188,6 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
                echo=print) -> list[dict]:
     """Build, test and publish the models in dependency order; one row per model
     (status success, failed or skipped: ``jobs.status``)."""
-    from . import lake as lk
     from .quality import run_suite
     from .views import register_spark
 
@@ -211,15 +210,14 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
                 raise ModelFailed(f"reads {', '.join(missing)}, which the lake does not have "
                                   f"(yet): run the patterns or models that publish them")
             df = spark.sql(m.sql)
-            outcome = run_suite(lake.root, f"model_{m.name}", expectations(m), df, {}) \
+            outcome = run_suite(lake, f"model_{m.name}", expectations(m), df, {}) \
                 if m.tests else None
             if outcome is not None and not outcome.success:
                 raise ModelFailed(f"tests failed, previous version kept: {outcome.describe()}")
             table = df.toArrow()
-            lk.write_deltalake(lake.model(m.name), table, mode="overwrite",
-                               schema_mode="overwrite")
+            lake.write(lake.model(m.name), table, mode="overwrite", schema_mode="overwrite")
             # the models after it read the new version
-            lk.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
+            lake.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
             views.add(f"models_{m.name}")
             rows.append({"model": m.name, "status": SUCCESS, "rows": table.num_rows,
                          "seconds": round(time.perf_counter() - t0, 1)})

@@ -2,7 +2,9 @@
 
 Each step is also a ``python -m jobs`` subcommand (``ingest``, ``match-job``, ``publish``)
 so that a scheduler can run them as separate tasks; ``run`` does all of them for one
-logical date and prints a summary, ``backfill`` recomputes a range of start dates.
+logical date and prints a summary, ``backfill`` recomputes a range of start dates. Every
+step gets one ``RunContext`` (``jobs.context``): the profile, the lake it reads and writes,
+the run and, per pattern, the pattern and its file.
 """
 
 from __future__ import annotations
@@ -13,9 +15,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
 
-from . import lake as lk
 from .catalog import Catalog, load_catalog
 from .config import Profile, load_sources
+from .context import RunContext
 from .core.pattern import Pattern
 from .failpoints import reached
 from .horizons import RunRange, backfill_range, plan_range
@@ -40,13 +42,13 @@ def pipeline_catalog(paths: list[str] | None = None) -> tuple[Catalog, list]:
     return catalog, runnable
 
 
-def events_gate(spark, profile: Profile):
+def events_gate(spark, ctx: RunContext):
     """The events suite on a typed batch before it is committed (``ingest``'s gate)."""
     def gate(source, events) -> None:
         from .quality import validate_events_frame
 
-        outcome = validate_events_frame(spark, profile.lake, source, events,
-                                        profile.ts_range())
+        outcome = validate_events_frame(spark, ctx.lake, source, events,
+                                        ctx.profile.ts_range())
         if not outcome.success:
             raise ValidationFailed(f"events of {source.name}: {outcome.describe()}; nothing of "
                                    "this batch was committed: fix or retract the bad rows' "
@@ -54,22 +56,22 @@ def events_gate(spark, profile: Profile):
     return gate
 
 
-def ingest_sources(spark, profile: Profile, run_id: str, names: list[str] | None = None,
+def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
                    echo=print) -> tuple[list, dict[str, str]]:
     """Ingest each source on its own: a source whose files cannot be read or whose batch
     fails the events suite is reported in the returned {source: message} and nothing of it
     is written; the others are ingested."""
-    lake = lk.Lake(profile.lake)
-    gate = events_gate(spark, profile) if spark is not None else None
+    gate = events_gate(spark, ctx) if spark is not None else None
     results, failed = [], {}
-    ts_range = profile.ts_range()
+    ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics
     for name, source in load_sources().items():
         if not source.landing or (names and name not in names):
             continue
         try:
             with progress(f"ingest {name}", spark, echo):
-                r = ingest(source, profile.landing, lake, run_id, ts_range=ts_range, gate=gate)
+                r = ingest(source, ctx.profile.landing, ctx.lake, ctx.run_id, ts_range=ts_range,
+                           gate=gate)
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
             failed[name] = f"ingest of {name} failed: {exc}"
             echo(f"FAILED {failed[name]}")
@@ -79,11 +81,11 @@ def ingest_sources(spark, profile: Profile, run_id: str, names: list[str] | None
         if spark is not None:
             if patterns is None:  # the whole catalogue's: stats serve every pattern
                 patterns = [p for _, p in pipeline_catalog()[1]]
-            stats_step(spark, profile, name, source, patterns, echo)
+            stats_step(spark, ctx, name, source, patterns, echo)
     return results, failed
 
 
-def stats_step(spark, profile: Profile, name: str, source, patterns: list,
+def stats_step(spark, ctx: RunContext, name: str, source, patterns: list,
                echo=print) -> dict | None:
     """``stats/<source>`` after an ingest (``jobs.lake_stats``), for the attributes the
     ``patterns`` of the source read. Statistics only steer plans: a failure is reported
@@ -93,7 +95,7 @@ def stats_step(spark, profile: Profile, name: str, source, patterns: list,
     try:
         mine = [p for p in patterns if p.source == name]
         with progress(f"stats {name}", spark, echo):
-            out = update_stats(spark, lk.Lake(profile.lake), name, mine, source.columns, echo)
+            out = update_stats(spark, ctx.lake, name, mine, source.columns, echo)
         if out["dates"]:
             echo(f"stats {name}: {out['dates']} date(s), {out['rows']} row(s)")
         return out
@@ -110,39 +112,37 @@ class Planned:
     rng: RunRange
 
 
-def plan(profile: Profile, path: Path, logical_date: str,
-         rng: RunRange | None = None, pattern: Pattern | None = None) -> Planned:
+def plan(ctx: RunContext, rng: RunRange | None = None) -> Planned:
     """The run's start range: after the previous run's horizon, and back to where
     retractions since that run could change matches."""
-    pattern = pattern or load_catalog([path]).get(path)
-    text = Path(path).read_text(encoding="utf-8")
-    lake = lk.Lake(profile.lake)
+    pattern = ctx.pattern
+    text = ctx.path.read_text(encoding="utf-8")
     if rng is None:
-        runs = previous_runs(lake, pattern.name)
-        rng = plan_range(logical_date, pattern.tau, profile.allowed_lateness, pattern.version,
-                         runs)
+        runs = previous_runs(ctx.lake, pattern.name)
+        rng = plan_range(ctx.logical_date, pattern.tau, ctx.profile.allowed_lateness,
+                         pattern.version, runs)
         ok = [r["started_at"] for r in runs if r["status"] == SUCCESS
               and r["pattern_version"] == pattern.version]
-        reopen = reopened_low(lake, pattern.source, max(ok) if ok else None, pattern.tau)
+        reopen = reopened_low(ctx.lake, pattern.source, max(ok) if ok else None, pattern.tau)
         if reopen is not None and rng.low is not None and reopen < rng.low:
             rng = RunRange(reopen, rng.high, rng.full)
-    return Planned(Path(path), pattern, text, rng)
+    return Planned(ctx.path, pattern, text, rng)
 
 
-def late_events(spark, profile: Profile, planned: Planned) -> int:
+def late_events(spark, ctx: RunContext, planned: Planned) -> int:
     """Events that arrived after the previous run of this pattern although their start
     range was already closed (ts < low): counted in the run log, never silently dropped."""
     from pyspark.sql import functions as F
 
     from .match_job import filter_column
 
-    lake = lk.Lake(profile.lake)
+    lake = ctx.lake
     runs = [r for r in previous_runs(lake, planned.pattern.name)
             if r["pattern_version"] == planned.pattern.version and r["status"] == SUCCESS]
     if planned.rng.low is None or not runs:
         return 0
     last_start = max(r["started_at"] for r in runs)
-    df = lk.read_spark(spark, lake.events(planned.pattern.source))
+    df = lake.read_spark(spark, lake.events(planned.pattern.source))
     df = df.where((F.col("ingested_at") > F.lit(last_start))
                   & (F.col("ts") < F.lit(datetime.fromtimestamp(planned.rng.low / 1e9,
                                                                   tz=timezone.utc))))
@@ -152,7 +152,7 @@ def late_events(spark, profile: Profile, planned: Planned) -> int:
     return df.count()
 
 
-def run_plan(spark, profile: Profile, planned: Planned):
+def run_plan(spark, ctx: RunContext, planned: Planned):
     """The one plan of a ZStream pattern for this run (``jobs.planning``), chosen on the
     driver; None for the SES automaton (it follows the sets' order)."""
     from .planning import choose_plan, needs_replan
@@ -160,28 +160,26 @@ def run_plan(spark, profile: Profile, planned: Planned):
     pattern = planned.pattern
     if pattern.matcher != "zstream":
         return None
-    lake = lk.Lake(profile.lake)
     source = load_sources().get(pattern.source)
     kinds = dict(source.columns) if source else {}
-    observed = needs_replan(previous_runs(lake, pattern.name), pattern.version)
-    return choose_plan(spark, lake, pattern, planned.rng.low, planned.rng.high, kinds,
+    observed = needs_replan(previous_runs(ctx.lake, pattern.name), pattern.version)
+    return choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high, kinds,
                        observed=observed)
 
 
-def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_date: str,
-               force_slices: bool = False) -> dict:
+def match_step(spark, ctx: RunContext, planned: Planned, force_slices: bool = False) -> dict:
     """Phase 1 + 2 on Spark into staging; the range, counters and the step's wall time
     (``match_seconds``) go to ``_stats.json``."""
-    lake = lk.Lake(profile.lake)
+    profile = ctx.profile
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     if planned.rng.empty:
         stats = {"events": 0, "events_after_filter": 0, "partitions": 0, "windows": 0,
                  "candidate_windows": 0, "matcher_calls": 0, "matches": 0, "seconds": 0.0}
-        staging = lake.staging(planned.pattern.name, run_id)
+        staging = ctx.staging
     else:
-        choice = run_plan(spark, profile, planned)
-        result = run_match_job(spark, planned.pattern, planned.text, lake, run_id,
+        choice = run_plan(spark, ctx, planned)
+        result = run_match_job(spark, planned.pattern, planned.text, ctx.lake, ctx.run_id,
                                planned.rng.low, planned.rng.high, profile.slice_length,
                                profile.max_partition_events, profile.max_matches_per_window,
                                force_slices=force_slices, memory_budget=profile.memory_budget,
@@ -194,16 +192,16 @@ def match_step(spark, profile: Profile, planned: Planned, run_id: str, logical_d
                          estimated_pm=round(choice.estimated, 6),
                          actual_pm=round(stats.get("work", 0) / max(stats.get("matcher_calls", 0), 1), 6),
                          replanned=choice.replanned or None)
-    stats["late_events"] = late_events(spark, profile, planned)
-    stats["warnings"] = match_warnings(spark, profile, planned, stats)
+    stats["late_events"] = late_events(spark, ctx, planned)
+    stats["warnings"] = match_warnings(spark, ctx, planned, stats)
     stats.update(match_seconds=round(time.perf_counter() - t0, 3), low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
-                 logical_date=logical_date, started_at=started.isoformat(),
+                 logical_date=ctx.logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
-    lk.write_text(f"{staging}/_stats.json", json.dumps(stats))
+    ctx.lake.write_text(f"{staging}/_stats.json", json.dumps(stats))
     return stats
 
 
-def match_warnings(spark, profile: Profile, planned: Planned, stats: dict) -> list[str]:
+def match_warnings(spark, ctx: RunContext, planned: Planned, stats: dict) -> list[str]:
     """What a pattern's author should hear about a full recompute (a new or changed
     pattern): variables no event of the source can bind, and zero matches."""
     from .explain import unsatisfiable, variable_counts
@@ -212,8 +210,9 @@ def match_warnings(spark, profile: Profile, planned: Planned, stats: dict) -> li
         return []
     pattern = planned.pattern
     out = []
-    if pattern.kind != "window" and lk.exists(lk.Lake(profile.lake).events(pattern.source)):
-        events = lk.read_spark(spark, lk.Lake(profile.lake).events(pattern.source))
+    events_path = ctx.lake.events(pattern.source)
+    if pattern.kind != "window" and ctx.lake.exists(events_path):
+        events = ctx.lake.read_spark(spark, events_path)
         out += unsatisfiable(variable_counts(events, pattern))
     if stats.get("matches", 0) == 0:
         out.append(f"the new version of {pattern.name} matches nothing in the whole history")
@@ -224,51 +223,45 @@ class ValidationFailed(RuntimeError):
     """A quality gate failed: nothing is published; the message names the expectations."""
 
 
-def _staged_stats(lake: lk.Lake, pattern: Pattern, run_id: str) -> dict:
-    staging = lake.staging(pattern.name, run_id)
+def _staged_stats(ctx: RunContext) -> dict:
     try:
-        return json.loads(lk.read_text(f"{staging}/_stats.json"))
+        return json.loads(ctx.lake.read_text(f"{ctx.staging}/_stats.json"))
     except (FileNotFoundError, OSError):
-        raise FileNotFoundError(f"no staged run {run_id!r} for pattern {pattern.name!r} at "
-                                f"{staging}: run `match-job` for it first") from None
+        raise FileNotFoundError(f"no staged run {ctx.run_id!r} for pattern "
+                                f"{ctx.pattern.name!r} at {ctx.staging}: run `match-job` for "
+                                "it first") from None
 
 
-def validate_step(spark, profile: Profile, path: Path, run_id: str,
-                  pattern: Pattern | None = None) -> dict:
+def validate_step(spark, ctx: RunContext) -> dict:
     """The matches suite on a staged run; the outcome (and the step's wall time) goes to
     ``_validation.json``."""
     from .quality import validate_matches
 
     t0 = time.perf_counter()
-    pattern = pattern or load_catalog([path]).get(path)
-    lake = lk.Lake(profile.lake)
-    stats = _staged_stats(lake, pattern, run_id)
+    pattern, run_id = ctx.pattern, ctx.run_id
+    stats = _staged_stats(ctx)
     if stats.get("matches", 0) == 0:
         outcome = {"success": True, "failed": [], "docs": None, "summary": "no matches to check"}
     else:
-        o = validate_matches(spark, lake, pattern, run_id, stats["low"], stats["high"])
+        o = validate_matches(spark, ctx.lake, pattern, run_id, stats["low"], stats["high"])
         outcome = {"success": o.success, "failed": o.failed, "docs": o.docs,
                    "summary": o.describe()}
     outcome["seconds"] = round(time.perf_counter() - t0, 3)
-    lk.write_text(f"{lake.staging(pattern.name, run_id)}/_validation.json", json.dumps(outcome))
+    ctx.lake.write_text(f"{ctx.staging}/_validation.json", json.dumps(outcome))
     if not outcome["success"]:
         exc = ValidationFailed(f"{pattern.name}: {outcome['summary']}")
-        log_failure(profile, pattern, run_id, stats.get("logical_date", ""), str(exc))
+        log_failure(ctx, str(exc), logical_date=stats.get("logical_date", ""))
         exc.logged = True
         raise exc
     return outcome
 
 
-def publish_step(spark, profile: Profile, path: Path, run_id: str,
-                 pattern: Pattern | None = None) -> dict:
-    """Publish a staged, validated run and append its row to the runs log (``pattern``:
-    the file's pattern when the caller has loaded it already)."""
-    pattern = pattern or load_catalog([path]).get(path)
-    lake = lk.Lake(profile.lake)
-    staging = lake.staging(pattern.name, run_id)
-    stats = _staged_stats(lake, pattern, run_id)
+def publish_step(spark, ctx: RunContext) -> dict:
+    """Publish a staged, validated run and append its row to the runs log."""
+    pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
+    stats = _staged_stats(ctx)
     try:
-        verdict = json.loads(lk.read_text(f"{staging}/_validation.json"))
+        verdict = json.loads(lake.read_text(f"{staging}/_validation.json"))
     except (FileNotFoundError, OSError):
         raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} was not validated: run "
                                "`validate-run` for it first") from None
@@ -276,7 +269,7 @@ def publish_step(spark, profile: Profile, path: Path, run_id: str,
         raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} failed validation, "
                                f"nothing published: {verdict['summary']}")
     if stats["pattern_version"] != pattern.version:
-        raise ValueError(f"{path} changed since run {run_id} was staged (version "
+        raise ValueError(f"{ctx.path} changed since run {run_id} was staged (version "
                          f"{stats['pattern_version']} -> {pattern.version}): match it again")
     rng = RunRange(stats["low"], stats["high"], stats["full"])
     t0 = time.perf_counter()
@@ -296,19 +289,21 @@ def publish_step(spark, profile: Profile, path: Path, run_id: str,
                publish_seconds=round(time.perf_counter() - t0, 3),
                finished_at=datetime.now(timezone.utc))
     log_run(lake, row)
-    if lk.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
-        document_match_table(lake.matches(pattern.name), pattern)
-    lk.remove_tree(staging)
+    if lake.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
+        document_match_table(lake, pattern)
+    lake.remove(staging)
     return row
 
 
-def log_failure(profile: Profile, pattern: Pattern | None, run_id: str, logical_date: str,
-                message: str, name: str | None = None) -> None:
-    """A failed row in the run log (``pattern`` None: a file that did not load; ``name``
-    then names it)."""
+def log_failure(ctx: RunContext, message: str, name: str | None = None,
+                logical_date: str | None = None) -> None:
+    """A failed row in the run log for the context's pattern (None: a file that did not
+    load; ``name`` then names it)."""
     now = datetime.now(timezone.utc)
-    log_run(lk.Lake(profile.lake), {
-        "run_id": run_id, "logical_date": logical_date,
+    pattern = ctx.pattern
+    log_run(ctx.lake, {
+        "run_id": ctx.run_id,
+        "logical_date": ctx.logical_date if logical_date is None else logical_date,
         "pattern": pattern.name if pattern else name,
         "pattern_version": pattern.version if pattern else None,
         "source": pattern.source if pattern else None,
@@ -316,12 +311,12 @@ def log_failure(profile: Profile, pattern: Pattern | None, run_id: str, logical_
         "message": message[:2000], "started_at": now, "finished_at": now})
 
 
-def validate_events_step(spark, profile: Profile, source: str, ingest_run: str | None):
+def validate_events_step(spark, ctx: RunContext, source: str, ingest_run: str | None):
     """The events suite on one ingest batch; raises ``ValidationFailed``."""
     from .quality import validate_events
 
-    outcome = validate_events(spark, lk.Lake(profile.lake), load_sources()[source],
-                              profile.ts_range(), ingest_run)
+    outcome = validate_events(spark, ctx.lake, load_sources()[source],
+                              ctx.profile.ts_range(), ingest_run)
     if not outcome.success:
         raise ValidationFailed(f"events of {source}: {outcome.describe()}")
     return outcome
@@ -334,9 +329,9 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
     logical date. Holds the lake lock; repairs what a killed run left first. A bad pattern
     file or source fails its own patterns (a row in ``runs`` each), never the others."""
     logical_date = logical_date or date.today().isoformat()
-    run_id = new_run_id()
+    ctx = RunContext.start(profile, new_run_id(), logical_date)
+    run_id, lake = ctx.run_id, ctx.lake
     t0 = time.perf_counter()
-    lake = lk.Lake(profile.lake)
     with lake_lock(profile.lake, f"run {run_id}", profile.lock_dir):
         reconcile(lake, echo)
         catalog, patterns = pipeline_catalog(paths)
@@ -345,37 +340,37 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
                     "matcher": p.matcher} for _, p in patterns])
         rows = []
         for r in catalog.rejected:
-            log_failure(profile, None, run_id, logical_date, r.message, name=r.name)
+            log_failure(ctx, r.message, name=r.name)
             echo(f"FAILED {r.name}: {r.message}")
             rows.append({"pattern": r.name, "status": FAILED, "message": r.message})
-        ingested, bad_sources = ingest_sources(spark, profile, run_id,
-                                               sorted({p.source for _, p in patterns}), echo)
+        ingested, bad_sources = ingest_sources(spark, ctx, sorted({p.source for _, p in patterns}),
+                                               echo)
         for path, pattern in patterns:
-            rows.append(_run_pattern(spark, profile, path, pattern, run_id, logical_date,
-                                     bad_sources, force_slices, echo))
+            rows.append(_run_pattern(spark, ctx.for_pattern(path, pattern), bad_sources,
+                                     force_slices, echo))
             reached("run:after-pattern")
         finish_run(lake, run_id)
         echo(summary(profile, rows, run_id, time.perf_counter() - t0))
-        model_rows = models_step(spark, profile, echo) if paths is None else []
-        site_step(profile, echo)
+        model_rows = models_step(spark, ctx, echo) if paths is None else []
+        site_step(ctx, echo)
     return rows + model_rows
 
 
-def site_step(profile: Profile, echo=print) -> None:
+def site_step(ctx: RunContext, echo=print) -> None:
     """The catalogue site after a run (when the profile names its folder); a failure is
     reported, never fails the run."""
     from .site import build_site
 
-    if not profile.site:
+    if not ctx.profile.site:
         return
     try:
         with progress("catalogue", None, echo):
-            build_site(profile.lake, Path(profile.site), echo=echo)
+            build_site(ctx.lake, Path(ctx.profile.site), echo=echo)
     except Exception as exc:  # noqa: BLE001 - the site is a view of the run, not the run
         echo(f"warning: catalogue site not built ({short_error(exc)}); `make docs` retries")
 
 
-def models_step(spark, profile: Profile, echo=print, select: list[str] | None = None
+def models_step(spark, ctx: RunContext, echo=print, select: list[str] | None = None
                 ) -> list[dict]:
     """The SQL models (``models/``), after publish, in dependency order."""
     from .models import ModelError, models_folder, run_models
@@ -383,40 +378,39 @@ def models_step(spark, profile: Profile, echo=print, select: list[str] | None = 
     if not any(models_folder().glob("*.sql")):
         return []
     try:
-        return run_models(spark, lk.Lake(profile.lake), select, echo=echo)
+        return run_models(spark, ctx.lake, select, echo=echo)
     except ModelError as exc:
         echo(f"FAILED models: {exc}")
         return [{"model": "*", "status": FAILED, "message": str(exc)}]
 
 
-def run_pattern(spark, profile: Profile, path: Path, pattern: Pattern, run_id: str,
-                logical_date: str, force_slices: bool = False, echo=print) -> dict:
+def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) -> dict:
     """Match, validate and publish one pattern in one go (``run`` does it per pattern, the
     DAG's one task per pattern too): its matches are published as soon as they pass."""
-    planned = plan(profile, path, logical_date, pattern=pattern)
+    pattern = ctx.pattern
+    planned = plan(ctx)
     echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
          f"{describe_range(planned.rng)}) ...")
     with progress(f"match {pattern.name}", spark, echo):
-        stats = match_step(spark, profile, planned, run_id, logical_date, force_slices)
+        stats = match_step(spark, ctx, planned, force_slices)
     for warning in stats.get("warnings") or []:
         echo(f"warning: {pattern.name}: {warning}")
     with progress(f"validate {pattern.name}", spark, echo):
-        validate_step(spark, profile, path, run_id, pattern)
+        validate_step(spark, ctx)
     with progress(f"publish {pattern.name}", None, echo):
-        return publish_step(spark, profile, path, run_id, pattern)
+        return publish_step(spark, ctx)
 
 
-def _run_pattern(spark, profile, path, pattern, run_id, logical_date, bad_sources,
-                 force_slices, echo) -> dict:
+def _run_pattern(spark, ctx: RunContext, bad_sources, force_slices, echo) -> dict:
+    pattern = ctx.pattern
     try:
         if pattern.source in bad_sources:
             raise ValidationFailed(bad_sources[pattern.source])
-        return run_pattern(spark, profile, path, pattern, run_id, logical_date,
-                           force_slices, echo)
+        return run_pattern(spark, ctx, force_slices, echo)
     except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
         message = short_error(exc)
         if not getattr(exc, "logged", False):
-            log_failure(profile, pattern, run_id, logical_date, message)
+            log_failure(ctx, message)
         echo(f"FAILED {pattern.name}: {message}")
         return {"pattern": pattern.name, "status": FAILED, "message": message}
 
@@ -437,21 +431,23 @@ def short_error(exc: BaseException) -> str:
 def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | None = None,
              echo=print) -> list[dict]:
     """Recompute the matches whose first event lies in [start, end) for each pattern."""
-    run_id = new_run_id()
+    ctx = RunContext.start(profile, new_run_id(), f"backfill {start}..{end}")
+    run_id = ctx.run_id
     rows = []
     with lake_lock(profile.lake, f"backfill {run_id}", profile.lock_dir):
-        reconcile(lk.Lake(profile.lake), echo)
+        reconcile(ctx.lake, echo)
         catalog, patterns = pipeline_catalog(paths)
         for r in catalog.rejected:
             echo(f"FAILED {r.name}: {r.message}")
             rows.append({"pattern": r.name, "status": FAILED, "message": r.message})
         for path, pattern in patterns:
-            planned = plan(profile, path, end, rng=backfill_range(start, end), pattern=pattern)
+            one = ctx.for_pattern(path, pattern)
+            planned = plan(one, rng=backfill_range(start, end))
             with progress(f"match {pattern.name}", spark, echo):
-                match_step(spark, profile, planned, run_id, f"backfill {start}..{end}")
+                match_step(spark, one, planned)
             with progress(f"validate {pattern.name}", spark, echo):
-                validate_step(spark, profile, path, run_id, pattern)
-            rows.append(publish_step(spark, profile, path, run_id, pattern))
+                validate_step(spark, one)
+            rows.append(publish_step(spark, one))
     echo(summary(profile, rows, run_id, None))
     return rows
 

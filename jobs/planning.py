@@ -110,14 +110,14 @@ def read_date_stats(lake: lk.Lake, source: str, low: int | None, high: int | Non
     from .core.events import format_ts
 
     path = lake.stats(source)
-    if not lk.exists(path):
+    if not lake.exists(path):
         return None
     dates = pc.scalar(True)  # only the run's dates are read (a partition filter)
     if low is not None:
         dates &= pc.field("event_date") >= format_ts(low - tau)[:10]
     if high is not None:
         dates &= pc.field("event_date") <= format_ts(high + tau)[:10]
-    rows = lk.read_arrow(path, columns=["event_date", "attribute", "value", "events",
+    rows = lake.read_arrow(path, columns=["event_date", "attribute", "value", "events",
                                         "quantiles", "first_ts", "last_ts"],
                          filter=dates).to_pylist()
     totals = [r for r in rows if r["attribute"] == "*"]
@@ -193,10 +193,10 @@ def partition_shape(spark, lake: lk.Lake, source: str, keys: tuple[str, ...],
     from .match_job import event_date_filters
 
     path = lake.stats(source)
-    if not keys or not lk.exists(path):
+    if not keys or not lake.exists(path):
         return None
     dates = event_date_filters(None if low is None else low - tau, high, tau)
-    df = lk.read_spark(spark, path, dates).where(F.col("attribute") == "@" + keys[0])
+    df = lake.read_spark(spark, path, dates).where(F.col("attribute") == "@" + keys[0])
     row = df.agg(F.hll_sketch_estimate(F.hll_union_agg("sketch")).alias("p"),
                  F.sum("distinct").alias("days")).first()
     if row is None or not row["p"]:
@@ -234,7 +234,7 @@ def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,
     from .core.engine import MatchOptions, compile_pattern, estimate_statistics, group_events
     from .match_job import col, filter_column, read_range
 
-    df = read_range(spark, lake.events(pattern.source),
+    df = read_range(spark, lake, lake.events(pattern.source),
                      None if low is None else low - pattern.tau, high, pattern.tau)
     keep = filter_column(pattern)
     if keep is not None:

@@ -207,37 +207,39 @@ def _load_events(spark, profile: Profile, shared: Profile, sources: list[str], s
                  run_id: str, echo) -> tuple[str, dict[str, str]]:
     """The events every run reads, in the shared scratch lake; returns (what they are, in
     words; {source: why it has none})."""
+    from .context import RunContext
     from .pipeline import ingest_sources, pipeline_catalog, stats_step
 
+    ctx = RunContext.start(shared, run_id)
     if not sample:
-        _, bad = ingest_sources(spark, shared, run_id, sources, echo)
+        _, bad = ingest_sources(spark, ctx, sources, echo)
         return (f"the committed data ({COMMITTED.relative_to(ROOT)}: "
                 f"{', '.join(sources) or 'no source'})", bad)
     known, bad = load_sources(), {}
     patterns = [p for _, p in pipeline_catalog()[1]]
-    real, mine = lk.Lake(profile.lake), lk.Lake(shared.lake)
+    real, mine = profile.store(), ctx.lake
     for name in sources:
-        n = copy_sample(real.events(name), mine.events(name), profile.pr_sample)
+        n = copy_sample(real, real.events(name), mine, mine.events(name), profile.pr_sample)
         if n is None:
             bad[name] = f"the lake {profile.lake} has no events of {name}"
             continue
         echo(f"pr-check: sample of {name}: {n} event(s)")
         if name in known:
-            stats_step(spark, shared, name, known[name], patterns, echo)
+            stats_step(spark, ctx, name, known[name], patterns, echo)
     return (f"a sample of the lake {profile.lake}: the last {_days(profile.pr_sample)}"
             f" of events of {', '.join(sources) or 'no source'} (pr_check.sample, profile "
             f"{profile.name})", bad)
 
 
-def copy_sample(src: str, dst: str, span: int) -> int | None:
+def copy_sample(real: lk.Lake, src: str, mine: lk.Lake, dst: str, span: int) -> int | None:
     """The events of ``src`` of its last ``span`` ns (back from the latest event, found in
     the Delta log's file statistics) into ``dst``, streamed batch by batch; ``src`` is only
     read. Returns the number copied (None: no table at ``src``)."""
     from datetime import timedelta
 
-    if not lk.exists(src):
+    if not real.exists(src):
         return None
-    dt = lk.table(src)
+    dt = real.table(src)
     actions = pa.table(dt.get_add_actions(flatten=True))
     dataset = dt.to_pyarrow_dataset()
     if "max.ts" in actions.column_names:
@@ -249,9 +251,9 @@ def copy_sample(src: str, dst: str, span: int) -> int | None:
     cutoff = latest - timedelta(microseconds=span // 1000)
     keep = (pc.field("event_date") >= cutoff.date().isoformat()) \
         & (pc.field("ts") >= pa.scalar(cutoff, pa.timestamp("us", tz="UTC")))
-    lk.write_deltalake(dst, dataset.scanner(filter=keep).to_reader(),
-                       partition_by=["event_date"], mode="overwrite")
-    return lk.table(dst).count()
+    mine.write(dst, dataset.scanner(filter=keep).to_reader(),
+               partition_by=["event_date"], mode="overwrite")
+    return mine.table(dst).count()
 
 
 def _days(ns: int) -> str:
@@ -280,15 +282,17 @@ def _link(shared: Path, lake: Path) -> None:
 # -- patterns ------------------------------------------------------------------------------
 def _run_side(spark, profile: Profile, path: Path, pattern, run_id: str, logical_date: str,
               bad: dict[str, str], echo) -> Side:
+    from .context import RunContext
     from .pipeline import run_pattern, short_error
 
     if pattern.source in bad:
         return Side(FAILED, message=bad[pattern.source])
+    ctx = RunContext.start(profile, run_id, logical_date).for_pattern(path, pattern)
     try:
-        row = run_pattern(spark, profile, path, pattern, run_id, logical_date, echo=echo)
+        row = run_pattern(spark, ctx, echo=echo)
     except Exception as exc:  # noqa: BLE001 - reported per pattern, the others still run
         return Side(FAILED, message=short_error(exc))
-    table = lk.read_arrow(lk.Lake(profile.lake).matches(pattern.name))
+    table = ctx.lake.read_arrow(ctx.lake.matches(pattern.name))
     return Side(SUCCESS, row, table)
 
 
@@ -389,13 +393,14 @@ def _shown_events(profile: Profile, diffs: list[PatternDiff]) -> dict:
             wanted.setdefault(source, set()).update(ids)
     out = {}
     known = load_sources()
+    lake = profile.store()
     for source, ids in wanted.items():
-        path = lk.Lake(profile.lake).events(source)
-        if not ids or source is None or not lk.exists(path):
+        path = lake.events(source)
+        if not ids or source is None or not lake.exists(path):
             continue
         label = _type_column(dict(known[source].columns)) if source in known else None
         cols = ["event_id", "ts"] + ([label] if label else [])
-        for e in lk.table(path).to_pyarrow_dataset().to_table(
+        for e in lake.table(path).to_pyarrow_dataset().to_table(
                 columns=cols, filter=pc.field("event_id").isin(sorted(ids))).to_pylist():
             out[e["event_id"]] = (e["ts"], str(e.get(label) or "") if label else "")
     return out
@@ -472,13 +477,13 @@ def _run_models(spark, models: list[ModelDiff], needed: dict[Path, dict],
     for side, folder in (("base", base_folder), ("head", head_folder)):
         _drop_lake_views(spark)  # the other side's views must not leak in
         select = list(needed.get(folder) or {})
-        lake = lk.Lake(scratch[side].lake)
+        lake = scratch[side].store()
         try:
             rows = {r["model"]: r for r in run_models(spark, lake, select, folder, echo=echo)} \
                 if select else {}
         except ModelError as exc:  # a model file that cannot run: every affected one fails
             rows = {n: {"model": n, "status": FAILED, "message": str(exc)} for n in select}
-        tables = {n: lk.read_arrow(lake.model(n)) for n, r in rows.items()
+        tables = {n: lake.read_arrow(lake.model(n)) for n, r in rows.items()
                   if r.get("status") == SUCCESS}
         results[side] = (rows, tables)
     for m in models:

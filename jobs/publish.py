@@ -49,8 +49,10 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
 
     rows = MatchRows.of(pattern, run_id)
     path = lake.matches(pattern.name)
-    staged = spark.read.parquet(staging).where(F.col("kind") == "match")
-    schema = rows.convert(pads.dataset(staging, format="parquet").schema.empty_table()).schema
+    staged = spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
+    fs, folder = lake.filesystem(staging)
+    schema = rows.convert(pads.dataset(folder, filesystem=fs, format="parquet")
+                          .schema.empty_table()).schema
     bounds = staged.agg(F.count(F.lit(1)).alias("n"), F.min("start_ts").alias("low"),
                         F.max("start_ts").alias("high")).first()
     n = int(bounds["n"])
@@ -58,19 +60,19 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
     meta = {RUN_KEY: json.dumps(run_row or {"run_id": run_id}, default=str)}
     written: list[dict] = []
     try:
-        if not lk.exists(path) or (rng.full and _schema_changed(path, schema)):
-            before = lk.table(path).count() if lk.exists(path) else 0
-            written = delta_files.write(staged, path, prefix, schema, n, rows.convert)
-            delta_files.commit(path, schema, written, [], _counts(meta, n, before),
-                               replace_all=lk.exists(path))
+        if not lake.exists(path) or (rng.full and _schema_changed(lake, path, schema)):
+            before = lake.table(path).count() if lake.exists(path) else 0
+            written = delta_files.write(staged, lake, path, prefix, schema, n, rows.convert)
+            delta_files.commit(lake, path, schema, written, [], _counts(meta, n, before),
+                               replace_all=lake.exists(path))
             return {"inserted": n, "deleted": before, "published": n}
-        table = lk.table(path)
+        table = lake.table(path)
         staged_span = None if n == 0 else (parse_ts(bounds["low"]), parse_ts(bounds["high"]))
         touched = [f for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()
                    if _may_hold(f, pattern.version, rng, staged_span)]
         inserted_rows, deleted, kept_rows, kept = staged, 0, 0, None
         if touched:
-            old = lk.read_spark(spark, path, only={lk.file_name(f["path"]) for f in touched})
+            old = lake.read_spark(spark, path, only={lk.file_name(f["path"]) for f in touched})
             mine = F.coalesce(_scope(F, pattern.version, rng), F.lit(False))
             marked = old.join(staged.select("match_id").distinct()
                               .withColumn("_staged", F.lit(True)), "match_id", "left")
@@ -80,17 +82,17 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
             kept = marked.where(~mine | F.col("_staged").isNotNull()).drop("_staged")
         # at most n rows are new; what the files hold is the count (a task without rows
         # writes no file, so a rerun writes nothing)
-        written = delta_files.write(inserted_rows, path, prefix, schema, n, rows.convert)
+        written = delta_files.write(inserted_rows, lake, path, prefix, schema, n, rows.convert)
         n = sum(int(f["rows"]) for f in written)
         if n == 0 and deleted == 0:  # a rerun: nothing to change, no commit
             return {"inserted": 0, "deleted": 0, "published": table.count()}
         if kept is not None:
-            written += delta_files.write(kept, path, prefix, schema, kept_rows)
-        delta_files.commit(path, schema, written, touched, _counts(meta, n, deleted))
+            written += delta_files.write(kept, lake, path, prefix, schema, kept_rows)
+        delta_files.commit(lake, path, schema, written, touched, _counts(meta, n, deleted))
     except BaseException:
-        delta_files.discard(path, written)
+        delta_files.discard(lake, path, written)
         raise
-    return {"inserted": n, "deleted": deleted, "published": lk.table(path).count()}
+    return {"inserted": n, "deleted": deleted, "published": lake.table(path).count()}
 
 
 def _counts(meta: dict, inserted: int, deleted: int) -> dict:
@@ -127,8 +129,8 @@ def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | No
     return any(lo < high and hi > low for low, high in spans)
 
 
-def _schema_changed(path: str, schema: pa.Schema) -> bool:
-    current = pa.schema(lk.table(path).schema().to_arrow())
+def _schema_changed(lake: lk.Lake, path: str, schema: pa.Schema) -> bool:
+    current = pa.schema(lake.table(path).schema().to_arrow())
     return [f.name for f in current] != [f.name for f in schema]
 
 
@@ -155,11 +157,11 @@ def log_run(lake: lk.Lake, row: dict) -> None:
         if f.type == TS and isinstance(v, int):
             v = datetime.fromtimestamp(v / 1e9, tz=timezone.utc)
         values[f.name] = pa.array([v], f.type)
-    lk.append(lake.runs(), pa.table(values, schema=RUNS_SCHEMA))
+    lake.append(lake.runs(), pa.table(values, schema=RUNS_SCHEMA))
 
 
 def previous_runs(lake: lk.Lake, pattern: str) -> list[dict]:
-    t = lk.read_arrow(lake.runs())
+    t = lake.read_arrow(lake.runs())
     if t is None:
         return []
     return [r for r in t.to_pylist() if r["pattern"] == pattern]

@@ -110,7 +110,7 @@ def checked_negations(pattern: Pattern):
 
 
 # -- the frame the match suite checks ------------------------------------------------------
-def match_check_frame(spark, staging: str, pattern: Pattern | Disjunction, events_path: str,
+def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Disjunction,
                       low: int | None, high: int | None):
     """One row per staged match with the columns the match suite checks; a disjunction's
     rows are checked against the alternative that matched."""
@@ -119,26 +119,27 @@ def match_check_frame(spark, staging: str, pattern: Pattern | Disjunction, event
     from .match_job import col, event_date_filters
 
     disjunctive = isinstance(pattern, Disjunction)
-    staged = (spark.read.parquet(staging).where(F.col("kind") == "match")
+    events_path = lake.events(pattern.source)
+    staged = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
               .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
                       "end_ts", "n_events",
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
     keys = sorted({*pattern.partition_attributes,  # a window pattern has no alternatives
                    *(k for alt in pattern.alternatives for k in alt.partition_attributes)})
-    events = lk.read_spark(spark, events_path,
-                           event_date_filters(low, high, pattern.tau)).select(
+    events = lake.read_spark(spark, events_path,
+                             event_date_filters(low, high, pattern.tau)).select(
         "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
     if pattern.kind == "window":
         return _window_frame(staged, events, pattern)
     if not disjunctive:
-        return _alternative_frame(spark, staged, events, pattern, events_path, low, high)
-    frames = [_alternative_frame(spark, staged.where(F.col("alternative") == alt.alternative),
-                                 events, alt, events_path, low, high)
+        return _alternative_frame(spark, lake, staged, events, pattern, low, high)
+    frames = [_alternative_frame(spark, lake, staged.where(F.col("alternative") == alt.alternative),
+                                 events, alt, low, high)
               for alt in pattern.alternatives]
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
 
 
-def _alternative_frame(spark, staged, events, pattern: Pattern, events_path: str,
+def _alternative_frame(spark, lake: lk.Lake, staged, events, pattern: Pattern,
                        low: int | None, high: int | None):
     """The checked frame of the matches of one conjunctive pattern."""
     from pyspark.sql import functions as F
@@ -173,7 +174,8 @@ def _alternative_frame(spark, staged, events, pattern: Pattern, events_path: str
     checked = checked_negations(pattern)
     if checked:  # the witnesses may lie up to τ before the run's first start
         wit_low = None if low is None else low - pattern.tau
-        source = lk.read_spark(spark, events_path, event_date_filters(wit_low, high, pattern.tau))
+        source = lake.read_spark(spark, lake.events(pattern.source),
+                                 event_date_filters(wit_low, high, pattern.tau))
     for n in checked:
         name = n.var.name
         tau = F.expr(f"INTERVAL {pattern.tau // 1000} MICROSECONDS")
@@ -276,9 +278,10 @@ def _window_frame(staged, events, pattern):
 _CONTEXTS: dict[str, object] = {}
 
 
-def context(lake_root: str):
-    """A GX file context next to the lake (its Data Docs are HTML files there)."""
-    root = lake_root if "://" not in lake_root else os.path.join(os.getcwd(), "gx-docs")
+def context(lake: lk.Lake):
+    """The lake's GX file context, in the lake's folder on this machine
+    (``Lake.local_home``); its Data Docs are HTML files there."""
+    root = str(lake.local_home())
     if root not in _CONTEXTS:
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -290,7 +293,7 @@ def context(lake_root: str):
     return _CONTEXTS[root]
 
 
-def run_suite(lake_root: str, name: str, expectations: list[dict], df,
+def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
               parameters: dict, run_name: str | None = None) -> Outcome:
     """Validate ``df`` with the suite ``name``; the result is kept (and shown in the
     catalogue) under ``run_name``: the pipeline's run id, or a new id of the same shape."""
@@ -304,7 +307,7 @@ def run_suite(lake_root: str, name: str, expectations: list[dict], df,
 
     from .status import new_run_id
 
-    ctx = context(lake_root)
+    ctx = context(lake)
     ds = ctx.data_sources.add_or_update_spark(name="lake")
     try:
         asset = ds.get_asset(name)
@@ -341,27 +344,26 @@ def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
     given); ``ts_range``: the accepted timestamps (``ingest.TimeRange``)."""
     from pyspark.sql import functions as F
 
-    df = lk.read_spark(spark, lake.events(source.name))
+    df = lake.read_spark(spark, lake.events(source.name))
     if ingest_run is not None:
         df = df.where(F.col("ingest_run") == ingest_run)
-    return _events_suite(lake.root, source, df, ts_range)
+    return _events_suite(lake, source, df, ts_range)
 
 
-def validate_events_frame(spark, lake_root: str, source: Source, events, ts_range) -> Outcome:
+def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range) -> Outcome:
     """The events suite on a typed batch that is not committed yet (an Arrow table)."""
-    return _events_suite(lake_root, source, spark.createDataFrame(events), ts_range)
+    return _events_suite(lake, source, spark.createDataFrame(events), ts_range)
 
 
-def _events_suite(lake_root: str, source: Source, df, ts_range) -> Outcome:
+def _events_suite(lake: lk.Lake, source: Source, df, ts_range) -> Outcome:
     params = {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
               "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
-    return run_suite(lake_root, f"events_{source.name}", events_expectations(source), df,
+    return run_suite(lake, f"events_{source.name}", events_expectations(source), df,
                      params)
 
 
 def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, low: int | None,
                      high: int | None) -> Outcome:
-    df = match_check_frame(spark, lake.staging(pattern.name, run_id), pattern,
-                           lake.events(pattern.source), low, high)
-    return run_suite(lake.root, f"matches_{pattern.name}", matches_expectations(pattern), df,
+    df = match_check_frame(spark, lake, lake.staging(pattern.name, run_id), pattern, low, high)
+    return run_suite(lake, f"matches_{pattern.name}", matches_expectations(pattern), df,
                      {"tau_seconds": pattern.tau / 1e9}, run_name=run_id)

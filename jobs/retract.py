@@ -39,7 +39,7 @@ def retract(lake: lk.Lake, source: str, event_ids: list[str] | None = None,
     if bool(event_ids) == bool(source_file):
         raise ValueError("retract needs either event ids or a landing file, not both")
     path = lake.events(source)
-    dt = lk.table(path)
+    dt = lake.table(path)
     if event_ids:
         where = pc.field("event_id").isin(pa.array(event_ids, pa.string()))
         predicate = "event_id IN (" + ", ".join(map(_quote, event_ids)) + ")"
@@ -62,7 +62,7 @@ def retract(lake: lk.Lake, source: str, event_ids: list[str] | None = None,
            "ts_min": pc.min(ts).as_py(), "ts_max": pc.max(ts).as_py(), "reason": reason,
            "retracted_at": datetime.now(timezone.utc)}
     dt.delete(predicate)
-    lk.append(lake.retractions(), pa.table({f.name: pa.array([row[f.name]], f.type)
+    lake.append(lake.retractions(), pa.table({f.name: pa.array([row[f.name]], f.type)
                                             for f in RETRACTIONS_SCHEMA}))
     return row
 
@@ -70,7 +70,7 @@ def retract(lake: lk.Lake, source: str, event_ids: list[str] | None = None,
 def reopened_low(lake: lk.Lake, source: str, since, tau: int) -> int | None:
     """The earliest first event a pattern with window ``tau`` must re-match because of
     retractions of ``source`` after ``since`` (None: none)."""
-    t = lk.read_arrow(lake.retractions())
+    t = lake.read_arrow(lake.retractions())
     if t is None:
         return None
     lows = [parse_ts(r["ts_min"]) - tau for r in t.to_pylist()

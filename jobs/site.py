@@ -14,16 +14,15 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from . import pictures
 from .catalogue import Catalogue, gather
+from .lake import Lake
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
 
-def site_folder(lake_root: str) -> Path:
-    """Where the site of a lake goes: ``site/`` beside a local lake; under the working
-    directory for a lake on object storage."""
-    if "://" in lake_root:
-        return Path.cwd() / "site"
-    return Path(lake_root).resolve().parent / "site"
+def site_folder(lake: Lake) -> Path:
+    """Where the site of a lake goes: ``site/`` beside a local lake; in the lake's folder
+    on this machine (``Lake.local_home``) for a lake on an object store."""
+    return (Path(lake.root).resolve().parent if lake.local else lake.local_home()) / "site"
 
 
 def _examples(pattern) -> list[dict]:
@@ -36,10 +35,10 @@ def _examples(pattern) -> list[dict]:
     return out
 
 
-def build_site(lake_root: str, out: Path | None = None, echo=print) -> Path:
+def build_site(lake: Lake, out: Path | None = None, echo=print) -> Path:
     """Write the site for the lake; returns its index.html."""
-    cat = gather(lake_root)
-    out = out or site_folder(lake_root)
+    cat = gather(lake)
+    out = out or site_folder(lake)
     tmp = out.with_name(out.name + ".new")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "img").mkdir(parents=True)
@@ -82,6 +81,6 @@ def _write(cat: Catalogue, out: Path) -> None:
              patterns=mine)
     page("runs.html", "runs.html", title="Runs", runs=list(reversed(cat.runs)))
     page("models.html", "models.html", title="Models", models=cat.models)
-    gx_index = Path(cat.lake) / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    gx_index = cat.home / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     page("quality.html", "quality.html", title="Quality", validations=cat.quality,
          gx_index=gx_index.resolve().as_uri() if gx_index.exists() else None)

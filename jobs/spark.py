@@ -8,11 +8,19 @@ import shutil
 import subprocess
 import sys
 
-from .config import CONF, ROOT, Profile
+from .config import CONF, ROOT, ConfigError, Profile
+
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+SECRETS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key",
+           "spark.hadoop.fs.s3a.session.token")
 
 
 class JavaMissing(RuntimeError):
     pass
+
+
+class ObjectStoreUnsupported(ConfigError):
+    """The lake is on an object store and this Spark cannot read it (no ``s3a``)."""
 
 
 def check_java() -> str:
@@ -55,8 +63,9 @@ def submit_command(profile: Profile, spark_submit: str, entry: str, args: list[s
     ``spark.driver.memory``, take effect) and, for a master with executors in other
     processes, the ``jobs`` package for them."""
     cmd = [spark_submit, "--master", profile.spark_master, "--name", app_name]
-    for key, value in profile.spark_conf.items():
-        cmd += ["--conf", f"{key}={value}"]
+    for key, value in session_conf(profile).items():
+        if key not in SECRETS:  # not on a command line: s3a reads them from the environment
+            cmd += ["--conf", f"{key}={value}"]
     if not profile.spark_master.startswith("local"):
         cmd += ["--py-files", project_zip()]
     return cmd + [entry, *args]
@@ -69,13 +78,70 @@ def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.master(profile.spark_master).appName(app_name)
-    for key, value in profile.spark_conf.items():
+    for key, value in session_conf(profile).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    require_object_store(spark, profile)
     if not profile.spark_master.startswith("local"):  # executors in other processes
         spark.sparkContext.addPyFile(project_zip())
     return spark
+
+
+def session_conf(profile: Profile) -> dict[str, str]:
+    """The profile's Spark settings and, for a lake on an object store, Hadoop's ``s3a``
+    settings for the same store as its delta-rs ``storage_options`` (endpoint, path-style
+    access, plain HTTP, region, credentials); a setting in the profile wins."""
+    from .lake import OBJECT_STORES
+
+    if not profile.lake.startswith(OBJECT_STORES):
+        return dict(profile.spark_conf)
+    o = {k.upper(): v for k, v in profile.storage_options.items()}
+    conf = {"spark.hadoop.fs.s3.impl": S3A}  # delta-rs lists its files as s3://
+    endpoint = o.get("AWS_ENDPOINT_URL") or o.get("AWS_ENDPOINT")
+    if endpoint:
+        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+    if o.get("AWS_ALLOW_HTTP", "").lower() == "true":
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false"
+    region = o.get("AWS_REGION") or o.get("AWS_DEFAULT_REGION")
+    if region:
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = region
+    for key, option in zip(SECRETS, ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
+                                     "AWS_SESSION_TOKEN")):
+        if o.get(option):
+            conf[key] = o[option]
+    return {**conf, **profile.spark_conf}
+
+
+def require_object_store(spark, profile: Profile) -> None:
+    """Fail fast, before any step, when the lake is on an object store and this Spark has
+    no ``s3a`` filesystem (the hadoop-aws jars, which are not part of pyspark); the
+    message says which jars and settings it needs."""
+    from py4j.protocol import Py4JJavaError
+
+    from .lake import OBJECT_STORES
+
+    if not profile.lake.startswith(OBJECT_STORES):
+        return
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(S3A, False,
+                                    jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        return
+    except Py4JJavaError:
+        pass
+    hadoop = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+    raise ObjectStoreUnsupported(
+        f"profile {profile.name}: the lake {profile.lake} is on an object store, and Spark "
+        f"reads it through Hadoop's s3a filesystem ({S3A}), which this Spark does not have. "
+        f"Put hadoop-aws-{hadoop}.jar (the version of pyspark's Hadoop, {hadoop}) and the "
+        "AWS SDK v2 bundle jar it depends on (software.amazon.awssdk:bundle) on the "
+        "classpath: `spark.jars: /path/to/hadoop-aws-{v}.jar,/path/to/bundle-<version>.jar` "
+        "in the profile's spark.conf, or `spark.jars.packages: "
+        f"org.apache.hadoop:hadoop-aws:{hadoop}` where Maven Central is reachable. The s3a "
+        "endpoint, region and credentials come from the profile's storage_options "
+        "(README: 'Lakes on object storage')".replace("{v}", hadoop))
 
 
 def project_zip() -> str:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from . import lake as lk
 from .config import ROOT
+from .lake import Lake
 from .views import SOURCE_KEY
 
 COLUMNS = {
@@ -48,10 +48,10 @@ def table_properties(pattern) -> dict[str, str]:
             SOURCE_KEY: pattern.source or ""}
 
 
-def document_match_table(table_path: str, pattern) -> bool:
+def document_match_table(lake: Lake, pattern) -> bool:
     """Write the pattern's description, file, version and the columns' meanings into the
     table's metadata where they differ (no commit when nothing changed); True if written."""
-    dt = lk.table(table_path)
+    dt = lake.table(lake.matches(pattern.name))
     meta = dt.metadata()
     changed = False
     description = (pattern.description or f"matches of pattern {pattern.name}").strip()

@@ -25,13 +25,13 @@ def lake_tables(lake: lk.Lake) -> dict[str, str]:
     """View name -> Delta table path, for every table the lake has."""
     out = {}
     for kind in KINDS:
-        for name in lk.children(lk.join(lake.root, kind)):
+        for name in lake.children(lk.join(lake.root, kind)):
             path = lk.join(lake.root, kind, name)
-            if lk.exists(path):
+            if lake.exists(path):
                 out[f"{kind}_{name}"] = path
     for name in SINGLES:
         path = lk.join(lake.root, name)
-        if lk.exists(path):
+        if lake.exists(path):
             out[name] = path
     return out
 
@@ -40,7 +40,7 @@ def match_sources(lake: lk.Lake, tables: dict[str, str]) -> dict[str, str]:
     """Pattern -> source of every match table whose events table exists: from the table's
     metadata (written at publish), else from the runs log."""
     logged = {}
-    runs = lk.read_arrow(lake.runs(), columns=["pattern", "source"]) if "runs" in tables \
+    runs = lake.read_arrow(lake.runs(), columns=["pattern", "source"]) if "runs" in tables \
         else None
     for r in runs.to_pylist() if runs is not None else []:
         if r["source"]:
@@ -49,7 +49,7 @@ def match_sources(lake: lk.Lake, tables: dict[str, str]) -> dict[str, str]:
     for view, path in tables.items():
         if view.startswith("matches_"):
             pattern = view[len("matches_"):]
-            source = lk.table(path).metadata().configuration.get(SOURCE_KEY) \
+            source = lake.table(path).metadata().configuration.get(SOURCE_KEY) \
                 or logged.get(pattern)
             if source and f"events_{source}" in tables:
                 out[pattern] = source
@@ -103,7 +103,7 @@ def register_spark(spark, lake: lk.Lake) -> list[str]:
 
     tables = lake_tables(lake)
     for view, path in tables.items():
-        lk.read_spark(spark, path).createOrReplaceTempView(view)
+        lake.read_spark(spark, path).createOrReplaceTempView(view)
     derived = derived_views(lake, tables, "spark")
     for view, sql in derived.items():
         spark.sql(sql).createOrReplaceTempView(view)
@@ -136,7 +136,7 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None):
             wanted |= _named(derived[view], names)
     for view, path in tables.items():
         if view in wanted:
-            con.register(f"_t_{view}", lk.table(path).to_pyarrow_dataset())
+            con.register(f"_t_{view}", lake.table(path).to_pyarrow_dataset())
             con.execute(f'CREATE VIEW "{view}" AS SELECT * FROM "_t_{view}"')
     for view, body in derived.items():  # match_events comes after the views it reads
         if view in wanted:

@@ -13,6 +13,7 @@ from deltalake import DeltaTable
 from jobs import lake as lk
 from jobs.catalog import pattern_paths
 from jobs.config import Source
+from jobs.context import RunContext
 from jobs.core.events import Event, events_from_arrow
 from jobs.core.loader import load_pattern
 from jobs.core.output import match_id_of
@@ -75,9 +76,10 @@ def test_every_pattern_spark_equals_local(nightly):
 def test_every_pattern_with_time_slices(spark, nightly):
     profile = nightly[0]
     for path in pattern_paths():
-        planned = plan(profile, path, LOGICAL_DATE, rng=RunRange(None, horizon(
-            LOGICAL_DATE, load_pattern(path).tau, 0), True))
-        stats = match_step(spark, profile, planned, "sliced", LOGICAL_DATE, force_slices=True)
+        ctx = RunContext.start(profile, "sliced", LOGICAL_DATE).for_pattern(path)
+        planned = plan(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
+                                         True))
+        stats = match_step(spark, ctx, planned, force_slices=True)
         assert stats["sliced"] == "all"
         if planned.pattern.kind != "window":  # the location stream is one day: one slice
             assert stats["groups"] > stats["partitions"]
@@ -206,8 +208,9 @@ def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nigh
     path.write_text(DISJUNCTION)
     pattern = load_pattern(path)
     rng = RunRange(None, horizon(LOGICAL_DATE, pattern.tau, 0), True)
-    planned = plan(profile, path, LOGICAL_DATE, rng=rng)
-    stats = match_step(spark, profile, planned, "toy", LOGICAL_DATE, force_slices=force_slices)
+    ctx = RunContext.start(profile, "toy", LOGICAL_DATE).for_pattern(path, pattern)
+    planned = plan(ctx, rng=rng)
+    stats = match_step(spark, ctx, planned, force_slices=force_slices)
     staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(pattern.name, "toy"),
                                 format="parquet").to_table().to_pylist()
     matches = [r for r in staged if r["kind"] == "match"]
@@ -228,7 +231,7 @@ def test_lake_statistics_are_incremental(spark, nightly, tmp_path):
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
-    stats = lk.read_arrow(lake.stats("sepsis")).to_pylist()
+    stats = lake.read_arrow(lake.stats("sepsis")).to_pylist()
     totals = {r["event_date"]: r["events"] for r in stats if r["attribute"] == "*"}
     types = {}
     for r in stats:
@@ -242,14 +245,14 @@ def test_lake_statistics_are_incremental(spark, nightly, tmp_path):
     sepsis, patterns = load_sources()["sepsis"], [load_pattern(p) for p in pattern_paths()]
     assert update_stats(spark, copy, "sepsis", patterns, sepsis.columns) == \
         {"dates": 0, "rows": 0}
-    events = lk.read_arrow(copy.events("sepsis"))
+    events = copy.read_arrow(copy.events("sepsis"))
     late = events.slice(0, 1).to_pylist()[0]
     late.update(event_id="late-1", ingested_at=late["ingested_at"].replace(year=2100))
-    lk.append(copy.events("sepsis"), pa.Table.from_pylist([late], schema=events.schema),
+    copy.append(copy.events("sepsis"), pa.Table.from_pylist([late], schema=events.schema),
               partition_by=["event_date"])
     out = update_stats(spark, copy, "sepsis", patterns, sepsis.columns)
     assert out["dates"] == 1
-    after = {r["event_date"]: r["events"] for r in lk.read_arrow(copy.stats("sepsis")).to_pylist()
+    after = {r["event_date"]: r["events"] for r in copy.read_arrow(copy.stats("sepsis")).to_pylist()
              if r["attribute"] == "*"}
     assert after[late["event_date"]] == totals[late["event_date"]] + 1
     assert {d: n for d, n in after.items() if d != late["event_date"]} == \
@@ -341,8 +344,8 @@ def test_unreadable_file_fails_and_writes_nothing(tmp_path):
 def test_publish_needs_a_staged_run(tmp_path):
     profile = make_profile(tmp_path, landing=tmp_path)
     with pytest.raises(FileNotFoundError, match="run `match-job` for it first"):
-        publish_step(None, profile,
-                     Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml", "nope")
+        publish_step(None, RunContext.start(profile, "nope").for_pattern(
+            Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml"))
 
 
 def test_java_missing_is_explained(monkeypatch, tmp_path):
@@ -393,7 +396,7 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
         "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2100-01-01T00:00:00\n")
     wide = TimeRange()  # a batch typed without the profile's range: the suite must catch it
     batch = stage(source, profile.landing, lake, "r1", ts_range=wide)
-    outcome = validate_events_frame(spark, profile.lake, source, batch.events,
+    outcome = validate_events_frame(spark, profile.store(), source, batch.events,
                                     profile.ts_range())
     assert not outcome.success
     assert "expect_column_values_to_be_between(ts): 1 row(s)" in outcome.describe()
@@ -403,7 +406,7 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
 
     with pytest.raises(RuntimeError):
         ingest(source, profile.landing, lake, "r1", gate=failing_gate)
-    assert not lk.exists(lake.events("chemo_mw")) and not lk.exists(lake.ingest_log())
+    assert not lake.exists(lake.events("chemo_mw")) and not lake.exists(lake.ingest_log())
 
 
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):
@@ -416,9 +419,9 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
     lake = lk.Lake(profile.lake)
     published = published_ids(profile, "mw_chemo_p1")
     version = DeltaTable(lake.matches("mw_chemo_p1")).version()
-    planned = plan(profile, Path(P1), "2010-08-31", rng=RunRange(None, horizon(
-        "2010-08-31", load_pattern(P1).tau, 0), True))
-    match_step(spark, profile, planned, "tampered", "2010-08-31")
+    ctx = RunContext.start(profile, "tampered", "2010-08-31").for_pattern(Path(P1))
+    planned = plan(ctx, rng=RunRange(None, horizon("2010-08-31", load_pattern(P1).tau, 0), True))
+    match_step(spark, ctx, planned)
     staging = Path(lake.staging("mw_chemo_p1", "tampered"))
     files = sorted(staging.glob("*.parquet"))
     t = pa.concat_tables([pq.read_table(f) for f in files])
@@ -431,12 +434,12 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
     wrong["bindings"] = wrong["bindings"].replace('"b": ["e12"]', '"b": ["e2"]')  # b before p
     pq.write_table(pa.Table.from_pylist(rows, schema=t.schema), staging / "part-0.parquet")
     with pytest.raises(ValidationFailed) as info:
-        validate_step(spark, profile, Path(P1), "tampered")
+        validate_step(spark, ctx)
     msg = str(info.value)
     assert "expect_column_values_to_be_unique(match_id)" in msg
     assert "expect_column_values_to_be_in_set(set_order_ok)" in msg
     with pytest.raises(ValidationFailed, match="failed validation, nothing published"):
-        publish_step(spark, profile, Path(P1), "tampered")
+        publish_step(spark, ctx)
     assert DeltaTable(lake.matches("mw_chemo_p1")).version() == version
     assert published_ids(profile, "mw_chemo_p1") == published
 
@@ -647,7 +650,7 @@ def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
 
     profile = dataclasses.replace(nightly[0], site=str(tmp_path / "site"))
     log = []
-    site_step(profile, log.append)
+    site_step(RunContext.start(profile, "site"), log.append)
     site = tmp_path / "site"
     assert any(line.startswith("catalogue:") for line in log), log
     pages = {"index": site / "index.html",

@@ -174,13 +174,14 @@ def _keys(rows) -> set[str]:
 def checked(spark, repo, tmp_path_factory):
     """pr-check of the branch on a sample of a real lake (one that holds the committed
     sepsis and locations events), every added and removed match kept."""
+    from jobs.context import RunContext
     from jobs.pipeline import ingest_sources
     from jobs.pr_check import pr_check
     from jobs.pr_report import write_report
 
     tmp = tmp_path_factory.mktemp("pr-run")
     real = replace(make_profile(tmp), pr_sample=30 * 365 * 86400 * 10**9)
-    ingest_sources(spark, real, "20261122T000000Z-000000", ["sepsis", "locations"],
+    ingest_sources(spark, RunContext.start(real, "20261122T000000Z-000000"), ["sepsis", "locations"],
                    echo=lambda *_: None)
     before = _tree(Path(real.lake))
     check = pr_check(spark, real, repo, "main", sample=True, charts=tmp / "report",

@@ -5,6 +5,7 @@ random table states; after every run the two tables hold the same rows and repor
 same counts."""
 
 import json
+import os
 import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -74,8 +75,9 @@ def merge_oracle(path: str, data: pa.Table, rng: RunRange) -> dict:
         return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%S.%fZ")
 
-    if not lk.exists(path) or (rng.full and _schema_changed(path, data.schema)):
-        before = DeltaTable(path).count() if lk.exists(path) else 0
+    lake = lk.Lake(os.path.dirname(path))
+    if not lake.exists(path) or (rng.full and _schema_changed(lake, path, data.schema)):
+        before = DeltaTable(path).count() if lake.exists(path) else 0
         write_deltalake(path, data, mode="overwrite", schema_mode="overwrite")
         return {"inserted": data.num_rows, "deleted": before}
     scope = [f"t.start_ts < '{iso(rng.high)}'"]
@@ -128,7 +130,7 @@ def test_publish_equals_the_merge(spark, initial, history):
             staging.mkdir()
             pq.write_table(_staged(inside), staging / "part-0.parquet")
             run_id = f"r{k + 1}"
-            before = DeltaTable(ours).version() if lk.exists(ours) else None
+            before = DeltaTable(ours).version() if lk.Lake(tmp).exists(ours) else None
             got = publish(spark, lk.Lake(tmp), PATTERN, run_id, str(staging), rng)
             want = merge_oracle(oracle, MatchRows.of(PATTERN, run_id).convert(
                 _staged(inside)), rng)

@@ -17,7 +17,7 @@ def tables(root: str) -> dict[str, str]:
         for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
             out[f"{kind}/{name}"] = os.path.join(folder, name)
     for name in ("runs", "ingest_log", "retractions"):
-        if lk.exists(os.path.join(root, name)):
+        if lk.Lake(root).exists(os.path.join(root, name)):
             out[name] = os.path.join(root, name)
     return out
 

@@ -48,7 +48,7 @@ def test_duplicate_names_fail_both_files_and_never_touch_a_table(spark, tmp_path
     assert status == [("mw_chemo_p1", "failed"), ("mw_chemo_p1", "failed"),
                       ("other_p1", "success")]
     assert all("is also used by" in r["message"] for r in rows if r["status"] == "failed")
-    assert not lk.exists(lk.Lake(profile.lake).matches("mw_chemo_p1"))
+    assert not profile.store().exists(profile.store().matches("mw_chemo_p1"))
     # the per-pattern steps (the DAG's) refuse it too, and say so in the run log
     from jobs.cli import main
 
@@ -89,7 +89,7 @@ def test_a_bad_landing_file_fails_only_its_source(spark, tmp_path):
     assert by["mw_chemo_p1"]["status"] == "success"
     assert by["ses_chemo_q1"]["status"] == "failed"
     assert "truncated.csv.gz: cannot be read as csv" in by["ses_chemo_q1"]["message"]
-    assert not lk.exists(lk.Lake(profile.lake).events("chemo_ses"))  # nothing half-written
+    assert not profile.store().exists(profile.store().events("chemo_ses"))  # nothing half-written
     assert [r["status"] for r in _runs(profile)].count("failed") == 1
     check(profile.lake)
 
