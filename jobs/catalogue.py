@@ -87,7 +87,7 @@ class Catalogue:
         return edges
 
 
-def _type_column(columns: dict[str, str]) -> str | None:
+def type_column(columns: dict[str, str]) -> str | None:
     return next((c for c in TYPE_COLUMNS if columns.get(c) == "string"), None)
 
 
@@ -107,7 +107,7 @@ def _shown_matches(lake: lk.Lake, pattern, t: pa.Table) -> list[dict]:
         .slice(0, SHOWN_MATCHES).to_pylist()
     ids = sorted({e for m in first for _, es in m["bindings"] for e in es})
     columns = load_sources().get(pattern.source)
-    label = _type_column(dict(columns.columns)) if columns else None
+    label = type_column(dict(columns.columns)) if columns else None
     wanted = ["event_id", "ts"] + ([label] if label else [])
     events = lake.table(lake.events(pattern.source)).to_pyarrow_dataset().to_table(
         columns=wanted, filter=pc.field("event_id").isin(ids)).to_pylist()
@@ -148,7 +148,7 @@ def _rel(path: Path) -> str:
 
 def _source_page(lake: lk.Lake, name: str, source) -> SourcePage:
     columns = dict(source.columns)
-    page = SourcePage(name, source.description or "", columns, type_column=_type_column(columns))
+    page = SourcePage(name, source.description or "", columns, type_column=type_column(columns))
     path = lake.events(name)
     if not lake.exists(path):
         return page

@@ -424,10 +424,11 @@ def cmd_validate_events(args) -> int:
 @_pipeline_errors
 @_pattern_step
 def cmd_publish(args, ctx) -> int:
-    from .pipeline import publish_step
+    from .pipeline import publish_step, staged_run
     from .spark import build_session
 
-    row = publish_step(build_session(ctx.profile), ctx)
+    staged = staged_run(ctx)  # a run that may not be published fails before Spark starts
+    row = publish_step(build_session(ctx.profile), ctx, staged)
     print(f"published {row['pattern']}: {row['inserted']} new match(es), "
           f"{row['deleted'] or 0} removed, {row['matches']} in this run's range")
     return 0

@@ -277,13 +277,13 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
         stats["seconds"] = time.perf_counter() - started
         return MatchJobResult(staging, stats)
     out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
-    out.write.mode("overwrite").parquet(staging)
+    out.write.mode("overwrite").parquet(lk.spark_uri(staging))
     # the per-group stats rows are summed in Spark: the driver gets one row back
     sums = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches",
             "work")
     schema_json = ", ".join(f"{f} long" for f in MatchStats.numeric_fields() if f != "seconds")
     schema_json += ", seconds double"
-    parsed = (spark.read.parquet(staging).where(F.col("kind") == "stats")
+    parsed = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "stats")
               .select(F.from_json("stats", schema_json).alias("s"), *[col(k) for k in keys]))
     aggs = [F.sum(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in sums]
     aggs += [F.max(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in MatchStats.MAXIMA]

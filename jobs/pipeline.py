@@ -256,8 +256,10 @@ def validate_step(spark, ctx: RunContext) -> dict:
     return outcome
 
 
-def publish_step(spark, ctx: RunContext) -> dict:
-    """Publish a staged, validated run and append its row to the runs log."""
+def staged_run(ctx: RunContext) -> tuple[dict, dict]:
+    """The staged run's counters and validation verdict, once it may be published: raises
+    when it was not staged, not validated or failed validation, or when its pattern file
+    changed since it was matched."""
     pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
     stats = _staged_stats(ctx)
     try:
@@ -271,6 +273,14 @@ def publish_step(spark, ctx: RunContext) -> dict:
     if stats["pattern_version"] != pattern.version:
         raise ValueError(f"{ctx.path} changed since run {run_id} was staged (version "
                          f"{stats['pattern_version']} -> {pattern.version}): match it again")
+    return stats, verdict
+
+
+def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None) -> dict:
+    """Publish a staged, validated run (``staged``: its ``staged_run``, when the caller
+    checked it already) and append its row to the runs log."""
+    pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
+    stats, verdict = staged or staged_run(ctx)
     rng = RunRange(stats["low"], stats["high"], stats["full"])
     t0 = time.perf_counter()
     row = dict(stats, run_id=run_id, pattern=pattern.name, source=pattern.source,
@@ -424,6 +434,13 @@ def short_error(exc: BaseException) -> str:
         if marker in text:
             tail = text[text.index(marker):].splitlines()[0]
             return tail[:1000]
+    if "Traceback (most recent call last)" in text:  # an executor's Python error: its cause
+        trace = text[text.rindex("Traceback (most recent call last)"):]
+        trace = trace.split("JVM stacktrace")[0]
+        causes = [line for line in trace.splitlines()[1:] if line.strip()
+                  and not line.startswith((" ", "\t"))]
+        if causes:
+            return causes[-1][:1000]
     first = text.strip().splitlines()[0] if text.strip() else ""
     return f"{type(exc).__name__}: {first}"[:1000]
 

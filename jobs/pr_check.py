@@ -383,7 +383,7 @@ def _slower(before: dict | None, after: dict) -> list[str]:
 
 def _shown_events(profile: Profile, diffs: list[PatternDiff]) -> dict:
     """Time and type of every event of a shown match, from the shared events."""
-    from .catalogue import _type_column
+    from .catalogue import type_column
 
     wanted: dict[str, set[str]] = {}
     for d in diffs:
@@ -398,7 +398,7 @@ def _shown_events(profile: Profile, diffs: list[PatternDiff]) -> dict:
         path = lake.events(source)
         if not ids or source is None or not lake.exists(path):
             continue
-        label = _type_column(dict(known[source].columns)) if source in known else None
+        label = type_column(dict(known[source].columns)) if source in known else None
         cols = ["event_id", "ts"] + ([label] if label else [])
         for e in lake.table(path).to_pyarrow_dataset().to_table(
                 columns=cols, filter=pc.field("event_id").isin(sorted(ids))).to_pylist():

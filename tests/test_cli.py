@@ -221,3 +221,26 @@ def test_progress_lines_inside_a_long_step():
     with progress("match fast", None, quiet.append, every=5):
         pass
     assert quiet == []  # a short step prints nothing
+
+
+def test_publish_refuses_an_unvalidated_run_before_spark_starts(tmp_path, monkeypatch, capsys):
+    """The staged/validated checks come first: no Spark session is built for a run that
+    may not be published (the step fails in a second, not after Spark's start-up)."""
+    import jobs.spark
+    from jobs.lake import Lake
+
+    def no_spark(*_a, **_k):
+        raise AssertionError("publish started Spark before checking the staged run")
+
+    monkeypatch.setattr(jobs.spark, "build_session", no_spark)
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(f"profiles:\n  t:\n    landing: {tmp_path}\n    lake: {tmp_path / 'lake'}\n")
+    monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))
+    pattern = ROOT / "patterns" / "mw_chemo_p1.yaml"
+    args = ["publish", str(pattern), "--run-id", "r1", "--profile", "t"]
+    assert main(args) != 0
+    assert "no staged run 'r1'" in capsys.readouterr().err
+    lake = Lake(str(tmp_path / "lake"))
+    lake.write_text(lake.staging("mw_chemo_p1", "r1") + "/_stats.json", json.dumps({"x": 1}))
+    assert main(args) != 0
+    assert "was not validated: run `validate-run` for it first" in capsys.readouterr().err

@@ -348,6 +348,21 @@ def test_publish_needs_a_staged_run(tmp_path):
             Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml"))
 
 
+def test_an_executor_error_is_reported_by_its_cause(spark):
+    """A failed pattern's runs row says what went wrong on the executor, not only that a
+    Python worker threw."""
+    from jobs.pipeline import short_error
+
+    def fail(batches):
+        for _ in batches:
+            raise FileNotFoundError("staging/x/part-0.parquet is gone")
+        yield from ()
+
+    with pytest.raises(Exception) as info:
+        spark.range(4).mapInArrow(fail, "id long").collect()
+    assert short_error(info.value) == "FileNotFoundError: staging/x/part-0.parquet is gone"
+
+
 def test_java_missing_is_explained(monkeypatch, tmp_path):
     from jobs.spark import JavaMissing, check_java
 
