@@ -475,7 +475,6 @@ def _run_models(spark, models: list[ModelDiff], needed: dict[Path, dict],
         return
     results = {}
     for side, folder in (("base", base_folder), ("head", head_folder)):
-        _drop_lake_views(spark)  # the other side's views must not leak in
         select = list(needed.get(folder) or {})
         lake = scratch[side].store()
         try:
@@ -493,15 +492,6 @@ def _run_models(spark, models: list[ModelDiff], needed: dict[Path, dict],
         added, removed = _row_diff(old, new)
         m.n_added, m.n_removed = len(added), len(removed)
         m.added, m.removed = added[:SHOWN], removed[:SHOWN]
-
-
-def _drop_lake_views(spark) -> None:
-    from .views import KINDS, SINGLES
-
-    prefixes = tuple(f"{k}_" for k in KINDS) + ("match_events",)
-    for t in spark.catalog.listTables():
-        if t.isTemporary and (t.name.startswith(prefixes) or t.name in SINGLES):
-            spark.catalog.dropTempView(t.name)
 
 
 def _row_diff(before: pa.Table | None, after: pa.Table | None) -> tuple[list[dict], list[dict]]:

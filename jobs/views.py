@@ -98,9 +98,14 @@ def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str) -> dict[s
 
 
 def register_spark(spark, lake: lk.Lake) -> list[str]:
-    """Every view on a Spark session; returns their names."""
+    """Every view of the lake on a Spark session, instead of those of a lake registered
+    before (a table one lake has and the other not must not leak); returns their names."""
     from .models import register_references
 
+    prefixes = tuple(f"{k}_" for k in KINDS) + ("match_events",)
+    for t in spark.catalog.listTables():
+        if t.isTemporary and (t.name.startswith(prefixes) or t.name in SINGLES):
+            spark.catalog.dropTempView(t.name)
     tables = lake_tables(lake)
     for view, path in tables.items():
         lake.read_spark(spark, path).createOrReplaceTempView(view)

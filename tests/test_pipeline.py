@@ -585,6 +585,21 @@ def test_fast_query_path_equals_spark(spark, nightly, sql):
         [list(r.values()) for r in ours.to_pylist()]
 
 
+def test_spark_views_are_those_of_the_last_lake_registered(spark, tmp_path):
+    """A table only the first lake has must not answer queries over the second (pr-check
+    and the models register one lake after another on one session)."""
+    from jobs.views import register_spark
+
+    first, second = lk.Lake(str(tmp_path / "a")), lk.Lake(str(tmp_path / "b"))
+    first.append(first.events("only_a"), pa.table({"event_id": ["x"]}))
+    for lake, n in ((first, 1), (second, 2)):
+        lake.append(lake.retractions(), pa.table({"retraction_id": [f"r{i}" for i in range(n)]}))
+    assert "events_only_a" in register_spark(spark, first)
+    assert "events_only_a" not in register_spark(spark, second)
+    assert not spark.catalog.tableExists("events_only_a")
+    assert spark.sql("SELECT count(*) AS n FROM retractions").first()["n"] == 2
+
+
 def test_query_command_formats_and_fallback(nightly, monkeypatch, capsys, tmp_path):
     import csv
     import io
