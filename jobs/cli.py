@@ -256,6 +256,11 @@ def _pipeline_errors(fn):
                 ValueError, ValidationFailed, LakeBusy) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
+        except OSError as exc:  # the lake's storage (an object store's errors from delta-rs)
+            from .lake import storage_error
+
+            print(f"error: {storage_error(exc)}", file=sys.stderr)
+            return 2
         except Exception as exc:
             from deltalake.exceptions import CommitFailedError
 
@@ -333,9 +338,10 @@ def cmd_ingest(args) -> int:
 
     profile = load_profile(args.profile)
     ctx = RunContext.start(profile, args.run_id or new_run_id())
+    spark = build_session(profile)  # a Spark that cannot read the lake stops before it
     with lake_lock(profile.lake, f"ingest {ctx.run_id}", profile.lock_dir):
         reconcile(ctx.lake)
-        _, failed = ingest_sources(build_session(profile), ctx, args.source or None,
+        _, failed = ingest_sources(spark, ctx, args.source or None,
                                    echo=lambda line: None if line.startswith("FAILED")
                                    else print(line))
     for message in failed.values():

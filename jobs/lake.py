@@ -202,6 +202,23 @@ class Lake:
         return sorted(i.base_name for i in found if i.type == kind)
 
 
+def storage_error(exc: OSError) -> str:
+    """One line for a storage error: delta-rs reports an object store's failure as a chain
+    of causes on many (coloured) lines; this keeps what failed, the request and the
+    innermost cause."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    parts = [p.strip() for p in re.split(r"\n\s*↳", text) if p.strip()]
+    if len(parts) <= 1:
+        return text.strip() or type(exc).__name__
+    request = next((p.split(" in ")[0] for p in parts
+                    if p.startswith("Error performing ") and "://" in p), None)
+    return (f"{parts[0]}: {parts[-1]}" + (f" ({request})" if request else "")
+            + "; check the profile's storage_options (endpoint, credentials, region) and "
+              "that the store is reachable from this host")
+
+
 def file_name(path: str) -> str:
     """A data file's name, from its URI or from its path in the Delta log."""
     return path.replace("\\", "/").rsplit("/", 1)[-1]

@@ -256,3 +256,44 @@ def test_object_store_paths_never_touch_the_local_disk(s3_lake, tmp_path, monkey
     assert site_folder(s3_lake) == home / "site"
     assert lock_folder(s3_lake.root).parent == home
     assert not (tmp_path / "s3:").exists() and os.listdir(tmp_path) == ["home"]
+
+
+def test_an_unreachable_store_is_one_line_naming_the_request(tmp_path, monkeypatch, capsys):
+    from jobs.cli import main
+
+    port = _free_port()  # nothing listens there
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text("profiles:\n  s3:\n    landing: s3://b/landing\n    lake: s3://b/lake\n"
+                    "    storage_options:\n"
+                    + "".join(f"      {k}: '{v}'\n" for k, v in KEY.items())
+                    + f"      AWS_ENDPOINT_URL: http://127.0.0.1:{port}\n")
+    monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))
+    assert main(["runs", "--profile", "s3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "\x1b" not in err
+    assert f"GET http://127.0.0.1:{port}/b?" in err and "Connection refused" in err
+    assert "check the profile's storage_options" in err
+
+
+def test_query_and_runs_commands_on_an_object_store_lake(s3_lake, tmp_path, monkeypatch,
+                                                           capsys):
+    """The analyst's commands that need no Spark work on a bucket as on a folder."""
+    from jobs.cli import main
+    from jobs.publish import log_run
+    from jobs.status import SUCCESS
+
+    now = datetime.now(timezone.utc)
+    log_run(s3_lake, {"run_id": "r7", "pattern": "p", "status": SUCCESS, "matches": 4,
+                      "started_at": now, "finished_at": now})
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(f"profiles:\n  s3:\n    landing: {tmp_path}\n    lake: {s3_lake.root}\n"
+                    "    storage_options:\n"
+                    + "".join(f"      {k}: '{v}'\n" for k, v in s3_lake.options))
+    monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))
+    assert main(["query", "--profile", "s3"]) == 0
+    assert "tables: runs" in capsys.readouterr().out
+    assert main(["query", "--profile", "s3", "--format", "csv",
+                 "SELECT run_id, matches FROM runs"]) == 0
+    assert capsys.readouterr().out.splitlines() == ["run_id,matches", "r7,4"]
+    assert main(["runs", "--profile", "s3"]) == 0
+    assert "r7" in capsys.readouterr().out
