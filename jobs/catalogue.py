@@ -125,10 +125,9 @@ def _pattern_page(lake: lk.Lake, path: Path, pattern, runs: list[dict]) -> Patte
     page = PatternPage(pattern.name, _rel(path), path.read_text(encoding="utf-8"), pattern,
                        description=pattern.description or "", version=pattern.version)
     page.runs = [r for r in runs if r["pattern"] == pattern.name]
-    table_path = lake.matches(pattern.name)
-    if not lake.exists(table_path):
+    dt = lake.read_table(lake.matches(pattern.name))
+    if dt is None:
         return page
-    dt = lake.table(table_path)
     page.table_version = dt.metadata().configuration.get("ses.pattern.version", "")
     schema = pa.schema(dt.schema().to_arrow())
     page.columns = [(f.name, str(f.type), (f.metadata or {}).get(b"comment", b"").decode())
@@ -149,10 +148,10 @@ def _rel(path: Path) -> str:
 def _source_page(lake: lk.Lake, name: str, source) -> SourcePage:
     columns = dict(source.columns)
     page = SourcePage(name, source.description or "", columns, type_column=type_column(columns))
-    path = lake.events(name)
-    if not lake.exists(path):
+    dt = lake.read_table(lake.events(name))
+    if dt is None:
         return page
-    ds = lake.table(path).to_pyarrow_dataset()
+    ds = dt.to_pyarrow_dataset()
     cols = ["ts"] + ([page.type_column] if page.type_column else [])
     t = ds.to_table(columns=cols)
     page.events = t.num_rows
@@ -176,8 +175,8 @@ def _model_pages(lake: lk.Lake) -> list[ModelPage]:
     out = []
     for m in models:
         page = ModelPage(m.name, m.description, m.sql, tuple(m.tables))
-        if lake.exists(lake.model(m.name)):
-            dt = lake.table(lake.model(m.name))
+        dt = lake.read_table(lake.model(m.name))
+        if dt is not None:
             page.rows = lake.count_rows(lake.model(m.name))
             page.columns = [(f.name, str(f.type)) for f in pa.schema(dt.schema().to_arrow())]
         out.append(page)

@@ -89,20 +89,30 @@ class Lake:
     def exists(self, path: str) -> bool:
         return DeltaTable.is_deltatable(path, storage_options=self.storage_options)
 
+    def read_table(self, path: str) -> DeltaTable | None:
+        """The table at ``path``, or None when there is none (one read of its log)."""
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            return DeltaTable(path, storage_options=self.storage_options)
+        except TableNotFoundError:
+            return None
+
     def table(self, path: str) -> DeltaTable:
-        if not self.exists(path):
+        dt = self.read_table(path)
+        if dt is None:
             raise FileNotFoundError(
                 f"no Delta table at {path}: run the step that creates it first (ingest "
                 "creates events/<source>, publish creates matches/<pattern>)")
-        return DeltaTable(path, storage_options=self.storage_options)
+        return dt
 
     def read_arrow(self, path: str, columns: list[str] | None = None,
                    filter=None) -> pa.Table | None:
         """A table's current snapshot as Arrow (for small tables: runs, ingest log)."""
-        if not self.exists(path):
+        dt = self.read_table(path)
+        if dt is None:
             return None
-        ds = self.table(path).to_pyarrow_dataset()
-        return ds.to_table(columns=columns, filter=filter)
+        return dt.to_pyarrow_dataset().to_table(columns=columns, filter=filter)
 
     def write(self, path: str, data, mode: str = "error", **kw) -> None:
         """``deltalake.write_deltalake`` on this lake (``kw``: its other arguments)."""
@@ -133,8 +143,7 @@ class Lake:
         """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
         per-file statistics (no data is read)."""
         dt = self.table(path)
-        files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
-            else dt.file_uris()
+        files = _data_files(dt, partition_filters)
         actions = pa.table(dt.get_add_actions(flatten=True))
         records = dict(zip(actions.column("path").to_pylist(),
                            actions.column("num_records").to_pylist()))
@@ -151,8 +160,7 @@ class Lake:
         from pyspark.sql.pandas.types import from_arrow_schema
 
         dt = self.table(path)
-        files = dt.file_uris(file_pruning_predicate=partition_filters) if partition_filters \
-            else dt.file_uris()
+        files = _data_files(dt, partition_filters)
         if only is not None:
             files = [f for f in files if file_name(f) in only]
         if not files:
@@ -202,6 +210,14 @@ class Lake:
         return sorted(i.base_name for i in found if i.type == kind)
 
 
+def _data_files(dt: DeltaTable, partition_filters=None) -> list[str]:
+    """The URIs of the snapshot's data files (of the partitions ``partition_filters``
+    keeps)."""
+    if partition_filters:
+        return dt.file_uris(file_pruning_predicate=partition_filters)
+    return dt.file_uris()
+
+
 def storage_error(exc: OSError) -> str:
     """One line for a storage error: delta-rs reports an object store's failure as a chain
     of causes on many (coloured) lines; this keeps what failed, the request and the
@@ -247,15 +263,25 @@ def filesystem(uri: str, storage_options: dict[str, str] | None = None):
     return pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + os.path.abspath(uri))
 
 
+def s3_settings(storage_options: dict[str, str] | None) -> dict:
+    """What delta-rs's S3 ``storage_options`` say (keys in any case), for the other
+    clients of the same store (pyarrow here, Hadoop's s3a in ``jobs.spark``): endpoint,
+    plain ``http``, region, access_key, secret_key, session_token (None: not given)."""
+    o = {k.upper(): v for k, v in (storage_options or {}).items()}
+    return {"endpoint": o.get("AWS_ENDPOINT_URL") or o.get("AWS_ENDPOINT"),
+            "http": o.get("AWS_ALLOW_HTTP", "").lower() == "true",
+            "region": o.get("AWS_REGION") or o.get("AWS_DEFAULT_REGION"),
+            "access_key": o.get("AWS_ACCESS_KEY_ID"),
+            "secret_key": o.get("AWS_SECRET_ACCESS_KEY"),
+            "session_token": o.get("AWS_SESSION_TOKEN")}
+
+
 def _s3(options: dict[str, str]):
     import pyarrow.fs as pafs
 
-    o = {k.upper(): v for k, v in options.items()}
-    kw = {"access_key": o.get("AWS_ACCESS_KEY_ID"), "secret_key": o.get("AWS_SECRET_ACCESS_KEY"),
-          "session_token": o.get("AWS_SESSION_TOKEN"),
-          "region": o.get("AWS_REGION") or o.get("AWS_DEFAULT_REGION")}
-    endpoint = o.get("AWS_ENDPOINT_URL") or o.get("AWS_ENDPOINT")
-    if endpoint:
-        scheme, _, host = endpoint.rpartition("://")
+    s = s3_settings(options)
+    kw = {k: s[k] for k in ("access_key", "secret_key", "session_token", "region")}
+    if s["endpoint"]:
+        scheme, _, host = s["endpoint"].rpartition("://")
         kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
     return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})

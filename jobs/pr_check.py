@@ -237,9 +237,9 @@ def copy_sample(real: lk.Lake, src: str, mine: lk.Lake, dst: str, span: int) -> 
     read. Returns the number copied (None: no table at ``src``)."""
     from datetime import timedelta
 
-    if not real.exists(src):
+    dt = real.read_table(src)
+    if dt is None:
         return None
-    dt = real.table(src)
     actions = pa.table(dt.get_add_actions(flatten=True))
     dataset = dt.to_pyarrow_dataset()
     if "max.ts" in actions.column_names:

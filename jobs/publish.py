@@ -60,13 +60,13 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
     meta = {RUN_KEY: json.dumps(run_row or {"run_id": run_id}, default=str)}
     written: list[dict] = []
     try:
-        if not lake.exists(path) or (rng.full and _schema_changed(lake, path, schema)):
-            before = lake.table(path).count() if lake.exists(path) else 0
+        table = lake.read_table(path)
+        if table is None or (rng.full and _schema_changed(table, schema)):
+            before = table.count() if table is not None else 0
             written = delta_files.write(staged, lake, path, prefix, schema, n, rows.convert)
             delta_files.commit(lake, path, schema, written, [], _counts(meta, n, before),
-                               replace_all=lake.exists(path))
+                               replace_all=table is not None)
             return {"inserted": n, "deleted": before, "published": n}
-        table = lake.table(path)
         staged_span = None if n == 0 else (parse_ts(bounds["low"]), parse_ts(bounds["high"]))
         touched = [f for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()
                    if _may_hold(f, pattern.version, rng, staged_span)]
@@ -129,8 +129,8 @@ def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | No
     return any(lo < high and hi > low for low, high in spans)
 
 
-def _schema_changed(lake: lk.Lake, path: str, schema: pa.Schema) -> bool:
-    current = pa.schema(lake.table(path).schema().to_arrow())
+def _schema_changed(table, schema: pa.Schema) -> bool:
+    current = pa.schema(table.schema().to_arrow())
     return [f.name for f in current] != [f.name for f in schema]
 
 

@@ -54,10 +54,8 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
     now = datetime.now(timezone.utc)
     # 1. published, not logged
     for name in lake.children(lake.matches()):
-        path = lake.matches(name)
-        if not lake.exists(path):
-            continue
-        for h in lake.table(path).history(HISTORY):
+        table = lake.read_table(lake.matches(name))
+        for h in table.history(HISTORY) if table is not None else []:
             if RUN_KEY not in h:
                 continue
             row = json.loads(h[RUN_KEY])

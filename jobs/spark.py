@@ -11,8 +11,9 @@ import sys
 from .config import CONF, ROOT, ConfigError, Profile
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
-SECRETS = ("spark.hadoop.fs.s3a.access.key", "spark.hadoop.fs.s3a.secret.key",
-           "spark.hadoop.fs.s3a.session.token")
+SECRETS = {"access_key": "spark.hadoop.fs.s3a.access.key",  # lake.s3_settings -> s3a
+           "secret_key": "spark.hadoop.fs.s3a.secret.key",
+           "session_token": "spark.hadoop.fs.s3a.session.token"}
 
 
 class JavaMissing(RuntimeError):
@@ -64,7 +65,7 @@ def submit_command(profile: Profile, spark_submit: str, entry: str, args: list[s
     processes, the ``jobs`` package for them."""
     cmd = [spark_submit, "--master", profile.spark_master, "--name", app_name]
     for key, value in session_conf(profile).items():
-        if key not in SECRETS:  # not on a command line: s3a reads them from the environment
+        if key not in SECRETS.values():  # not on a command line: s3a reads them from the environment
             cmd += ["--conf", f"{key}={value}"]
     if not profile.spark_master.startswith("local"):
         cmd += ["--py-files", project_zip()]
@@ -92,25 +93,20 @@ def session_conf(profile: Profile) -> dict[str, str]:
     """The profile's Spark settings and, for a lake on an object store, Hadoop's ``s3a``
     settings for the same store as its delta-rs ``storage_options`` (endpoint, path-style
     access, plain HTTP, region, credentials); a setting in the profile wins."""
-    from .lake import OBJECT_STORES
+    from .lake import OBJECT_STORES, s3_settings
 
     if not profile.lake.startswith(OBJECT_STORES):
         return dict(profile.spark_conf)
-    o = {k.upper(): v for k, v in profile.storage_options.items()}
+    s = s3_settings(profile.storage_options)
     conf = {"spark.hadoop.fs.s3.impl": S3A}  # delta-rs lists its files as s3://
-    endpoint = o.get("AWS_ENDPOINT_URL") or o.get("AWS_ENDPOINT")
-    if endpoint:
-        conf["spark.hadoop.fs.s3a.endpoint"] = endpoint
+    if s["endpoint"]:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s["endpoint"]
         conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
-    if o.get("AWS_ALLOW_HTTP", "").lower() == "true":
+    if s["http"]:
         conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false"
-    region = o.get("AWS_REGION") or o.get("AWS_DEFAULT_REGION")
-    if region:
-        conf["spark.hadoop.fs.s3a.endpoint.region"] = region
-    for key, option in zip(SECRETS, ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY",
-                                     "AWS_SESSION_TOKEN")):
-        if o.get(option):
-            conf[key] = o[option]
+    if s["region"]:
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = s["region"]
+    conf.update({key: s[name] for name, key in SECRETS.items() if s[name]})
     return {**conf, **profile.spark_conf}
 
 
@@ -137,11 +133,11 @@ def require_object_store(spark, profile: Profile) -> None:
         f"reads it through Hadoop's s3a filesystem ({S3A}), which this Spark does not have. "
         f"Put hadoop-aws-{hadoop}.jar (the version of pyspark's Hadoop, {hadoop}) and the "
         "AWS SDK v2 bundle jar it depends on (software.amazon.awssdk:bundle) on the "
-        "classpath: `spark.jars: /path/to/hadoop-aws-{v}.jar,/path/to/bundle-<version>.jar` "
-        "in the profile's spark.conf, or `spark.jars.packages: "
+        f"classpath: `spark.jars: /path/to/hadoop-aws-{hadoop}.jar,/path/to/bundle-<version>"
+        ".jar` in the profile's spark.conf, or `spark.jars.packages: "
         f"org.apache.hadoop:hadoop-aws:{hadoop}` where Maven Central is reachable. The s3a "
         "endpoint, region and credentials come from the profile's storage_options "
-        "(README: 'Lakes on object storage')".replace("{v}", hadoop))
+        "(README: 'Lakes on object storage')")
 
 
 def project_zip() -> str:

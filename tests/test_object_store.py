@@ -271,7 +271,7 @@ def test_an_unreachable_store_is_one_line_naming_the_request(tmp_path, monkeypat
     assert main(["runs", "--profile", "s3"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "\x1b" not in err
-    assert f"GET http://127.0.0.1:{port}/b?" in err and "Connection refused" in err
+    assert f"GET http://127.0.0.1:{port}/b/lake/runs/_delta_log/" in err and "Connection refused" in err
     assert "check the profile's storage_options" in err
 
 

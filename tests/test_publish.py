@@ -75,9 +75,9 @@ def merge_oracle(path: str, data: pa.Table, rng: RunRange) -> dict:
         return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%S.%fZ")
 
-    lake = lk.Lake(os.path.dirname(path))
-    if not lake.exists(path) or (rng.full and _schema_changed(lake, path, data.schema)):
-        before = DeltaTable(path).count() if lake.exists(path) else 0
+    table = lk.Lake(os.path.dirname(path)).read_table(path)
+    if table is None or (rng.full and _schema_changed(table, data.schema)):
+        before = table.count() if table is not None else 0
         write_deltalake(path, data, mode="overwrite", schema_mode="overwrite")
         return {"inserted": data.num_rows, "deleted": before}
     scope = [f"t.start_ts < '{iso(rng.high)}'"]
