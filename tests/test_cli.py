@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -37,6 +38,21 @@ def test_validate_reports_path_line_message(capsys, tmp_path):
     lines = err.strip().splitlines()
     assert lines[0] == f"{bad}:3: within: bad unit 'weeks' in '2 weeks': use one of ms, s, min, h, d"
     assert len(lines) == 2 and "1 problem(s) in 2 pattern file(s)" in lines[1]
+
+
+
+def test_match_refuses_a_condition_on_ts(capsys, tmp_path):
+    """`b.ts - c.ts < 864000` used to give 0 matches with no error."""
+    text = Path(P1).read_text().split("examples:")[0].replace(
+        "  - prev(p.value) < p.value\n", "  - prev(p.value) < p.value\n  - b.ts - c.ts < 864000\n")
+    f = tmp_path / "gap.yaml"
+    f.write_text(text)
+    code, out, err = run_cli(capsys, "match", str(f), MW)
+    assert code == 2 and out == ""
+    assert f"{f}:19: in condition 'b.ts - c.ts < 864000': b.ts, c.ts: conditions on event " \
+           "times are not supported yet" in err
+    code, out, err = run_cli(capsys, "validate", str(f))
+    assert code == 1 and "conditions on event times are not supported yet" in err
 
 
 def test_validate_checks_schema_and_source(capsys, tmp_path):

@@ -209,6 +209,25 @@ def test_type_mismatch_against_the_schema():
     assert any("f.yaml:7:" in x and "the list after in has numbers" in x for x in found), found
 
 
+
+@pytest.mark.parametrize("condition", ["b.ts - a.ts < 864000", "a.ts > 5",
+                                       "a.x = 1 or not (b.ts >= 2)", "prev(a.ts) < a.ts"])
+def test_a_condition_on_the_event_time_is_refused(condition):
+    """A condition on ts used to be accepted and never hold: it is refused with its line."""
+    sets = "sets: [[a+], [b]]\n" if "prev" in condition else "sets: [[a], [b]]\n"
+    assert_problem(HEAD + sets + f"conditions:\n  - a.x = 1\n  - {condition}\n", 7,
+                   "conditions on event times are not supported yet")
+
+
+def test_a_timestamp_column_in_a_condition_is_refused_against_the_schema():
+    from jobs.core.loader import check_schema
+
+    p = parse_pattern(HEAD + "sets: [[a], [b]]\nconditions:\n  - b.seen > a.seen\n",
+                      "f.yaml")
+    found = [str(x) for x in check_schema(p, {"seen": "timestamp", "value": "number"})]
+    assert found and all("f.yaml:6:" in x and "seen holds timestamps" in x for x in found), found
+
+
 def test_bounds_are_quoted_or_block_style():
     a = parse_pattern(HEAD + "sets: [[a, 'p{2,5}', 'q{3,}']]\n")
     b = parse_pattern(HEAD + "sets:\n  - - a\n    - p{2,5}\n    - q{3,}\n")

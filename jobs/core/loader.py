@@ -25,6 +25,7 @@ from .conditions import (
     Neg,
     PrevRelationship,
     Relationship,
+    attributes_of,
     comparisons_of,
     parse_conditions,
 )
@@ -552,13 +553,25 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
                                             f"variable {v!r} (the pattern's variables are "
                                             f"{known})"))
                 continue
-            message = _misuse(cond, variables)
+            message = _misuse(cond, variables) or _on_time(cond)
             if message:
                 problems.append(Problem(path, line, f"in condition {shown!r}: {message}"))
                 continue
             conditions.append(cond)
             lines.append(line)
     return conditions, lines
+
+
+TIME_REFUSED = ("conditions on event times are not supported yet (such a condition would "
+                "never hold): bound the whole match with `within:` instead "
+                "(docs/language.md, Conditions)")
+
+
+def _on_time(cond) -> str | None:
+    """A condition that reads ``ts``, the event time. Conditions compare numbers and text
+    only; refusing one on time beats accepting a condition that silently never holds."""
+    names = sorted({str(a) for a in attributes_of(cond.expr) if a.attr == "ts"})
+    return f"{', '.join(names)}: {TIME_REFUSED}" if names else None
 
 
 def _misuse(cond, variables: dict[str, Variable]) -> str | None:
@@ -705,6 +718,11 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
             problems.append(Problem(path, line, f"in condition '{cond}': the source has no "
                                     f"attribute {a!r} (columns: {columns}){extra}"))
         if missing:
+            continue
+        timed = [a for a in attrs if schema.get(a) == "timestamp"]
+        if timed:
+            problems.append(Problem(path, line, f"in condition '{cond}': {', '.join(timed)} "
+                                    f"holds timestamps: {TIME_REFUSED}"))
             continue
         for message in _type_problems(cond.expr, kind_of):
             problems.append(Problem(path, line, f"in condition '{cond}': {message}"))
