@@ -14,7 +14,7 @@ $(STAMP): requirements.lock
 	@$(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	@echo "compiling the matching kernels (once per checkout, about 15 s)…"
-	@$(PY) -c 'from jobs.core.engine import warm_up; print(f"kernels ready in {warm_up():.0f} s")'
+	@$(PY) -c 'from jobs.core.runner import warm_up; print(f"kernels ready in {warm_up():.0f} s")'
 	@touch $(STAMP)
 
 # Headless Chromium (Debian's package) for the catalogue site's tests

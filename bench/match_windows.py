@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 from jobs.core.columns import from_events  # noqa: E402
 from jobs.core.engine import MatchOptions, MatchStats, compile_pattern, execute  # noqa: E402
 from jobs.core.events import Event  # noqa: E402
-from jobs.core.loader import parse_pattern  # noqa: E402
+from jobs.core.patternfile import parse_pattern  # noqa: E402
 
 HOSPITAL = ROOT.parent / "shared" / "data" / "real" / "bpi2011_hospital.parquet"
 CONFIGS = {

@@ -54,8 +54,8 @@ def run_project(name: str, work: Path) -> dict:
 
     from jobs.core.columns import from_arrow
     from jobs.core.engine import MatchOptions, MatchStats, compile_pattern, execute
-    from jobs.core.loader import load_pattern
     from jobs.core.output import bindings_of, json_lines, sort_batch
+    from jobs.core.patternfile import load_pattern
 
     pattern_file, data, first_n, _ = WORKLOADS[name]
     t0 = time.perf_counter()

@@ -44,7 +44,7 @@ from jobs.core.engine import (  # noqa: E402
     execute,
     group_events,
 )
-from jobs.core.loader import parse_pattern  # noqa: E402
+from jobs.core.patternfile import parse_pattern  # noqa: E402
 from jobs.core.planners import PLANNERS  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "data" / "real"

@@ -26,12 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from spark_pipeline import MemorySampler  # noqa: E402
 
-from jobs import lake as lk  # noqa: E402
 from jobs.config import load_profile  # noqa: E402
-from jobs.core.loader import parse_pattern  # noqa: E402
-from jobs.horizons import RunRange  # noqa: E402
-from jobs.publish import publish  # noqa: E402
-from jobs.spark import build_session  # noqa: E402
+from jobs.core.patternfile import parse_pattern  # noqa: E402
+from jobs.lake import store as lk  # noqa: E402
+from jobs.pipeline.horizons import RunRange  # noqa: E402
+from jobs.pipeline.publish import publish  # noqa: E402
+from jobs.spark.session import build_session  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "out" / "publish"
 PATTERN = parse_pattern((ROOT / "patterns" / "mw_chemo_p1.yaml").read_text())

@@ -36,11 +36,11 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from jobs import lake as lk  # noqa: E402
 from jobs.config import load_profile  # noqa: E402
-from jobs.core.loader import parse_pattern  # noqa: E402
-from jobs.match_job import run_match_job  # noqa: E402
-from jobs.spark import build_session  # noqa: E402
+from jobs.core.patternfile import parse_pattern  # noqa: E402
+from jobs.lake import store as lk  # noqa: E402
+from jobs.pipeline.phase1 import run_match_job  # noqa: E402
+from jobs.spark.session import build_session  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "data" / "real"
 OUT = ROOT / "bench" / "out"
@@ -188,7 +188,7 @@ def main(argv=None) -> int:
     profile = load_profile(args.profile)
     started_cluster = False
     if args.profile == "standalone":
-        from jobs import cluster
+        from jobs.ops import cluster
 
         started_cluster = cluster.status() is None
         cluster.up(echo=lambda m: print(m, file=sys.stderr))
@@ -227,8 +227,8 @@ def measure(spark, profile, lake: lk.Lake, name: str, repeat: int) -> dict:
     job into staging, and the publish of its matches into a fresh table."""
     import shutil
 
-    from jobs.horizons import RunRange
-    from jobs.publish import publish
+    from jobs.pipeline.horizons import RunRange
+    from jobs.pipeline.publish import publish
 
     source, n = ensure_table(lake, name)
     text = PATTERNS["loans" if name == "loans" else "hospital"].replace(

@@ -32,7 +32,7 @@ t0 = time.perf_counter()
 from jobs.core.engine import MatchOptions, compile_pattern, execute
 from jobs.core.columns import from_events
 from jobs.core.events import Event, order
-from jobs.core.loader import load_pattern
+from jobs.core.patternfile import load_pattern
 imported = time.perf_counter() - t0
 events = order([Event(f"e{{i}}", i * 10**9, {{"type": t, "patient": 1, "value": i}})
                 for i, t in enumerate("CPPBCPB")])

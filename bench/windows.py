@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from jobs.core.columns import from_events  # noqa: E402
 from jobs.core.engine import MatchOptions, MatchStats  # noqa: E402
 from jobs.core.events import Event, order, parse_ts  # noqa: E402
-from jobs.core.loader import load_pattern, parse_pattern  # noqa: E402
+from jobs.core.patternfile import load_pattern, parse_pattern  # noqa: E402
 from jobs.core.window import oracle_windows  # noqa: E402
 from jobs.core.window_engine import execute_windows  # noqa: E402
 

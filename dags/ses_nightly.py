@@ -7,8 +7,8 @@ starts (``patterns/*.yaml`` and ``*.yml``), so a new pattern file joins the next
 this file. Each pattern's task matches, validates and publishes it, so a pattern's table
 is published as soon as it passes, and the task shows the pattern's name. The steps of
 one DAG run share one warm Spark application (``spark_session``, a setup task; see
-``jobs/session.py``), which ``stop_session`` ends; a step that finds no session runs with
-its own spark-submit on the profile's Spark master (``jobs.spark.submit_command``).
+``jobs/ops/session.py``), which ``stop_session`` ends; a step that finds no session runs with
+its own spark-submit on the profile's Spark master (``jobs.spark.session.submit_command``).
 Every step is idempotent: publishing replaces, by match_id, the matches of the range the
 logical date closes (the run's own date when a trigger gives none).
 
@@ -52,7 +52,7 @@ def _importable() -> None:
 
 
 def _env(profile) -> dict:
-    from jobs.spark import spark_environment
+    from jobs.spark.session import spark_environment
 
     return spark_environment(profile, dict(os.environ,
                                                   PYSPARK_PYTHON=str(VENV_BIN / "python"),
@@ -61,7 +61,7 @@ def _env(profile) -> dict:
 
 def _job(run_id: str, *args: str, spark: bool = True) -> str:
     """Run one step of the DAG run ``run_id`` the way `make run` does: in the run's warm
-    Spark session (``jobs.session``), or, when none answers, with its own spark-submit from
+    Spark session (``jobs.ops.session``), or, when none answers, with its own spark-submit from
     the venv (plain Python for a step without Spark). Its lines stream into the task log.
     A step that exits with 2 failed on its input (a pattern file, a quality gate, a bad
     raw file): the task fails without retries, with the step's own message; other
@@ -71,7 +71,7 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
     _importable()
-    from jobs.session import ask, socket_path
+    from jobs.ops.session import ask, socket_path
 
     lines = []
 
@@ -83,7 +83,7 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
     code = ask(socket_path(run_id), list(args), echo)
     if code is None:
         from jobs.config import load_profile
-        from jobs.spark import submit_command
+        from jobs.spark.session import submit_command
 
         profile = load_profile()
         cmd = (submit_command(profile, str(VENV_BIN / "spark-submit"),
@@ -120,7 +120,7 @@ def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
     the files of models/ (or SES_MODELS). A broken model folder gives one failing task
     with the message, not a DAG that does not import."""
     _importable()
-    from jobs.models import ModelError, load_models
+    from jobs.project.models import ModelError, load_models
 
     try:
         return [(m.name, m.depends_on) for m in load_models()], None
@@ -146,19 +146,19 @@ def ses_nightly():
         """Every pattern file (``*.yaml`` and ``*.yml``): a file that does not load or
         whose name another file uses fails its own match task, with a row in the log."""
         _importable()
-        from jobs.catalog import pattern_paths
+        from jobs.project.patterns import pattern_paths
 
         return [str(p) for p in pattern_paths(glob=os.environ.get("SES_PATTERNS"))]
 
     @task
     def spark_session() -> bool:
-        """One warm Spark application for this DAG run's steps (``jobs.session``); the
+        """One warm Spark application for this DAG run's steps (``jobs.ops.session``); the
         steps run on their own when it does not come up."""
         from airflow.sdk import get_current_context
 
         _importable()
         from jobs.config import load_profile
-        from jobs.session import socket_path, start
+        from jobs.ops.session import socket_path, start
 
         run_id, _ = _run(get_current_context())
         log = Path(os.environ.get("AIRFLOW_HOME", PROJECT)) / "ses-session.log"
@@ -172,7 +172,7 @@ def ses_nightly():
         from airflow.sdk import get_current_context
 
         _importable()
-        from jobs.session import ask, socket_path
+        from jobs.ops.session import ask, socket_path
 
         run_id, _ = _run(get_current_context())
         ask(socket_path(run_id), ["stop"], print)
@@ -184,7 +184,7 @@ def ses_nightly():
         from airflow.sdk import get_current_context
 
         _importable()
-        from jobs.catalog import load_catalog
+        from jobs.project.patterns import load_catalog
 
         run_id, day = _run(get_current_context())
         sources = sorted({p.source for _, p in load_catalog(paths).patterns})

@@ -1,5 +1,5 @@
-"""``python -m jobs …``: see ``jobs.cli``."""
+"""``python -m jobs …``: see ``jobs.cli.main``."""
 
-from .cli import exit_now, main
+from jobs.cli.main import exit_now, main
 
 exit_now(main())

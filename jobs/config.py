@@ -5,16 +5,52 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
 
-from .core.pattern import parse_duration
+from jobs.core.events import format_ts, parse_ts
+from jobs.core.pattern import parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"
+REFERENCES = CONF / "reference"  # reference tables: conf/reference/<name>.csv
 KINDS = ("string", "integer", "double", "number", "timestamp")
 FORMATS = ("csv", "jsonl", "parquet")
+
+
+NS_MIN, NS_MAX = -(2**63) + 1, 2**63 - 1
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """Accepted event timestamps [low, high] in ns (``conf/pipeline.yaml``: ``ingest``)."""
+
+    low: int = NS_MIN
+    high: int = NS_MAX
+    setting: str = "the range of 64-bit nanosecond timestamps"
+
+    def describe(self) -> str:
+        return f"{format_ts(self.low)[:10]} .. {format_ts(self.high)[:19]} ({self.setting})"
+
+
+TYPE_COLUMNS = ("event_type", "type", "activity", "event", "kind")  # in order of preference
+KEY_COLUMNS = ("patient", "person", "case", "pid", "customer", "user", "id")
+
+
+def pick_column(columns: dict[str, str], names) -> str | None:
+    """The first of ``names`` that is a text or integer column of ``columns``."""
+    usable = [c for c, kind in columns.items() if kind in ("string", "integer")]
+    return next((c for c in names if c in usable), None)
+
+
+def type_column(columns: dict[str, str], key: str | None = None) -> str | None:
+    """The column that tells events apart (their type), the one rule for the scaffold,
+    the catalogue and pr-check: the first of ``TYPE_COLUMNS`` holding text or integers,
+    else the first text column other than ``key``."""
+    return pick_column(columns, TYPE_COLUMNS) or next(
+        (c for c, k in columns.items() if k == "string" and c != key), None)
 
 
 class ConfigError(ValueError):
@@ -34,6 +70,16 @@ class Source:
     @property
     def id_rule(self) -> str:
         return "column" if self.id_column else "content_hash"
+
+    @property
+    def attributes(self) -> dict[str, str]:
+        """The columns a pattern can read: all but the id and the time column."""
+        return {c: k for c, k in self.columns.items() if c not in (self.id_column, self.time_column)}
+
+    @property
+    def type_column(self) -> str | None:
+        attrs = self.attributes
+        return type_column(attrs, pick_column(attrs, KEY_COLUMNS))
 
 
 @dataclass(frozen=True)
@@ -55,19 +101,8 @@ class Profile:
     pr_sample: int | None = None  # pr-check: the lake's last this-many ns (None: committed data)
     storage_options: dict[str, str] = field(default_factory=dict)  # delta-rs, object stores
 
-    def store(self):
-        """The profile's lake (``jobs.lake.Lake``), with its storage options."""
-        from .lake import Lake
-
-        return Lake.of(self.lake, self.storage_options)
-
     def ts_range(self, now=None):
         """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
-        from datetime import datetime, timezone
-
-        from .core.events import parse_ts
-        from .ingest import TimeRange
-
         now = now or datetime.now(timezone.utc)
         return TimeRange(parse_ts(self.earliest), parse_ts(now) + self.max_future,
                          f"conf/pipeline.yaml, profile {self.name}: ingest.earliest and "

@@ -55,7 +55,7 @@ def make_profile(tmp: Path, landing: Path | None = None, **kw):
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """The one SparkSession of the test run."""
-    from jobs.spark import build_session
+    from jobs.spark.session import build_session
 
     session = build_session(make_profile(tmp_path_factory.mktemp("spark")), "ses-tests")
     yield session

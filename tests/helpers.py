@@ -1,7 +1,7 @@
 from pathlib import Path
 
 from jobs.core.events import read_events
-from jobs.core.loader import load_pattern, parse_pattern
+from jobs.core.patternfile import load_pattern, parse_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "data" / "landing"
@@ -58,7 +58,7 @@ def assert_problem(text, line, fragment):
     """Parsing ``text`` reports a problem on ``line`` whose message has ``fragment``."""
     import pytest
 
-    from jobs.core.loader import PatternError
+    from jobs.core.patternfile import PatternError
 
     with pytest.raises(PatternError) as info:
         parse_pattern(text, "f.yaml")

@@ -9,7 +9,7 @@ come up often.
 from hypothesis import strategies as st
 
 from jobs.core.events import Event, order
-from jobs.core.loader import parse_pattern
+from jobs.core.patternfile import parse_pattern
 
 DAY = 86400 * 10**9
 TYPES = ("A", "B", "C", "D")

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs.cli import main
+from jobs.cli.main import main
 from jobs.core.events import EventFileError, format_ts, parse_ts, read_events
 
 from .helpers import EXAMPLES, ROOT
@@ -181,7 +181,7 @@ def test_match_reads_the_landing_formats_of_ingest(capsys, tmp_path):
     import gzip
 
     from jobs.config import load_sources
-    from jobs.ingest import read_raw, type_rows
+    from jobs.pipeline.ingest import read_raw, type_rows
 
     crp = str(ROOT / "patterns" / "sepsis_rising_crp_then_icu.yaml")
     raw = ROOT / "data" / "landing" / "sepsis" / "sepsis_1.jsonl.gz"
@@ -207,7 +207,7 @@ def test_match_reads_the_landing_formats_of_ingest(capsys, tmp_path):
 
 @pytest.mark.parametrize("source", ["sepsis", "hospital", "chemo_mw", "locations"])
 def test_new_pattern_scaffold_validates_with_its_examples(capsys, tmp_path, source):
-    from jobs.scaffold import scaffold
+    from jobs.tools.scaffold import scaffold
 
     path = scaffold(f"my_{source}", source, folder=tmp_path)
     code, out, err = run_cli(capsys, "validate", str(path))
@@ -242,13 +242,13 @@ def test_progress_lines_inside_a_long_step():
 def test_publish_refuses_an_unvalidated_run_before_spark_starts(tmp_path, monkeypatch, capsys):
     """The staged/validated checks come first: no Spark session is built for a run that
     may not be published (the step fails in a second, not after Spark's start-up)."""
-    import jobs.spark
-    from jobs.lake import Lake
+    import jobs.spark.session
+    from jobs.lake.store import Lake
 
     def no_spark(*_a, **_k):
         raise AssertionError("publish started Spark before checking the staged run")
 
-    monkeypatch.setattr(jobs.spark, "build_session", no_spark)
+    monkeypatch.setattr(jobs.spark.session, "build_session", no_spark)
     conf = tmp_path / "pipeline.yaml"
     conf.write_text(f"profiles:\n  t:\n    landing: {tmp_path}\n    lake: {tmp_path / 'lake'}\n")
     monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))

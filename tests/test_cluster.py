@@ -10,7 +10,7 @@ import pytest
 import yaml
 from deltalake import DeltaTable
 
-from jobs import cluster
+from jobs.ops import cluster
 
 from .conftest import ROOT
 
@@ -74,7 +74,7 @@ def test_the_dag_submits_to_the_profile_master():
     """A step the DAG runs with its own spark-submit goes to the profile's master, with
     the profile's settings and, off a local master, the jobs package."""
     from jobs.config import load_profile
-    from jobs.spark import submit_command
+    from jobs.spark.session import submit_command
 
     standalone = load_profile("standalone")
     cmd = submit_command(standalone, "spark-submit", "spark_entry.py", ["run"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import main
+from jobs.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
 GUIDE = ROOT / "docs" / "patterns.md"

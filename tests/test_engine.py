@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.cli import main
+from jobs.cli.main import main
 from jobs.core import oracle
 from jobs.core.columns import from_arrow, from_events
 from jobs.core.compiled import OPS, CompiledPattern, compare_columns
-from jobs.core.engine import MATCHERS, MatchOptions, MatchStats, compile_pattern, execute
+from jobs.core.engine import MATCHER_CLASSES, MatchOptions, MatchStats, compile_pattern, execute
 from jobs.core.events import Event, format_ts, order
 from jobs.core.output import iso_timestamps
 from jobs.core.runner import MatchCapExceeded, run
@@ -54,7 +54,7 @@ def test_tiny_batches_resume_exactly(matcher, data, batch_size):
 
 
 def test_registry_feeds_cli_and_loader(capsys, tmp_path):
-    assert set(MATCHERS) == {"ses", "zstream"}
+    assert set(MATCHER_CLASSES) == {"ses", "zstream"}
     f = tmp_path / "p.yaml"
     f.write_text("name: x\nsource: s\nwithin: 1d\nsets: [[a]]\nmatcher: nfa\n")
     assert main(["validate", str(f)]) == 1
@@ -165,8 +165,8 @@ def test_ids_that_need_json_escaping(capsys, tmp_path, matcher):
         assert '"\\u00e93"' in expected
 
     from jobs.core.events import read_events
-    from jobs.core.loader import load_pattern
     from jobs.core.output import bindings_json, bindings_of, match_id, match_ids
+    from jobs.core.patternfile import load_pattern
 
     pattern = load_pattern(p)
     c = compile_pattern(pattern)

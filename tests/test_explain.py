@@ -7,8 +7,9 @@ import textwrap
 import pytest
 
 from jobs.core.events import Event, order, parse_ts
-from jobs.core.loader import load_pattern
-from jobs.explain import unsatisfiable, variable_counts, why_not
+from jobs.core.patternfile import load_pattern
+from jobs.spark.diagnostics import unsatisfiable, variable_counts
+from jobs.tools.explain import why_not
 
 RISING = """\
     name: rising

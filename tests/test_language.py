@@ -15,7 +15,7 @@ from jobs.core import oracle
 from jobs.core.columns import from_events
 from jobs.core.conditions import parse_condition, truth
 from jobs.core.events import Event, order
-from jobs.core.loader import parse_pattern
+from jobs.core.patternfile import parse_pattern
 from jobs.core.programs import TRUE, Programs, vector_truth
 from jobs.core.runner import MatchOptions, run
 
@@ -200,7 +200,7 @@ def test_language_mistakes(body, line, fragment):
 
 
 def test_type_mismatch_against_the_schema():
-    from jobs.core.loader import check_schema
+    from jobs.core.patternfile import check_schema
 
     p = parse_pattern(HEAD + "sets: [[a], [b]]\nconditions:\n  - b.value > 2 * a.type\n"
                       "  - a.type in ('x', 3)\n", "f.yaml")
@@ -220,7 +220,7 @@ def test_a_condition_on_the_event_time_is_refused(condition):
 
 
 def test_a_timestamp_column_in_a_condition_is_refused_against_the_schema():
-    from jobs.core.loader import check_schema
+    from jobs.core.patternfile import check_schema
 
     p = parse_pattern(HEAD + "sets: [[a], [b]]\nconditions:\n  - b.seen > a.seen\n",
                       "f.yaml")

@@ -2,7 +2,7 @@
 
 import pytest
 
-from jobs.models import ModelError, expectations, load_models
+from jobs.project.models import ModelError, expectations, load_models
 
 
 def write(folder, name, sql, meta=None):

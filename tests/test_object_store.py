@@ -20,10 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jobs import lake as lk
 from jobs.config import ConfigError, load_profile, load_sources
-from jobs.horizons import RunRange
-from jobs.ingest import ingest
+from jobs.lake import store as lk
+from jobs.lake.store import Lake
+from jobs.pipeline.horizons import RunRange
+from jobs.pipeline.ingest import ingest
 
 from .conftest import ROOT, make_profile
 
@@ -89,7 +90,7 @@ def test_the_profile_carries_storage_options_from_the_environment(tmp_path, monk
                     "      AWS_SECRET_ACCESS_KEY: ${SES_TEST_SECRET}\n")
     monkeypatch.setenv("SES_TEST_SECRET", "s3cr3t")
     profile = load_profile("s3", conf)
-    store = profile.store()
+    store = Lake.of_profile(profile)
     assert store.root == "s3a://b/lake" and not store.local
     assert store.storage_options == {"AWS_ENDPOINT_URL": "http://127.0.0.1:9",
                                      "AWS_SECRET_ACCESS_KEY": "s3cr3t"}
@@ -119,7 +120,7 @@ def test_ingest_into_an_object_store_lake_equals_a_local_one(s3_lake, tmp_path):
 def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
     """The executors write the match table's files into the bucket (pyarrow's S3
     filesystem with the lake's options, shipped in the task), the driver commits."""
-    from jobs.publish import publish
+    from jobs.pipeline.publish import publish
 
     from .test_publish import DAY, EPOCH_NS, PATTERN, _staged
 
@@ -145,8 +146,8 @@ def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
 def test_runs_log_and_reconcile_on_an_object_store_lake(s3_lake):
     """The run plan file, the staged folders and the runs log live in the bucket, and the
     next run's repair finds them there."""
-    from jobs.publish import log_run, previous_runs
-    from jobs.reconcile import reconcile, start_run
+    from jobs.pipeline.publish import log_run, previous_runs
+    from jobs.pipeline.reconcile import reconcile, start_run
     from jobs.status import ABORTED, SUCCESS
 
     now = datetime.now(timezone.utc)
@@ -171,8 +172,8 @@ def test_runs_log_and_reconcile_on_an_object_store_lake(s3_lake):
 
 
 def test_statistics_on_an_object_store_lake(s3_lake):
-    from jobs.lake_stats import SCHEMA, computed_dates, write_stats
-    from jobs.planning import read_date_stats
+    from jobs.lake.stats import SCHEMA, computed_dates, write_stats
+    from jobs.pipeline.planning import read_date_stats
 
     def rows(date: str, events: int, at: datetime) -> pa.Table:
         day = datetime.fromisoformat(date).replace(tzinfo=timezone.utc)
@@ -197,9 +198,9 @@ def test_statistics_on_an_object_store_lake(s3_lake):
 
 
 def test_query_lists_and_reads_the_tables_of_an_object_store_lake(s3_lake):
-    from jobs.publish import log_run
+    from jobs.lake.views import duckdb_connection, lake_tables
+    from jobs.pipeline.publish import log_run
     from jobs.status import SUCCESS
-    from jobs.views import duckdb_connection, lake_tables
 
     now = datetime.now(timezone.utc)
     for i in range(3):
@@ -215,7 +216,7 @@ def test_query_lists_and_reads_the_tables_of_an_object_store_lake(s3_lake):
 def test_spark_without_s3a_fails_fast_and_names_the_jars_and_settings(spark, s3, tmp_path):
     from dataclasses import replace
 
-    from jobs.spark import (
+    from jobs.spark.session import (
         ObjectStoreUnsupported,
         require_object_store,
         session_conf,
@@ -246,8 +247,8 @@ def test_spark_without_s3a_fails_fast_and_names_the_jars_and_settings(spark, s3,
 def test_object_store_paths_never_touch_the_local_disk(s3_lake, tmp_path, monkeypatch):
     """What belongs to the lake but is no table (locks, GX docs, the site) goes to the
     lake's folder on this machine, never to a folder named after the URI."""
-    from jobs.locks import lock_folder
-    from jobs.site import site_folder
+    from jobs.lake.locks import lock_folder
+    from jobs.site.build import site_folder
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
@@ -259,7 +260,7 @@ def test_object_store_paths_never_touch_the_local_disk(s3_lake, tmp_path, monkey
 
 
 def test_an_unreachable_store_is_one_line_naming_the_request(tmp_path, monkeypatch, capsys):
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     port = _free_port()  # nothing listens there
     conf = tmp_path / "pipeline.yaml"
@@ -278,8 +279,8 @@ def test_an_unreachable_store_is_one_line_naming_the_request(tmp_path, monkeypat
 def test_query_and_runs_commands_on_an_object_store_lake(s3_lake, tmp_path, monkeypatch,
                                                            capsys):
     """The analyst's commands that need no Spark work on a bucket as on a folder."""
-    from jobs.cli import main
-    from jobs.publish import log_run
+    from jobs.cli.main import main
+    from jobs.pipeline.publish import log_run
     from jobs.status import SUCCESS
 
     now = datetime.now(timezone.utc)

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from jobs.cli import main
+from jobs.cli.main import main
 from jobs.core.examples import run_example
-from jobs.core.loader import PatternError, load_pattern, parse_pattern
+from jobs.core.patternfile import PatternError, load_pattern, parse_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = [(f, ex.name) for f in sorted((ROOT / "patterns").glob("*.yaml"))

@@ -14,8 +14,8 @@ from jobs.core.conditions import (
     parse_condition,
     parse_conditions,
 )
-from jobs.core.loader import PatternError, check_schema, load_pattern, parse_pattern
 from jobs.core.pattern import parse_duration
+from jobs.core.patternfile import PatternError, check_schema, load_pattern, parse_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from jobs.core import oracle
-from jobs.phase2 import NOT_SLICED, SLICE, Phase2Spec, match_id, run_partition
+from jobs.pipeline.phase2 import NOT_SLICED, SLICE, Phase2Spec, match_id, run_partition
 
 from .helpers import EXAMPLES, ROOT, chemo_mw, pattern_file
 

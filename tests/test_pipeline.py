@@ -10,19 +10,20 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
-from jobs import lake as lk
-from jobs.catalog import pattern_paths
 from jobs.config import Source
-from jobs.context import RunContext
 from jobs.core.events import Event, events_from_arrow
-from jobs.core.loader import load_pattern
 from jobs.core.output import match_id_of
+from jobs.core.patternfile import load_pattern
 from jobs.core.planners import DEFAULT
 from jobs.core.runner import run
 from jobs.core.window_engine import windows_of
-from jobs.horizons import RunRange, horizon, plan_range
-from jobs.ingest import IngestError, ingest
-from jobs.pipeline import backfill, match_step, plan, publish_step, run_all
+from jobs.lake import store as lk
+from jobs.lake.store import Lake
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.horizons import RunRange, horizon, plan_range
+from jobs.pipeline.ingest import IngestError, ingest
+from jobs.pipeline.run import backfill, match_step, plan, publish_step, run_all
+from jobs.project.patterns import pattern_paths
 
 from .conftest import make_profile
 
@@ -218,7 +219,7 @@ def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nigh
     assert {r["match_id"] for r in matches} == expected and len(matches) == len(expected)
     assert {r["alternative"] for r in matches} == {1, 2} and stats["sliced"] == "all"
     if not force_slices:  # the match suite checks each row against its own alternative
-        from jobs.quality import validate_matches
+        from jobs.pipeline.quality import validate_matches
 
         outcome = validate_matches(spark, lk.Lake(profile.lake), pattern, "toy", rng.low, rng.high)
         assert outcome.success, outcome.describe()
@@ -227,7 +228,7 @@ def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nigh
 
 def test_lake_statistics_are_incremental(spark, nightly, tmp_path):
     from jobs.config import load_sources
-    from jobs.lake_stats import update_stats
+    from jobs.lake.stats import update_stats
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
@@ -273,7 +274,7 @@ def test_runs_log_records_the_drivers_plan(nightly):
 
 def test_explain_prints_plan_costs_and_statistics(spark, nightly):
     from jobs.config import load_sources
-    from jobs.planning import choose_plan, explain_text
+    from jobs.pipeline.planning import choose_plan, explain_text
 
     profile = nightly[0]
     path = Path("patterns/sepsis_high_marker_then_admission.yaml")
@@ -351,7 +352,7 @@ def test_publish_needs_a_staged_run(tmp_path):
 def test_an_executor_error_is_reported_by_its_cause(spark):
     """A failed pattern's runs row says what went wrong on the executor, not only that a
     Python worker threw."""
-    from jobs.pipeline import short_error
+    from jobs.pipeline.run import short_error
 
     def fail(batches):
         for _ in batches:
@@ -364,7 +365,7 @@ def test_an_executor_error_is_reported_by_its_cause(spark):
 
 
 def test_java_missing_is_explained(monkeypatch, tmp_path):
-    from jobs.spark import JavaMissing, check_java
+    from jobs.spark.session import JavaMissing, check_java
 
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
     with pytest.raises(JavaMissing, match="Java 17 or newer.*openjdk-17-jre-headless"):
@@ -400,9 +401,9 @@ def test_event_outside_the_time_range_is_quarantined_before_matching(spark, tmp_
 def test_events_suite_runs_before_commit(spark, tmp_path):
     """A batch that fails the events suite (Great Expectations) is not committed, its files
     stay pending, and the source's patterns fail with a row in the run log."""
-    from jobs.config import load_sources
-    from jobs.ingest import TimeRange, stage
-    from jobs.quality import validate_events_frame
+    from jobs.config import TimeRange, load_sources
+    from jobs.pipeline.ingest import stage
+    from jobs.pipeline.quality import validate_events_frame
 
     profile, landing = _chemo_profile(tmp_path)
     source = load_sources()["chemo_mw"]
@@ -411,7 +412,7 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
         "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2100-01-01T00:00:00\n")
     wide = TimeRange()  # a batch typed without the profile's range: the suite must catch it
     batch = stage(source, profile.landing, lake, "r1", ts_range=wide)
-    outcome = validate_events_frame(spark, profile.store(), source, batch.events,
+    outcome = validate_events_frame(spark, Lake.of_profile(profile), source, batch.events,
                                     profile.ts_range())
     assert not outcome.success
     assert "expect_column_values_to_be_between(ts): 1 row(s)" in outcome.describe()
@@ -427,7 +428,7 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):
     import pyarrow.parquet as pq
 
-    from jobs.pipeline import ValidationFailed, validate_step
+    from jobs.pipeline.run import ValidationFailed, validate_step
 
     profile, _ = _chemo_profile(tmp_path)
     run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
@@ -494,7 +495,7 @@ def test_example_4_model_joins_windows_with_room_states(nightly):
 
 def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark, nightly,
                                                                            tmp_path):
-    from jobs.models import run_models
+    from jobs.pipeline.models import run_models
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
@@ -529,7 +530,7 @@ def _exploded(profile, name: str) -> list[tuple]:
 
 
 def test_match_events_views_equal_the_bindings_on_spark_and_duckdb(spark, nightly):
-    from jobs.views import duckdb_connection, register_spark
+    from jobs.lake.views import duckdb_connection, register_spark
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
@@ -573,7 +574,7 @@ FAST_QUERIES = [
 
 @pytest.mark.parametrize("sql", FAST_QUERIES)
 def test_fast_query_path_equals_spark(spark, nightly, sql):
-    from jobs.views import duckdb_connection, register_spark
+    from jobs.lake.views import duckdb_connection, register_spark
 
     lake = lk.Lake(nightly[0].lake)
     register_spark(spark, lake)
@@ -588,7 +589,7 @@ def test_fast_query_path_equals_spark(spark, nightly, sql):
 def test_spark_views_are_those_of_the_last_lake_registered(spark, tmp_path):
     """A table only the first lake has must not answer queries over the second (pr-check
     and the models register one lake after another on one session)."""
-    from jobs.views import register_spark
+    from jobs.lake.views import register_spark
 
     first, second = lk.Lake(str(tmp_path / "a")), lk.Lake(str(tmp_path / "b"))
     first.append(first.events("only_a"), pa.table({"event_id": ["x"]}))
@@ -605,7 +606,7 @@ def test_query_command_formats_and_fallback(nightly, monkeypatch, capsys, tmp_pa
     import io
     import json
 
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     profile = nightly[0]
     conf = tmp_path / "pipeline.yaml"
@@ -676,7 +677,7 @@ def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
 
     import numpy as np
 
-    from jobs.pipeline import site_step
+    from jobs.pipeline.run import site_step
 
     profile = dataclasses.replace(nightly[0], site=str(tmp_path / "site"))
     log = []

@@ -15,8 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from jobs.changes import ADDED, CHANGED, INVALID, REMOVED, UNCHANGED, find_changes
-from jobs.cli import main
+from jobs.cli.main import main
+from jobs.project.changes import ADDED, CHANGED, INVALID, REMOVED, UNCHANGED, find_changes
 
 from .conftest import ROOT, make_profile
 
@@ -125,7 +125,7 @@ def test_nothing_changed_reports_so_without_spark(repo, tmp_path, capsys):
 
 
 def test_invalid_new_version_is_reported_not_run(tmp_path):
-    from jobs.pr_check import PatternDiff, _validate
+    from jobs.prcheck.check import PatternDiff, _validate
 
     repo = make_repo(tmp_path)
     f = repo / "patterns" / f"{CHANGED_P}.yaml"
@@ -148,7 +148,7 @@ def _oracle(pattern_text: str, tmp: Path, source: str) -> set[str]:
     """The matches of a pattern version over the committed data of its source, by the
     matcher on one file without Spark (``python -m jobs match``): bindings as keys."""
     from jobs.config import load_sources
-    from jobs.ingest import landing_files, typed_file
+    from jobs.pipeline.ingest import landing_files, typed_file
 
     src = load_sources()[source]
     parts = [typed_file(src, f)[0] for f in landing_files(src, str(ROOT / "data" / "landing"))]
@@ -174,10 +174,10 @@ def _keys(rows) -> set[str]:
 def checked(spark, repo, tmp_path_factory):
     """pr-check of the branch on a sample of a real lake (one that holds the committed
     sepsis and locations events), every added and removed match kept."""
-    from jobs.context import RunContext
-    from jobs.pipeline import ingest_sources
-    from jobs.pr_check import pr_check
-    from jobs.pr_report import write_report
+    from jobs.pipeline.context import RunContext
+    from jobs.pipeline.run import ingest_sources
+    from jobs.prcheck.check import pr_check
+    from jobs.prcheck.report import write_report
 
     tmp = tmp_path_factory.mktemp("pr-run")
     real = replace(make_profile(tmp), pr_sample=30 * 365 * 86400 * 10**9)
@@ -261,7 +261,7 @@ def test_scratch_lake_leaves_the_real_lake_untouched(checked):
 def test_report_markdown_terminal_and_chart(checked):
     from PIL import Image
 
-    from jobs.pr_report import terminal
+    from jobs.prcheck.report import terminal
 
     check, tmp, _, _ = checked
     md = (tmp / "report" / "report.md").read_text()
@@ -280,8 +280,8 @@ def test_report_markdown_terminal_and_chart(checked):
 
 
 def test_warnings_for_a_slower_version_and_a_near_cap():
-    from jobs.changes import PatternChange
-    from jobs.pr_check import PatternDiff, Side, _compare
+    from jobs.prcheck.check import PatternDiff, Side, _compare
+    from jobs.project.changes import PatternChange
 
     t = pa.table({"match_id": ["a"], "start_ts": pa.array([0], pa.timestamp("us", tz="UTC")),
                   "bindings": pa.array([[("a", ["e1"])]], pa.map_(pa.string(),

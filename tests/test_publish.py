@@ -17,11 +17,11 @@ from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from jobs import lake as lk
-from jobs.core.loader import parse_pattern
-from jobs.horizons import RunRange
-from jobs.match_rows import TS, MatchRows
-from jobs.publish import _schema_changed, publish
+from jobs.core.patternfile import parse_pattern
+from jobs.lake import store as lk
+from jobs.lake.match_rows import TS, MatchRows
+from jobs.pipeline.horizons import RunRange
+from jobs.pipeline.publish import _schema_changed, publish
 
 from .conftest import ROOT
 
@@ -186,7 +186,7 @@ def test_the_commit_carries_the_run_and_its_counts(spark, lake, tmp_path):
 
 
 def test_files_of_a_failed_publish_are_not_left_behind(spark, lake, tmp_path, monkeypatch):
-    from jobs import delta_files
+    from jobs.lake import delta_files
 
     rng = RunRange(None, 30 * DAY + EPOCH_NS, True)
     _publish(spark, lake, tmp_path, [1, 2], "r1", rng)

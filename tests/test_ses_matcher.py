@@ -11,7 +11,7 @@ from jobs.core import oracle
 from jobs.core.columns import from_events
 from jobs.core.engine import SESMatcher, compile_pattern, group_events, scan
 from jobs.core.runner import MatchOptions, run
-from jobs.core.windows import SummaryStatistics, reference_candidates
+from jobs.core.summary import SummaryStatistics, reference_candidates
 
 from .helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
 from .strategies import event_tables, patterns

@@ -1,11 +1,11 @@
-"""The DAG run's warm Spark session (``jobs.session``): steps sent over its socket run as
+"""The DAG run's warm Spark session (``jobs.ops.session``): steps sent over its socket run as
 ``python -m jobs`` would, one at a time, their output streams back, their exit codes
 come back, and a client without a server is told so (it then runs the step itself)."""
 
 import threading
 import time
 
-from jobs.session import ask, serve, socket_path
+from jobs.ops.session import ask, serve, socket_path
 
 from .helpers import ROOT
 

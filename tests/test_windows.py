@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from jobs.core.engine import MatchOptions
 from jobs.core.events import Event, order, parse_ts, read_events
 from jobs.core.examples import run_example
-from jobs.core.loader import PatternError, check_schema, parse_pattern
+from jobs.core.patternfile import PatternError, check_schema, parse_pattern
 from jobs.core.window import oracle_windows
 from jobs.core.window_engine import windows_of
 
@@ -184,7 +184,7 @@ def test_example_4_window_keeps_the_lab_to_lab_window_for_the_model():
 
 
 def test_match_prints_one_json_line_per_window(capsys):
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     assert main(["match", str(ROOT / "patterns" / "paper_ex5_lab_to_home.yaml"),
                  str(LOCATIONS)]) == 0

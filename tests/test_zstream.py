@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.cli import main
+from jobs.cli.main import main
 from jobs.core import oracle
 from jobs.core.planners import FixedPlan, planner
 from jobs.core.plans import Join, Leaf, PlanStatistics, cost_tree, partial_matches

@@ -4,7 +4,7 @@ text, through the loader) and random event streams with ties and missing values.
 from hypothesis import strategies as st
 
 from jobs.core.events import Event, order
-from jobs.core.loader import parse_pattern
+from jobs.core.patternfile import parse_pattern
 
 from .strategies import DAY, OPS, TYPES
 

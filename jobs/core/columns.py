@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .events import Event, format_ts
+from jobs.core.events import Event, EventFileError, format_ts, read_events
 
 MISSING, NUMBER, STRING = 0, 1, 2
 
@@ -280,7 +280,6 @@ def read_columns(path, attributes: Iterable[str], id_column: str = "event_id",
 
     import pyarrow.parquet as pq
 
-    from .events import EventFileError, read_events
 
     path = Path(path)
     if path.suffix.lower() == ".parquet" and path.is_file():
@@ -303,7 +302,6 @@ def read_columns(path, attributes: Iterable[str], id_column: str = "event_id",
 
 def _check_ids_and_times(path, table: pa.Table, id_column: str, time_column: str) -> None:
     """``read_events``' row checks, vectorized: empty ids or times, duplicate ids."""
-    from .events import EventFileError
 
     ids = table.column(id_column).combine_chunks()
     ids_text = _ids_as_text(ids) if not pa.types.is_string(ids.type) else ids

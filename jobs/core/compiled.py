@@ -16,10 +16,10 @@ from functools import cached_property
 
 import numpy as np
 
-from .columns import MISSING, EventColumns
-from .conditions import FLIPPED, Attr
-from .pattern import Disjunction, Pattern
-from .programs import TRUE, Programs, RelationRows, relation_rows, vector_truth
+from jobs.core.columns import MISSING, EventColumns
+from jobs.core.conditions import FLIPPED, Attr
+from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.programs import TRUE, Programs, RelationRows, relation_rows, vector_truth
 
 OPS = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
 ONE, GROUP = "one", "group"

@@ -8,7 +8,7 @@ matches in batches of columns (``MatchBatch``), in the order of their first even
    partition kept in processing order (partitioning);
 3. ``kernels.scan_windows`` walks every partition's windows with the summary statistics
    and keeps the candidate windows (Theorem 2, conditions 4-7; Theorem 3);
-4. the matcher (``MATCHERS``: one class per algorithm, prepared once from the compiled
+4. the matcher (``MATCHER_CLASSES``: one class per algorithm, prepared once from the compiled
    pattern and the options) is called on the candidate windows in batches; its result is
    a ``WindowResult``: match columns, the peak and the total of its work items.
 
@@ -25,15 +25,15 @@ from typing import ClassVar, Iterator
 
 import numpy as np
 
-from .columns import EventColumns
-from .compiled import OPS, CompiledDisjunction, CompiledPattern
-from .conditions import FLIPPED
-from .events import format_ts
-from .pattern import Disjunction, Pattern
-from .planners import DEFAULT as DEFAULT_PLAN
-from .planners import plan_cost, planner
-from .plans import CostModel, Leaf, Planner, PlanStatistics, nodes
-from .programs import relation_rows
+from jobs.core.columns import EventColumns
+from jobs.core.compiled import OPS, CompiledDisjunction, CompiledPattern
+from jobs.core.conditions import FLIPPED
+from jobs.core.events import format_ts
+from jobs.core.pattern import MATCHER_NAMES, Disjunction, Pattern
+from jobs.core.planners import DEFAULT as DEFAULT_PLAN
+from jobs.core.planners import plan_cost, planner
+from jobs.core.plans import CostModel, Leaf, Planner, PlanStatistics, nodes
+from jobs.core.programs import relation_rows
 
 DEFAULT_MAX_MATCHES = 1_000_000
 DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes per matcher call
@@ -45,7 +45,7 @@ STRATEGIES = ("lazy", "eager")
 def _kernels():
     """The compiled kernels, imported on first use (the loader and the CLI's ``validate``
     need the registry, not Numba)."""
-    from . import kernels
+    from jobs.core import kernels
 
     return kernels
 
@@ -438,16 +438,17 @@ class ZStreamMatcher(Matcher):
         return self._run(call, group, windows, start, capacity)
 
 
-MATCHERS: dict[str, type[Matcher]] = {m.name: m for m in (SESMatcher, ZStreamMatcher)}
+MATCHER_CLASSES: dict[str, type[Matcher]] = {m.name: m for m in (SESMatcher, ZStreamMatcher)}
+assert tuple(MATCHER_CLASSES) == MATCHER_NAMES, "one matcher class per name a pattern may use"
 
 
 @lru_cache(maxsize=64)
 def prepare(compiled: CompiledPattern, options: MatchOptions, partitioned: bool) -> Matcher:
     """The matcher of ``options`` (default: the pattern's own), prepared once."""
     name = options.matcher or compiled.pattern.matcher
-    if name not in MATCHERS:
-        raise ValueError(f"unknown matcher {name!r}: use one of {', '.join(MATCHERS)}")
-    return MATCHERS[name](compiled, options, partitioned)
+    if name not in MATCHER_CLASSES:
+        raise ValueError(f"unknown matcher {name!r}: use one of {', '.join(MATCHER_CLASSES)}")
+    return MATCHER_CLASSES[name](compiled, options, partitioned)
 
 
 @lru_cache(maxsize=64)
@@ -732,24 +733,3 @@ def batch_take(b: MatchBatch, order: np.ndarray) -> MatchBatch:
     idx = np.repeat(starts - offsets[:-1], counts) + np.arange(offsets[-1])
     return MatchBatch(b.first[order], b.start_ts[order], b.end_ts[order], offsets,
                       b.rows[idx], b.variables[idx], b.alternative)
-
-
-def warm_up() -> float:
-    """Compile (or load from the cache) every kernel by running a tiny pattern through
-    each matcher and strategy; returns the seconds it took. ``make`` calls it once after
-    building the virtual environment, so no run pays the compilation."""
-    from .columns import from_events
-    from .events import Event, order
-    from .loader import parse_pattern
-
-    started = time.perf_counter()
-    events = order([Event(f"e{i}", i, {"t": "AB"[i % 2], "k": 1}) for i in range(4)])
-    for matcher in MATCHERS:
-        pattern = parse_pattern(f"name: warm\nsource: s\nwithin: 1s\nsets: [[a], [b+]]\n"
-                                f"conditions:\n  - a.t = 'A'\n  - b.t = 'B'\n"
-                                f"  - a.k = b.k\nmatcher: {matcher}\n", "<warm-up>")
-        compiled = compile_pattern(pattern)
-        cols = from_events(events, compiled.attributes)
-        for strategy in STRATEGIES:
-            list(execute(compiled, cols, MatchOptions(strategy=strategy)))
-    return time.perf_counter() - started

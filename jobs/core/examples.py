@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .events import Event, order, parse_ts
-from .pattern import Disjunction, Example, Pattern
-from .runner import run
+from jobs.core.events import Event, format_ts, order, parse_ts
+from jobs.core.pattern import Disjunction, Example, Pattern
+from jobs.core.runner import run
+from jobs.core.window import BINDINGS
+from jobs.core.window_engine import windows_of
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,6 @@ def run_example(pattern: Pattern | Disjunction, example: Example) -> ExampleResu
 def _window_example(pattern, example: Example, events: list[Event]) -> ExampleResult:
     """A window pattern's example: windows as {first, buffer, last}, plus their select
     ``values`` where the example gives them."""
-    from .window import BINDINGS
-    from .window_engine import windows_of
 
     found, _ = windows_of(pattern, events)
     names = [k for k, _ in pattern.select]
@@ -94,7 +94,6 @@ def _plain_value(v):
     """An expected or found select value in one comparable form."""
     from datetime import date
 
-    from .events import format_ts
 
     if isinstance(v, date):
         return format_ts(parse_ts(v))

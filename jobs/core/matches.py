@@ -18,8 +18,8 @@ import json
 from dataclasses import dataclass
 from functools import cached_property
 
-from .events import Event, format_ts
-from .pattern import Pattern
+from jobs.core.events import Event, format_ts
+from jobs.core.pattern import Pattern
 
 
 @dataclass(frozen=True)

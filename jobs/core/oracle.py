@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from .events import Event
-from .matches import Match, is_match, make_match, relationships_hold, set_order_holds
-from .pattern import Disjunction, Pattern, Variable
+from jobs.core.events import Event
+from jobs.core.matches import Match, is_match, make_match, relationships_hold, set_order_holds
+from jobs.core.pattern import Disjunction, Pattern, Variable
 
 
 def meaning(pattern: Pattern | Disjunction, events: list[Event],

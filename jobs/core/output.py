@@ -14,8 +14,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from .columns import EventColumns
-from .engine import MatchBatch, batch_take
+from jobs.core.columns import EventColumns
+from jobs.core.engine import MatchBatch, batch_take
+from jobs.core.events import format_ts
 
 _NEEDS_ESCAPE = r'["\\\x00-\x1f]|[^\x00-\x7f]'
 
@@ -142,7 +143,6 @@ def json_lines(name: str, batch: MatchBatch, b: Bindings, alternative: int | Non
         return b""
     head = {"pattern": name} | ({} if alternative is None else {"alternative": alternative})
     if not b.plain:
-        from .events import format_ts
 
         return "".join(json.dumps(head | {"start": format_ts(int(s)), "end": format_ts(int(e)),
                                           "bindings": d}) + "\n"

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .conditions import Condition, PrevRelationship, Property, Ref, Relationship
+from jobs.core.conditions import Condition, PrevRelationship, Property, Ref, Relationship
 
 UNITS_NS = {
     "ms": 1_000_000,
@@ -40,6 +40,7 @@ def parse_duration(text: str) -> int:
 
 UNBOUNDED = None
 CONTIGUITY = ("none", "partition", "strict")
+MATCHER_NAMES = ("ses", "zstream")  # a pattern's `matcher:` (the engine has one class each)
 
 
 @dataclass(frozen=True)

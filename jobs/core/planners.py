@@ -18,8 +18,8 @@ import itertools
 import random
 from dataclasses import dataclass
 
-from .pattern import Pattern
-from .plans import (
+from jobs.core.pattern import Pattern
+from jobs.core.plans import (
     CostModel,
     Join,
     Leaf,

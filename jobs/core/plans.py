@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
 
-from .pattern import Pattern
+from jobs.core.pattern import Pattern
 
 GROUP_PM_CAP = 1e12
 

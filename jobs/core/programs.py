@@ -15,8 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .columns import MISSING, NUMBER, EventColumns
-from .conditions import OPERATORS, Arith, Attr, BoolOp, Cmp, Expr, In, Lit, Neg, Not, Truth
+from jobs.core.columns import MISSING, NUMBER, EventColumns
+from jobs.core.conditions import OPERATORS, Arith, Attr, BoolOp, Cmp, Expr, In, Lit, Neg, Not, Truth
 
 LOAD, CONST, ARITH, NEG, CMP, NOT, AND, OR = range(8)
 ARITH_CODES = {"+": 0, "-": 1, "*": 2, "/": 3}

@@ -11,32 +11,32 @@ from __future__ import annotations
 
 import time
 
-from . import oracle
-from .columns import from_events
-from .engine import (
+from jobs.core import oracle
+from jobs.core.columns import from_events
+from jobs.core.engine import (
     DEFAULT_MAX_MATCHES,
+    STRATEGIES,
     MatchCapExceeded,
     MatchOptions,
     MatchStats,
     compile_pattern,
     execute,
 )
-from .engine import (
-    MATCHERS as ENGINE_MATCHERS,
-)
-from .events import Event
-from .matches import Match, sorted_matches
-from .pattern import Disjunction, Pattern
+from jobs.core.events import Event, order
+from jobs.core.matches import Match, sorted_matches
+from jobs.core.pattern import MATCHER_NAMES, Disjunction, Pattern
+from jobs.core.patternfile import parse_pattern
 
-MATCHERS = (*ENGINE_MATCHERS, "bruteforce")
-__all__ = ["MATCHERS", "MatchOptions", "MatchCapExceeded", "DEFAULT_MAX_MATCHES", "run"]
+MATCHER_CHOICES = (*MATCHER_NAMES, "bruteforce")  # what `match --matcher` accepts
+__all__ = ["MATCHER_CHOICES", "MatchOptions", "MatchCapExceeded", "DEFAULT_MAX_MATCHES", "run",
+           "warm_up"]
 
 
 def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptions = MatchOptions()):
     """Match ``pattern`` over ``events`` (processing order); returns (matches, stats)."""
     matcher = options.matcher or pattern.matcher
-    if matcher not in MATCHERS:
-        raise ValueError(f"unknown matcher {matcher!r}: use one of {', '.join(MATCHERS)}")
+    if matcher not in MATCHER_CHOICES:
+        raise ValueError(f"unknown matcher {matcher!r}: use one of {', '.join(MATCHER_CHOICES)}")
     if matcher == "bruteforce":
         started = time.perf_counter()
         n = len(events)
@@ -63,3 +63,20 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
     matches = sorted_matches(found)
     st.matches = len(matches)
     return matches, st.as_dict()
+
+
+def warm_up() -> float:
+    """Compile (or load from the cache) every kernel by running a tiny pattern through
+    each matcher and strategy; returns the seconds it took. ``make`` calls it once after
+    building the virtual environment, so no run pays the compilation."""
+    started = time.perf_counter()
+    events = order([Event(f"e{i}", i, {"t": "AB"[i % 2], "k": 1}) for i in range(4)])
+    for matcher in MATCHER_NAMES:
+        pattern = parse_pattern(f"name: warm\nsource: s\nwithin: 1s\nsets: [[a], [b+]]\n"
+                                f"conditions:\n  - a.t = 'A'\n  - b.t = 'B'\n"
+                                f"  - a.k = b.k\nmatcher: {matcher}\n", "<warm-up>")
+        compiled = compile_pattern(pattern)
+        cols = from_events(events, compiled.attributes)
+        for strategy in STRATEGIES:
+            list(execute(compiled, cols, MatchOptions(strategy=strategy)))
+    return time.perf_counter() - started

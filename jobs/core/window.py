@@ -19,10 +19,10 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .conditions import BoolOp, Cmp, Expr, In, Lit, Not, Truth, attributes_of
-from .events import Event, format_ts
-from .pattern import Example
-from .window_conditions import (
+from jobs.core.conditions import BoolOp, Cmp, Expr, In, Lit, Not, Truth, attributes_of
+from jobs.core.events import Event, format_ts
+from jobs.core.pattern import Example
+from jobs.core.window_conditions import (
     TS,
     Counter,
     Seq,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .conditions import (
+from jobs.core.conditions import (
     Arith,
     Attr,
     BoolOp,

@@ -23,13 +23,21 @@ from typing import Iterator
 
 import numpy as np
 
-from .columns import MISSING, NUMBER, STRING, EventColumns
-from .conditions import OPERATORS, Cmp, Expr, In, Lit, Neg, Not, Truth
-from .engine import MatchBatch, MatchOptions, MatchStats
-from .events import format_ts
-from .programs import FALSE, TRUE, UNKNOWN, vector_truth3, vector_value
-from .window import BINDINGS, WindowPattern, can_drop, current_attributes, relevance
-from .window_conditions import TS, Counter, Seq
+from jobs.core.columns import MISSING, NUMBER, STRING, EventColumns, from_events
+from jobs.core.conditions import OPERATORS, Cmp, Expr, In, Lit, Neg, Not, Truth
+from jobs.core.engine import MatchBatch, MatchOptions, MatchStats, batch_take
+from jobs.core.events import format_ts
+from jobs.core.output import bindings_of
+from jobs.core.programs import FALSE, TRUE, UNKNOWN, vector_truth3, vector_value
+from jobs.core.window import (
+    BINDINGS,
+    Window,
+    WindowPattern,
+    can_drop,
+    current_attributes,
+    relevance,
+)
+from jobs.core.window_conditions import TS, Counter, Seq
 
 FIRST, BUFFER, LAST = range(3)  # the indices of window.BINDINGS in a batch
 FIRST_CHUNK = 16
@@ -399,8 +407,6 @@ def windows_of(pattern: WindowPattern, events: list, options: MatchOptions = Mat
                ) -> tuple[list, dict]:
     """The engine's windows over ``Event`` objects (processing order) as ``Window``
     objects, sorted like the oracle's, and the run's counters."""
-    from .columns import from_events
-    from .window import Window
 
     cols = from_events(events, sorted(pattern.attributes))
     st = MatchStats()
@@ -417,7 +423,6 @@ def windows_of(pattern: WindowPattern, events: list, options: MatchOptions = Mat
 def sorted_batches(batches: list[WindowBatch]) -> WindowBatch:
     """One batch of all windows in order of first event, then last event (rows are in
     processing order)."""
-    from .engine import batch_take
 
     if not batches:
         return empty_batch()
@@ -449,7 +454,6 @@ def json_rows(pattern: WindowPattern, batch: WindowBatch, cols: EventColumns) ->
     and, with ``select``, the values."""
     import json
 
-    from .output import bindings_of
 
     bindings = bindings_of(batch, cols, list(BINDINGS)).per_match()
     names = [k for k, _ in pattern.select]

@@ -7,7 +7,7 @@ from collections import Counter
 
 from deltalake import DeltaTable
 
-from jobs import lake as lk
+from jobs.lake import store as lk
 
 
 def tables(root: str) -> dict[str, str]:

@@ -8,12 +8,13 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-from jobs import lake as lk
-from jobs.catalog import load_catalog, pattern_paths
-from jobs.config import load_sources
-from jobs.ingest import TimeRange, commit, stage
-from jobs.pipeline import run_all
-from jobs.retract import retract
+from jobs.config import TimeRange, load_sources
+from jobs.lake import store as lk
+from jobs.lake.store import Lake
+from jobs.pipeline.ingest import commit, stage
+from jobs.pipeline.retract import retract
+from jobs.pipeline.run import run_all
+from jobs.project.patterns import load_catalog, pattern_paths
 
 from ..conftest import ROOT, make_profile
 from .conftest import P1
@@ -48,9 +49,9 @@ def test_duplicate_names_fail_both_files_and_never_touch_a_table(spark, tmp_path
     assert status == [("mw_chemo_p1", "failed"), ("mw_chemo_p1", "failed"),
                       ("other_p1", "success")]
     assert all("is also used by" in r["message"] for r in rows if r["status"] == "failed")
-    assert not profile.store().exists(profile.store().matches("mw_chemo_p1"))
+    assert not Lake.of_profile(profile).exists(Lake.of_profile(profile).matches("mw_chemo_p1"))
     # the per-pattern steps (the DAG's) refuse it too, and say so in the run log
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     conf = tmp_path / "pipeline.yaml"
     conf.write_text(f"profiles:\n  test:\n    landing: {profile.landing}\n"
@@ -89,7 +90,7 @@ def test_a_bad_landing_file_fails_only_its_source(spark, tmp_path):
     assert by["mw_chemo_p1"]["status"] == "success"
     assert by["ses_chemo_q1"]["status"] == "failed"
     assert "truncated.csv.gz: cannot be read as csv" in by["ses_chemo_q1"]["message"]
-    assert not profile.store().exists(profile.store().events("chemo_ses"))  # nothing half-written
+    assert not Lake.of_profile(profile).exists(Lake.of_profile(profile).events("chemo_ses"))  # nothing half-written
     assert [r["status"] for r in _runs(profile)].count("failed") == 1
     check(profile.lake)
 
@@ -189,7 +190,7 @@ def test_the_memory_budget_stops_a_match_explosion(spark, tmp_path):
 def test_hostile_pattern_files_get_file_and_line_quickly(tmp_path, capsys):
     import time
 
-    from jobs.cli import main
+    from jobs.cli.main import main
 
     base = "name: x\nsource: chemo_mw\nwithin: 1d\nsets:\n  - [a]\nconditions:\n  - a.type = 'C'\n"
     level = ", ".join(["*a"] * 9)
@@ -244,9 +245,9 @@ def test_quarantining_garbage_streams(tmp_path):
             f.write(line)
     # VmHWM, not ru_maxrss: Linux keeps the parent's ru_maxrss across fork and exec
     script = f"""
-from jobs import lake as lk
+from jobs.lake import store as lk
 from jobs.config import load_sources
-from jobs.ingest import stage
+from jobs.pipeline.ingest import stage
 b = stage(load_sources()["sepsis"], {str(tmp_path / "landing")!r}, lk.Lake({str(tmp_path / "lake")!r}), "r")
 hwm = [ln for ln in open("/proc/self/status") if ln.startswith("VmHWM")][0].split()[1]
 print(sum(t.num_rows for t in b.quarantine), hwm)

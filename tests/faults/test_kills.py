@@ -6,7 +6,7 @@ from pathlib import Path
 
 from deltalake import DeltaTable
 
-from jobs.locks import lake_lock
+from jobs.lake.locks import lake_lock
 
 from .conftest import P1
 from .lakecheck import check

@@ -6,9 +6,9 @@ from datetime import datetime, timezone
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
-from jobs import lake as lk
-from jobs.publish import RUN_KEY, log_run
-from jobs.reconcile import reconcile, start_run
+from jobs.lake import store as lk
+from jobs.pipeline.publish import RUN_KEY, log_run
+from jobs.pipeline.reconcile import reconcile, start_run
 
 NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
 

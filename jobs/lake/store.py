@@ -1,0 +1,292 @@
+"""The lake: one store through which every step reaches its tables and staged files.
+
+``Lake`` knows where each table lives and carries the storage options of the lake's
+object store (``storage_options`` in the profile; none for a local folder). Delta tables
+are read and written through delta-rs (``deltalake``): delta-spark's JVM jars cannot be
+fetched here (no Maven), so tables are written from Arrow, and Spark reads a table's
+current snapshot as Parquet files (``DeltaTable.file_uris()``, with ``basePath`` so that
+partition columns come back). Other files (staged artifacts, run plans, listings) go
+through pyarrow's filesystem layer with the same options, so that no step needs to know
+whether the lake is a local folder or a bucket.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+from deltalake import DeltaTable, write_deltalake
+
+OBJECT_STORES = ("s3://", "s3a://")
+LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an object store
+
+
+@dataclass(frozen=True)
+class Lake:
+    root: str
+    options: tuple[tuple[str, str], ...] = ()  # delta-rs storage options, as sorted pairs
+
+    @classmethod
+    def of(cls, root: str, storage_options: dict[str, str] | None = None) -> "Lake":
+        return cls(root, tuple(sorted((storage_options or {}).items())))
+
+    @classmethod
+    def of_profile(cls, profile) -> "Lake":
+        """The profile's lake (``conf/pipeline.yaml``), with its storage options."""
+        return cls.of(profile.lake, profile.storage_options)
+
+    @property
+    def storage_options(self) -> dict[str, str] | None:
+        return dict(self.options) or None
+
+    @property
+    def local(self) -> bool:
+        return "://" not in self.root
+
+    def local_home(self, base: str | None = None) -> Path:
+        """A folder on this machine for what belongs to the lake but is no table (its
+        locks, the Great Expectations context and Data Docs): the lake's own folder for a
+        local lake; for a lake on an object store (or with ``base``) a folder under
+        ``base`` (default ``~/.cache/ses-lakehouse``) named after the lake."""
+        if base is None and self.local:
+            return Path(self.root)
+        digest = hashlib.sha256(self.root.encode()).hexdigest()[:16]
+        return Path(base or LOCAL_HOME).expanduser() / digest
+
+    # -- where things are ----------------------------------------------------------------
+    def _p(self, *parts: str) -> str:
+        return join(self.root, *parts)
+
+    def events(self, source: str) -> str:
+        return self._p("events", source)
+
+    def quarantine(self, source: str) -> str:
+        return self._p("quarantine", source)
+
+    def ingest_log(self) -> str:
+        return self._p("ingest_log")
+
+    def staging(self, pattern: str | None = None, run_id: str | None = None) -> str:
+        return self._p("staging", *(p for p in (pattern, run_id) if p))
+
+    def run_plans(self) -> str:
+        return self._p("_runs")
+
+    def matches(self, pattern: str | None = None) -> str:
+        return self._p("matches", *([pattern] if pattern else []))
+
+    def runs(self) -> str:
+        return self._p("runs")
+
+    def stats(self, source: str) -> str:
+        return self._p("stats", source)
+
+    def retractions(self) -> str:
+        return self._p("retractions")
+
+    def model(self, name: str) -> str:
+        return self._p("models", name)
+
+    # -- Delta tables (delta-rs) ---------------------------------------------------------
+    def exists(self, path: str) -> bool:
+        return DeltaTable.is_deltatable(path, storage_options=self.storage_options)
+
+    def read_table(self, path: str) -> DeltaTable | None:
+        """The table at ``path``, or None when there is none (one read of its log)."""
+        from deltalake.exceptions import TableNotFoundError
+
+        try:
+            return DeltaTable(path, storage_options=self.storage_options)
+        except TableNotFoundError:
+            return None
+
+    def table(self, path: str) -> DeltaTable:
+        dt = self.read_table(path)
+        if dt is None:
+            raise FileNotFoundError(
+                f"no Delta table at {path}: run the step that creates it first (ingest "
+                "creates events/<source>, publish creates matches/<pattern>)")
+        return dt
+
+    def read_arrow(self, path: str, columns: list[str] | None = None,
+                   filter=None) -> pa.Table | None:
+        """A table's current snapshot as Arrow (for small tables: runs, ingest log)."""
+        dt = self.read_table(path)
+        if dt is None:
+            return None
+        return dt.to_pyarrow_dataset().to_table(columns=columns, filter=filter)
+
+    def write(self, path: str, data, mode: str = "error", **kw) -> None:
+        """``deltalake.write_deltalake`` on this lake (``kw``: its other arguments)."""
+        write_deltalake(path, data, mode=mode, storage_options=self.storage_options, **kw)
+
+    def append(self, path: str, data: pa.Table, partition_by: list[str] | None = None) -> None:
+        self.write(path, data, mode="append", partition_by=partition_by,
+                   schema_mode="merge" if self.exists(path) else None)
+
+    def insert_new(self, path: str, data: pa.Table, key: str | tuple[str, ...],
+                   partition_by: list[str] | None = None) -> int:
+        """Insert the rows of ``data`` whose key is not in the table yet (MERGE ... WHEN
+        NOT MATCHED INSERT), creating the table if needed; returns the number of rows
+        inserted."""
+        if data.num_rows == 0:
+            return 0
+        if not self.exists(path):
+            self.write(path, data, partition_by=partition_by)
+            return data.num_rows
+        keys = (key,) if isinstance(key, str) else key
+        predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
+        metrics = (self.table(path).merge(data, predicate=predicate, source_alias="s",
+                                          target_alias="t")
+                   .when_not_matched_insert_all().execute())
+        return int(metrics.get("num_target_rows_inserted", 0))
+
+    def count_rows(self, path: str, partition_filters=None) -> int:
+        """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
+        per-file statistics (no data is read)."""
+        dt = self.table(path)
+        files = _data_files(dt, partition_filters)
+        actions = pa.table(dt.get_add_actions(flatten=True))
+        records = dict(zip(actions.column("path").to_pylist(),
+                           actions.column("num_records").to_pylist()))
+        wanted = {file_name(f) for f in files}
+        return sum(n or 0 for p, n in records.items() if file_name(p) in wanted)
+
+    def read_spark(self, spark, path: str, partition_filters=None,
+                   only: set[str] | None = None):
+        """Spark DataFrame over the current snapshot of a Delta table (only the files of
+        the partitions that pass ``partition_filters``, e.g. [("event_date", ">=",
+        "2006-01-01")], and, with ``only``, only the data files of these names). Spark
+        reads an object-store lake through Hadoop's ``s3a`` filesystem
+        (``jobs.spark.session.require_object_store``)."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        dt = self.table(path)
+        files = _data_files(dt, partition_filters)
+        if only is not None:
+            files = [f for f in files if file_name(f) in only]
+        if not files:
+            schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+            return spark.createDataFrame([], schema)
+        return spark.read.option("basePath", spark_uri(path)).parquet(
+            *(spark_uri(f) for f in files))
+
+    # -- other files (pyarrow filesystems) -----------------------------------------------
+    def filesystem(self, uri: str):
+        """(pyarrow filesystem, path in it) for a local path or an object-store URI."""
+        return filesystem(uri, self.storage_options)
+
+    def write_text(self, uri: str, text: str) -> None:
+        """Write a small file (its folder is created when missing)."""
+        fs, path = self.filesystem(uri)
+        fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+        with fs.open_output_stream(path) as f:
+            f.write(text.encode())
+
+    def read_text(self, uri: str) -> str:
+        fs, path = self.filesystem(uri)
+        with fs.open_input_stream(path) as f:
+            return f.read().decode()
+
+    def remove(self, uri: str) -> None:
+        """Delete a file or a folder and everything in it; nothing when it is not there."""
+        import pyarrow.fs as pafs
+
+        fs, path = self.filesystem(uri)
+        kind = fs.get_file_info(path).type
+        if kind == pafs.FileType.Directory:
+            fs.delete_dir(path)
+        elif kind == pafs.FileType.File:
+            fs.delete_file(path)
+
+    def children(self, uri: str, files: bool = False) -> list[str]:
+        """Names of the folders (``files``: the files) directly in ``uri``; none when it
+        is not there."""
+        import pyarrow.fs as pafs
+
+        fs, path = self.filesystem(uri)
+        if fs.get_file_info(path).type != pafs.FileType.Directory:
+            return []
+        kind = pafs.FileType.File if files else pafs.FileType.Directory
+        found = fs.get_file_info(pafs.FileSelector(path, allow_not_found=True))
+        return sorted(i.base_name for i in found if i.type == kind)
+
+
+def _data_files(dt: DeltaTable, partition_filters=None) -> list[str]:
+    """The URIs of the snapshot's data files (of the partitions ``partition_filters``
+    keeps)."""
+    if partition_filters:
+        return dt.file_uris(file_pruning_predicate=partition_filters)
+    return dt.file_uris()
+
+
+def storage_error(exc: OSError) -> str:
+    """One line for a storage error: delta-rs reports an object store's failure as a chain
+    of causes on many (coloured) lines; this keeps what failed, the request and the
+    innermost cause."""
+    import re
+
+    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
+    parts = [p.strip() for p in re.split(r"\n\s*↳", text) if p.strip()]
+    if len(parts) <= 1:
+        return text.strip() or type(exc).__name__
+    request = next((p.split(" in ")[0] for p in parts
+                    if p.startswith("Error performing ") and "://" in p), None)
+    return (f"{parts[0]}: {parts[-1]}" + (f" ({request})" if request else "")
+            + "; check the profile's storage_options (endpoint, credentials, region) and "
+              "that the store is reachable from this host")
+
+
+def file_name(path: str) -> str:
+    """A data file's name, from its URI or from its path in the Delta log."""
+    return path.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def join(root: str, *parts: str) -> str:
+    """A path under ``root``: ``/`` for URIs, the OS separator for local paths."""
+    return "/".join([root.rstrip("/"), *parts]) if "://" in root else os.path.join(root, *parts)
+
+
+def spark_uri(uri: str) -> str:
+    """The URI Spark reads: Hadoop's S3 filesystem is ``s3a://`` (delta-rs writes
+    ``s3://``)."""
+    return "s3a://" + uri[len("s3://"):] if uri.startswith("s3://") else uri
+
+
+def filesystem(uri: str, storage_options: dict[str, str] | None = None):
+    """(pyarrow filesystem, path in it) for a local path or a URI; an ``s3://`` or
+    ``s3a://`` URI uses the delta-rs storage options' endpoint, credentials and region
+    (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
+    ``AWS_REGION``, ``AWS_ALLOW_HTTP``), so executors and driver reach the same store."""
+    import pyarrow.fs as pafs
+
+    if uri.startswith(OBJECT_STORES):
+        return _s3(storage_options or {}), uri.split("://", 1)[1]
+    return pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + os.path.abspath(uri))
+
+
+def s3_settings(storage_options: dict[str, str] | None) -> dict:
+    """What delta-rs's S3 ``storage_options`` say (keys in any case), for the other
+    clients of the same store (pyarrow here, Hadoop's s3a in ``jobs.spark.session``): endpoint,
+    plain ``http``, region, access_key, secret_key, session_token (None: not given)."""
+    o = {k.upper(): v for k, v in (storage_options or {}).items()}
+    return {"endpoint": o.get("AWS_ENDPOINT_URL") or o.get("AWS_ENDPOINT"),
+            "http": o.get("AWS_ALLOW_HTTP", "").lower() == "true",
+            "region": o.get("AWS_REGION") or o.get("AWS_DEFAULT_REGION"),
+            "access_key": o.get("AWS_ACCESS_KEY_ID"),
+            "secret_key": o.get("AWS_SECRET_ACCESS_KEY"),
+            "session_token": o.get("AWS_SESSION_TOKEN")}
+
+
+def _s3(options: dict[str, str]):
+    import pyarrow.fs as pafs
+
+    s = s3_settings(options)
+    kw = {k: s[k] for k in ("access_key", "secret_key", "session_token", "region")}
+    if s["endpoint"]:
+        scheme, _, host = s["endpoint"].rpartition("://")
+        kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
+    return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})

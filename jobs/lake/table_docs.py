@@ -1,0 +1,74 @@
+"""What a match table is and what its columns mean, written into the Delta table itself
+(name, description, properties ``ses.pattern.*``, a ``comment`` per column), so that any
+Delta reader, the catalogue site and the views learn it from the table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+
+from jobs.config import ROOT
+from jobs.lake.store import Lake
+from jobs.lake.views import SOURCE_KEY
+
+COLUMNS = {
+    "match_id": "the match's id: a hash of the pattern version and the bound events",
+    "pattern": "the pattern's name (the file's name:)",
+    "pattern_version": "hash of the normalized pattern: changes when its meaning changes",
+    "alternative": "which alternative of the pattern matched (1, 2, ...)",
+    "start_ts": "time of the match's first event",
+    "end_ts": "time of the match's last event",
+    "n_events": "how many events the match binds",
+    "bindings": "variable -> the ids of its events, in time order (events_<source>."
+                "event_id); one row per event in the view match_events_<pattern>",
+    "run_id": "the run that published the row (the runs table)",
+}
+
+
+def column_meanings(pattern, names: list[str]) -> dict[str, str]:
+    """Column -> meaning, for the columns of a pattern's match table."""
+    out = {}
+    for name in names:
+        if name in COLUMNS:
+            out[name] = COLUMNS[name]
+        elif pattern.kind == "window":
+            out[name] = f"value {name!r} of the pattern's select, one per window"
+        else:
+            out[name] = f"partition attribute {name!r}: the value every event of the match " \
+                        "shares"
+    return out
+
+
+def table_properties(pattern) -> dict[str, str]:
+    path = Path(pattern.path).resolve() if pattern.path else None
+    rel = str(path.relative_to(ROOT)) if path and path.is_relative_to(ROOT) else str(path or "")
+    return {"ses.pattern.path": rel, "ses.pattern.version": pattern.version,
+            "ses.pattern.kind": pattern.kind, "ses.pattern.matcher": pattern.matcher,
+            SOURCE_KEY: pattern.source or ""}
+
+
+def document_match_table(lake: Lake, pattern) -> bool:
+    """Write the pattern's description, file, version and the columns' meanings into the
+    table's metadata where they differ (no commit when nothing changed); True if written."""
+    dt = lake.table(lake.matches(pattern.name))
+    meta = dt.metadata()
+    changed = False
+    description = (pattern.description or f"matches of pattern {pattern.name}").strip()
+    if meta.name != pattern.name:
+        dt.alter.set_table_name(pattern.name)
+        changed = True
+    if meta.description != description:
+        dt.alter.set_table_description(description)
+        changed = True
+    props = table_properties(pattern)
+    if any(meta.configuration.get(k) != v for k, v in props.items()):
+        dt.alter.set_table_properties(props, raise_if_not_exists=False)
+        changed = True
+    schema = pa.schema(dt.schema().to_arrow())
+    for name, meaning in column_meanings(pattern, schema.names).items():
+        current = schema.field(name).metadata or {}
+        if current.get(b"comment", b"").decode() != meaning:
+            dt.alter.set_column_metadata(name, {"comment": meaning})
+            changed = True
+    return changed

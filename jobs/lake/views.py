@@ -1,0 +1,163 @@
+"""The lake as SQL views, one set of names for every engine: Spark (``query --engine spark``,
+the SQL models) and DuckDB over delta-rs (``query``'s fast path, no JVM).
+
+Views: ``matches_<pattern>``, ``events_<source>``, ``quarantine_<source>``,
+``stats_<source>``, ``models_<model>``, ``runs``, ``ingest_log``, ``retractions``,
+``reference_<name>`` (``conf/reference/*.csv``), and the bound events of the matches:
+``match_events_<pattern>`` (one row per match, variable, position and event, with every
+column of the event) and ``match_events`` (the same for every pattern, with the columns all
+sources share: pattern, match_id, variable, position, event_id, ts).
+"""
+
+from __future__ import annotations
+
+import re
+
+from jobs.lake import store as lk
+from jobs.config import REFERENCES
+
+KINDS = ("matches", "events", "quarantine", "stats", "models")
+SINGLES = ("runs", "ingest_log", "retractions")
+SOURCE_KEY = "ses.pattern.source"  # a match table's source, in its Delta metadata
+MATCH_EVENT_COLUMNS = ("pattern", "match_id", "variable", "position", "event_id", "ts")
+
+
+def lake_tables(lake: lk.Lake) -> dict[str, str]:
+    """View name -> Delta table path, for every table the lake has."""
+    out = {}
+    for kind in KINDS:
+        for name in lake.children(lk.join(lake.root, kind)):
+            path = lk.join(lake.root, kind, name)
+            if lake.exists(path):
+                out[f"{kind}_{name}"] = path
+    for name in SINGLES:
+        path = lk.join(lake.root, name)
+        if lake.exists(path):
+            out[name] = path
+    return out
+
+
+def match_sources(lake: lk.Lake, tables: dict[str, str]) -> dict[str, str]:
+    """Pattern -> source of every match table whose events table exists: from the table's
+    metadata (written at publish), else from the runs log."""
+    logged = {}
+    runs = lake.read_arrow(lake.runs(), columns=["pattern", "source"]) if "runs" in tables \
+        else None
+    for r in runs.to_pylist() if runs is not None else []:
+        if r["source"]:
+            logged[r["pattern"]] = r["source"]
+    out = {}
+    for view, path in tables.items():
+        if view.startswith("matches_"):
+            pattern = view[len("matches_"):]
+            source = lake.table(path).metadata().configuration.get(SOURCE_KEY) \
+                or logged.get(pattern)
+            if source and f"events_{source}" in tables:
+                out[pattern] = source
+    return out
+
+
+def bound_events_sql(pattern: str, dialect: str) -> str:
+    """(pattern, match_id, variable, position, event_id) of one match table, one row per
+    bound event; position counts from 1 in time order within the variable."""
+    table = f"matches_{pattern}"
+    if dialect == "spark":
+        return (f"SELECT pattern, match_id, variable, pos + 1 AS position, event_id "
+                f"FROM {table} LATERAL VIEW explode(bindings) b AS variable, ids "
+                f"LATERAL VIEW posexplode(ids) p AS pos, event_id")
+    return (f"SELECT m.pattern, m.match_id, b.e.key AS variable, p.position, p.event_id "
+            f"FROM {table} m, unnest(map_entries(m.bindings)) AS b(e), "
+            f"unnest(b.e.value) WITH ORDINALITY AS p(event_id, position)")
+
+
+def match_events_sql(pattern: str, source: str, dialect: str) -> str:
+    """``match_events_<pattern>``: the bound events joined to their events table (on Spark
+    a sort-merge join: ``match_events`` unions one join per pattern, and broadcasting every
+    events table at once can exhaust the driver)."""
+    hint = "/*+ MERGE(e) */ " if dialect == "spark" else ""
+    return (f"SELECT {hint}b.pattern, b.match_id, b.variable, "
+            f"CAST(b.position AS INT) AS position, e.* "
+            f"FROM ({bound_events_sql(pattern, dialect)}) b "
+            f"JOIN events_{source} e ON e.event_id = b.event_id")
+
+
+def match_events_union(patterns: list[str]) -> str:
+    """``match_events``: the pattern is a literal per branch, so that a filter on it
+    leaves the other patterns' tables unread."""
+    cols = ", ".join(MATCH_EVENT_COLUMNS[1:])
+    return " UNION ALL ".join(f"SELECT '{p}' AS pattern, {cols} FROM match_events_{p}"
+                              for p in patterns)
+
+
+def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str) -> dict[str, str]:
+    """View name -> SQL of the views over the tables (match_events_*, match_events)."""
+    sources = match_sources(lake, tables)
+    out = {f"match_events_{p}": match_events_sql(p, s, dialect) for p, s in sorted(sources.items())}
+    if sources:
+        out["match_events"] = match_events_union(sorted(sources))
+    return out
+
+
+def register_spark(spark, lake: lk.Lake) -> list[str]:
+    """Every view of the lake on a Spark session, instead of those of a lake registered
+    before (a table one lake has and the other not must not leak); returns their names."""
+
+    prefixes = tuple(f"{k}_" for k in KINDS) + ("match_events",)
+    for t in spark.catalog.listTables():
+        if t.isTemporary and (t.name.startswith(prefixes) or t.name in SINGLES):
+            spark.catalog.dropTempView(t.name)
+    tables = lake_tables(lake)
+    for view, path in tables.items():
+        lake.read_spark(spark, path).createOrReplaceTempView(view)
+    derived = derived_views(lake, tables, "spark")
+    for view, sql in derived.items():
+        spark.sql(sql).createOrReplaceTempView(view)
+    return list(tables) + list(derived) + register_references(spark)
+
+
+def _named(sql: str, names) -> set[str]:
+    words = set(re.findall(r"[a-z_][a-z0-9_]*", sql.lower()))
+    return {n for n in names if n.lower() in words}
+
+
+def duckdb_connection(lake: lk.Lake, sql: str | None = None):
+    """A DuckDB connection with the views over delta-rs's Arrow datasets (read lazily:
+    only the columns and files a query needs); with ``sql``, only the views it names and
+    those they read are set up. Returns (connection, every view name)."""
+    import duckdb
+
+
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    tables = lake_tables(lake)
+    derived = derived_views(lake, tables, "duckdb")
+    refs = {f"reference_{p.stem}": p
+            for p in (sorted(REFERENCES.glob("*.csv")) if REFERENCES.is_dir() else [])}
+    names = [*tables, *derived, *refs]
+    wanted = set(names) if sql is None else _named(sql, names)
+    for view in reversed(derived):  # and what they read (match_events reads the others)
+        if view in wanted:
+            wanted |= _named(derived[view], names)
+    for view, path in tables.items():
+        if view in wanted:
+            con.register(f"_t_{view}", lake.table(path).to_pyarrow_dataset())
+            con.execute(f'CREATE VIEW "{view}" AS SELECT * FROM "_t_{view}"')
+    for view, body in derived.items():  # match_events comes after the views it reads
+        if view in wanted:
+            con.execute(f'CREATE VIEW "{view}" AS {body}')
+    for view, path in refs.items():
+        if view in wanted:
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_csv_auto('{path}', "
+                        "header = true)")
+    return con, names
+
+
+def register_references(spark, folder: Path = REFERENCES) -> list[str]:
+    """``conf/reference/<name>.csv`` (with a header) as the view ``reference_<name>``."""
+    views = []
+    for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
+        name = f"reference_{path.stem}"
+        (spark.read.option("header", True).option("inferSchema", True).csv(str(path))
+         .createOrReplaceTempView(name))
+        views.append(name)
+    return views

@@ -1,0 +1,72 @@
+"""Incremental nights (DESIGN.md section 5): which first events a run may match.
+
+A match starting at ``s`` is final once every event with ``ts <= s + τ`` has arrived,
+with an allowed lateness on top. The run for logical date D has data up to the end of D
+(its data interval ends at D + 1 day), so its *horizon* is
+
+    high = D + 1 day - τ - lateness,
+
+and it matches first events in [low, high), where ``low`` is the horizon of the latest
+successful run of the same pattern version for an earlier logical date (none: the whole
+history, a *full* recompute). A rerun of the same logical date gets the same range, hence
+the same matches. Pure functions: no Spark, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timezone
+
+from jobs.core.events import parse_ts
+from jobs.status import SUCCESS
+
+DAY = 86400 * 10**9
+
+
+@dataclass(frozen=True)
+class RunRange:
+    low: int | None  # None: from the beginning of the history
+    high: int
+    full: bool  # a new or changed pattern version: everything up to high
+
+    @property
+    def empty(self) -> bool:
+        return self.low is not None and self.low >= self.high
+
+
+def day_start(d: date | str) -> int:
+    if isinstance(d, str):
+        d = date.fromisoformat(d[:10])
+    return parse_ts(datetime(d.year, d.month, d.day, tzinfo=timezone.utc))
+
+
+def horizon(logical_date: date | str, tau: int, lateness: int) -> int:
+    return day_start(logical_date) + DAY - tau - lateness
+
+
+def plan_range(logical_date: date | str, tau: int, lateness: int, version: str,
+               previous_runs: list[dict]) -> RunRange:
+    """``previous_runs``: rows of the runs table for this pattern (any version)."""
+    high = horizon(logical_date, tau, lateness)
+    ld = str(logical_date)[:10]
+    earlier = [r for r in previous_runs
+               if r["pattern_version"] == version and r["status"] == SUCCESS
+               and str(r["logical_date"])[:10] < ld and r["horizon_high"] is not None]
+    if not earlier:
+        return RunRange(None, high, True)
+    low = max(_ns(r["horizon_high"]) for r in earlier)
+    return RunRange(low, max(high, low), False)
+
+
+def backfill_range(start: date | str, end: date | str) -> RunRange:
+    """Recompute the matches whose first event lies in [start, end)."""
+    return RunRange(day_start(start), day_start(end), False)
+
+
+def _ns(value) -> int:
+    if isinstance(value, int):
+        return value
+    if isinstance(value, datetime):
+        return parse_ts(value)
+    return parse_ts(str(value))
+

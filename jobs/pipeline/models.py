@@ -1,0 +1,61 @@
+"""``models``: build, test and publish the SQL models (docs/models.md) in dependency order,
+each computed, tested and only then written to ``models/<name>``."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from jobs.lake.views import register_spark
+from jobs.pipeline.quality import run_suite
+from jobs.project.models import expectations, load_models
+from jobs.status import FAILED, SKIPPED, SUCCESS
+
+
+class ModelFailed(RuntimeError):
+    """A model's tests failed: its table keeps its previous version."""
+
+
+def run_models(spark, lake, select: list[str] | None = None, folder: Path | None = None,
+               echo=print) -> list[dict]:
+    """Build, test and publish the models in dependency order; one row per model
+    (status success, failed or skipped: ``jobs.status``)."""
+
+    models = load_models(folder, select)
+    failed: set[str] = set()
+    rows = []
+    views = set(register_spark(spark, lake)) if models else set()
+    for m in models:
+        t0 = time.perf_counter()
+        blocked = [d for d in m.depends_on if d in failed]
+        if blocked:
+            failed.add(m.name)
+            rows.append({"model": m.name, "status": SKIPPED,
+                         "message": f"depends on failed model(s) {', '.join(blocked)}"})
+            echo(f"SKIPPED model {m.name}: depends on failed {', '.join(blocked)}")
+            continue
+        try:
+            missing = [t for t in m.tables if t not in views]
+            if missing:
+                raise ModelFailed(f"reads {', '.join(missing)}, which the lake does not have "
+                                  f"(yet): run the patterns or models that publish them")
+            df = spark.sql(m.sql)
+            outcome = run_suite(lake, f"model_{m.name}", expectations(m), df, {}) \
+                if m.tests else None
+            if outcome is not None and not outcome.success:
+                raise ModelFailed(f"tests failed, previous version kept: {outcome.describe()}")
+            table = df.toArrow()
+            lake.write(lake.model(m.name), table, mode="overwrite", schema_mode="overwrite")
+            # the models after it read the new version
+            lake.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
+            views.add(f"models_{m.name}")
+            rows.append({"model": m.name, "status": SUCCESS, "rows": table.num_rows,
+                         "seconds": round(time.perf_counter() - t0, 1)})
+            echo(f"model {m.name}: {table.num_rows} row(s)"
+                 + (f", {outcome.evaluated} test(s) passed" if outcome else ""))
+        except Exception as exc:  # noqa: BLE001 - one failing model does not stop the others
+            failed.add(m.name)
+            message = str(exc).strip().splitlines()[0][:500]
+            rows.append({"model": m.name, "status": FAILED, "message": message})
+            echo(f"FAILED model {m.name}: {message}")
+    return rows

@@ -1,0 +1,198 @@
+"""``match-job``: one pattern over the events of its source, on Spark.
+
+Phase 1 (Spark): read ``events/<source>`` for the run's range — partition pruning on
+``event_date`` and a ``ts`` range [low, high + τ] — apply the Theorem 1 filter as a Spark
+predicate (pushed into the Parquet scan), repartition by the partition attributes X and
+sort by (X, ts, event_id). Without X, or for a partition with more events than
+``max_partition_events``, time is cut into slices that overlap by τ: an event is copied to
+every slice whose start range it can complete, and each slice keeps only the matches that
+start inside it, so the result is exact.
+
+Phase 2 (executors, ``jobs.pipeline.phase2``): the match-window matcher per group. Executors write
+the match rows and per-group stats rows as Parquet into ``staging/<pattern>/<run_id>``; the
+driver reads back only the stats rows (one per group), never the events or the matches.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import reduce
+
+from jobs.core.engine import MATCHER_CLASSES, MatchStats
+from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.window import can_drop
+from jobs.lake import store as lk
+from jobs.pipeline.phase2 import (
+    NOT_SLICED,
+    SLICE,
+    Phase2Spec,
+    output_columns,
+    position_column,
+    run_partition,
+)
+from jobs.spark.predicates import (
+    col,
+    event_date_filters,
+    filter_column,
+    read_range,
+    window_analysis,
+)
+
+
+def leading_negation(pattern: Pattern | Disjunction) -> bool:
+    return any(n.before is None for alt in pattern.alternatives for n in alt.negations)
+
+
+def unlinked_negation(pattern: Pattern | Disjunction) -> bool:
+    """Whether some negated variable may find its witness outside the match's group of
+    the partition attributes (then groups are time slices over all partitions). For a
+    disjunction, a variable linked on its alternative's X is linked on the common X (a
+    subset); the others count as unlinked, which is exact either way."""
+    return bool(pattern.partition_attributes) and any(
+        set(v.name for v in alt.negated) - alt.linked_negations for alt in pattern.alternatives)
+
+
+def positions_column(pattern: Pattern):
+    """Contiguity positions, numbered before any filter: a row number over the source
+    in processing order (strict) or within the partition values X (partition), one
+    column per alternative of a disjunction that asks for contiguity."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    keys = list(pattern.partition_attributes)
+    window = Window.orderBy("ts", "event_id")
+    if pattern.contiguity == "partition" and keys:
+        window = Window.partitionBy(*[col(k) for k in keys]).orderBy("ts", "event_id")
+    return (F.row_number().over(window) - 1).cast("long")
+
+
+@dataclass
+class MatchJobResult:
+    staging: str
+    stats: dict
+
+
+def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake: lk.Lake, run_id: str,
+                  low: int | None, high: int | None, slice_length: int,
+                  max_partition_events: int, max_matches_per_window: int,
+                  force_slices: bool = False, sink: str = "parquet",
+                  memory_budget: int = 2 * 1024**3, limits: str | None = None,
+                  plan_json: str | None = None) -> MatchJobResult:
+    """Match ``pattern`` for first events in [low, high) (None: unbounded); ``sink='noop'``
+    runs phase 1 only (for measuring it)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    started = time.perf_counter()
+    path = lake.events(pattern.source)
+    tau = pattern.tau
+    # a leading negated set looks back τ before a match's first event
+    read_low = None if low is None else low - (tau if leading_negation(pattern) else 0)
+    filters = event_date_filters(read_low, high, tau)
+    df = read_range(spark, lake, path, read_low, high, tau)
+    keep = filter_column(pattern)
+    keys = list(pattern.partition_attributes)
+    # a negated variable not linked to X may find its witness in another partition (or
+    # in an event without X): then the groups are time slices over all partitions
+    unlinked = unlinked_negation(pattern)
+    scanned = lake.count_rows(path, filters)
+    stats = {"events": scanned}
+    extra = []
+    for alt in pattern.alternatives:
+        if alt.contiguity != "none":
+            df = df.withColumn(position_column(alt), positions_column(alt))
+            extra.append(position_column(alt))
+    if keep is not None:
+        df = df.where(keep)
+    window = pattern.kind == "window"
+    if window and keys and pattern.missing_keys_matter and df.where(
+            reduce(lambda a, b: a | b, [col(k).isNull() for k in keys])
+            & F.coalesce(can_drop(pattern, *window_analysis()), F.lit(False))).limit(1).count():
+        keys = []  # an event without X may drop windows of every partition: time slices
+    if not unlinked:
+        for k in keys:
+            df = df.where(col(k).isNotNull())
+    needed = ["event_id", "ts", *sorted(pattern.attributes | set(keys)), *extra]
+    df = df.select(*[col(c) for c in dict.fromkeys(needed)])
+
+    slicing = None
+    if not keys or force_slices or unlinked:
+        slicing = "all"
+    elif max_partition_events and scanned > max_partition_events:
+        big = (df.groupBy(*[col(k) for k in keys]).count()
+               .where(F.col("count") > max_partition_events).drop("count"))
+        big_keys = big.limit(10_000).collect()
+        if big_keys:
+            slicing = "big"
+            flag = spark.createDataFrame(big_keys, big.schema).withColumn("__big", F.lit(True))
+            df = df.join(F.broadcast(flag), on=keys, how="left")
+    origin = 0
+    if slicing:
+        L = slice_length
+        ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
+        first = F.floor((ts_ns - F.lit(tau) - F.lit(origin)) / F.lit(L)).cast("long")
+        back = tau if leading_negation(pattern) else 0  # the next slice looks back τ
+        own = F.floor((ts_ns + F.lit(back) - F.lit(origin)) / F.lit(L)).cast("long")
+        slices = F.sequence(first, own)
+        if slicing == "big":  # only the large partitions; the others are one group each
+            slices = F.when(F.col("__big"), slices).otherwise(
+                F.array(F.lit(NOT_SLICED).cast("long")))
+        df = df.withColumn(SLICE, F.explode(slices)).drop("__big")
+    group = ([] if unlinked else keys) + ([SLICE] if slicing else [])
+    n_parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    if group:
+        df = df.repartition(n_parts, *[col(c) for c in group])
+    else:  # pragma: no cover - without X every event is sliced
+        df = df.repartition(1)
+    df = df.sortWithinPartitions(*[col(c) for c in group], "ts", "event_id")
+    spec = Phase2Spec(pattern_text=pattern_text, keys=tuple(keys), low=low, high=high,
+                      group_by_keys=not unlinked,
+                      slice_origin=origin, slice_length=slice_length if slicing else None,
+                      max_matches_per_window=max_matches_per_window,
+                      memory_budget=memory_budget, plan=plan_json,
+                      **({"limits": limits} if limits else {}))
+    key_fields = [df.schema[k] for k in keys]
+    disjunctive = isinstance(pattern, Disjunction)
+    schema = T.StructType([
+        T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),
+        *([T.StructField("alternative", T.IntegerType())] if disjunctive else []),
+        *[T.StructField(f.name, f.dataType) for f in key_fields],
+        T.StructField("start_ts", T.TimestampType()), T.StructField("end_ts", T.TimestampType()),
+        T.StructField("n_events", T.LongType()), T.StructField("bindings", T.StringType()),
+        *([T.StructField("values", T.StringType())] if window else []),
+        T.StructField("stats", T.StringType())])
+    assert [f.name for f in schema] == output_columns(tuple(keys), disjunctive, window)
+    staging = lake.staging(pattern.name, run_id)
+    if sink == "noop":
+        df.write.format("noop").mode("overwrite").save()
+        stats["seconds"] = time.perf_counter() - started
+        return MatchJobResult(staging, stats)
+    out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
+    out.write.mode("overwrite").parquet(lk.spark_uri(staging))
+    # the per-group stats rows are summed in Spark: the driver gets one row back
+    sums = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches",
+            "work")
+    schema_json = ", ".join(f"{f} long" for f in MatchStats.numeric_fields() if f != "seconds")
+    schema_json += ", seconds double"
+    parsed = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "stats")
+              .select(F.from_json("stats", schema_json).alias("s"), *[col(k) for k in keys]))
+    aggs = [F.sum(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in sums]
+    aggs += [F.max(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in MatchStats.MAXIMA]
+    aggs += [F.sum("s.seconds").alias("phase2_seconds"), F.count(F.lit(1)).alias("groups"),
+             F.sum(F.coalesce(F.col("s.partitions"), F.lit(0))).alias("whole"),
+             (F.countDistinct(F.when(F.col("s.partitions") == 0, F.struct(*[col(k) for k in keys])))
+              if keys else F.lit(1)).alias("sliced")]
+    total = parsed.agg(*aggs).first()
+    for f in sums + MatchStats.MAXIMA:
+        stats[f] = int(total[f] or 0)
+    # whole partitions are counted by the engine, sliced ones once by their key
+    stats["partitions"] = (int(total["whole"] or 0) + int(total["sliced"] or 0)) \
+        if total["groups"] else 0
+    stats["groups"] = int(total["groups"] or 0)
+    stats["work_item"] = "tested events" if window else MATCHER_CLASSES[pattern.matcher].work_item
+    stats["phase2_seconds"] = round(float(total["phase2_seconds"] or 0.0), 3)
+    stats["sliced"] = slicing or "no"
+    stats["seconds"] = round(time.perf_counter() - started, 3)
+    return MatchJobResult(staging, stats)
+

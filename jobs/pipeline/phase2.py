@@ -1,0 +1,276 @@
+"""Phase 2 of the match job, run on the executors (``mapInPandas``): the match-window
+matcher over the events of each group (partition values X, and time slice), in order.
+
+Pure pandas in, pandas out (no Spark import), so it is tested on small frames. Input rows
+arrive sorted by (group keys, ts, event_id) within a Spark partition; a group may span
+several Arrow batches, so the last group of a batch is carried over to the next. Only one
+group's events are held at a time.
+
+Whole partitions of a batch are matched by one engine call (the engine partitions by X
+itself); each time slice of a large partition by one call of its own. Each call yields
+its match rows (those whose first event starts inside its start range: the run's range,
+cut to the slice) and one stats row.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Iterator
+
+import numpy as np
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+from jobs.core.columns import from_arrow, processing_order
+from jobs.core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
+from jobs.core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
+from jobs.core.pattern import Disjunction
+from jobs.core.patternfile import parse_pattern
+from jobs.core.plan_json import plans_from_json
+from jobs.core.window import BINDINGS
+from jobs.core.window_engine import Evaluator, execute_windows, relevant_rows
+
+SLICE = "__slice"
+POSITION = "__pos"  # contiguity positions numbered in phase 1 (__pos1, __pos2: per alternative)
+NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
+
+
+@dataclass(frozen=True)
+class Phase2Spec:
+    pattern_text: str
+    keys: tuple[str, ...]  # partition attributes X (Spark column names)
+    low: int | None  # run range of start timestamps [low, high), ns
+    high: int | None
+    group_by_keys: bool = True  # False: groups are time slices over all partitions
+    slice_origin: int = 0
+    slice_length: int | None = None  # None: no time slices
+    max_matches_per_window: int = 1_000_000
+    memory_budget: int = 2 * 1024**3
+    limits: str = "match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml"
+    plan: str | None = None  # the driver's trees (planning.PlanChoice.to_json), zstream
+
+
+@lru_cache(maxsize=16)
+def _pattern(text: str):
+    return parse_pattern(text, "<phase 2>")
+
+
+def position_column(pattern) -> str:
+    """The phase-1 column with the contiguity positions of a conjunctive pattern (one
+    per alternative of a disjunction: they may partition differently)."""
+    return POSITION if pattern.alternative is None else f"{POSITION}{pattern.alternative}"
+
+
+@lru_cache(maxsize=16)
+def _driver_plan(plan: str | None, text: str):
+    if plan is None:
+        return None
+
+    return plans_from_json(plan, _pattern(text))
+
+
+def output_columns(keys: tuple[str, ...], disjunctive: bool = False, window: bool = False
+                   ) -> list[str]:
+    """The staged rows; a disjunction's also say which alternative matched, a window
+    pattern's carry its select values (JSON)."""
+    return ["kind", "match_id", *(["alternative"] if disjunctive else []), *keys,
+            "start_ts", "end_ts", "n_events", "bindings", *(["values"] if window else []),
+            "stats"]
+
+
+def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
+               ) -> Iterator[pd.DataFrame]:
+    """Match the events of ``table`` (one time slice of one partition when
+    ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
+    by X itself); yields their match rows batch by batch, then one stats row."""
+    pattern = _pattern(spec.pattern_text)
+    t0 = time.perf_counter()
+    table = table.take(pa.array(processing_order(table)))  # rows = the engine's rows
+    lo, hi, s_lo, s_hi = _start_range(spec, slice_value)
+    if pattern.kind == "window":
+        yield from window_rows(spec, pattern, table, lo, hi, s_lo, s_hi, t0)
+        return
+    compiled = compile_pattern(pattern)
+    cols = from_arrow(table, compiled.attributes, ordered=True)
+    options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
+                           memory_budget=spec.memory_budget, limits=spec.limits,
+                           plan=_driver_plan(spec.plan, spec.pattern_text))
+    st = MatchStats()
+    kept = 0
+    positions = [table.column(position_column(a)).to_numpy().astype(np.int64)
+                 if position_column(a) in table.column_names else None
+                 for a in pattern.alternatives]
+    disjunctive = isinstance(pattern, Disjunction)
+    for batch in execute(compiled, cols, options, st,
+                         positions=positions if disjunctive else positions[0]):
+        idx = _inside(batch, lo, hi)
+        if len(idx) < len(batch):
+            batch = batch_take(batch, idx)
+        if not len(batch):
+            continue
+        kept += len(batch)
+        alt = compiled.alternatives[batch.alternative]
+        extra = {"alternative": np.full(len(batch), alt.pattern.alternative, np.int32)} \
+            if disjunctive else {}
+        yield _frame(spec, table, cols, batch, alt.pattern.version,
+                     [v.name for v in alt.variables], extra)
+    # events that passed the filter, each counted in one group only (the slice holding its
+    # ts; copies in earlier, overlapping slices do not count), so the sum is exact
+    if s_lo is not None:
+        kept_ts = cols.ts[compiled.masks(cols) != 0]
+        st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
+    yield _stats_row(spec, st, kept, t0, s_lo, table, disjunctive=disjunctive)
+
+
+def _start_range(spec: Phase2Spec, slice_value):
+    """The start range of a group's matches: the run's range, cut to the group's time
+    slice (only large partitions are sliced when X exists); and the slice itself."""
+    lo, hi = spec.low, spec.high
+    s_lo = s_hi = None
+    if spec.slice_length is not None and slice_value is not None \
+            and int(slice_value) != NOT_SLICED:
+        s_lo = spec.slice_origin + int(slice_value) * spec.slice_length
+        s_hi = s_lo + spec.slice_length
+        lo = s_lo if lo is None else max(lo, s_lo)
+        hi = s_hi if hi is None else min(hi, s_hi)
+    return lo, hi, s_lo, s_hi
+
+
+def _stats_row(spec: Phase2Spec, st: MatchStats, kept: int, t0: float, s_lo, table,
+               disjunctive: bool = False, window: bool = False) -> pd.DataFrame:
+    st.matches = kept
+    st.seconds = time.perf_counter() - t0
+    if s_lo is not None:
+        st.partitions = 0  # a slice's partition is counted once, by its key (match job)
+    record = {k: v for k, v in st.as_dict().items()
+              if k not in MatchStats.TEXT + ("plan_cost",)}
+    stats_row = {"kind": ["stats"], "match_id": [None]}
+    if disjunctive:
+        stats_row["alternative"] = np.zeros(1, np.int32)
+    for k in spec.keys:  # the first event's partition (sliced: the slice's partition)
+        stats_row[k] = table.column(k).slice(0, 1).to_pandas()
+    nat = np.array([np.iinfo(np.int64).min]).view("datetime64[ns]")
+    stats_row.update(start_ts=nat, end_ts=nat, n_events=[0], bindings=[None],
+                     stats=[json.dumps(record)])
+    if window:
+        stats_row["values"] = [None]
+    import pandas as pd
+
+    return _typed(spec, pd.DataFrame(stats_row))
+
+
+def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, t0
+                ) -> Iterator[pd.DataFrame]:
+    """A window pattern's rows for one group: its output windows starting in [lo, hi),
+    bindings {first, buffer, last} and the select values as JSON, then a stats row."""
+
+    cols = from_arrow(table, sorted(pattern.attributes), ordered=True)
+    st = MatchStats()
+    kept = 0
+    names = [k for k, _ in pattern.select]
+    for batch in execute_windows(pattern, cols, MatchOptions(), st):
+        idx = _inside(batch, lo, hi)
+        if not len(idx):
+            continue
+        values = [[v[i] for i in idx.tolist()] for v in batch.values]
+        batch = batch_take(batch, idx)
+        kept += len(batch)
+        rows = [json.dumps(dict(zip(names, row))) for row in zip(*values)] if names \
+            else [None] * len(batch)
+        yield _frame(spec, table, cols, batch, pattern.version, list(BINDINGS),
+                     {}, {"values": rows})
+    if s_lo is not None:
+        kept_ts = cols.ts[relevant_rows(pattern, Evaluator(cols))] if cols.n else cols.ts
+        st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
+    yield _stats_row(spec, st, kept, t0, s_lo, table, window=True)
+
+
+def _inside(batch, lo, hi) -> np.ndarray:
+    """The matches of a batch whose first event starts in [lo, hi) (None: open)."""
+    inside = np.ones(len(batch), np.bool_)
+    if lo is not None:
+        inside &= batch.start_ts >= lo
+    if hi is not None:
+        inside &= batch.start_ts < hi
+    return np.flatnonzero(inside)
+
+
+def _frame(spec: Phase2Spec, table: pa.Table, cols, batch, version: str, names: list[str],
+           before: dict, after: dict | None = None) -> pd.DataFrame:
+    """The staged match rows of a batch: ``before`` columns go after match_id (a
+    disjunction's alternative), ``after`` ones after the bindings (a window's values)."""
+    bindings = bindings_of(batch, cols, names)
+    frame = {"kind": np.full(len(batch), "match", dtype=object),
+             "match_id": match_ids(version, bindings), **before}
+    first = pa.array(batch.first)
+    for k in spec.keys:
+        frame[k] = table.column(k).take(first).to_pandas()
+    frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
+    frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
+    frame["n_events"] = np.diff(batch.offsets)
+    frame["bindings"] = bindings_json(bindings)
+    frame.update(after or {})
+    frame["stats"] = None
+    import pandas as pd
+
+    return _typed(spec, pd.DataFrame(frame))
+
+
+def _typed(spec: Phase2Spec, frame: pd.DataFrame) -> pd.DataFrame:
+    out = frame[output_columns(spec.keys, "alternative" in frame, "values" in frame)]
+    return out.assign(n_events=out["n_events"].astype("int64"))
+
+
+def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    """mapInPandas body: split the sorted stream of rows into groups and match each."""
+    group_cols = (list(spec.keys) if spec.group_by_keys else []) + \
+        ([SLICE] if spec.slice_length is not None else [])
+    carry: pd.DataFrame | None = None
+
+    def split(pdf: pd.DataFrame, last_is_complete: bool):
+        """The complete groups of a batch (row ranges) and the rows to carry over."""
+        if group_cols:
+            key = pdf[group_cols[0]].astype(str).to_numpy() if len(group_cols) == 1 else \
+                pdf[group_cols].astype(str).agg("\x1f".join, axis=1).to_numpy()
+            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]).tolist()
+        else:
+            starts = [0]
+        bounds = starts + [len(pdf)]
+        groups = list(zip(bounds[:-1], bounds[1:]))
+        if last_is_complete:
+            return groups, None
+        return groups[:-1], pdf.iloc[bounds[-2]:].reset_index(drop=True)
+
+    def process(pdf: pd.DataFrame, groups) -> Iterator[pd.DataFrame]:
+        table = pa.Table.from_pandas(pdf, preserve_index=False)
+        slices = pdf[SLICE].to_numpy() if SLICE in pdf.columns else None
+        whole = []
+        for a, b in groups:
+            if spec.keys and spec.group_by_keys and (slices is None or slices[a] == NOT_SLICED):
+                whole.append(np.arange(a, b))  # whole partitions: matched together
+            else:
+                yield from match_rows(spec, table.slice(a, b - a),
+                                      None if slices is None else slices[a])
+        if whole:
+            yield from match_rows(spec, table.take(pa.array(np.concatenate(whole))))
+
+    for pdf in batches:
+        if carry is not None and len(carry):
+            import pandas as pd
+
+            pdf = pd.concat([carry, pdf], ignore_index=True)
+        if not len(pdf):
+            continue
+        if not group_cols:
+            carry = pdf
+            continue
+        groups, carry = split(pdf, last_is_complete=False)
+        yield from process(pdf, groups)
+    if carry is not None and len(carry):
+        groups, _ = split(carry, last_is_complete=True)
+        yield from process(carry, groups)

@@ -1,0 +1,298 @@
+"""One plan per pattern per run, chosen on the driver (issue 11).
+
+For a ZStream pattern the driver builds the plan's statistics once per run:
+
+* W·r_v (``leaf_pm``) from ``stats/<source>`` (``jobs.lake.stats``): the events of the
+  run's dates that fit v's properties — exact counts for ``=`` / ``in`` on text, the
+  quantiles for ranges on numbers, independence between properties (System R's rule,
+  and 1/3 for a property no statistic describes) — per partition X and window: events_v
+  / P · min(1, τ / D), with P the distinct X values (HLL sketches merged over the dates)
+  and D the mean active days of a partition (Σ daily distinct X / P); without X,
+  events_v · τ / span;
+* each pair's selectivity from sampled pairs inside τ on a sample of the run's events
+  (a hash sample of the partitions, ``SAMPLE_EVENTS`` events at most).
+
+The pattern's generator (``plan:``, else ``planners.DEFAULT``) picks the tree; phase 2
+evaluates that tree in every group. The runs log records the plan, its estimated partial
+matches per window and the actual ones (``work / matcher_calls``). When the last run of
+the same version was off by more than ``REPLAN_FACTOR`` either way, this run plans with
+the observed sizes instead (leaf sizes measured in the sample's windows).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jobs.core.columns import from_arrow, processing_order
+from jobs.core.conditions import Attr, BoolOp, Cmp, In, Lit, Not
+from jobs.core.engine import MatchOptions, compile_pattern, estimate_statistics, group_events
+from jobs.core.events import format_ts
+from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.plan_json import tree_to_json
+from jobs.core.planners import DEFAULT, PLANNERS, plan_cost, planner
+from jobs.core.plans import PlanStatistics, TreePlan
+from jobs.lake import store as lk
+from jobs.spark.predicates import col, event_date_filters, filter_column, read_range
+from jobs.status import SUCCESS
+
+SAMPLE_EVENTS = 50_000
+REPLAN_FACTOR = 10.0
+UNKNOWN_SELECTIVITY = 1 / 3
+DAY = 86400 * 10**9
+
+
+@dataclass
+class PlanChoice:
+    """What ``explain`` prints and the runs log keeps, per alternative."""
+
+    generator: str
+    trees: list[TreePlan] = field(default_factory=list)
+    costs: list[float] = field(default_factory=list)
+    statistics: list[PlanStatistics] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # where each leaf estimate came from
+    replanned: str = ""
+
+    @property
+    def text(self) -> str:
+        return " | ".join(map(str, self.trees))
+
+    @property
+    def estimated(self) -> float:
+        return float(sum(self.costs))
+
+    def to_json(self) -> str:
+        return json.dumps([tree_to_json(t) for t in self.trees])
+
+
+# -- selectivity of a property from the stats table ------------------------------------------
+@dataclass
+class DateStats:
+    """The stats rows of the run's dates, summed."""
+
+    total: int
+    values: dict[tuple[str, str], int]  # (attribute, value) -> events
+    numeric: dict[str, tuple[int, list[float]]]  # attribute -> (values, mean quantiles)
+    span_ns: int
+
+
+def read_date_stats(lake: lk.Lake, source: str, low: int | None, high: int | None,
+                    tau: int) -> DateStats | None:
+    import pyarrow.compute as pc
+
+
+    path = lake.stats(source)
+    if not lake.exists(path):
+        return None
+    dates = pc.scalar(True)  # only the run's dates are read (a partition filter)
+    if low is not None:
+        dates &= pc.field("event_date") >= format_ts(low - tau)[:10]
+    if high is not None:
+        dates &= pc.field("event_date") <= format_ts(high + tau)[:10]
+    rows = lake.read_arrow(path, columns=["event_date", "attribute", "value", "events",
+                                        "quantiles", "first_ts", "last_ts"],
+                         filter=dates).to_pylist()
+    totals = [r for r in rows if r["attribute"] == "*"]
+    if not totals:
+        return None
+    values: dict[tuple[str, str], int] = {}
+    numeric: dict[str, list] = {}
+    for r in rows:
+        a = r["attribute"]
+        if a in ("*",) or a.startswith("@"):
+            continue
+        if r["quantiles"] is not None:
+            numeric.setdefault(a, []).append((r["events"], r["quantiles"]))
+        else:
+            values[(a, r["value"])] = values.get((a, r["value"]), 0) + r["events"]
+    merged = {}
+    for a, parts in numeric.items():
+        n = sum(c for c, _ in parts)
+        q = np.average(np.array([qs for _, qs in parts]), axis=0,
+                       weights=[max(c, 1) for c, _ in parts])
+        merged[a] = (n, list(q))
+    first = min(r["first_ts"] for r in totals)
+    last = max(r["last_ts"] for r in totals)
+    span = int((last - first).total_seconds() * 1e9) or DAY
+    return DateStats(sum(r["events"] for r in totals), values, merged, span)
+
+
+def property_fraction(expr, ds: DateStats, kinds: dict[str, str]) -> float:
+    """The fraction of the source's events that satisfy a property (three-valued logic:
+    a missing value satisfies nothing)."""
+    total = max(ds.total, 1)
+    if isinstance(expr, BoolOp):
+        parts = [property_fraction(x, ds, kinds) for x in expr.items]
+        if expr.op == "and":
+            return math.prod(parts)
+        return 1 - math.prod(1 - p for p in parts)
+    if isinstance(expr, Not):
+        return max(0.0, 1 - property_fraction(expr.item, ds, kinds))
+    if isinstance(expr, In) and isinstance(expr.item, Attr) and \
+            all(isinstance(v, Lit) for v in expr.values):
+        hit = sum(ds.values.get((expr.item.attr, str(v.value)), 0) for v in expr.values) / total
+        present = sum(c for (a, _), c in ds.values.items() if a == expr.item.attr) / total
+        return present - hit if expr.negated else hit
+    if isinstance(expr, Cmp):
+        attr, lit, op = expr.left, expr.right, expr.op
+        if isinstance(attr, Lit) and isinstance(lit, Attr):
+            attr, lit, op = lit, attr, {"<": ">", ">": "<", "<=": ">=", ">=": "<="}.get(op, op)
+        if isinstance(attr, Attr) and isinstance(lit, Lit):
+            a = attr.attr
+            if a in ds.numeric and not isinstance(lit.value, str):
+                n, q = ds.numeric[a]
+                below = float(np.interp(float(lit.value), q, np.linspace(0, 1, len(q)),
+                                        left=0.0, right=1.0))
+                frac = {"<": below, "<=": below, ">": 1 - below, ">=": 1 - below,
+                        "=": 1 / 20, "!=": 19 / 20}[op]
+                return frac * n / total
+            if (a, str(lit.value)) in ds.values or any(k[0] == a for k in ds.values):
+                hit = ds.values.get((a, str(lit.value)), 0) / total
+                present = sum(c for (x, _), c in ds.values.items() if x == a) / total
+                if op == "=":
+                    return hit
+                if op == "!=":
+                    return present - hit
+    return UNKNOWN_SELECTIVITY
+
+
+def partition_shape(spark, lake: lk.Lake, source: str, keys: tuple[str, ...],
+                    low: int | None, high: int | None, tau: int) -> tuple[float, float] | None:
+    """(P, D): distinct partitions over the run's dates (merged HLL sketches) and their
+    mean active days."""
+    from pyspark.sql import functions as F
+
+
+    path = lake.stats(source)
+    if not keys or not lake.exists(path):
+        return None
+    dates = event_date_filters(None if low is None else low - tau, high, tau)
+    df = lake.read_spark(spark, path, dates).where(F.col("attribute") == "@" + keys[0])
+    row = df.agg(F.hll_sketch_estimate(F.hll_union_agg("sketch")).alias("p"),
+                 F.sum("distinct").alias("days")).first()
+    if row is None or not row["p"]:
+        return None
+    p = float(row["p"])
+    return p, float(row["days"] or p) / p
+
+
+def leaf_estimates(pattern: Pattern, ds: DateStats, shape, kinds: dict[str, str]
+                   ) -> list[float]:
+    """W·r_v per variable from the stats (see the module's docstring)."""
+    out = []
+    for v in pattern.variables:
+        frac = math.prod(property_fraction(p.expr, ds, kinds) for p in pattern.properties[v.name])
+        events = max(ds.total * frac, 1e-3)
+        if shape is not None and pattern.partition_attributes:
+            partitions, days = shape
+            per_window = events / max(partitions, 1.0) * min(1.0, pattern.tau / DAY / max(days, 1e-9))
+        else:
+            per_window = events * pattern.tau / max(ds.span_ns, 1)
+        per_window = max(per_window, 1e-3)
+        if v.group:
+            per_window = min(2.0 ** min(per_window, 40) - 1, 1e12)
+        out.append(float(per_window))
+    return out
+
+
+def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,
+                      low: int | None, high: int | None) -> list[PlanStatistics]:
+    """Per alternative, the statistics measured on a sample of the run's events (whole
+    partitions chosen by a hash of X), with the engine's window sampler."""
+    from pyspark.sql import functions as F
+
+
+    df = read_range(spark, lake, lake.events(pattern.source),
+                     None if low is None else low - pattern.tau, high, pattern.tau)
+    keep = filter_column(pattern)
+    if keep is not None:
+        df = df.where(keep)
+    keys = list(pattern.partition_attributes)
+    total = df.count()
+    if total > SAMPLE_EVENTS and keys:
+        buckets = max(2, math.ceil(total / SAMPLE_EVENTS))
+        df = df.where(F.pmod(F.hash(*[col(k) for k in keys]), F.lit(buckets)) == 0)
+    elif total > SAMPLE_EVENTS:
+        df = df.orderBy("ts").limit(SAMPLE_EVENTS)
+    compiled = compile_pattern(pattern)
+    cols_needed = ["event_id", "ts", *sorted(set(compiled.attributes) | set(keys))]
+    table = df.select(*[col(c) for c in dict.fromkeys(cols_needed)]).toArrow()
+    table = table.take(processing_order(table))
+    cols = from_arrow(table, compiled.attributes, ordered=True)
+    out = []
+    for alt in compiled.alternatives:
+        partitioned = bool(alt.partition_attributes)
+        group = group_events(alt, cols, MatchOptions(), partitioned)
+        per_var = [np.flatnonzero((group.masks >> v.index) & 1) for v in alt.variables]
+        out.append(estimate_statistics(alt, group, per_var, partitioned))
+    return out
+
+
+def choose_plan(spark, lake: lk.Lake, pattern: Pattern | Disjunction, low: int | None,
+                high: int | None, kinds: dict[str, str], generator: str | None = None,
+                observed: bool = False) -> PlanChoice:
+    """The run's plan: statistics from the lake (or, ``observed``, the sample's measured
+    leaf sizes), then the generator."""
+    name = generator or pattern.plan or DEFAULT
+    gen = planner(name)
+    sampled = sample_statistics(spark, lake, pattern, low, high)
+    ds = None if observed else read_date_stats(lake, pattern.source, low, high, pattern.tau)
+    shape = None if ds is None else partition_shape(spark, lake, pattern.source,
+                                                    pattern.partition_attributes, low, high,
+                                                    pattern.tau)
+    choice = PlanChoice(name, replanned="observed" if observed else "")
+    for alt, st_sample in zip(pattern.alternatives, sampled):
+        if ds is not None:
+            st = PlanStatistics(tuple(leaf_estimates(alt, ds, shape, kinds)),
+                                st_sample.selectivity)
+            choice.sources.append("stats table (leaves), sample (pairs)")
+        else:
+            st = st_sample
+            choice.sources.append("sample (leaves and pairs)")
+        tree = gen.planned(alt, st).tree
+        choice.trees.append(tree)
+        choice.costs.append(plan_cost(gen, alt, tree, st))
+        choice.statistics.append(st)
+    return choice
+
+
+def needs_replan(previous: list[dict], version: str) -> bool:
+    """The last successful run of this version estimated its partial matches per window
+    more than ``REPLAN_FACTOR`` off the actual ones."""
+    runs = [r for r in previous if r.get("pattern_version") == version
+            and r.get("status") == SUCCESS and r.get("estimated_pm")]
+    if not runs:
+        return False
+    last = max(runs, key=lambda r: r["started_at"])
+    actual = last.get("actual_pm") or 0.0
+    ratio = (actual + 1e-9) / (last["estimated_pm"] + 1e-9)
+    return ratio > REPLAN_FACTOR or ratio < 1 / REPLAN_FACTOR
+
+
+def explain_text(pattern: Pattern | Disjunction, choice: PlanChoice) -> str:
+    """``explain``: the chosen plan and cost, the statistics it used, and what every
+    generator makes of the same statistics."""
+    lines = [f"pattern {pattern.name} (version {pattern.version}), generator "
+             f"{choice.generator}" + (" (re-planned: observed sizes)" if choice.replanned else "")]
+    for k, (alt, tree, cost, st, src) in enumerate(zip(pattern.alternatives, choice.trees,
+                                                       choice.costs, choice.statistics,
+                                                       choice.sources)):
+        head = f"alternative {k + 1}: " if len(choice.trees) > 1 else ""
+        lines.append(f"\n{head}plan {tree}  estimated partial matches per window = {cost:,.3f}")
+        lines.append(f"statistics ({src}):")
+        for v in alt.variables:
+            lines.append(f"  W·r {str(v):12} {st.leaf_pm[v.index]:>14,.3f}")
+        for (i, j), sel in sorted(st.selectivity.items()):
+            pair = f"{alt.variables[i].name} ~ {alt.variables[j].name}"
+            lines.append(f"  SEL {pair:12} {sel:>14.4f}")
+        lines.append("every generator on these statistics (* = chosen):")
+        for name, gen in PLANNERS.items():
+            t = gen.planned(alt, st)
+            mark = "*" if name == choice.generator else " "
+            note = f"  ({t.note})" if t.note else ""
+            lines.append(f" {mark} {name:12} {plan_cost(gen, alt, t.tree, st):>16,.3f}  "
+                         f"{t.tree}{note}")
+    return "\n".join(lines)

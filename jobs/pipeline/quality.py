@@ -1,0 +1,367 @@
+"""Quality gates with Great Expectations (GX 1.x), between match and publish.
+
+Suites live as GX JSON files in ``expectations/``. What depends on a source or a pattern
+is derived, never written by hand per pattern:
+
+* events: the checks of ``expectations/events.json`` plus, per column of the source schema
+  (``conf/sources.yaml``), its Spark type;
+* matches: the checks of ``expectations/matches.json`` on a frame that joins every staged
+  match with the events it binds (span, set order, equal partition values, distinct and
+  existing events, start/end = first/last bound event), plus, from the pattern file, each
+  variable's count (a singleton exactly once, a group within its bounds), the fewest
+  events of a match, the linked negations and τ; a disjunction's rows against the
+  alternative that matched.
+
+A failing suite stops publishing; the message names the failed expectations, and the Data
+Docs HTML is written next to the lake (``<lake>/gx/uncommitted/data_docs/local_site``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import reduce
+
+from jobs.config import ROOT, Source
+from jobs.core.pattern import Disjunction, Pattern
+from jobs.lake import store as lk
+from jobs.spark.predicates import col, event_date_filters, property_column
+from jobs.status import new_run_id
+
+SUITES = ROOT / "expectations"
+SPARK_TYPES = {"string": "StringType", "integer": "LongType", "double": "DoubleType",
+               "number": "DoubleType", "timestamp": "TimestampType"}
+
+
+@dataclass
+class Outcome:
+    suite: str
+    success: bool
+    failed: list[str]
+    docs: str | None
+    evaluated: int
+
+    def describe(self) -> str:
+        if self.success:
+            return f"{self.suite}: {self.evaluated} expectations met"
+        where = f"; details: {self.docs}" if self.docs else ""
+        return f"{self.suite}: failed {len(self.failed)} of {self.evaluated}: " + \
+            "; ".join(self.failed) + where
+
+
+def load_suite(name: str) -> dict:
+    with open(SUITES / f"{name}.json", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def events_expectations(source: Source) -> list[dict]:
+    suite = load_suite("events")["expectations"]
+    for name, kind in source.columns.items():
+        column = "ts" if name == source.time_column else name
+        suite.append({"type": "expect_column_values_to_be_of_type",
+                      "kwargs": {"column": column, "type_": SPARK_TYPES[kind]}})
+    return suite
+
+
+def prefix(pattern: Pattern) -> str:
+    """The prefix of the per-variable columns of one alternative in the checked frame
+    (``a2_n_p``): alternatives may use one variable name with other bounds. The column
+    is null in the other alternatives' rows, which an expectation skips."""
+    return "" if pattern.alternative is None else f"a{pattern.alternative}_"
+
+
+def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
+    suite = load_suite("matches")["expectations"]
+    if pattern.kind == "window":  # one first and one last event each
+        return suite + [{"type": "expect_column_values_to_be_in_set",
+                         "kwargs": {"column": f"n_{v}", "value_set": [1]}}
+                        for v in ("first", "last")]
+    if isinstance(pattern, Disjunction):
+        suite.append({"type": "expect_column_values_to_be_in_set", "kwargs": {
+            "column": "alternative", "value_set": list(range(1, len(pattern.alternatives) + 1))}})
+    for alt in pattern.alternatives:
+        pre = prefix(alt)
+        for v in alt.variables:  # a singleton once, a group within its Kleene bounds
+            kwargs = {"column": f"{pre}n_{v.name}", "min_value": v.min}
+            if v.max is not None:
+                kwargs["max_value"] = v.max
+            suite.append({"type": "expect_column_values_to_be_between", "kwargs": kwargs})
+        suite.append({"type": "expect_column_values_to_be_between",
+                      "kwargs": {"column": f"{pre}n_events", "min_value": alt.min_events}})
+        for n in checked_negations(alt):
+            suite.append({"type": "expect_column_values_to_be_in_set",
+                          "kwargs": {"column": f"{pre}no_{n.var.name}_ok", "value_set": [True]}})
+    return suite
+
+
+def checked_negations(pattern: Pattern):
+    """The negated variables the suite can check exactly in Spark: linked to the
+    partition attributes and related to the positive variables by those equalities only
+    (no event of the source may satisfy their properties inside their interval, in the
+    match's partition)."""
+    out = []
+    for n in pattern.negations:
+        rels = pattern.negation_relationships[n.var.name]
+        if n.var.name in pattern.linked_negations and pattern.partition_attributes and all(
+                r.is_equality_on_one_attribute() and r.left.attr in pattern.partition_attributes
+                for r in rels):
+            out.append(n)
+    return out
+
+
+# -- the frame the match suite checks ------------------------------------------------------
+def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Disjunction,
+                      low: int | None, high: int | None):
+    """One row per staged match with the columns the match suite checks; a disjunction's
+    rows are checked against the alternative that matched."""
+    from pyspark.sql import functions as F
+
+
+    disjunctive = isinstance(pattern, Disjunction)
+    events_path = lake.events(pattern.source)
+    staged = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
+              .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
+                      "end_ts", "n_events",
+                      F.from_json("bindings", "map<string,array<string>>").alias("b")))
+    keys = sorted({*pattern.partition_attributes,  # a window pattern has no alternatives
+                   *(k for alt in pattern.alternatives for k in alt.partition_attributes)})
+    events = lake.read_spark(spark, events_path,
+                             event_date_filters(low, high, pattern.tau)).select(
+        "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
+    if pattern.kind == "window":
+        return _window_frame(staged, events, pattern)
+    if not disjunctive:
+        return _alternative_frame(spark, lake, staged, events, pattern, low, high)
+    frames = [_alternative_frame(spark, lake, staged.where(F.col("alternative") == alt.alternative),
+                                 events, alt, low, high)
+              for alt in pattern.alternatives]
+    return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def _alternative_frame(spark, lake: lk.Lake, staged, events, pattern: Pattern,
+                       low: int | None, high: int | None):
+    """The checked frame of the matches of one conjunctive pattern."""
+    from pyspark.sql import functions as F
+
+
+    pre = prefix(pattern)
+    bound = (staged.select("match_id", F.explode("b").alias("var", "ids"))
+             .select("match_id", "var", F.explode("ids").alias("event_id")))
+    keys = list(pattern.partition_attributes)
+    joined = bound.join(events, on="event_id", how="left")
+    per_var = joined.groupBy("match_id", "var").agg(
+        F.count(F.lit(1)).alias("n"), F.min("ets").alias("lo"), F.max("ets").alias("hi"))
+    aggs = [F.count(F.lit(1)).alias("bound"), F.count("ets").alias("found"),
+            F.countDistinct("event_id").alias("distinct"),
+            F.min("ets").alias("first_ts"), F.max("ets").alias("last_ts")]
+    for k in keys:
+        aggs += [F.countDistinct(col(k)).alias(f"dk_{k}"), F.count(col(k)).alias(f"nk_{k}"),
+                 F.first(col(k), ignorenulls=True).alias(f"key_{k}")]
+    per_match = joined.groupBy("match_id").agg(*aggs)
+    pivot = per_var.groupBy("match_id").pivot("var", [v.name for v in pattern.variables]).agg(
+        F.first("n").alias("n"), F.first("lo").alias("lo"), F.first("hi").alias("hi"))
+    df = staged.drop("b").join(per_match, "match_id", "left").join(pivot, "match_id", "left")
+    order_terms = []
+    for a, b in zip(pattern.sets, pattern.sets[1:]):
+        last_a = F.greatest(*[F.col(f"{v.name}_hi") for v in a]) if len(a) > 1 else F.col(f"{a[0].name}_hi")
+        first_b = F.least(*[F.col(f"{v.name}_lo") for v in b]) if len(b) > 1 else F.col(f"{b[0].name}_lo")
+        order_terms.append(F.coalesce(last_a < first_b, F.lit(False)))
+    part_terms = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
+    true = F.lit(True)
+    negation_cols = []
+    checked = checked_negations(pattern)
+    if checked:  # the witnesses may lie up to τ before the run's first start
+        wit_low = None if low is None else low - pattern.tau
+        source = lake.read_spark(spark, lake.events(pattern.source),
+                                 event_date_filters(wit_low, high, pattern.tau))
+    for n in checked:
+        name = n.var.name
+        tau = F.expr(f"INTERVAL {pattern.tau // 1000} MICROSECONDS")
+        if n.before is None:
+            lo, hi, lo_in, hi_in = F.col("end_ts") - tau, F.col("start_ts"), True, False
+        else:
+            before = pattern.sets[n.before]
+            lo = F.greatest(*[F.col(f"{v.name}_hi") for v in before]) if len(before) > 1 \
+                else F.col(f"{before[0].name}_hi")
+            lo_in = False
+            if n.after is None:
+                hi, hi_in = F.col("start_ts") + tau, True
+            else:
+                after = pattern.sets[n.after]
+                hi = F.least(*[F.col(f"{v.name}_lo") for v in after]) if len(after) > 1 \
+                    else F.col(f"{after[0].name}_lo")
+                hi_in = False
+        props = [property_column(p) for p in pattern.properties[name]]
+        cand = source
+        if props:
+            cand = cand.where(reduce(lambda x, y: x & y, props))
+        cand = cand.select(F.col("ts").alias("wts"), *[col(k).alias(f"key_{k}") for k in keys])
+        win = df.select("match_id", "start_ts", "end_ts", *[f"key_{k}" for k in keys],
+                        lo.alias("nlo"), hi.alias("nhi"))
+        inside = ((F.col("wts") >= F.col("nlo")) if lo_in else (F.col("wts") > F.col("nlo"))) \
+            & ((F.col("wts") <= F.col("nhi")) if hi_in else (F.col("wts") < F.col("nhi")))
+        hits = (win.join(cand, on=[f"key_{k}" for k in keys]).where(inside)
+                .select("match_id").distinct().withColumn(f"hit_{name}", F.lit(True)))
+        df = df.join(hits, "match_id", "left")
+        negation_cols.append(F.col(f"hit_{name}").isNull().alias(f"{pre}no_{name}_ok"))
+    return df.select(
+        "match_id", *(["alternative"] if pre else []), *_bound_checks(),
+        (reduce(lambda x, y: x & y, order_terms) if order_terms else true).alias("set_order_ok"),
+        (F.coalesce(reduce(lambda x, y: x & y, part_terms), F.lit(False)) if part_terms
+         else true).alias("partition_ok"),
+        *[F.coalesce(F.col(f"{v.name}_n"), F.lit(0)).alias(f"{pre}n_{v.name}")
+          for v in pattern.variables],
+        *([F.col("n_events").alias(f"{pre}n_events")] if pre else []),
+        *negation_cols,
+    )
+
+
+def _bound_checks() -> list:
+    """The checked columns every match frame has, from its per-match aggregates (bound,
+    found, distinct, first_ts, last_ts): times, span, existing and distinct events."""
+    from pyspark.sql import functions as F
+
+    return [
+        "start_ts", "end_ts", "n_events",
+        (F.unix_micros("last_ts") - F.unix_micros("first_ts")).cast("double").__truediv__(1e6)
+        .alias("span_seconds"),
+        F.coalesce((F.col("start_ts") == F.col("first_ts")) & (F.col("end_ts") == F.col("last_ts"))
+                   & (F.col("n_events") == F.col("bound")), F.lit(False)).alias("times_ok"),
+        F.coalesce(F.col("found") == F.col("bound"), F.lit(False)).alias("events_found_ok"),
+        F.coalesce(F.col("distinct") == F.col("bound"), F.lit(False)).alias("distinct_events_ok")]
+
+
+def _window_frame(staged, events, pattern):
+    """The checked frame of a window pattern's rows: the bound events exist, are distinct
+    and in processing order (first, buffer, last), start/end are the first and last
+    event's times, and, with partition attributes, all share the first event's values."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+
+    keys = list(pattern.partition_attributes)
+    rank = {"first": 0, "buffer": 1, "last": 2}
+    role = F.create_map(*[x for k, v in rank.items() for x in (F.lit(k), F.lit(v))])
+    bound = (staged.select("match_id", F.explode("b").alias("var", "ids"))
+             .select("match_id", "var", F.posexplode("ids").alias("pos", "event_id")))
+    joined = bound.join(events, on="event_id", how="left")
+    order = Window.partitionBy("match_id").orderBy(role[F.col("var")], "pos")
+    joined = joined.withColumn("prev_ts", F.lag("ets").over(order)).withColumn(
+        "prev_id", F.lag("event_id").over(order))
+    in_order = F.when(F.col("prev_ts").isNull(), True).otherwise(
+        (F.col("prev_ts") < F.col("ets")) | ((F.col("prev_ts") == F.col("ets"))
+                                              & (F.col("prev_id") < F.col("event_id"))))
+    aggs = [F.count(F.lit(1)).alias("bound"), F.count("ets").alias("found"),
+            F.countDistinct("event_id").alias("distinct"),
+            F.min(F.when(F.col("var") == "first", F.col("ets"))).alias("first_ts"),
+            F.max(F.when(F.col("var") == "last", F.col("ets"))).alias("last_ts"),
+            F.min(in_order.cast("int")).alias("ordered"),
+            *[F.sum((F.col("var") == v).cast("int")).alias(f"n_{v}") for v in ("first", "last")]]
+    for k in keys:
+        aggs += [F.countDistinct(col(k)).alias(f"dk_{k}"), F.count(col(k)).alias(f"nk_{k}")]
+    per_match = joined.groupBy("match_id").agg(*aggs)
+    df = staged.drop("b").join(per_match, "match_id", "left")
+    part = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
+    return df.select(
+        "match_id", *_bound_checks(),
+        F.coalesce(F.col("ordered") == 1, F.lit(False)).alias("set_order_ok"),
+        (F.coalesce(reduce(lambda x, y: x & y, part), F.lit(False)) if part else F.lit(True))
+        .alias("partition_ok"),
+        F.coalesce("n_first", F.lit(0)).alias("n_first"),
+        F.coalesce("n_last", F.lit(0)).alias("n_last"))
+
+
+# -- running a suite -------------------------------------------------------------------------
+_CONTEXTS: dict[str, object] = {}
+
+
+def context(lake: lk.Lake):
+    """The lake's GX file context, in the lake's folder on this machine
+    (``Lake.local_home``); its Data Docs are HTML files there."""
+    root = str(lake.local_home())
+    if root not in _CONTEXTS:
+        import great_expectations as gx
+        from great_expectations.data_context.types.base import ProgressBarsConfig
+
+        os.makedirs(root, exist_ok=True)
+        ctx = gx.get_context(mode="file", project_root_dir=root)
+        ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+        _CONTEXTS[root] = ctx
+    return _CONTEXTS[root]
+
+
+def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
+              parameters: dict, run_name: str | None = None) -> Outcome:
+    """Validate ``df`` with the suite ``name``; the result is kept (and shown in the
+    catalogue) under ``run_name``: the pipeline's run id, or a new id of the same shape."""
+    import great_expectations as gx
+    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.core.expectation_suite import ExpectationSuite
+    from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.expectations.expectation_configuration import (
+        ExpectationConfiguration,
+    )
+
+
+    ctx = context(lake)
+    ds = ctx.data_sources.add_or_update_spark(name="lake")
+    try:
+        asset = ds.get_asset(name)
+    except LookupError:
+        asset = ds.add_dataframe_asset(name=name)
+    try:
+        batch = asset.get_batch_definition("all")
+    except KeyError:
+        batch = asset.add_batch_definition_whole_dataframe("all")
+    suite = ctx.suites.add_or_update(ExpectationSuite(name=name, expectations=[
+        ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"]) for e in expectations]))
+    vd = ctx.validation_definitions.add_or_update(
+        gx.ValidationDefinition(name=name, data=batch, suite=suite))
+    checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
+        name=name, validation_definitions=[vd], actions=[UpdateDataDocsAction(name="docs")]))
+    result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters,
+                            run_id=RunIdentifier(run_name=run_name or new_run_id()))
+    run = list(result.run_results.values())[0]
+    failed = []
+    for r in run.results:
+        if not r.success:
+            cfg = r.expectation_config
+            column = cfg.kwargs.get("column") or f"{cfg.kwargs.get('column_A')}/{cfg.kwargs.get('column_B')}"
+            count = (r.result or {}).get("unexpected_count")
+            failed.append(f"{cfg.type}({column})" + (f": {count} row(s)" if count else ""))
+    urls = ctx.get_docs_sites_urls()
+    docs = urls[0]["site_url"] if urls else None
+    return Outcome(name, bool(result.success), failed, docs, len(run.results))
+
+
+def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
+                    ingest_run: str | None = None) -> Outcome:
+    """The events suite on one committed ingest batch of a source (all events if no run is
+    given); ``ts_range``: the accepted timestamps (``ingest.TimeRange``)."""
+    from pyspark.sql import functions as F
+
+    df = lake.read_spark(spark, lake.events(source.name))
+    if ingest_run is not None:
+        df = df.where(F.col("ingest_run") == ingest_run)
+    return _events_suite(lake, source, df, ts_range)
+
+
+def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range) -> Outcome:
+    """The events suite on a typed batch that is not committed yet (an Arrow table)."""
+    return _events_suite(lake, source, spark.createDataFrame(events), ts_range)
+
+
+def _events_suite(lake: lk.Lake, source: Source, df, ts_range) -> Outcome:
+    params = {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
+              "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
+    return run_suite(lake, f"events_{source.name}", events_expectations(source), df,
+                     params)
+
+
+def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, low: int | None,
+                     high: int | None) -> Outcome:
+    df = match_check_frame(spark, lake, lake.staging(pattern.name, run_id), pattern, low, high)
+    return run_suite(lake, f"matches_{pattern.name}", matches_expectations(pattern), df,
+                     {"tau_seconds": pattern.tau / 1e9}, run_name=run_id)

@@ -1,0 +1,112 @@
+"""Repairing the lake after a crash, at the start of the next run (under the lake lock).
+
+Delta commits one table at a time, so a run that is killed can leave three kinds of
+untidiness; each is repaired from what the lake itself records:
+
+1. *published, not logged*: the matches MERGE committed but the runs row was not
+   appended. The commit carries the run's row as metadata (``publish.RUN_KEY``) and the
+   MERGE's own counts; the row is appended from them.
+2. *planned, not finished*: ``run`` writes ``_runs/<run_id>.json`` (its patterns) when it
+   starts and removes it when it ends; a file left behind names a run that died, and each
+   of its patterns without a row gets an ``aborted`` row.
+3. *staging left behind*: the staging folders of published or aborted runs are removed,
+   and the ``_temporary`` folders of every run (a killed Spark write).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from jobs.lake import store as lk
+from jobs.pipeline.publish import RUN_KEY, log_run
+from jobs.status import ABORTED, SUCCESS
+
+HISTORY = 100  # commits per matches table looked at
+
+
+def plan_file(lake: lk.Lake, run_id: str) -> str:
+    return lk.join(lake.run_plans(), f"{run_id}.json")
+
+
+def start_run(lake: lk.Lake, run_id: str, logical_date: str, patterns: list[dict]) -> None:
+    """Record what a run is about to do (removed by ``finish_run``)."""
+    lake.write_text(plan_file(lake, run_id), json.dumps(
+        {"run_id": run_id, "logical_date": logical_date, "patterns": patterns}))
+
+
+def finish_run(lake: lk.Lake, run_id: str) -> None:
+    lake.remove(plan_file(lake, run_id))
+
+
+def _rows(lake: lk.Lake) -> list[dict]:
+    t = lake.read_arrow(lake.runs())
+    return t.to_pylist() if t is not None else []
+
+
+def reconcile(lake: lk.Lake, echo=print) -> list[str]:
+    """Repair what a killed run left; returns one line per repair. Call it holding the
+    lake lock (no other run is in progress)."""
+    notes: list[str] = []
+    rows = _rows(lake)
+    logged = {(r["run_id"], r["pattern"]) for r in rows}
+    published = {(r["run_id"], r["pattern"]) for r in rows if r["status"] == SUCCESS}
+    now = datetime.now(timezone.utc)
+    # 1. published, not logged
+    for name in lake.children(lake.matches()):
+        table = lake.read_table(lake.matches(name))
+        for h in table.history(HISTORY) if table is not None else []:
+            if RUN_KEY not in h:
+                continue
+            row = json.loads(h[RUN_KEY])
+            if (row.get("run_id"), name) in published or "pattern" not in row:
+                continue  # (a failed row does not count: the MERGE did commit)
+            m = h.get("operationMetrics") or {}
+            inserted = h.get("ses.inserted", m.get("num_target_rows_inserted",
+                                                   m.get("num_added_rows", 0)))
+            deleted = h.get("ses.deleted", m.get("num_target_rows_deleted", 0))
+            row.update(inserted=int(inserted), deleted=int(deleted), status=SUCCESS,
+                       finished_at=datetime.fromtimestamp(h["timestamp"] / 1000,
+                                                          tz=timezone.utc),
+                       message="logged by the next run: the run stopped after publishing")
+            for k in ("started_at",):
+                if isinstance(row.get(k), str):
+                    row[k] = datetime.fromisoformat(row[k])
+            log_run(lake, row)
+            logged.add((row["run_id"], name))
+            published.add((row["run_id"], name))
+            notes.append(f"reconciled: {name} of run {row['run_id']} was published but "
+                         "not logged; logged now")
+    # 2. planned, not finished
+    for name in lake.children(lake.run_plans(), files=True):
+        f = lk.join(lake.run_plans(), name)
+        try:
+            plan = json.loads(lake.read_text(f))
+        except (OSError, ValueError):
+            lake.remove(f)
+            continue
+        for p in plan["patterns"]:
+            if (plan["run_id"], p["pattern"]) in logged:
+                continue
+            log_run(lake, dict(p, run_id=plan["run_id"], logical_date=plan["logical_date"],
+                               status=ABORTED, started_at=now, finished_at=now,
+                               message="the run stopped before this pattern finished "
+                                       "(killed?); nothing of it was published"))
+            logged.add((plan["run_id"], p["pattern"]))
+            notes.append(f"reconciled: {p['pattern']} of run {plan['run_id']} was "
+                         "interrupted; logged as aborted")
+        lake.remove(f)
+    # 3. staging left behind
+    status = {(r["run_id"], r["pattern"]): r["status"] for r in _rows(lake)}
+    for pattern in lake.children(lake.staging()):
+        for run_id in lake.children(lake.staging(pattern)):
+            if status.get((run_id, pattern)) in (SUCCESS, ABORTED):
+                lake.remove(lake.staging(pattern, run_id))
+            else:
+                lake.remove(lk.join(lake.staging(pattern, run_id), "_temporary"))
+        if not lake.children(lake.staging(pattern)) and \
+                not lake.children(lake.staging(pattern), files=True):
+            lake.remove(lake.staging(pattern))
+    for line in notes:
+        echo(line)
+    return notes

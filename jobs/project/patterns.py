@@ -1,0 +1,144 @@
+"""The pattern catalogue: every pattern file an entry point may run, checked together.
+
+A pattern's ``name`` names its published table, so two files with one name would
+overwrite each other's matches. Every entry point (``validate``, ``run``, ``backfill``,
+the per-pattern steps and the Airflow DAG) reads patterns through this module: a file
+that does not parse, or whose name another file also uses, is reported with its path and
+line and is not run; every other pattern is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from jobs.config import ROOT, load_sources
+from jobs.core.examples import run_example
+from jobs.core.pattern import Pattern
+from jobs.core.patternfile import PatternError, Problem, check_schema, load_pattern
+
+SUFFIXES = ("*.yaml", "*.yml")
+
+
+def pattern_paths(folder: Path | None = None, glob: str | None = None) -> list[Path]:
+    """The pattern files of a folder (default ``patterns/``): ``*.yaml`` and ``*.yml``."""
+    if glob:
+        return sorted(ROOT.glob(glob))
+    folder = folder or ROOT / "patterns"
+    return sorted(p for suffix in SUFFIXES for p in folder.glob(suffix))
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A pattern file that will not run, and why (``name``: the pattern's name when it
+    could be read, else the file's stem, for the run log)."""
+
+    path: Path
+    name: str
+    problems: tuple[Problem, ...]
+
+    @property
+    def message(self) -> str:
+        return "; ".join(str(p) for p in self.problems)
+
+
+@dataclass(frozen=True)
+class Catalog:
+    patterns: tuple[tuple[Path, Pattern], ...]
+    rejected: tuple[Rejected, ...]
+
+    def get(self, path: Path) -> Pattern:
+        """The pattern of ``path``; raises ``PatternError`` if it was rejected."""
+        target = Path(path).resolve()
+        for p, pattern in self.patterns:
+            if p.resolve() == target:
+                return pattern
+        for r in self.rejected:
+            if r.path.resolve() == target:
+                raise PatternError(list(r.problems))
+        return load_pattern(path)  # not in the catalogue: load alone
+
+
+def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = None) -> Catalog:
+    """Load ``paths`` (default: every file of ``folder``, default ``patterns/``). Names
+    must be unique across the given files *and* the other files of their folders (a
+    folder is a catalogue: its patterns publish to one lake's ``matches/`` tables)."""
+    given = [Path(p) for p in paths] if paths else pattern_paths(folder)
+    chosen = {g.resolve() for g in given}
+    folders = dict.fromkeys(g.resolve().parent for g in given)
+    others = [p for f in folders for p in pattern_paths(f) if p.resolve() not in chosen]
+    loaded: list[tuple[Path, Pattern]] = []
+    rejected: list[Rejected] = []
+    for p in given:
+        try:
+            loaded.append((p, load_pattern(p)))
+        except PatternError as exc:
+            rejected.append(Rejected(p, _name_of(p), tuple(exc.problems)))
+        except Exception as exc:  # a checker bug must not stop the other files
+            rejected.append(Rejected(p, _name_of(p), (Problem(str(p), 0, "cannot check "
+                                     f"this file: {type(exc).__name__}: {exc}"),)))
+    owners: dict[str, list[Path]] = {}
+    for p, pattern in loaded:
+        owners.setdefault(pattern.name, []).append(p)
+    for p in others:  # files not run now still own their names
+        try:
+            owners.setdefault(load_pattern(p).name, []).append(p)
+        except Exception:
+            continue
+    ok = []
+    for p, pattern in loaded:
+        clash = [o for o in owners[pattern.name] if o.resolve() != p.resolve()]
+        if clash:
+            rejected.append(Rejected(p, pattern.name, (Problem(
+                str(p), 1, f"pattern name {pattern.name!r} is also used by "
+                f"{', '.join(map(str, clash))}: names must be unique (each names its "
+                "matches table); rename one"),)))
+        else:
+            ok.append((p, pattern))
+    return Catalog(tuple(ok), tuple(sorted(rejected, key=lambda r: str(r.path))))
+
+
+def _name_of(path: Path) -> str:
+    """The ``name:`` of a file that failed the checks, if a plain line gives it."""
+    import re
+
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            head = f.read(4096)
+    except OSError:
+        return path.stem
+    m = re.search(r"^name:\s*([a-z][a-z0-9_]{0,99})\s*$", head, re.M)
+    return m.group(1) if m else path.stem
+
+
+def lint(files: list[Path], sources_file: Path) -> tuple[Catalog, list[Problem], int]:
+    """``validate``: the catalogue of ``files`` checked against the sources' schemas, with
+    every example run; returns (catalogue, problems, examples run)."""
+
+    sources = load_sources(sources_file) if sources_file.exists() else {}
+    catalog = load_catalog(files)
+    problems: list[Problem] = [p for r in catalog.rejected for p in r.problems]
+    n_examples = 0
+    for f, pattern in catalog.patterns:
+        if sources:
+            source = sources.get(pattern.source)
+            if source is None:
+                problems.append(Problem(str(f), 1, f"unknown source {pattern.source!r} "
+                                        f"({sources_file} defines: {', '.join(sorted(sources))})"))
+            elif source.columns:
+                problems.extend(check_schema(pattern, source.columns))
+        n_examples += len(pattern.examples)
+        if not pattern.examples:
+            problems.append(Problem(str(f), 1, "no examples: add an `examples:` block (a few "
+                                    "events and the matches they give; `make new-pattern` "
+                                    "writes one to start from, docs/patterns.md explains it)"))
+        for example in pattern.examples:  # the pattern's own small tests
+            try:
+                result = run_example(pattern, example)
+            except Exception as exc:  # noqa: BLE001 - report it with the file, check the rest
+                problems.append(Problem(str(f), example.line, f"example {example.name!r} "
+                                        f"could not run: {type(exc).__name__}: {exc}"))
+                continue
+            if not result.ok:
+                problems.append(Problem(str(f), example.line, result.message()))
+    return catalog, problems, n_examples

@@ -1,0 +1,229 @@
+"""The catalogue's pictures (PNG, matplotlib without a display): a pattern drawn as sets
+on a time axis, matches per month, the timeline of a few matches, run history, lineage."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+
+def _pyplot():
+    """matplotlib's pyplot without a display, imported on first use (it takes longer to
+    import than a small command runs)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+COLORS = ["#2b6cb0", "#c05621", "#2f855a", "#6b46c1", "#b7791f", "#c53030", "#2c7a7b",
+          "#97266d"]
+GREY = "#718096"
+
+
+def _save(fig, path: Path) -> Path:
+    plt = _pyplot()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=96, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def variable_label(v) -> str:
+    if v.negated:
+        return f"not {v.name}"
+    if not v.group:
+        return v.name
+    if v.min == 1 and v.max is None:
+        return f"{v.name}+"
+    return f"{v.name}{{{v.min},{'' if v.max is None else v.max}}}"
+
+
+def _rows(pattern) -> list[tuple[str, list[list[str]]]]:
+    """(row label, sets as lists of labels, negated sets in their place) per alternative."""
+    out = []
+    for k, alt in enumerate(pattern.alternatives, start=1):
+        columns: list[list[str]] = [[variable_label(v) for v in s] for s in alt.sets]
+        for n in sorted(alt.negations, key=lambda n: -1 if n.before is None else n.before,
+                        reverse=True):
+            at = 0 if n.before is None else n.before + 1
+            columns.insert(at, [variable_label(n.var)])
+        label = f"alternative {k}" if len(pattern.alternatives) > 1 else ""
+        out.append((label, columns))
+    return out
+
+
+def pattern_shape(pattern, path: Path) -> Path:
+    """Sets as boxes left to right (time runs right), variables inside, negated sets
+    hatched, a bracket for ``within``; a window pattern as start -> ... -> termination."""
+    plt = _pyplot()
+    from matplotlib.patches import FancyBboxPatch
+
+    if pattern.kind == "window":
+        rows = [("", [[f"start: {pattern.start}"], ["iteration / filter: buffered events"],
+                      [f"termination: {pattern.termination}"]])]
+    else:
+        rows = _rows(pattern)
+    width = max(len(cols) for _, cols in rows)
+    fig, ax = plt.subplots(figsize=(max(5.0, 2.6 * width), 1.3 + 1.2 * len(rows)))
+    for r, (label, columns) in enumerate(rows):
+        y = len(rows) - 1 - r
+        if label:
+            ax.text(-0.15, y + 0.4, label, ha="right", va="center", fontsize=9, color=GREY)
+        for c, names in enumerate(columns):
+            negated = names[0].startswith("not ")
+            box = FancyBboxPatch((c * 2.6, y), 2.0, 0.8, boxstyle="round,pad=0.05",
+                                 facecolor="#edf2f7" if negated else "#ebf8ff",
+                                 edgecolor=GREY if negated else COLORS[0],
+                                 hatch="//" if negated else None, linewidth=1.2)
+            ax.add_patch(box)
+            text = "\n".join(n if len(n) < 40 else n[:38] + "…" for n in names)
+            ax.text(c * 2.6 + 1.0, y + 0.4, text, ha="center", va="center", fontsize=9)
+            if c:
+                ax.annotate("", xy=(c * 2.6 - 0.05, y + 0.4), xytext=(c * 2.6 - 0.55, y + 0.4),
+                            arrowprops={"arrowstyle": "->", "color": GREY})
+    right = width * 2.6 - 0.6
+    ax.annotate("", xy=(right, -0.35), xytext=(0, -0.35),
+                arrowprops={"arrowstyle": "<->", "color": COLORS[1]})
+    ax.text(right / 2, -0.6, f"all within {pattern.within} (time runs to the right)",
+            ha="center", va="top", fontsize=9, color=COLORS[1])
+    ax.set_xlim(-1.6 if any(lbl for lbl, _ in rows) else -0.3, right + 0.3)
+    ax.set_ylim(-1.0, len(rows))
+    ax.axis("off")
+    return _save(fig, path)
+
+
+def per_month(counts: list[tuple[str, int]], path: Path, title: str) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 2.8))
+    if counts:
+        labels = [m for m, _ in counts]
+        ax.bar(range(len(counts)), [n for _, n in counts], color=COLORS[0])
+        step = max(1, len(labels) // 12)
+        ax.set_xticks(range(0, len(labels), step), labels[::step], rotation=45, ha="right",
+                      fontsize=8)
+    else:
+        ax.text(0.5, 0.5, "no matches", ha="center", va="center", transform=ax.transAxes)
+    ax.set_ylabel("matches")
+    ax.set_title(title, fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _save(fig, path)
+
+
+def before_after(months: list[tuple[str, int, int]], path: Path, title: str) -> Path:
+    """Matches per month of two versions of a pattern, side by side (``pr-check``)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 2.8))
+    if months:
+        x = list(range(len(months)))
+        ax.bar([i - 0.2 for i in x], [b for _, b, _ in months], width=0.4, color=GREY,
+               label="before (base)")
+        ax.bar([i + 0.2 for i in x], [a for _, _, a in months], width=0.4, color=COLORS[0],
+               label="after (this change)")
+        step = max(1, len(months) // 12)
+        ax.set_xticks(x[::step], [m for m, _, _ in months][::step], rotation=45, ha="right",
+                      fontsize=8)
+        ax.legend(fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no matches before or after", ha="center", va="center",
+                transform=ax.transAxes)
+    ax.set_ylabel("matches")
+    ax.set_title(title, fontsize=10)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _save(fig, path)
+
+
+def timeline(shown: list[dict], path: Path) -> Path:
+    """One row per match; each bound event a mark at its time since the match's start,
+    colored by variable (hours, or days for long matches)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 0.8 + 0.55 * max(1, len(shown))))
+    spans = [(m["end"] - m["start"]).total_seconds() for m in shown] or [0]
+    unit, div = ("days", 86400.0) if max(spans) > 3 * 86400 else ("hours", 3600.0)
+    variables: list[str] = []
+    for m in shown:
+        for var, *_ in m["events"]:
+            if var not in variables:
+                variables.append(var)
+    for row, m in enumerate(shown):
+        y = len(shown) - 1 - row
+        xs = [(ts - m["start"]).total_seconds() / div for _, ts, _, _ in m["events"]]
+        ax.plot([min(xs), max(xs)], [y, y], color="#cbd5e0", zorder=1)
+        for (var, _, _, label), x in zip(m["events"], xs):
+            ax.scatter([x], [y], s=60, color=COLORS[variables.index(var) % len(COLORS)],
+                       zorder=2, label=var)
+            if label:
+                ax.annotate(label[:18], (x, y), xytext=(0, 7), textcoords="offset points",
+                            fontsize=7, ha="center", color=GREY)
+    ax.set_yticks(range(len(shown)), [_day(m["start"]) for m in reversed(shown)], fontsize=8)
+    ax.set_xlabel(f"{unit} since the match's first event")
+    handles, labels = ax.get_legend_handles_labels()
+    seen = dict(zip(labels, handles))
+    if seen:
+        ax.legend(seen.values(), seen.keys(), title="variable", fontsize=8, loc="upper left",
+                  bbox_to_anchor=(1.0, 1.0))
+    if not shown:
+        ax.text(0.5, 0.5, "no matches", ha="center", va="center", transform=ax.transAxes)
+    ax.spines[["top", "right"]].set_visible(False)
+    return _save(fig, path)
+
+
+def _day(t: datetime) -> str:
+    return t.strftime("%Y-%m-%d %H:%M")
+
+
+def run_history(runs: list[dict], path: Path) -> Path:
+    """Seconds per run (bars, red when failed) and matches published (line)."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(8, 2.6))
+    if runs:
+        xs = range(len(runs))
+        ax.bar(xs, [r.get("seconds") or 0 for r in runs],
+               color=[COLORS[0] if r["status"] == "success" else COLORS[5] for r in runs])
+        ax.set_ylabel("seconds")
+        ax.set_xticks(list(xs), [str(r["started_at"])[:10] for r in runs], rotation=45,
+                      ha="right", fontsize=7)
+        twin = ax.twinx()
+        twin.plot(list(xs), [r.get("matches") or 0 for r in runs], color=COLORS[1],
+                  marker="o")
+        twin.set_ylabel("matches in range", color=COLORS[1])
+    else:
+        ax.text(0.5, 0.5, "no runs yet", ha="center", va="center", transform=ax.transAxes)
+    ax.set_title("runs (red: failed)", fontsize=10)
+    return _save(fig, path)
+
+
+def lineage(edges: list[tuple[str, str]], path: Path) -> Path:
+    """Sources -> pattern tables -> models, as three columns of names joined by lines."""
+    plt = _pyplot()
+    nodes = list(dict.fromkeys([n for e in edges for n in e]))
+    layers = {"source": 0, "pattern": 1, "model": 2}
+    columns: dict[int, list[str]] = {0: [], 1: [], 2: []}
+    depth = {n: layers[n.split()[0]] for n in nodes}
+    for a, b in edges:  # a model that reads a model sits further right
+        if b.startswith("model") and a.startswith("model"):
+            depth[b] = max(depth[b], depth[a] + 1)
+    for n in nodes:
+        columns.setdefault(depth[n], []).append(n)
+    height = max(len(v) for v in columns.values()) if nodes else 1
+    fig, ax = plt.subplots(figsize=(3.2 * len(columns), 0.45 * height + 1))
+    pos = {}
+    for x, names in columns.items():
+        for i, n in enumerate(sorted(names)):
+            pos[n] = (x, height - 1 - i * (height / max(len(names), 1)))
+    for a, b in edges:
+        (x1, y1), (x2, y2) = pos[a], pos[b]
+        ax.plot([x1 + 0.05, x2 - 0.05], [y1, y2], color="#cbd5e0", zorder=1)
+    for n, (x, y) in pos.items():
+        kind, name = n.split(" ", 1)
+        ax.text(x, y, name, ha="center", va="center", fontsize=8, zorder=2,
+                bbox={"boxstyle": "round", "facecolor": {"source": "#f0fff4", "pattern":
+                                                         "#ebf8ff"}.get(kind, "#faf5ff"),
+                      "edgecolor": COLORS[layers[kind]]})
+    for x, title in zip(range(len(columns)), ["sources", "match tables", "models", "models"]):
+        ax.text(x, height + 0.2, title, ha="center", fontsize=10, weight="bold")
+    ax.set_xlim(-0.6, len(columns) - 0.4)
+    ax.set_ylim(-1, height + 0.8)
+    ax.axis("off")
+    return _save(fig, path)

@@ -1,0 +1,127 @@
+"""A pattern as Spark predicates (Theorem 1's filter, pushed into the Parquet scan), and the
+events of a run's range read with partition pruning on ``event_date``. Phase 1, the
+planner's sample, the quality checks and ``explain`` all build their Spark filters here,
+so a condition means the same on Spark as in the matcher (SQL's three-valued logic)."""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from jobs.core.conditions import Attr, Cmp, Expr, In, Lit, Neg, Not, Property
+from jobs.core.events import format_ts, to_datetime
+from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.window import current_attributes, relevance
+from jobs.lake import store as lk
+
+
+def col(name: str):
+    from pyspark.sql import functions as F
+
+    return F.col(f"`{name}`")
+
+
+def _value_column(e: Expr):
+    from pyspark.sql import functions as F
+
+    if isinstance(e, Lit):
+        return F.lit(e.value)
+    if isinstance(e, Attr):
+        return col(e.attr)
+    if isinstance(e, Neg):
+        return -_value_column(e.item).cast("double")
+    left, right = _value_column(e.left).cast("double"), _value_column(e.right).cast("double")
+    if e.op == "/":
+        return F.try_divide(left, right)
+    return {"+": left + right, "-": left - right, "*": left * right}[e.op]
+
+
+def condition_column(e: Expr):
+    """A property as a Spark predicate, in SQL's three-valued logic as in the matcher (a
+    row is kept when the predicate is true; division by zero is null, not an error)."""
+
+    if isinstance(e, Cmp):
+        left, right = _value_column(e.left), _value_column(e.right)
+        return {"=": left == right, "!=": left != right, "<": left < right,
+                "<=": left <= right, ">": left > right, ">=": left >= right}[e.op]
+    if isinstance(e, In):
+        found = _value_column(e.item).isin([v.value for v in e.values])
+        return ~found if e.negated else found
+    if isinstance(e, Not):
+        return ~condition_column(e.item)
+    parts = [condition_column(x) for x in e.items]
+    return reduce(lambda a, b: (a & b) if e.op == "and" else (a | b), parts)
+
+
+def property_column(p: Property):
+    """One property as a Spark predicate; null compares false, as in the matcher."""
+    return condition_column(p.expr)
+
+
+def window_filter_column(pattern):
+    """The events that can affect a window (``window.relevance``) as a Spark predicate:
+    each comparison that reads only the event gives its three truth values (true, false,
+    null); None when every event counts (``iter()``)."""
+    from pyspark.sql import functions as F
+
+    if pattern.uses_iter:
+        return None
+
+    return F.coalesce(relevance(pattern, *window_analysis()), F.lit(False))
+
+
+def window_analysis():
+    """The Spark-column builders of ``window.possible``."""
+    from pyspark.sql import functions as F
+
+    def leaf(e):
+        c = condition_column(e)
+        return F.coalesce(c, F.lit(False)), F.coalesce(~c, F.lit(False)), c.isNull()
+
+    def present(e):
+        return reduce(lambda a, b: a & b, [col(a).isNotNull() for a in current_attributes(e)],
+                      F.lit(True))
+
+    return (leaf, F.lit, lambda xs: reduce(lambda a, b: a & b, xs),
+            lambda xs: reduce(lambda a, b: a | b, xs), present)
+
+
+def filter_column(pattern: Pattern | Disjunction):
+    """Theorem 1: OR over the variables (negated ones too: their witnesses must reach
+    phase 2; of every alternative of a disjunction) of the AND of their properties; None
+    when some variable has no property (every event could fit it). For a window pattern,
+    the events that can affect a window."""
+    from pyspark.sql import functions as F
+
+    if pattern.kind == "window":
+        return window_filter_column(pattern)
+    terms = []
+    for alt in pattern.alternatives:
+        for v in alt.variables + alt.negated:
+            props = alt.properties[v.name]
+            if not props:
+                return None
+            terms.append(reduce(lambda a, b: a & b, map(property_column, props)))
+    return F.coalesce(reduce(lambda a, b: a | b, terms), F.lit(False))
+
+
+def event_date_filters(low: int | None, high: int | None, tau: int) -> list | None:
+    """The ``event_date`` partitions that hold events with ts in [low, high + τ]."""
+    filters = []
+    if low is not None:
+        filters.append(("event_date", ">=", format_ts(low)[:10]))
+    if high is not None:
+        filters.append(("event_date", "<=", format_ts(high + tau)[:10]))
+    return filters or None
+
+
+def read_range(spark, lake: lk.Lake, path: str, low: int | None, high: int | None, tau: int):
+    """The events with ts in [low, high + τ] (None: unbounded), reading only the
+    ``event_date`` partitions that can hold them."""
+    from pyspark.sql import functions as F
+
+    df = lake.read_spark(spark, path, event_date_filters(low, high, tau))
+    if low is not None:
+        df = df.where(F.col("ts") >= F.lit(to_datetime(low)))
+    if high is not None:
+        df = df.where(F.col("ts") <= F.lit(to_datetime(high + tau)))
+    return df

@@ -1,0 +1,154 @@
+"""The one place that builds the SparkSession, from the profile in ``conf/pipeline.yaml``."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+from jobs.config import CONF, ROOT, ConfigError, Profile
+from jobs.lake.store import OBJECT_STORES, s3_settings
+
+S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+SECRETS = {"access_key": "spark.hadoop.fs.s3a.access.key",  # lake.s3_settings -> s3a
+           "secret_key": "spark.hadoop.fs.s3a.secret.key",
+           "session_token": "spark.hadoop.fs.s3a.session.token"}
+
+
+class JavaMissing(RuntimeError):
+    pass
+
+
+class ObjectStoreUnsupported(ConfigError):
+    """The lake is on an object store and this Spark cannot read it (no ``s3a``)."""
+
+
+def check_java() -> str:
+    """Spark needs Java 17 or newer; say how to get it instead of a Py4J stack trace."""
+    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") \
+        else shutil.which("java")
+    how = ("install it (Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless) "
+           "or point JAVA_HOME at a Java 17+ installation")
+    if not java or not os.path.exists(java):
+        raise JavaMissing(f"Spark needs Java 17 or newer and none was found: {how}")
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30)
+    except OSError as exc:
+        raise JavaMissing(f"cannot run {java}: {exc}; {how}") from None
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', out.stderr + out.stdout)
+    major = int(m.group(1)) if m else 0
+    if major == 1 and m.group(2):  # "1.8" style
+        major = int(m.group(2))
+    if major < 17:
+        raise JavaMissing(f"Spark needs Java 17 or newer, {java} is Java {major or '?'}: {how}")
+    return java
+
+
+def spark_environment(profile: Profile, env=os.environ) -> dict:
+    """What the Spark JVM and its Python workers need from the environment, set where the
+    caller has not: the venv's interpreter, the project's log settings (``conf/spark``:
+    warnings and errors only) and, for a local master, the loopback address."""
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env.setdefault("SPARK_CONF_DIR", str(CONF / "spark"))
+    if profile.spark_master.startswith("local"):
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    return env
+
+
+def submit_command(profile: Profile, spark_submit: str, entry: str, args: list[str],
+                   app_name: str = "ses-lakehouse") -> list[str]:
+    """``spark-submit`` of ``entry`` with ``args`` on the profile's master, with its Spark
+    settings on the command line (where settings of the driver's own JVM, such as
+    ``spark.driver.memory``, take effect) and, for a master with executors in other
+    processes, the ``jobs`` package for them."""
+    cmd = [spark_submit, "--master", profile.spark_master, "--name", app_name]
+    for key, value in session_conf(profile).items():
+        if key not in SECRETS.values():  # not on a command line: s3a reads them from the environment
+            cmd += ["--conf", f"{key}={value}"]
+    if not profile.spark_master.startswith("local"):
+        cmd += ["--py-files", project_zip()]
+    return cmd + [entry, *args]
+
+
+def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
+    """A SparkSession for the profile; Python workers use this interpreter (the venv)."""
+    check_java()
+    spark_environment(profile)
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master(profile.spark_master).appName(app_name)
+    for key, value in session_conf(profile).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    require_object_store(spark, profile)
+    if not profile.spark_master.startswith("local"):  # executors in other processes
+        spark.sparkContext.addPyFile(project_zip())
+    return spark
+
+
+def session_conf(profile: Profile) -> dict[str, str]:
+    """The profile's Spark settings and, for a lake on an object store, Hadoop's ``s3a``
+    settings for the same store as its delta-rs ``storage_options`` (endpoint, path-style
+    access, plain HTTP, region, credentials); a setting in the profile wins."""
+
+    if not profile.lake.startswith(OBJECT_STORES):
+        return dict(profile.spark_conf)
+    s = s3_settings(profile.storage_options)
+    conf = {"spark.hadoop.fs.s3.impl": S3A}  # delta-rs lists its files as s3://
+    if s["endpoint"]:
+        conf["spark.hadoop.fs.s3a.endpoint"] = s["endpoint"]
+        conf["spark.hadoop.fs.s3a.path.style.access"] = "true"
+    if s["http"]:
+        conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] = "false"
+    if s["region"]:
+        conf["spark.hadoop.fs.s3a.endpoint.region"] = s["region"]
+    conf.update({key: s[name] for name, key in SECRETS.items() if s[name]})
+    return {**conf, **profile.spark_conf}
+
+
+def require_object_store(spark, profile: Profile) -> None:
+    """Fail fast, before any step, when the lake is on an object store and this Spark has
+    no ``s3a`` filesystem (the hadoop-aws jars, which are not part of pyspark); the
+    message says which jars and settings it needs."""
+    from py4j.protocol import Py4JJavaError
+
+
+    if not profile.lake.startswith(OBJECT_STORES):
+        return
+    jvm = spark.sparkContext._jvm
+    try:
+        jvm.java.lang.Class.forName(S3A, False,
+                                    jvm.java.lang.Thread.currentThread().getContextClassLoader())
+        return
+    except Py4JJavaError:
+        pass
+    hadoop = jvm.org.apache.hadoop.util.VersionInfo.getVersion()
+    raise ObjectStoreUnsupported(
+        f"profile {profile.name}: the lake {profile.lake} is on an object store, and Spark "
+        f"reads it through Hadoop's s3a filesystem ({S3A}), which this Spark does not have. "
+        f"Put hadoop-aws-{hadoop}.jar (the version of pyspark's Hadoop, {hadoop}) and the "
+        "AWS SDK v2 bundle jar it depends on (software.amazon.awssdk:bundle) on the "
+        f"classpath: `spark.jars: /path/to/hadoop-aws-{hadoop}.jar,/path/to/bundle-<version>"
+        ".jar` in the profile's spark.conf, or `spark.jars.packages: "
+        f"org.apache.hadoop:hadoop-aws:{hadoop}` where Maven Central is reachable. The s3a "
+        "endpoint, region and credentials come from the profile's storage_options "
+        "(README: 'Lakes on object storage')")
+
+
+def project_zip() -> str:
+    """The ``jobs`` package as a zip, for executors that do not share the driver's
+    working directory (a cluster's): ``SparkContext.addPyFile`` puts it on their path."""
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
+    out = Path(tempfile.gettempdir()) / f"ses-jobs-{os.getpid()}.zip"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        for p in sorted((ROOT / "jobs").rglob("*")):
+            if p.is_file() and "__pycache__" not in p.parts:
+                z.write(p, p.relative_to(ROOT))
+    return str(out)

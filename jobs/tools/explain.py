@@ -1,0 +1,140 @@
+"""``explain``: why a pattern matches what it matches, and why not.
+
+Two questions, both on the lake's events:
+
+* **Can each variable bind anything?** Per variable, how many events satisfy all its
+  properties (Θp_v, match-window paper Def. 1), and each property alone; a property no
+  event satisfies gets the nearest values the data does have (``event_type =
+  'Admission ICU'`` -> known: ``'Admission IC'``). ``validate --data`` and ``run`` warn
+  with the same counts.
+* **Why did this partition (or time) not match?** The lazy strategy's steps, replayed on
+  that partition's events: the filter (Theorem 1: events that fit no variable), the
+  windows whose first event cannot start a match (conditions 4-5), the necessary
+  conditions (Theorem 3: which variable's counter stayed at zero), and the matcher, where
+  each candidate window without a match is tried again with one condition left out, to
+  name the condition that failed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from jobs.core.columns import from_events
+from jobs.core.engine import MatchOptions, compile_pattern, group_events, scan
+from jobs.core.events import Event, format_ts
+from jobs.core.runner import run
+
+
+# ---------------------------------------------------------------------------------------
+# why not: the lazy strategy's steps on one partition or time
+# ---------------------------------------------------------------------------------------
+@dataclass
+class StepReport:
+    alternative: int | None
+    min_events: int = 1
+    events: int = 0
+    kept: int = 0  # by the filter
+    windows: int = 0  # windows whose first event is in the asked range
+    no_start: int = 0  # conditions 4-5: cannot start a match
+    zero_counters: dict[str, int] | None = None  # variable -> windows it emptied
+    candidates: int = 0
+    matched: int = 0
+    failed: dict[str, int] | None = None  # condition -> candidate windows it failed
+    unexplained: int = 0
+
+    def lines(self) -> list[str]:
+        head = f"alternative {self.alternative}: " if self.alternative else ""
+        out = [f"{head}filter: {self.kept:,} of {self.events:,} event(s) fit some variable"]
+        if not self.kept:
+            return out + [f"{head}-> the filter removed every event: no event of this range "
+                          "fits any variable (see the counts above)"]
+        out.append(f"{head}windows: {self.windows:,} start in the range; {self.no_start:,} "
+                   f"cannot start a match (the first event fits no variable of the first "
+                   f"set, or the window has fewer than {self.min_events} event(s))")
+        if self.zero_counters:
+            worst = ", ".join(f"{v} in {n:,}" for v, n in
+                              sorted(self.zero_counters.items(), key=lambda kv: -kv[1]))
+            out.append(f"{head}necessary conditions: {sum(self.zero_counters.values()):,} "
+                       f"window(s) removed because a variable's counter stayed at zero "
+                       f"({worst})")
+        out.append(f"{head}matcher: {self.candidates:,} candidate window(s), {self.matched:,} "
+                   "with a match")
+        if self.failed:
+            for cond, n in sorted(self.failed.items(), key=lambda kv: -kv[1]):
+                out.append(f"{head}  condition failed in {n:,} window(s): {cond}")
+        if self.unexplained:
+            out.append(f"{head}  {self.unexplained:,} window(s) match with no single condition "
+                       "left out: the set order or the window length (within) stops them")
+        return out
+
+
+def _first_ids(pattern, events: list[Event]) -> set[str]:
+
+    return {m.start.id for m in run(pattern, events)[0]}
+
+
+def why_not(pattern, events: list[Event], low: int | None = None, high: int | None = None
+            ) -> list[StepReport]:
+    """The lazy strategy's steps for the windows whose first event lies in [low, high]
+    (every window when None), on ``events`` (processing order: one partition, or the
+    time around ``low..high``), one report per alternative."""
+    from bisect import bisect_right
+
+
+    if pattern.kind == "window":
+        raise ValueError(f"{pattern.name} is a window pattern: explain --partition/--at "
+                         "replays the steps of sequence patterns only; use `match` on the "
+                         "events and read docs/windows.md")
+    reports = []
+    for k, alt in enumerate(pattern.alternatives, start=1):
+        rep = StepReport(k if len(pattern.alternatives) > 1 else None, alt.min_events,
+                         events=len(events), zero_counters={}, failed={})
+        reports.append(rep)
+        c = compile_pattern(alt)
+        cols = from_events(events, c.attributes)
+        options = MatchOptions()
+        group = group_events(c, cols, options, bool(c.partition_attributes))
+        rep.kept = len(group.rows)
+        if not rep.kept:
+            continue
+        _, _, _, d_end, d_cnt, d_c45, d_pos = scan(c, group, options, diagnose=True)
+        names = [v.name for v in c.variables]
+        times = [x.ts for x in events]
+        for i in range(len(group.rows)):
+            r = int(group.rows[i])
+            e = events[r]
+            if (low is not None and e.ts < low) or (high is not None and e.ts > high):
+                continue
+            rep.windows += 1
+            if not d_c45[i]:
+                rep.no_start += 1
+                continue
+            if not d_pos[i]:
+                for v, name in enumerate(names):
+                    if d_cnt[i, v] < c.vmin[v]:
+                        rep.zero_counters[name] = rep.zero_counters.get(name, 0) + 1
+                continue
+            rep.candidates += 1
+            span = events[r:bisect_right(times, e.ts + alt.tau)]  # the window, unfiltered
+            if e.id in _first_ids(alt, span):
+                rep.matched += 1
+                continue
+            blamed = False
+            for cond in dict.fromkeys(alt.conditions):
+                rest = tuple(x for x in alt.conditions if x != cond)
+                try:
+                    relaxed = replace(alt, conditions=rest, condition_lines=())
+                except (TypeError, ValueError):
+                    continue
+                if e.id in _first_ids(relaxed, span):
+                    rep.failed[str(cond)] = rep.failed.get(str(cond), 0) + 1
+                    blamed = True
+            if not blamed:
+                rep.unexplained += 1
+    return reports
+
+
+def describe_range(low: int | None, high: int | None) -> str:
+    if low is None and high is None:
+        return "every window"
+    return f"windows starting {format_ts(low)[:19]} .. {format_ts(high)[:19]}"
