@@ -3,7 +3,10 @@
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
+SES    := $(VENV)/bin/ses
 STAMP  := $(VENV)/.installed-from-lock
+# the project itself, installed editable into .venv: the `ses` command, `import jobs` anywhere
+SELF   := $(VENV)/.installed-project
 
 .PHONY: run test browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
 
@@ -17,6 +20,10 @@ $(STAMP): requirements.lock
 	@$(PY) -c 'from jobs.core.runner import warm_up; print(f"kernels ready in {warm_up():.0f} s")'
 	@touch $(STAMP)
 
+$(SELF): $(STAMP) pyproject.toml
+	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@touch $(SELF)
+
 # Headless Chromium (Debian's package) for the catalogue site's tests
 browser:
 	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
@@ -24,52 +31,52 @@ browser:
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null \
 	  || { echo "could not install chromium: install it (Debian/Ubuntu: sudo apt-get install chromium) and rerun"; exit 1; }; }
 
-test: $(STAMP) browser
+test: $(SELF) browser
 	$(PY) -m pytest -q
 
-lint: $(STAMP)
+lint: $(SELF)
 	$(PY) -m ruff check jobs tests bench dags spark_entry.py
-	$(PY) -m jobs validate
+	$(SES) validate
 
-validate: $(STAMP)
-	$(PY) -m jobs validate
+validate: $(SELF)
+	$(SES) validate
 
 # The catalogue site (site/ beside the lake): patterns, matches, runs, quality, lineage
-docs: $(STAMP)
-	$(PY) -m jobs docs
+docs: $(SELF)
+	$(SES) docs
 
 # A new pattern file to start from: make new-pattern NAME=my_pattern SOURCE=sepsis
-new-pattern: $(STAMP)
+new-pattern: $(SELF)
 	@test -n "$(NAME)" -a -n "$(SOURCE)" || { echo "usage: make new-pattern NAME=my_pattern SOURCE=<a source of conf/sources.yaml>"; exit 2; }
-	$(PY) -m jobs new-pattern $(NAME) --source $(SOURCE)
+	$(SES) new-pattern $(NAME) --source $(SOURCE)
 
 # What a branch's pattern and model changes do to the published tables: validate them, run
 # base and new versions in a scratch lake, report (pr-check/report.md). BASE: a git ref
 # (default: the merge base with main); PROFILE: whose pr_check.sample to read.
-pr-check: $(STAMP)
-	$(PY) -m jobs pr-check $(if $(BASE),--base $(BASE)) $(if $(PROFILE),--profile $(PROFILE))
+pr-check: $(SELF)
+	$(SES) pr-check $(if $(BASE),--base $(BASE)) $(if $(PROFILE),--profile $(PROFILE))
 
 # The example tests of the pattern files changed since BASE
-pattern-tests: $(STAMP)
-	@k="$$($(PY) -m jobs pr-check --pytest-k $(if $(BASE),--base $(BASE)))" || exit 2; \
+pattern-tests: $(SELF)
+	@k="$$($(SES) pr-check --pytest-k $(if $(BASE),--base $(BASE)))" || exit 2; \
 	if [ -z "$$k" ]; then echo "no changed pattern files: no pattern tests to run"; \
 	else $(PY) -m pytest -q tests/test_pattern_examples.py -k "$$k"; fi
 
-run: $(STAMP)
-	$(PY) -m jobs validate
-	$(PY) -m jobs run $(if $(PROFILE),--profile $(PROFILE))
+run: $(SELF)
+	$(SES) validate
+	$(SES) run $(if $(PROFILE),--profile $(PROFILE))
 
 # A Spark standalone cluster on this machine: a master and two workers (127.0.0.1:7077,
 # UI on 8090), for `make run PROFILE=standalone`
-cluster-up: $(STAMP)
-	$(PY) -m jobs cluster up
+cluster-up: $(SELF)
+	$(SES) cluster up
 
-cluster-down: $(STAMP)
-	$(PY) -m jobs cluster down
+cluster-down: $(SELF)
+	$(SES) cluster down
 
 # Airflow standalone on 127.0.0.1:8080 with dags/, settings for a 2-core machine.
 # The admin password is printed at start and kept in .airflow/simple_auth_manager_passwords.json.generated.
-airflow: $(STAMP)
+airflow: $(SELF)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH \
 	AIRFLOW_HOME=$(CURDIR)/.airflow \
 	AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
@@ -80,7 +87,7 @@ airflow: $(STAMP)
 	AIRFLOW__API__PORT=8080 \
 	$(VENV)/bin/airflow standalone
 
-bench: $(STAMP)
+bench: $(SELF)
 	$(PY) bench/peers.py
 	$(PY) bench/startup.py
 	$(PY) bench/match_windows.py --matcher ses --events 20000 --per-k 3

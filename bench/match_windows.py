@@ -33,7 +33,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from jobs.core.columns import from_events  # noqa: E402
 from jobs.core.engine import MatchOptions, MatchStats, compile_pattern, execute  # noqa: E402

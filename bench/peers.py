@@ -32,7 +32,6 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 PEERS = ROOT.parent / "shared" / "peers"
 
 # run -> (pattern file, data set, first N events or None, expected matches (project))

@@ -22,12 +22,10 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402

@@ -27,7 +27,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PROBE = r"""
 import json, sys, time
-sys.path.insert(0, {root!r})
 t0 = time.perf_counter()
 from jobs.core.engine import MatchOptions, compile_pattern, execute
 from jobs.core.columns import from_events

@@ -20,12 +20,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 
 from jobs.core.columns import from_events  # noqa: E402
 from jobs.core.engine import MatchOptions, MatchStats  # noqa: E402

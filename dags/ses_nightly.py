@@ -43,14 +43,6 @@ def _settings() -> dict:
 SETTINGS = _settings()
 
 
-def _importable() -> None:
-    """Make the project's ``jobs`` package importable (tasks run in Airflow's workers)."""
-    import sys
-
-    if str(PROJECT) not in sys.path:
-        sys.path.insert(0, str(PROJECT))
-
-
 def _env(profile) -> dict:
     from jobs.spark.session import spark_environment
 
@@ -70,7 +62,6 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
 
     from airflow.sdk.exceptions import AirflowFailException
 
-    _importable()
     from jobs.ops.session import ask, socket_path
 
     lines = []
@@ -106,7 +97,6 @@ def _run(context) -> tuple[str, str]:
     id from the run's start time and its Airflow run id (the shape ``make run`` writes
     too), the date from the logical date, or from the run's own time when the trigger gave
     none (an API trigger without a date)."""
-    _importable()
     from jobs.status import new_run_id
 
     dag_run = context["dag_run"]
@@ -119,7 +109,6 @@ def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
     """(name, models it depends on) of every SQL model, in dependency order; reads only
     the files of models/ (or SES_MODELS). A broken model folder gives one failing task
     with the message, not a DAG that does not import."""
-    _importable()
     from jobs.project.models import ModelError, load_models
 
     try:
@@ -145,7 +134,6 @@ def ses_nightly():
     def list_patterns() -> list[str]:
         """Every pattern file (``*.yaml`` and ``*.yml``): a file that does not load or
         whose name another file uses fails its own match task, with a row in the log."""
-        _importable()
         from jobs.project.patterns import pattern_paths
 
         return [str(p) for p in pattern_paths(glob=os.environ.get("SES_PATTERNS"))]
@@ -156,7 +144,6 @@ def ses_nightly():
         steps run on their own when it does not come up."""
         from airflow.sdk import get_current_context
 
-        _importable()
         from jobs.config import load_profile
         from jobs.ops.session import socket_path, start
 
@@ -171,7 +158,6 @@ def ses_nightly():
     def stop_session() -> None:
         from airflow.sdk import get_current_context
 
-        _importable()
         from jobs.ops.session import ask, socket_path
 
         run_id, _ = _run(get_current_context())
@@ -183,7 +169,6 @@ def ses_nightly():
         events suite before it is committed."""
         from airflow.sdk import get_current_context
 
-        _importable()
         from jobs.project.patterns import load_catalog
 
         run_id, day = _run(get_current_context())

@@ -15,6 +15,22 @@ settings.register_profile("dev", deadline=None, max_examples=150,
 settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
+# Markers set on every test here, so that `pytest -m "not spark"` runs the pure tests
+# alone (docs/testing.md). A test uses Spark when it asks for the `spark` fixture (directly
+# or through another fixture) or lives in a module that starts Spark in a subprocess.
+SPARK_MODULES = {"test_cluster.py", "test_kills.py", "test_airflow.py"}
+AIRFLOW_MODULES = {"test_airflow.py"}
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        names = set(getattr(item, "fixturenames", ()))
+        if "spark" in names or item.path.name in SPARK_MODULES:
+            item.add_marker(pytest.mark.spark)
+        if "airflow_env" in names or item.path.name in AIRFLOW_MODULES:
+            item.add_marker(pytest.mark.airflow)
+
+
 @pytest.fixture(scope="session")
 def root() -> Path:
     return ROOT

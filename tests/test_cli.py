@@ -113,6 +113,16 @@ def test_match_attribute_missing_from_file(capsys, tmp_path):
     assert code == 2 and "no attribute 'type'" in err
 
 
+def test_installed_command(tmp_path):
+    """`make` installs the project: `ses` works from any folder, and says its version."""
+    ses = Path(sys.executable).parent / "ses"
+    proc = subprocess.run([str(ses), "match", P1, MW, "--matcher", "bruteforce"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert proc.returncode == 0 and len(proc.stdout.splitlines()) == 3, proc.stderr
+    proc = subprocess.run([str(ses), "--version"], capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ses 0.1.0"
+
+
 def test_module_entry_point():
     proc = subprocess.run([sys.executable, "-m", "jobs", "match", P1, MW, "--matcher",
                            "bruteforce"], capture_output=True, text=True, cwd=ROOT)
@@ -242,6 +252,7 @@ def test_progress_lines_inside_a_long_step():
 def test_publish_refuses_an_unvalidated_run_before_spark_starts(tmp_path, monkeypatch, capsys):
     """The staged/validated checks come first: no Spark session is built for a run that
     may not be published (the step fails in a second, not after Spark's start-up)."""
+    import jobs.cli.main
     import jobs.spark.session
     from jobs.lake.store import Lake
 
@@ -249,6 +260,7 @@ def test_publish_refuses_an_unvalidated_run_before_spark_starts(tmp_path, monkey
         raise AssertionError("publish started Spark before checking the staged run")
 
     monkeypatch.setattr(jobs.spark.session, "build_session", no_spark)
+    monkeypatch.setattr(jobs.cli.main, "build_session", no_spark)  # bound where it is used
     conf = tmp_path / "pipeline.yaml"
     conf.write_text(f"profiles:\n  t:\n    landing: {tmp_path}\n    lake: {tmp_path / 'lake'}\n")
     monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))

@@ -671,6 +671,7 @@ def screenshot(page: Path, out: Path):
     return mpimg.imread(out)
 
 
+@pytest.mark.browser
 def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
     import dataclasses
     import re

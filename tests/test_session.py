@@ -5,6 +5,7 @@ come back, and a client without a server is told so (it then runs the step itsel
 import threading
 import time
 
+from jobs.cli.main import main
 from jobs.ops.session import ask, serve, socket_path
 
 from .helpers import ROOT
@@ -12,7 +13,7 @@ from .helpers import ROOT
 
 def test_steps_run_in_the_session_one_at_a_time(spark, tmp_path):
     path = tmp_path / "s.sock"
-    server = threading.Thread(target=serve, args=(path, 60.0), daemon=True)
+    server = threading.Thread(target=serve, args=(path, main, 60.0), daemon=True)
     server.start()
     deadline = time.monotonic() + 60
     while ask(path, ["ping"], lambda _: None) is None:

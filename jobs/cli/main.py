@@ -734,8 +734,10 @@ def _size(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m jobs",
-                                     description="SES pattern matching over event histories.")
+    parser = argparse.ArgumentParser(prog="ses",
+                                     description="SES pattern matching over event histories "
+                                     "(also `python -m jobs`).")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     v = sub.add_parser("validate", help="lint pattern files (default: patterns/)")
@@ -941,3 +943,17 @@ def exit_now(code: int) -> None:
         sys.stderr.flush()
     finally:
         os._exit(code)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ses-lakehouse")
+    except PackageNotFoundError:  # a checkout that was not installed (make installs it)
+        return "(not installed)"
+
+
+def entry() -> None:
+    """The installed command ``ses`` (pyproject.toml's console script)."""
+    exit_now(main())

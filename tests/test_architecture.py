@@ -1,0 +1,149 @@
+"""The map of docs/architecture.md, enforced: every import between the project's packages
+points down the layers, no module takes part in an import circle, and no module imports
+one of the project's modules inside a function to dodge one (only heavy third-party
+libraries are imported on first use). Pure: reads the source, imports nothing."""
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "jobs"
+
+# Lowest first. A module may import its own package and the packages of lower layers.
+LAYERS = [
+    {"core"},
+    {"config", "status", "failpoints", "progress"},
+    {"lake"},
+    {"spark", "project"},
+    {"site"},
+    {"pipeline"},
+    {"tools", "prcheck", "ops"},
+    {"cli"},
+    {"__main__"},
+]
+RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
+
+# In-function imports of the project's own modules that are allowed, with the reason.
+LAZY = {
+    ("jobs.core.engine", "jobs.core.kernels"): "the Numba kernels: compiled on first use, "
+                                               "so `validate` never loads Numba",
+}
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for p in PACKAGE.rglob("*.py"):
+        parts = p.relative_to(ROOT).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+def imports(name: str, path: Path, known: set[str]):
+    """(target module, line, inside a function) for each import of a project module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    top = {id(n) for n in tree.body}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}:{node.lineno}: a relative import; write jobs.…"
+            base = node.module or ""
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
+                       for a in node.names]
+        else:
+            continue
+        for t in targets:
+            if t.split(".")[0] != "jobs":
+                continue
+            while t not in known and "." in t:
+                t = t.rsplit(".", 1)[0]
+            if t != name:
+                yield t, node.lineno, id(node) not in top
+
+
+def package_of(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "jobs"
+
+
+@pytest.fixture(scope="module")
+def graph():
+    mods = modules()
+    known = set(mods)
+    edges = defaultdict(dict)
+    for name, path in mods.items():
+        for target, line, lazy in imports(name, path, known):
+            edges[name].setdefault(target, (line, lazy))
+    return mods, edges
+
+
+def test_every_package_has_a_layer(graph):
+    mods, _ = graph
+    missing = {package_of(m) for m in mods} - set(RANK) - {"jobs"}
+    assert not missing, f"packages without a layer in LAYERS (and docs/architecture.md): {missing}"
+
+
+def test_imports_point_down_the_layers(graph):
+    mods, edges = graph
+    wrong = []
+    for src, targets in edges.items():
+        a = package_of(src)
+        for dst, (line, _) in targets.items():
+            b = package_of(dst)
+            if a != b and b != "jobs" and RANK[b] >= RANK[a]:
+                wrong.append(f"{mods[src].relative_to(ROOT)}:{line}: {src} imports {dst} "
+                             f"({a} is layer {RANK[a]}, {b} layer {RANK[b]})")
+    assert not wrong, "imports that do not point down the layers:\n" + "\n".join(wrong)
+
+
+def test_no_project_import_inside_a_function(graph):
+    mods, edges = graph
+    lazy = [f"{mods[src].relative_to(ROOT)}:{line}: {src} imports {dst} inside a function"
+            for src, targets in edges.items() for dst, (line, inside) in targets.items()
+            if inside and (src, dst) not in LAZY]
+    assert not lazy, "\n".join(lazy)
+
+
+def test_no_import_circles(graph):
+    _, edges = graph
+    index, low, stack, on, circles = {}, {}, [], set(), []
+
+    def visit(v):  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in edges.get(v, {}):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in list(edges):
+        if v not in index:
+            visit(v)
+    assert not circles, f"import circles: {circles}"
+
+
+def test_the_checks_catch_a_circle_and_an_upward_import(tmp_path):
+    """The test above could pass by reading nothing: it must see a planted circle."""
+    known = {"jobs.core.a", "jobs.core.b", "jobs.pipeline.c"}
+    a = tmp_path / "a.py"
+    a.write_text("from jobs.core.b import x\n\ndef f():\n    from jobs.pipeline.c import y\n")
+    found = list(imports("jobs.core.a", a, known))
+    assert ("jobs.core.b", 1, False) in found and ("jobs.pipeline.c", 4, True) in found
+    assert RANK[package_of("jobs.pipeline.c")] > RANK[package_of("jobs.core.a")]
