@@ -1,4 +1,4 @@
-"""The nightly Airflow run against ``make run`` on the committed data (issue 15's target:
+"""The nightly Airflow run against ``make run`` on the committed data (docs/operations.md's target:
 within 1.5x).
 
 Both start from an empty lake of their own (every pattern is a full recompute):

@@ -1,4 +1,4 @@
-"""Benchmark of publish at scale (issue 13): the driver's peak memory and the time to
+"""Benchmark of publish at scale (docs/benchmarks.md): the driver's peak memory and the time to
 publish a full recompute of a new pattern with 1M to 10M+ matches into a fresh match table.
 
 The staged matches are synthetic but in the match job's own staging format (written by

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import yaml
 
+from jobs.core.errors import InputError, UserError
 from jobs.core.events import format_ts, parse_ts
 from jobs.core.pattern import parse_duration
 
@@ -53,7 +54,7 @@ def type_column(columns: dict[str, str], key: str | None = None) -> str | None:
         (c for c, k in columns.items() if k == "string" and c != key), None)
 
 
-class ConfigError(ValueError):
+class ConfigError(UserError, ValueError):
     """A configuration file that cannot be used; the message names file and entry."""
 
 
@@ -167,7 +168,7 @@ def parse_bytes(text) -> int:
         return text
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
     if not m or m.group(2).lower() not in UNITS or len(m.group(1)) > 15:
-        raise ValueError(f"bad size {text!r}: write e.g. 2GB or 512MB")
+        raise InputError(f"bad size {text!r}: write e.g. 2GB or 512MB")
     return int(float(m.group(1)) * UNITS[m.group(2).lower()])
 
 
@@ -214,7 +215,7 @@ def _expand(value) -> str:
     (credentials stay out of the file)."""
     def var(m: re.Match) -> str:
         if m.group(1) not in os.environ:
-            raise ValueError(f"the environment variable {m.group(1)} is not set")
+            raise InputError(f"the environment variable {m.group(1)} is not set")
         return os.environ[m.group(1)]
 
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, str(value))

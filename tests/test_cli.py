@@ -252,7 +252,7 @@ def test_progress_lines_inside_a_long_step():
 def test_publish_refuses_an_unvalidated_run_before_spark_starts(tmp_path, monkeypatch, capsys):
     """The staged/validated checks come first: no Spark session is built for a run that
     may not be published (the step fails in a second, not after Spark's start-up)."""
-    import jobs.cli.main
+    import jobs.cli.steps
     import jobs.spark.session
     from jobs.lake.store import Lake
 
@@ -260,7 +260,7 @@ def test_publish_refuses_an_unvalidated_run_before_spark_starts(tmp_path, monkey
         raise AssertionError("publish started Spark before checking the staged run")
 
     monkeypatch.setattr(jobs.spark.session, "build_session", no_spark)
-    monkeypatch.setattr(jobs.cli.main, "build_session", no_spark)  # bound where it is used
+    monkeypatch.setattr(jobs.cli.steps, "build_session", no_spark)  # bound where it is used
     conf = tmp_path / "pipeline.yaml"
     conf.write_text(f"profiles:\n  t:\n    landing: {tmp_path}\n    lake: {tmp_path / 'lake'}\n")
     monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))

@@ -83,7 +83,7 @@ conditions:
 
 
 def test_automaton_versus_literal_definition_2():
-    """DESIGN.md section 4: condition 4 quantifies over all matches, so e9 (bindable to x in
+    """docs/semantics.md: condition 4 quantifies over all matches, so e9 (bindable to x in
     another match) blocks patient 1's match in the literal Def. 2; the automaton skips it."""
     p, events = pattern_text(DESIGN_EXAMPLE), chemo_ses()
     assert as_dicts(oracle.ses_exec(p, events)) == [

@@ -1,4 +1,4 @@
-"""Pattern-based windows (``kind: window``): the semantics of DESIGN.md section 9 on
+"""Pattern-based windows (``kind: window``): the semantics of docs/windows.md on
 hand-made streams, the paper's six examples on the committed location stream, the matcher
 against the brute-force oracle under every pruning, and the loader's messages."""
 
@@ -46,7 +46,7 @@ def both(pattern, events):
     return expected
 
 
-# -- semantics (DESIGN.md section 9) --------------------------------------------------------
+# -- semantics (docs/windows.md) --------------------------------------------------------
 def test_ties_follow_event_id_and_an_event_never_tests_its_own_window():
     p = window("within: 1d\nstart: kind = 'S'\ntermination: kind = 'S'\n")
     ev = stream(("b", 0, {"kind": "S"}), ("a", 0, {"kind": "S"}), ("c", 0, {"kind": "S"}))

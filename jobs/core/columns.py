@@ -1,7 +1,7 @@
 """Events as columns: the engine's input (numpy arrays, built from Arrow or from events).
 
-``EventColumns`` holds a group of events in processing order ``(ts, id)`` (DESIGN.md
-section 4): ``ts`` as int64 nanoseconds, the ids, and every attribute a pattern reads as
+``EventColumns`` holds a group of events in processing order ``(ts, id)``
+(docs/semantics.md): ``ts`` as int64 nanoseconds, the ids, and every attribute a pattern reads as
 a pair of arrays ``values`` (float64) and ``kinds`` (int8: 0 missing, 1 number, 2 string).
 Strings are dictionary-encoded with one sorted dictionary shared by all columns, so codes
 compare (=, <, ...) exactly as the strings do, also across two columns. A NaN number is a

@@ -18,6 +18,7 @@ import numpy as np
 
 from jobs.core.columns import MISSING, EventColumns
 from jobs.core.conditions import FLIPPED, Attr
+from jobs.core.errors import UserError
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.core.programs import TRUE, Programs, RelationRows, relation_rows, vector_truth
 
@@ -26,7 +27,7 @@ ONE, GROUP = "one", "group"
 MAX_VARIABLES = 62  # one bit per variable in an int64 mask
 
 
-class PatternTooLarge(ValueError):
+class PatternTooLarge(UserError, ValueError):
     """A pattern the engine cannot compile (more variables than mask bits)."""
 
 
@@ -220,7 +221,7 @@ class CompiledPattern:
     def relationship_pairs(self, partitioned: bool) -> tuple[tuple[int, str, str, int, str], ...]:
         """Θr plus Θ+eq as (v, attr, op, w, other attr), without the equalities on X
         when partitioned (match-window paper, section 4.4); reflexive members of group
-        variables are kept (DESIGN.md section 4)."""
+        variables are kept (docs/semantics.md)."""
         dropped = set(self.partition_attributes) if partitioned else set()
         index = {v.name: v.index for v in self.variables}
         out = []

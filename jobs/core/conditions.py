@@ -1,7 +1,7 @@
 """Conditions of a pattern (the set Θ): a tokenizer, a recursive-descent parser and the
 three-valued evaluator that is the reference for every compiled form.
 
-Grammar (docs/language.md; DESIGN.md section 10)::
+Grammar (docs/language.md; docs/language.md)::
 
     entry     := or ('and' or)*            -- a top-level 'and' splits the entry
     or        := and ('or' and)*
@@ -37,6 +37,8 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Union
 
+from jobs.core.errors import UserError
+
 OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
     "=": operator.eq,
     "!=": operator.ne,
@@ -50,7 +52,7 @@ ARITH = ("+", "-", "*", "/")
 KEYWORDS = {"and", "or", "not", "in", "prev"}
 
 
-class ConditionSyntaxError(ValueError):
+class ConditionSyntaxError(UserError, ValueError):
     """A condition that does not follow the grammar; ``column`` is 1-based."""
 
     def __init__(self, message: str, column: int | None = None):

@@ -572,7 +572,7 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
     if isinstance(c, CompiledDisjunction):
         yield from _execute_disjunction(c, cols, options, stats, batch_size, positions)
         return
-    negation = Negation(c, cols) if c.negated else None
+    negation = NegationFilter(c, cols) if c.negated else None
     if c.contiguity != "none" and positions is None:
         positions = c.positions(cols)
     for batch in _execute(c, cols, options, stats, batch_size, positions):
@@ -664,9 +664,9 @@ def _execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
     st.seconds += time.perf_counter() - started
 
 
-class Negation:
-    """The witness search of negated variables over all events of a call (DESIGN.md
-    section 10): each negated variable's candidates (its properties hold) sorted by
+class NegationFilter:
+    """The witness search of negated variables over all events of a call
+    (docs/language.md, negation): each negated variable's candidates (its properties hold) sorted by
     partition code and processing order. A variable linked to the partition attributes
     X (``Pattern.linked_negations``) searches the match's partition only; the others
     search every event, so the result never depends on partitioning."""

@@ -2,7 +2,7 @@
 
 An event is a tuple of attributes with a timestamp ``ts`` (kept as integer nanoseconds
 since the epoch, UTC) and a stable ``id``. The processing order is ``(ts, id)`` with ids
-compared as strings (DESIGN.md section 4); ``seq`` is an event's rank in that order.
+compared as strings (docs/semantics.md); ``seq`` is an event's rank in that order.
 """
 
 from __future__ import annotations
@@ -13,10 +13,12 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from jobs.core.errors import UserError
+
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-class EventFileError(ValueError):
+class EventFileError(UserError, ValueError):
     """A file, column or row that cannot be read as events; the message says where and why."""
 
 

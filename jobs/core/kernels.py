@@ -923,7 +923,7 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
 
 
 # ------------------------------------------------------------------------------------
-# Negation: P's matches are the matches of P⁺ without a witness (DESIGN.md section 10)
+# Negation: P's matches are the matches of P⁺ without a witness (docs/language.md)
 # ------------------------------------------------------------------------------------
 @njit(cache=True)
 def negation_keep(ts, vals, kinds, offsets, ev, var, start_ts, end_ts, match_code, set_of,

@@ -9,7 +9,7 @@ A match binds every variable to a non-empty sequence of distinct events in proce
    a variable of B_{i+1};
 3. the span between the first and the last event is at most τ.
 
-Kleene bounds (DESIGN.md section 10): a variable ``p{lo,hi}`` binds lo to hi events.
+Kleene bounds (docs/language.md): a variable ``p{lo,hi}`` binds lo to hi events.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
   enumerating substitutions inside the τ-window of each possible first event.
 * ``ses_exec``: SESExec / ConsumeEvent (SES paper, Algorithms 1-2) as written: an
   automaton instance is started at every event; transitions and their conditions Θδ are
-  derived on the fly from the pattern (section 4.2), with Θ+eq added (DESIGN.md section 4).
+  derived on the fly from the pattern (section 4.2), with Θ+eq added (docs/semantics.md).
 * ``ses_definition``: the SES paper's Definition 2 (conditions 1-5) within one partition,
   used to cross-check ``ses_exec`` where the two agree.
 * ``meaning``: one of the first two by matcher; for a disjunction, the union over its
@@ -103,7 +103,7 @@ def tau_window(events: list[Event], i: int, tau: int) -> list[Event]:
 
 def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
     """Every match of ``pattern`` in ``events`` (in processing order) by Definition 2,
-    with contiguity and negation (DESIGN.md section 10) applied to P⁺'s matches."""
+    with contiguity and negation (docs/language.md) applied to P⁺'s matches."""
     out: list[Match] = []
     for i in range(len(events)):
         out.extend(matches_starting_at(pattern, tau_window(events, i, pattern.tau)))
@@ -114,7 +114,7 @@ def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
 
 
 # --------------------------------------------------------------------------------------
-# Contiguity and negation (DESIGN.md section 10; the issue's formal rules)
+# Contiguity and negation (docs/language.md; docs/language.md's formal rules)
 # --------------------------------------------------------------------------------------
 def positions(pattern: Pattern, events: list[Event]) -> dict[int, int]:
     """Each event's position (by ``seq``) in processing order: over all events for strict

@@ -179,7 +179,7 @@ def match_ids(version: str, b: Bindings) -> list[str]:
 
 
 def match_id(version: str, key) -> str:
-    """Deterministic from the pattern version and the bindings (DESIGN.md section 4):
+    """Deterministic from the pattern version and the bindings (docs/semantics.md):
     ``key`` is ((variable, event ids), ...) in pattern order."""
     blob = json.dumps([version, [[v, list(ids)] for v, ids in key]], separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:32]

@@ -39,6 +39,10 @@ def parse_duration(text: str) -> int:
 
 
 UNBOUNDED = None
+# The one name rule of pattern files, models and the tables they name: lower case letters,
+# digits and _, starting with a letter (it is a table name in Spark, DuckDB and Delta).
+NAME_RULE = r"[a-z][a-z0-9_]{0,99}"
+NAME = re.compile(NAME_RULE)  # use fullmatch
 CONTIGUITY = ("none", "partition", "strict")
 MATCHER_NAMES = ("ses", "zstream")  # a pattern's `matcher:` (the engine has one class each)
 
@@ -279,7 +283,7 @@ class Pattern:
 
 @dataclass(frozen=True)
 class Disjunction:
-    """A pattern file with ``alternatives:`` (issue 10; the join-optimization paper's
+    """A pattern file with ``alternatives:`` (docs/language.md; the join-optimization paper's
     nested patterns in disjunctive normal form): several conjunctive patterns under one
     name, window and matcher. Its matches are the union of the alternatives' matches, each
     tagged with its alternative (1, 2, ...), which is part of its ``match_id``: a set of

@@ -1,7 +1,7 @@
 """Pattern-based windows (Kawashima, Kitagawa, Li, section 4): the model of a
 ``kind: window`` pattern file, what it lets the pipeline prune, and its meaning.
 
-The semantics (DESIGN.md section 9; docs/windows.md), written down once here and in the
+The semantics (docs/windows.md; docs/windows.md), written down once here and in the
 oracle below: events are tested in processing order ``(ts, event_id)``. Every event that
 satisfies START opens a window with it as the first event. Each later event is tested
 against every open window: if it satisfies TERMINATION the window closes with it as the

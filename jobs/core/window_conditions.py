@@ -1,5 +1,5 @@
 """Conditions and values of pattern-based windows (Kawashima, Kitagawa, Li, sections
-4.2-4.3; DESIGN.md section 9): the START, TERMINATION, ITERATION and FILTER conditions,
+4.2-4.3; docs/windows.md): the START, TERMINATION, ITERATION and FILTER conditions,
 the ``select`` values and the ``where`` filter of a ``kind: window`` pattern file.
 
 Same tokens, literals, operators and three-valued logic as the SES conditions
@@ -111,7 +111,7 @@ def _functions(e: Expr) -> set[str]:
 
 
 def _check_clause(e: Expr, clause: str) -> Expr:
-    """Refuse the functions a clause cannot use (DESIGN.md section 9); in ``start``,
+    """Refuse the functions a clause cannot use (docs/windows.md); in ``start``,
     ``first(a)`` is the event itself."""
     used = _functions(e)
     refused = {

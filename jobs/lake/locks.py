@@ -21,9 +21,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jobs.lake.store import Lake
+from jobs.core.errors import UserError
 
 
-class LakeBusy(RuntimeError):
+class LakeBusy(UserError, RuntimeError):
     """Another process holds the lock; the message says which."""
 
 

@@ -1,4 +1,4 @@
-"""The published shape of a pattern's matches (DESIGN.md section 4) and the conversion of
+"""The published shape of a pattern's matches (docs/semantics.md) and the conversion of
 staged match rows into it.
 
 ``MatchRows`` is small and picklable: the driver builds it once per run (it needs the

@@ -1,4 +1,4 @@
-"""``stats/<source>``: the lake's own statistics for choosing plans (issue 11).
+"""``stats/<source>``: the lake's own statistics for choosing plans (docs/engine.md, plans).
 
 A step after ingest computes, per source and ``event_date`` partition, one row per
 

@@ -18,6 +18,7 @@ import urllib.request
 from pathlib import Path
 
 from jobs.config import CONF, ROOT
+from jobs.core.errors import UserError
 
 STATE = ROOT / ".spark-cluster"
 HOST = "127.0.0.1"
@@ -28,7 +29,7 @@ WORKER_CORES = 1  # 2 cores: one per worker
 WORKER_MEMORY = "8g"  # 24 GB: two workers' executors, and the driver beside them
 
 
-class ClusterError(RuntimeError):
+class ClusterError(UserError, RuntimeError):
     """The cluster did not come up; the message names the log to read."""
 
 

@@ -1,4 +1,4 @@
-"""Incremental nights (DESIGN.md section 5): which first events a run may match.
+"""Incremental nights (docs/pipeline.md): which first events a run may match.
 
 A match starting at ``s`` is final once every event with ``ts <= s + τ`` has arrived,
 with an allowed lateness on top. The run for logical date D has data up to the end of D

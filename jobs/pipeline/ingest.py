@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.config import Source, TimeRange
+from jobs.core.errors import UserError
 from jobs.core.events import format_ts, parse_ts
 from jobs.failpoints import reached
 from jobs.lake import store as lk
@@ -48,7 +49,7 @@ MAX_RAW = 2_000  # characters of a quarantined raw record that are kept
 # the timestamps the engine can represent (int64 nanoseconds)
 
 
-class IngestError(RuntimeError):
+class IngestError(UserError, RuntimeError):
     """A landing file that cannot be read, or a batch that failed the gate; nothing of the
     source was written."""
 

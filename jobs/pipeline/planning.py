@@ -1,4 +1,4 @@
-"""One plan per pattern per run, chosen on the driver (issue 11).
+"""One plan per pattern per run, chosen on the driver (docs/engine.md, plans).
 
 For a ZStream pattern the driver builds the plan's statistics once per run:
 

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.config import NS_MIN
+from jobs.core.errors import InputError
 from jobs.core.events import parse_ts
 from jobs.lake import store as lk
 
@@ -37,7 +38,7 @@ def retract(lake: lk.Lake, source: str, event_ids: list[str] | None = None,
     """Delete the events; returns the retraction's log row. Raises ``ValueError`` when
     nothing matches (so a typo does not pass silently)."""
     if bool(event_ids) == bool(source_file):
-        raise ValueError("retract needs either event ids or a landing file, not both")
+        raise InputError("retract needs either event ids or a landing file, not both")
     path = lake.events(source)
     dt = lake.table(path)
     if event_ids:
@@ -49,11 +50,11 @@ def retract(lake: lk.Lake, source: str, event_ids: list[str] | None = None,
     found = dt.to_pyarrow_dataset().to_table(columns=["event_id", "ts"], filter=where)
     if found.num_rows == 0:
         what = f"event id(s) {', '.join(event_ids[:5])}" if event_ids else f"file {source_file}"
-        raise ValueError(f"no events of source {source!r} match {what}: nothing retracted")
+        raise InputError(f"no events of source {source!r} match {what}: nothing retracted")
     if event_ids:
         missing = sorted(set(event_ids) - set(found.column("event_id").to_pylist()))
         if missing:
-            raise ValueError(f"source {source!r} has no event(s) {', '.join(missing[:5])}: "
+            raise InputError(f"source {source!r} has no event(s) {', '.join(missing[:5])}: "
                              "nothing retracted (check the ids)")
     ts = found.column("ts")
     row = {"retraction_id": uuid.uuid4().hex[:12], "source": source,

@@ -16,6 +16,7 @@ from datetime import date, datetime, timezone
 from pathlib import Path
 
 from jobs.config import Profile, load_sources
+from jobs.core.errors import InputError, UserError
 from jobs.core.events import format_ts
 from jobs.core.pattern import Pattern
 from jobs.failpoints import reached
@@ -34,14 +35,14 @@ from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.retract import reopened_low
 from jobs.progress import progress
 from jobs.project.models import ModelError, models_folder
-from jobs.project.patterns import Catalog, load_catalog
+from jobs.project.patterns import PatternCatalog, load_catalog
 from jobs.site.build import build_site
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 from jobs.spark.predicates import filter_column
 from jobs.status import FAILED, SUCCESS, new_run_id
 
 
-def pipeline_catalog(paths: list[str] | None = None) -> tuple[Catalog, list]:
+def pipeline_catalog(paths: list[str] | None = None) -> tuple[PatternCatalog, list]:
     """The catalogue, and its patterns whose source the pipeline ingests (has a landing
     folder)."""
     catalog = load_catalog(paths)
@@ -112,14 +113,14 @@ def stats_step(spark, ctx: RunContext, name: str, source, patterns: list,
 
 
 @dataclass
-class Planned:
+class PlannedRun:
     path: Path
     pattern: Pattern
     text: str
     rng: RunRange
 
 
-def plan(ctx: RunContext, rng: RunRange | None = None) -> Planned:
+def plan(ctx: RunContext, rng: RunRange | None = None) -> PlannedRun:
     """The run's start range: after the previous run's horizon, and back to where
     retractions since that run could change matches."""
     pattern = ctx.pattern
@@ -133,10 +134,10 @@ def plan(ctx: RunContext, rng: RunRange | None = None) -> Planned:
         reopen = reopened_low(ctx.lake, pattern.source, max(ok) if ok else None, pattern.tau)
         if reopen is not None and rng.low is not None and reopen < rng.low:
             rng = RunRange(reopen, rng.high, rng.full)
-    return Planned(ctx.path, pattern, text, rng)
+    return PlannedRun(ctx.path, pattern, text, rng)
 
 
-def late_events(spark, ctx: RunContext, planned: Planned) -> int:
+def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:
     """Events that arrived after the previous run of this pattern although their start
     range was already closed (ts < low): counted in the run log, never silently dropped."""
     from pyspark.sql import functions as F
@@ -158,7 +159,7 @@ def late_events(spark, ctx: RunContext, planned: Planned) -> int:
     return df.count()
 
 
-def run_plan(spark, ctx: RunContext, planned: Planned):
+def run_plan(spark, ctx: RunContext, planned: PlannedRun):
     """The one plan of a ZStream pattern for this run (``jobs.pipeline.planning``), chosen on the
     driver; None for the SES automaton (it follows the sets' order)."""
 
@@ -172,7 +173,7 @@ def run_plan(spark, ctx: RunContext, planned: Planned):
                        observed=observed)
 
 
-def match_step(spark, ctx: RunContext, planned: Planned, force_slices: bool = False) -> dict:
+def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool = False) -> dict:
     """Phase 1 + 2 on Spark into staging; the range, counters and the step's wall time
     (``match_seconds``) go to ``_stats.json``."""
     profile = ctx.profile
@@ -206,7 +207,7 @@ def match_step(spark, ctx: RunContext, planned: Planned, force_slices: bool = Fa
     return stats
 
 
-def match_warnings(spark, ctx: RunContext, planned: Planned, stats: dict) -> list[str]:
+def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict) -> list[str]:
     """What a pattern's author should hear about a full recompute (a new or changed
     pattern): variables no event of the source can bind, and zero matches."""
 
@@ -223,7 +224,7 @@ def match_warnings(spark, ctx: RunContext, planned: Planned, stats: dict) -> lis
     return out
 
 
-class ValidationFailed(RuntimeError):
+class ValidationFailed(UserError, RuntimeError):
     """A quality gate failed: nothing is published; the message names the expectations."""
 
 
@@ -274,7 +275,7 @@ def staged_run(ctx: RunContext) -> tuple[dict, dict]:
         raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} failed validation, "
                                f"nothing published: {verdict['summary']}")
     if stats["pattern_version"] != pattern.version:
-        raise ValueError(f"{ctx.path} changed since run {run_id} was staged (version "
+        raise InputError(f"{ctx.path} changed since run {run_id} was staged (version "
                          f"{stats['pattern_version']} -> {pattern.version}): match it again")
     return stats, verdict
 

@@ -47,7 +47,7 @@ def _count(side) -> str:
     if side is None:
         return "—"
     if side.status == FAILED:
-        return "failed"
+        return FAILED
     return str(side.row.get("matches", side.matches.num_rows if side.matches else 0))
 
 

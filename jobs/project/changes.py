@@ -20,13 +20,15 @@ from pathlib import Path
 
 import yaml
 
+from jobs.core.errors import UserError
+from jobs.core.pattern import NAME_RULE
 from jobs.core.patternfile import PatternError, parse_pattern
 from jobs.project.models import tables_read
 
 ADDED, CHANGED, REMOVED, UNCHANGED, INVALID = "added", "changed", "removed", "unchanged", "invalid"
 
 
-class ChangesError(RuntimeError):
+class ChangesError(UserError, RuntimeError):
     """The base cannot be read (no git, unknown ref); the message says what to do."""
 
 
@@ -123,7 +125,7 @@ def pattern_file(rel: str, text: str) -> PatternFile:
         p = parse_pattern(text, rel)
         return PatternFile(rel, text, p.name, p.version)
     except PatternError as exc:
-        m = re.search(r"^name:\s*([a-z][a-z0-9_]{0,99})\s*$", text, re.M)
+        m = re.search(rf"^name:\s*({NAME_RULE})\s*$", text, re.M)
         return PatternFile(rel, text, m.group(1) if m else Path(rel).stem, None, str(exc))
 
 

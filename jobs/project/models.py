@@ -25,13 +25,14 @@ from pathlib import Path
 import yaml
 
 from jobs.config import ROOT
+from jobs.core.errors import UserError
+from jobs.core.pattern import NAME
 
 MODELS = ROOT / "models"
-NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")
 TESTS = ("not_null", "unique", "accepted_values", "row_count")
 
 
-class ModelError(ValueError):
+class ModelError(UserError, ValueError):
     """A model file that cannot run; the message names the file and what is wrong."""
 
 

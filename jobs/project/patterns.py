@@ -14,7 +14,7 @@ from pathlib import Path
 
 from jobs.config import ROOT, load_sources
 from jobs.core.examples import run_example
-from jobs.core.pattern import Pattern
+from jobs.core.pattern import NAME_RULE, Pattern
 from jobs.core.patternfile import PatternError, Problem, check_schema, load_pattern
 
 SUFFIXES = ("*.yaml", "*.yml")
@@ -43,7 +43,7 @@ class Rejected:
 
 
 @dataclass(frozen=True)
-class Catalog:
+class PatternCatalog:
     patterns: tuple[tuple[Path, Pattern], ...]
     rejected: tuple[Rejected, ...]
 
@@ -59,7 +59,7 @@ class Catalog:
         return load_pattern(path)  # not in the catalogue: load alone
 
 
-def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = None) -> Catalog:
+def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = None) -> PatternCatalog:
     """Load ``paths`` (default: every file of ``folder``, default ``patterns/``). Names
     must be unique across the given files *and* the other files of their folders (a
     folder is a catalogue: its patterns publish to one lake's ``matches/`` tables)."""
@@ -95,7 +95,7 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
                 "matches table); rename one"),)))
         else:
             ok.append((p, pattern))
-    return Catalog(tuple(ok), tuple(sorted(rejected, key=lambda r: str(r.path))))
+    return PatternCatalog(tuple(ok), tuple(sorted(rejected, key=lambda r: str(r.path))))
 
 
 def _name_of(path: Path) -> str:
@@ -107,11 +107,11 @@ def _name_of(path: Path) -> str:
             head = f.read(4096)
     except OSError:
         return path.stem
-    m = re.search(r"^name:\s*([a-z][a-z0-9_]{0,99})\s*$", head, re.M)
+    m = re.search(rf"^name:\s*({NAME_RULE})\s*$", head, re.M)
     return m.group(1) if m else path.stem
 
 
-def lint(files: list[Path], sources_file: Path) -> tuple[Catalog, list[Problem], int]:
+def lint(files: list[Path], sources_file: Path) -> tuple[PatternCatalog, list[Problem], int]:
     """``validate``: the catalogue of ``files`` checked against the sources' schemas, with
     every example run; returns (catalogue, problems, examples run)."""
 

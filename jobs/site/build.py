@@ -12,7 +12,8 @@ from pathlib import Path
 
 from jobs.lake.store import Lake
 from jobs.site import pictures
-from jobs.site.pages import Catalogue, gather
+from jobs.site.pages import SiteContent, gather
+from jobs.status import SUCCESS
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
@@ -48,10 +49,11 @@ def build_site(lake: Lake, out: Path | None = None, echo=print) -> Path:
     return out / "index.html"
 
 
-def _write(cat: Catalogue, out: Path) -> None:
+def _write(cat: SiteContent, out: Path) -> None:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape())
+    env.globals["SUCCESS"] = SUCCESS  # the status words of jobs.status
     common = {"built": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
               "lake": cat.lake}
 
@@ -65,7 +67,7 @@ def _write(cat: Catalogue, out: Path) -> None:
     img = out / "img"
     pictures.lineage(cat.lineage(), img / "lineage.png")
     pictures.run_history(cat.runs[-60:], img / "runs.png")
-    page("index.html", "index.html", title="Catalogue", cat=cat)
+    page("index.html", "index.html", title="SiteContent", cat=cat)
     for p in cat.patterns:
         if p.pattern is not None:
             pictures.pattern_shape(p.pattern, img / f"{p.name}_shape.png")

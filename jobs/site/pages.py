@@ -1,7 +1,7 @@
 """What the catalogue site shows, gathered from the pattern files, the models, the sources
 and the lake (delta-rs and Arrow only: building the site starts no Spark).
 
-One ``Catalogue`` per build: per pattern its file, version, description, table metadata
+One ``SiteContent`` per build: per pattern its file, version, description, table metadata
 and columns, matches per month, a few matches with their events, and its run history;
 per source its event types; per model its tables; the lineage between them; and the
 latest Great Expectations result of every suite.
@@ -65,7 +65,7 @@ class ModelPage:
 
 
 @dataclass
-class Catalogue:
+class SiteContent:
     lake: str
     home: Path  # the lake's folder on this machine (the GX Data Docs are there)
     patterns: list[PatternPage]
@@ -210,7 +210,7 @@ def latest_validations(home: Path) -> list[dict]:
     return out
 
 
-def gather(lake: lk.Lake) -> Catalogue:
+def gather(lake: lk.Lake) -> SiteContent:
     """Everything the site shows, for the lake and the project's files."""
     runs_t = lake.read_arrow(lake.runs())
     runs = sorted(runs_t.to_pylist(), key=lambda r: (str(r["started_at"]), r["pattern"])) \
@@ -221,5 +221,5 @@ def gather(lake: lk.Lake) -> Catalogue:
         pages.append(PatternPage(r.name, _rel(r.path), r.path.read_text(encoding="utf-8"),
                                  None, problems=[str(p) for p in r.problems]))
     sources = [_source_page(lake, name, s) for name, s in load_sources().items()]
-    return Catalogue(lake.root, lake.local_home(), sorted(pages, key=lambda p: p.name), sources,
+    return SiteContent(lake.root, lake.local_home(), sorted(pages, key=lambda p: p.name), sources,
                      _model_pages(lake), latest_validations(lake.local_home()), runs)

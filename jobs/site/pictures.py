@@ -6,6 +6,8 @@ from __future__ import annotations
 from datetime import datetime
 from pathlib import Path
 
+from jobs.status import SUCCESS
+
 
 def _pyplot():
     """matplotlib's pyplot without a display, imported on first use (it takes longer to
@@ -180,7 +182,7 @@ def run_history(runs: list[dict], path: Path) -> Path:
     if runs:
         xs = range(len(runs))
         ax.bar(xs, [r.get("seconds") or 0 for r in runs],
-               color=[COLORS[0] if r["status"] == "success" else COLORS[5] for r in runs])
+               color=[COLORS[0] if r["status"] == SUCCESS else COLORS[5] for r in runs])
         ax.set_ylabel("seconds")
         ax.set_xticks(list(xs), [str(r["started_at"])[:10] for r in runs], rotation=45,
                       ha="right", fontsize=7)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 from jobs.core.conditions import Attr, Cmp, In, Lit, Property, comparisons_of
+from jobs.core.errors import InputError
 from jobs.spark.predicates import property_column
 
 NEAREST = 3  # known values shown for a literal no event has
@@ -56,7 +57,7 @@ def variable_counts(events_df, pattern) -> list[VariableCount]:
 
 
     if pattern.kind == "window":
-        raise ValueError(f"{pattern.name} is a window pattern: per-variable counts are for "
+        raise InputError(f"{pattern.name} is a window pattern: per-variable counts are for "
                          "sequence patterns (a window pattern has no variables)")
     columns, index = [], {}
     for k, alt, v, _ in _variables(pattern):

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 from jobs.config import CONF, ROOT, ConfigError, Profile
+from jobs.core.errors import UserError
 from jobs.lake.store import OBJECT_STORES, s3_settings
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
@@ -17,7 +18,7 @@ SECRETS = {"access_key": "spark.hadoop.fs.s3a.access.key",  # lake.s3_settings -
            "session_token": "spark.hadoop.fs.s3a.session.token"}
 
 
-class JavaMissing(RuntimeError):
+class JavaMissing(UserError, RuntimeError):
     pass
 
 

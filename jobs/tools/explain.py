@@ -21,7 +21,8 @@ from dataclasses import dataclass, replace
 
 from jobs.core.columns import from_events
 from jobs.core.engine import MatchOptions, compile_pattern, group_events, scan
-from jobs.core.events import Event, format_ts
+from jobs.core.errors import InputError
+from jobs.core.events import Event, events_from_arrow, format_ts, parse_ts
 from jobs.core.runner import run
 
 
@@ -82,7 +83,7 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
 
 
     if pattern.kind == "window":
-        raise ValueError(f"{pattern.name} is a window pattern: explain --partition/--at "
+        raise InputError(f"{pattern.name} is a window pattern: explain --partition/--at "
                          "replays the steps of sequence patterns only; use `match` on the "
                          "events and read docs/windows.md")
     reports = []
@@ -138,3 +139,37 @@ def describe_range(low: int | None, high: int | None) -> str:
     if low is None and high is None:
         return "every window"
     return f"windows starting {format_ts(low)[:19]} .. {format_ts(high)[:19]}"
+
+
+def why_not_events(events_df, pattern, partition: str | None, at: str | None):
+    """The events ``explain --partition/--at`` replays: those of one partition (``VALUE``,
+    or ``ATTR=VALUE,...`` for several partition attributes) and/or within τ of one time.
+    Returns (events, low, high): the start range the replay keeps."""
+    from pyspark.sql import functions as F
+
+    where, low, high = [], None, None
+    if partition:
+        attrs = pattern.partition_attributes
+        if not attrs:
+            raise InputError(f"{pattern.name} has no partition attributes (its windows span "
+                             "every event): use --at alone")
+        values = dict(kv.split("=", 1) for kv in partition.split(",")) \
+            if "=" in partition else {attrs[0]: partition}
+        unknown = set(values) - set(attrs)
+        if unknown or (len(attrs) > 1 and set(values) != set(attrs)):
+            raise InputError(f"--partition: give {' and '.join(attrs)} as "
+                             f"{','.join(a + '=VALUE' for a in attrs)}")
+        for a, v in values.items():
+            where.append(F.col(a).cast("string") == F.lit(v))
+    if at:
+        try:
+            t = parse_ts(at)
+        except ValueError as exc:
+            raise InputError(f"--at {at!r}: {exc}") from None
+        low, high = t - pattern.tau, t
+        where.append(F.col("ts").between(F.lit(format_ts(low)).cast("timestamp"),
+                                         F.lit(format_ts(t + pattern.tau)).cast("timestamp")))
+    df = events_df
+    for w in where:
+        df = df.where(w)
+    return events_from_arrow(df.toArrow()), low, high

@@ -4,32 +4,31 @@ with an ``examples:`` block to edit: two variables of the source's event-type co
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from jobs.config import KEY_COLUMNS, ROOT, load_sources, pick_column
-
-NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+from jobs.core.errors import InputError
+from jobs.core.pattern import NAME
 
 
 def scaffold(name: str, source: str, folder: Path = ROOT / "patterns") -> Path:
     """Write ``folder/<name>.yaml``; refuses a bad name, an unknown source, an existing file."""
-    if not NAME.match(name):
-        raise ValueError(f"NAME {name!r}: use lower case letters, digits and _ (it names the "
+    if not NAME.fullmatch(name):
+        raise InputError(f"NAME {name!r}: use lower case letters, digits and _ (it names the "
                          "table matches_<name>)")
     sources = load_sources()
     if source not in sources:
-        raise ValueError(f"SOURCE {source!r} is not in conf/sources.yaml (sources: "
+        raise InputError(f"SOURCE {source!r} is not in conf/sources.yaml (sources: "
                          f"{', '.join(sorted(sources))})")
     path = folder / f"{name}.yaml"
     if path.exists():
-        raise ValueError(f"{path} exists already: pick another NAME or edit that file")
+        raise InputError(f"{path} exists already: pick another NAME or edit that file")
     src = sources[source]
     columns = src.attributes
     key = pick_column(columns, KEY_COLUMNS)
     kind = src.type_column
     if kind is None:
-        raise ValueError(f"source {source!r} has no text column to tell events apart: write "
+        raise InputError(f"source {source!r} has no text column to tell events apart: write "
                          "the file by hand (docs/patterns.md)")
     link = f"\n  - a.{key} = b.{key}       # the same {key}" if key else ""
     who = f", {key}: {1 if columns[key] == 'integer' else 'X'}" if key else ""

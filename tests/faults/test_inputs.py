@@ -169,7 +169,7 @@ conditions:
 
 
 def test_the_memory_budget_stops_a_match_explosion(spark, tmp_path):
-    """The issue's pattern on the sepsis log took 13-24 GB; with a budget it fails alone,
+    """The reported pattern on the sepsis log took 13-24 GB; with a budget it fails alone,
     with a message naming the pattern, the window and the setting."""
     profile, _ = _profile(tmp_path, "sepsis", "chemo_mw", memory_budget=64 * 1024**2,
                           max_matches_per_window=10**9)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import yaml
 
+from jobs.core.errors import UserError
 from jobs.core.pattern import parse_duration
 
 SAFE_TAGS = {f"tag:yaml.org,2002:{t}"
@@ -31,7 +32,6 @@ MAX_SCALAR_CHARS = 10_000
 MAX_TAU_DAYS = 36_525  # 100 years: a longer window could never close (its horizon)
 
 
-NAME = re.compile(r"[a-z][a-z0-9_]{0,99}")  # fullmatch: no trailing newline
 
 
 KINDS = ("sequence", "window")
@@ -80,7 +80,7 @@ class Problem:
         return f"{self.path}:{self.line}: {self.message}"
 
 
-class PatternError(ValueError):
+class PatternError(UserError, ValueError):
     """One or more problems in a pattern file; ``str()`` gives one ``path:line: message`` each."""
 
     def __init__(self, problems: list[Problem]):

@@ -1,0 +1,98 @@
+"""Operating the project: ``pr-check`` (what a branch's pattern and model changes do to
+the published tables) and ``cluster`` (a standalone Spark cluster on this machine)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from jobs.cli.common import Registry, spark_for, user_errors
+from jobs.config import ROOT
+from jobs.ops import cluster
+from jobs.prcheck.check import pr_check
+from jobs.prcheck.diffs import PrCheck
+from jobs.prcheck.report import pytest_filter, terminal, write_report
+from jobs.project.changes import ChangesError, find_changes
+
+
+@user_errors
+def cmd_pr_check(args) -> int:
+    """What the branch changes in the published tables (``jobs.prcheck``)."""
+    root = Path(args.root).resolve() if args.root else ROOT
+    try:
+        changes = find_changes(root, args.base)
+    except ChangesError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    changed = changes.changed_patterns
+    if args.list:
+        for c in changed:
+            print(f"{c.status:9} pattern {c.name:36} {(c.head or c.base).path}")
+        for m in changes.affected_models:
+            print(f"{m.status:9} model   {m.name:36} {m.reason}")
+        return 0
+    if args.pytest_k:
+        print(pytest_filter([Path(c.head.path).stem for c in changed if c.head is not None]))
+        return 0
+    out = Path(args.out)
+    for old in list(out.glob("*.png")) + list(out.glob("report.*")) + list(out.glob("summary.json")):
+        old.unlink()
+    if not changes.changed_patterns and not changes.affected_models:
+        check = PrCheck(changes, "nothing run", [], [])
+    else:
+        profile, spark = spark_for(args)
+        sample = None if args.data == "auto" else args.data == "sample"
+        if sample and profile.pr_sample is None:
+            print(f"error: profile {profile.name} names no pr_check.sample in "
+                  "conf/pipeline.yaml (e.g. pr_check: {sample: 90d})", file=sys.stderr)
+            return 2
+        check = pr_check(spark, profile, root, args.base,
+                         Path(args.scratch) if args.scratch else None, sample, charts=out,
+                         changes=changes)
+    paths = write_report(check, out)
+    print(terminal(check), end="")
+    print(f"report: {paths['markdown']} (Markdown, for the pull request), {paths['json']}")
+    return 0 if check.ok else 1
+
+
+@user_errors
+def cmd_cluster(args) -> int:
+    """The standalone cluster on this machine (``jobs.ops.cluster``)."""
+    if args.action == "up":
+        cluster.up()
+    elif args.action == "down":
+        cluster.down()
+    else:
+        now = cluster.status()
+        print("no cluster running" if now is None else
+              f"{cluster.master_url()}: {now.get('aliveworkers', 0)} worker(s) alive, "
+              f"{len(now.get('activeapps') or [])} application(s) running")
+    return 0
+
+
+def register(r: Registry) -> None:
+    pr = r.add("operate", "pr-check", "what the branch's pattern and model changes do to the "
+               "published tables: validate, run base and new versions in a scratch lake, "
+               "report (make pr-check BASE=ref)", cmd_pr_check, profile=False)
+    pr.add_argument("--base", help="the git ref to compare with (default: the merge base "
+                    "with main)")
+    pr.add_argument("--out", default=str(ROOT / "pr-check"),
+                    help="folder of the report (report.md, report.txt, summary.json, PNGs); "
+                         "default pr-check/")
+    pr.add_argument("--data", choices=("auto", "committed", "sample"), default="auto",
+                    help="the events: the committed data (data/landing) or the profile's "
+                         "pr_check.sample of its lake (auto: the sample when the profile "
+                         "names one)")
+    pr.add_argument("--scratch", help="keep the scratch lake in this folder (default: a "
+                    "temporary folder, removed)")
+    pr.add_argument("--root", help=argparse.SUPPRESS)  # another checkout (tests)
+    pr.add_argument("--profile", help="the profile (default: local)")
+    pr.add_argument("--list", action="store_true", help="only list what changed (no Spark)")
+    pr.add_argument("--pytest-k", action="store_true",
+                    help="only print a pytest -k expression for the changed patterns' tests")
+
+    cl = r.add("operate", "cluster", "a Spark standalone cluster on this machine (master and "
+               "two workers on 127.0.0.1; profile standalone submits to it)", cmd_cluster,
+               profile=False)
+    cl.add_argument("action", choices=("up", "down", "status"))

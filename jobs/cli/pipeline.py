@@ -1,0 +1,132 @@
+"""The pipeline's user commands: ``run`` (the night), ``ingest``, ``backfill``, ``models``,
+``retract`` and ``docs``. Each is one call into ``jobs.pipeline`` on the profile's lake."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from jobs.cli.common import Registry, spark_for, user_errors
+from jobs.config import load_profile
+from jobs.lake.locks import lake_lock
+from jobs.lake.store import Lake
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.reconcile import reconcile
+from jobs.pipeline.retract import retract
+from jobs.pipeline.run import backfill, ingest_sources, models_step, run_all
+from jobs.project.models import ModelError, load_models
+from jobs.site.build import build_site
+from jobs.spark.session import build_session
+from jobs.status import FAILED, SUCCESS, new_run_id
+
+
+@user_errors
+def cmd_run(args) -> int:
+    """Ingest, match, validate and publish every pattern for a logical date."""
+    profile, spark = spark_for(args)
+    rows = run_all(spark, profile, args.logical_date, args.pattern or None, args.slices)
+    return 1 if any(r.get("status") == FAILED for r in rows) else 0
+
+
+@user_errors
+def cmd_ingest(args) -> int:
+    """Raw landing files into events/<source>."""
+    profile = load_profile(args.profile)
+    ctx = RunContext.start(profile, args.run_id or new_run_id())
+    spark = build_session(profile)  # a Spark that cannot read the lake stops before it
+    with lake_lock(profile.lake, f"ingest {ctx.run_id}", profile.lock_dir):
+        reconcile(ctx.lake)
+        _, failed = ingest_sources(spark, ctx, args.source or None,
+                                   echo=lambda line: None if line.startswith("FAILED")
+                                   else print(line))
+    for message in failed.values():
+        print(f"error: {message}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+@user_errors
+def cmd_backfill(args) -> int:
+    """Recompute the matches that start in [start, end)."""
+    profile, spark = spark_for(args)
+    backfill(spark, profile, args.start, args.end, args.pattern or None)
+    return 0
+
+
+@user_errors
+def cmd_models(args) -> int:
+    """Build, test and publish the SQL models (all, or only those --select names)."""
+    if args.list:
+        try:
+            for m in load_models(select=args.select or None):
+                deps = f" (after {', '.join(m.depends_on)})" if m.depends_on else ""
+                print(f"{m.name}: reads {', '.join(m.tables)}{deps}")
+        except ModelError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+        return 0
+    profile, spark = spark_for(args)
+    rows = models_step(spark, RunContext.start(profile, "models"), select=args.select or None)
+    return 1 if any(r["status"] != SUCCESS for r in rows) else 0
+
+
+@user_errors
+def cmd_retract(args) -> int:
+    """Remove events by id or by landing file; the next run re-matches what they touched."""
+    profile = load_profile(args.profile)
+    lake = Lake.of_profile(profile)
+    with lake_lock(profile.lake, "retract", profile.lock_dir):
+        row = retract(lake, args.source, args.event_id, args.file, args.reason)
+    print(f"retracted {row['events']} event(s) of {args.source} "
+          f"({row['ts_min']} .. {row['ts_max']}); logged in {lake.retractions()} "
+          f"as {row['retraction_id']}; the next run re-matches what they touched")
+    return 0
+
+
+@user_errors
+def cmd_docs(args) -> int:
+    """The catalogue site of the profile's lake; no Spark."""
+    profile = load_profile(args.profile)
+    out = args.out or profile.site
+    build_site(Lake.of_profile(profile), Path(out) if out else None)
+    return 0
+
+
+def register(r: Registry) -> None:
+    p = r.add("pipeline", "run", "ingest, match and publish every pattern for a logical date",
+              cmd_run)
+    p.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+    p.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
+    p.add_argument("--slices", action="store_true", help="cut time into slices everywhere")
+
+    i = r.add("pipeline", "ingest", "raw landing files -> events/<source> Delta tables",
+              cmd_ingest)
+    i.add_argument("--source", action="append", help="only this source (repeatable)")
+    i.add_argument("--logical-date", help="names the ingest run")
+    i.add_argument("--run-id", help="the ingest run id (default: from the date and time)")
+
+    b = r.add("pipeline", "backfill", "recompute the matches starting in [start, end)",
+              cmd_backfill)
+    b.add_argument("--start", required=True, help="YYYY-MM-DD")
+    b.add_argument("--end", required=True, help="YYYY-MM-DD (exclusive)")
+    b.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
+
+    md = r.add("pipeline", "models", "build, test and publish the SQL models of models/",
+               cmd_models)
+    md.add_argument("--select", action="append",
+                    help="only this model (repeatable; the tables it reads must exist)")
+    md.add_argument("--list", action="store_true",
+                    help="list the models in dependency order (no Spark)")
+
+    x = r.add("pipeline", "retract", "remove events by id or by landing file (logged; the "
+              "next run re-matches what they touched)", cmd_retract)
+    x.add_argument("--source", required=True)
+    what = x.add_mutually_exclusive_group(required=True)
+    what.add_argument("--event-id", action="append", help="an event id (repeatable)")
+    what.add_argument("--file", help="every event of this landing file (as in source_file, "
+                                     "e.g. sepsis/sepsis_3.jsonl.gz)")
+    x.add_argument("--reason", required=True, help="why (kept in the retractions table)")
+
+    dc = r.add("pipeline", "docs", "build the catalogue site (static HTML and pictures beside "
+               "the lake; also after every run)", cmd_docs)
+    dc.add_argument("--out", help="the site's folder (default: the profile's site, else site/ "
+                                  "beside the lake)")
