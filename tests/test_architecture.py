@@ -15,7 +15,7 @@ PACKAGE = ROOT / "jobs"
 # Lowest first. A module may import its own package and the packages of lower layers.
 LAYERS = [
     {"core"},
-    {"config", "status", "failpoints", "progress"},
+    {"config", "status", "failpoints", "progress", "runrecord"},
     {"lake"},
     {"spark", "project"},
     {"site"},

@@ -130,6 +130,7 @@ def test_incremental_nights_late_events_and_backfill(spark, tmp_path):
     # backfill of the closed range recomputes e1's match with the late dose
     row = backfill(spark, profile, "2010-07-01", "2010-07-06", p1, **quiet)[0]
     assert (row["inserted"], row["deleted"]) == (1, 1)
+    assert row["run_kind"] == "backfill" and row["logical_date"] is None  # a kind, no date
     assert published_ids(profile, pattern.name) == local_ids(profile, pattern)
 
 

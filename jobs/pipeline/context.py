@@ -15,6 +15,7 @@ from jobs.config import Profile
 from jobs.core.pattern import Pattern
 from jobs.lake.store import Lake
 from jobs.project.patterns import load_catalog
+from jobs.runrecord import NIGHTLY
 
 
 @dataclass(frozen=True)
@@ -25,10 +26,13 @@ class RunContext:
     logical_date: str = ""
     path: Path | None = None
     pattern: Pattern | None = None
+    run_kind: str = NIGHTLY  # jobs.runrecord.RUN_KINDS
 
     @classmethod
-    def start(cls, profile: Profile, run_id: str, logical_date: str = "") -> "RunContext":
-        return cls(profile, Lake.of_profile(profile), run_id, logical_date)
+    def start(cls, profile: Profile, run_id: str, logical_date: str = "",
+              run_kind: str = NIGHTLY) -> "RunContext":
+        return cls(profile, Lake.of_profile(profile), run_id, logical_date,
+                   run_kind=run_kind)
 
     def for_pattern(self, path: Path | str, pattern: Pattern | None = None) -> "RunContext":
         """The context of one pattern's steps (``pattern``: the file's pattern when the

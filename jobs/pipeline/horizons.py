@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
 from jobs.core.events import parse_ts
+from jobs.runrecord import NIGHTLY, RunRecord
 from jobs.status import SUCCESS
 
 DAY = 86400 * 10**9
@@ -45,16 +46,19 @@ def horizon(logical_date: date | str, tau: int, lateness: int) -> int:
 
 
 def plan_range(logical_date: date | str, tau: int, lateness: int, version: str,
-               previous_runs: list[dict]) -> RunRange:
-    """``previous_runs``: rows of the runs table for this pattern (any version)."""
+               previous_runs: list[RunRecord]) -> RunRange:
+    """``previous_runs``: the runs table's records of this pattern (any version). A
+    nightly run starts where the last earlier nightly run of the same version ended; a
+    backfill recomputes a range and moves no horizon."""
     high = horizon(logical_date, tau, lateness)
     ld = str(logical_date)[:10]
-    earlier = [r for r in previous_runs
-               if r["pattern_version"] == version and r["status"] == SUCCESS
-               and str(r["logical_date"])[:10] < ld and r["horizon_high"] is not None]
+    records = [r if isinstance(r, RunRecord) else RunRecord.from_row(r) for r in previous_runs]
+    earlier = [r for r in records
+               if r.kind == NIGHTLY and r.pattern_version == version and r.status == SUCCESS
+               and r.logical_date and r.logical_date[:10] < ld and r.horizon_high is not None]
     if not earlier:
         return RunRange(None, high, True)
-    low = max(_ns(r["horizon_high"]) for r in earlier)
+    low = max(_ns(r.horizon_high) for r in earlier)
     return RunRange(low, max(high, low), False)
 
 

@@ -17,16 +17,18 @@ delta-rs, so its memory does not grow with the number of matches.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from collections.abc import Mapping
 
 import pyarrow as pa
 
+from jobs import runrecord
 from jobs.core.events import parse_ts, to_datetime
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.lake import delta_files
 from jobs.lake import store as lk
-from jobs.lake.match_rows import TS, MatchRows
+from jobs.lake.match_rows import MatchRows
 from jobs.pipeline.horizons import RunRange
+from jobs.runrecord import RunRecord
 
 RUN_KEY = "ses.run"  # commit metadata: the runs row of the run that made the commit
 COUNTS = ("ses.inserted", "ses.deleted")  # commit metadata: the commit's own counts
@@ -135,34 +137,14 @@ def _schema_changed(table, schema: pa.Schema) -> bool:
     return [f.name for f in current] != [f.name for f in schema]
 
 
-RUNS_SCHEMA = pa.schema([
-    ("run_id", pa.string()), ("logical_date", pa.string()), ("pattern", pa.string()),
-    ("pattern_version", pa.string()), ("source", pa.string()), ("matcher", pa.string()),
-    ("horizon_low", TS), ("horizon_high", TS), ("full_recompute", pa.bool_()),
-    ("events", pa.int64()), ("events_after_filter", pa.int64()), ("partitions", pa.int64()),
-    ("windows", pa.int64()), ("candidate_windows", pa.int64()), ("matcher_calls", pa.int64()),
-    ("matches", pa.int64()), ("inserted", pa.int64()), ("deleted", pa.int64()),
-    ("late_events", pa.int64()), ("seconds", pa.float64()), ("status", pa.string()),
-    ("message", pa.string()), ("started_at", TS), ("finished_at", TS),
-    ("plan", pa.string()), ("plan_generator", pa.string()), ("estimated_pm", pa.float64()),
-    ("actual_pm", pa.float64()), ("replanned", pa.string()),
-    ("match_seconds", pa.float64()), ("validate_seconds", pa.float64()),
-    ("publish_seconds", pa.float64())])
+def log_run(lake: lk.Lake, record: RunRecord | Mapping) -> None:
+    """Append one record (one pattern, one run) to the runs table; a mapping (a commit's
+    metadata, a run plan's entry) is read as a record."""
+    if not isinstance(record, RunRecord):
+        record = RunRecord.from_row(record)
+    lake.append(lake.runs(), runrecord.to_arrow([record]))
 
 
-def log_run(lake: lk.Lake, row: dict) -> None:
-    """Append one row (one pattern, one run) to the runs table."""
-    values = {}
-    for f in RUNS_SCHEMA:
-        v = row.get(f.name)
-        if f.type == TS and isinstance(v, int):
-            v = datetime.fromtimestamp(v / 1e9, tz=timezone.utc)
-        values[f.name] = pa.array([v], f.type)
-    lake.append(lake.runs(), pa.table(values, schema=RUNS_SCHEMA))
-
-
-def previous_runs(lake: lk.Lake, pattern: str) -> list[dict]:
-    t = lake.read_arrow(lake.runs())
-    if t is None:
-        return []
-    return [r for r in t.to_pylist() if r["pattern"] == pattern]
+def previous_runs(lake: lk.Lake, pattern: str) -> list[RunRecord]:
+    return [r for r in runrecord.from_arrow(lake.read_arrow(lake.runs()))
+            if r.pattern == pattern]

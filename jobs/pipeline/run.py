@@ -36,6 +36,7 @@ from jobs.pipeline.retract import reopened_low
 from jobs.progress import progress
 from jobs.project.models import ModelError, models_folder
 from jobs.project.patterns import PatternCatalog, load_catalog
+from jobs.runrecord import BACKFILL, COUNTERS, RunRecord
 from jobs.site.build import build_site
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 from jobs.spark.predicates import filter_column
@@ -180,8 +181,7 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     if planned.rng.empty:
-        stats = {"events": 0, "events_after_filter": 0, "partitions": 0, "windows": 0,
-                 "candidate_windows": 0, "matcher_calls": 0, "matches": 0, "seconds": 0.0}
+        stats = {**dict.fromkeys(COUNTERS, 0), "seconds": 0.0}
         staging = ctx.staging
     else:
         choice = run_plan(spark, ctx, planned)
@@ -280,28 +280,30 @@ def staged_run(ctx: RunContext) -> tuple[dict, dict]:
     return stats, verdict
 
 
-def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None) -> dict:
+def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
+                 ) -> RunRecord:
     """Publish a staged, validated run (``staged``: its ``staged_run``, when the caller
-    checked it already) and append its row to the runs log."""
+    checked it already) and append its record to the runs log."""
     pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
     stats, verdict = staged or staged_run(ctx)
     rng = RunRange(stats["low"], stats["high"], stats["full"])
     t0 = time.perf_counter()
-    row = dict(stats, run_id=run_id, pattern=pattern.name, source=pattern.source,
-               matcher=pattern.matcher, horizon_low=rng.low, horizon_high=rng.high,
-               full_recompute=rng.full, status=SUCCESS,
-               message="; ".join(f"warning: {w}" for w in stats.get("warnings") or []) or None,
-               validate_seconds=verdict.get("seconds"),
-               started_at=datetime.fromisoformat(stats["started_at"]))
+    row = RunRecord.of_match(
+        stats, run_id=run_id, logical_date=ctx.logical_date or None, run_kind=ctx.run_kind,
+        pattern=pattern.name, source=pattern.source, matcher=pattern.matcher,
+        horizon_low=rng.low, horizon_high=rng.high, full_recompute=rng.full, status=SUCCESS,
+        message="; ".join(f"warning: {w}" for w in stats.get("warnings") or []) or None,
+        validate_seconds=verdict.get("seconds"),
+        started_at=datetime.fromisoformat(stats["started_at"]))
     if stats.get("matches", 0) == 0 and rng.empty:
         outcome = {"inserted": 0, "deleted": 0}
     else:
-        outcome = publish(spark, lake, pattern, run_id, staging, rng, run_row=row)
+        outcome = publish(spark, lake, pattern, run_id, staging, rng, run_row=row.as_row())
         reached("publish:after-merge")
-    row.update(inserted=outcome["inserted"], deleted=outcome["deleted"],
-               seconds=float(stats.get("seconds", 0.0)) + time.perf_counter() - t0,
-               publish_seconds=round(time.perf_counter() - t0, 3),
-               finished_at=datetime.now(timezone.utc))
+    row.inserted, row.deleted = outcome["inserted"], outcome["deleted"]
+    row.seconds = float(stats.get("seconds", 0.0)) + time.perf_counter() - t0
+    row.publish_seconds = round(time.perf_counter() - t0, 3)
+    row.finished_at = datetime.now(timezone.utc)
     log_run(lake, row)
     if lake.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
         document_match_table(lake, pattern)
@@ -315,14 +317,14 @@ def log_failure(ctx: RunContext, message: str, name: str | None = None,
     load; ``name`` then names it)."""
     now = datetime.now(timezone.utc)
     pattern = ctx.pattern
-    log_run(ctx.lake, {
-        "run_id": ctx.run_id,
-        "logical_date": ctx.logical_date if logical_date is None else logical_date,
-        "pattern": pattern.name if pattern else name,
-        "pattern_version": pattern.version if pattern else None,
-        "source": pattern.source if pattern else None,
-        "matcher": pattern.matcher if pattern else None, "status": FAILED,
-        "message": message[:2000], "started_at": now, "finished_at": now})
+    log_run(ctx.lake, RunRecord(
+        ctx.run_id, run_kind=ctx.run_kind,
+        logical_date=(ctx.logical_date if logical_date is None else logical_date) or None,
+        pattern=pattern.name if pattern else name,
+        pattern_version=pattern.version if pattern else None,
+        source=pattern.source if pattern else None,
+        matcher=pattern.matcher if pattern else None, status=FAILED,
+        message=message[:2000], started_at=now, finished_at=now))
 
 
 def validate_events_step(spark, ctx: RunContext, source: str, ingest_run: str | None):
@@ -337,7 +339,7 @@ def validate_events_step(spark, ctx: RunContext, source: str, ingest_run: str | 
 
 def run_all(spark, profile: Profile, logical_date: str | None = None,
             paths: list[str] | None = None, force_slices: bool = False,
-            echo=print) -> list[dict]:
+            echo=print) -> list[RunRecord | dict]:
     """Ingest every source, then match, validate and publish every pattern, for one
     logical date. Holds the lake lock; repairs what a killed run left first. A bad pattern
     file or source fails its own patterns (a row in ``runs`` each), never the others."""
@@ -355,7 +357,7 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         for r in catalog.rejected:
             log_failure(ctx, r.message, name=r.name)
             echo(f"FAILED {r.name}: {r.message}")
-            rows.append({"pattern": r.name, "status": FAILED, "message": r.message})
+            rows.append(RunRecord(run_id, pattern=r.name, status=FAILED, message=r.message))
         ingested, bad_sources = ingest_sources(spark, ctx, sorted({p.source for _, p in patterns}),
                                                echo)
         for path, pattern in patterns:
@@ -395,7 +397,7 @@ def models_step(spark, ctx: RunContext, echo=print, select: list[str] | None = N
         return [{"model": "*", "status": FAILED, "message": str(exc)}]
 
 
-def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) -> dict:
+def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) -> RunRecord:
     """Match, validate and publish one pattern in one go (``run`` does it per pattern, the
     DAG's one task per pattern too): its matches are published as soon as they pass."""
     pattern = ctx.pattern
@@ -412,7 +414,7 @@ def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) 
         return publish_step(spark, ctx)
 
 
-def _run_pattern(spark, ctx: RunContext, bad_sources, force_slices, echo) -> dict:
+def _run_pattern(spark, ctx: RunContext, bad_sources, force_slices, echo) -> RunRecord:
     pattern = ctx.pattern
     try:
         if pattern.source in bad_sources:
@@ -423,7 +425,7 @@ def _run_pattern(spark, ctx: RunContext, bad_sources, force_slices, echo) -> dic
         if not getattr(exc, "logged", False):
             log_failure(ctx, message)
         echo(f"FAILED {pattern.name}: {message}")
-        return {"pattern": pattern.name, "status": FAILED, "message": message}
+        return RunRecord(ctx.run_id, pattern=pattern.name, status=FAILED, message=message)
 
 
 def short_error(exc: BaseException) -> str:
@@ -447,9 +449,9 @@ def short_error(exc: BaseException) -> str:
 
 
 def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | None = None,
-             echo=print) -> list[dict]:
+             echo=print) -> list[RunRecord]:
     """Recompute the matches whose first event lies in [start, end) for each pattern."""
-    ctx = RunContext.start(profile, new_run_id(), f"backfill {start}..{end}")
+    ctx = RunContext.start(profile, new_run_id(), run_kind=BACKFILL)
     run_id = ctx.run_id
     rows = []
     with lake_lock(profile.lake, f"backfill {run_id}", profile.lock_dir):
@@ -457,7 +459,7 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
         catalog, patterns = pipeline_catalog(paths)
         for r in catalog.rejected:
             echo(f"FAILED {r.name}: {r.message}")
-            rows.append({"pattern": r.name, "status": FAILED, "message": r.message})
+            rows.append(RunRecord(run_id, pattern=r.name, status=FAILED, message=r.message))
         for path, pattern in patterns:
             one = ctx.for_pattern(path, pattern)
             planned = plan(one, rng=backfill_range(start, end))
@@ -477,7 +479,7 @@ def describe_range(rng: RunRange) -> str:
     return f"{kind}, first events from {low} to {format_ts(rng.high)}"
 
 
-def summary(profile: Profile, rows: list[dict], run_id: str, seconds: float | None) -> str:
+def summary(profile: Profile, rows: list[RunRecord], run_id: str, seconds: float | None) -> str:
     """The run's table: per pattern its counters, the wall time of match, validate and
     publish (seconds), and its status in the runs table's words (success, failed)."""
     def secs(v) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from jobs.project.changes import Changes, ModelChange, PatternChange
+from jobs.runrecord import RunRecord
 from jobs.status import FAILED
 
 
@@ -16,7 +17,7 @@ class Side:
     """One version of a pattern, run in a scratch lake: its runs row and published rows."""
 
     status: str  # success | failed
-    row: dict = field(default_factory=dict)
+    row: RunRecord | dict = field(default_factory=dict)  # the run's record (empty: not run)
     matches: pa.Table | None = None
     message: str = ""
 

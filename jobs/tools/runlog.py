@@ -2,36 +2,38 @@
 
 from __future__ import annotations
 
+from jobs import runrecord
 from jobs.lake.store import Lake
+from jobs.runrecord import RunRecord
 from jobs.status import SUCCESS
 
 HEADER = (f"{'run_id':34} {'pattern':36} {'status':8} {'matches':>8} {'new':>6} {'del':>5} "
           f"{'late':>5} {'seconds':>8}  message")
 
 
-def run_rows(lake: Lake, run_id: str | None = None, last: int = 20) -> list[dict]:
-    """The last ``last`` rows of the run log (of one run with ``run_id``), oldest first."""
-    t = lake.read_arrow(lake.runs())
-    rows = t.to_pylist() if t is not None else []
+def run_rows(lake: Lake, run_id: str | None = None, last: int = 20) -> list[RunRecord]:
+    """The last ``last`` records of the run log (of one run with ``run_id``), oldest first."""
+    rows = runrecord.from_arrow(lake.read_arrow(lake.runs()))
     if run_id:
-        rows = [r for r in rows if r["run_id"] == run_id]
-    return sorted(rows, key=lambda r: (str(r["started_at"]), r["pattern"]))[-last:]
+        rows = [r for r in rows if r.run_id == run_id]
+    return sorted(rows, key=lambda r: (str(r.started_at), r.pattern or ""))[-last:]
 
 
-def run_line(r: dict) -> str:
-    def n(k):
-        return "-" if r.get(k) is None else r[k]
+def run_line(r: RunRecord) -> str:
+    def n(v):
+        return "-" if v is None else v
 
-    secs = "-" if r.get("seconds") is None else f"{r['seconds']:.1f}"
-    return (f"{r['run_id'][:34]:34} {r['pattern'][:36]:36} {r['status']:8} {n('matches'):>8} "
-            f"{n('inserted'):>6} {n('deleted'):>5} {n('late_events'):>5} {secs:>8}  "
-            f"{(r.get('message') or '')[:200]}")
-
-
-def published(rows: list[dict]) -> set[str]:
-    """The patterns with a successful row (a retried step's failed attempt does not count)."""
-    return {r["pattern"] for r in rows if r["status"] == SUCCESS}
+    secs = "-" if r.seconds is None else f"{r.seconds:.1f}"
+    return (f"{r.run_id[:34]:34} {(r.pattern or '')[:36]:36} {r.status:8} {n(r.matches):>8} "
+            f"{n(r.inserted):>6} {n(r.deleted):>5} {n(r.late_events):>5} {secs:>8}  "
+            f"{(r.message or '')[:200]}")
 
 
-def all_succeeded(rows: list[dict]) -> bool:
-    return all(r["status"] == SUCCESS for r in rows)
+def published(rows: list[RunRecord]) -> set[str]:
+    """The patterns with a successful record (a retried step's failed attempt does not
+    count)."""
+    return {r.pattern for r in rows if r.status == SUCCESS}
+
+
+def all_succeeded(rows: list[RunRecord]) -> bool:
+    return all(r.status == SUCCESS for r in rows)

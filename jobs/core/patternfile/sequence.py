@@ -19,6 +19,7 @@ from jobs.core.conditions import (
 from jobs.core.pattern import (
     CONTIGUITY,
     MATCHER_NAMES,
+    NAME,
     Disjunction,
     Example,
     Negation,
@@ -26,7 +27,6 @@ from jobs.core.pattern import (
     Variable,
 )
 from jobs.core.patternfile.nodes import (
-    NAME,
     TIME_REFUSED,
     PatternError,
     Problem,

@@ -8,9 +8,8 @@ import re
 import yaml
 
 from jobs.core.conditions import ConditionSyntaxError
-from jobs.core.pattern import Example
+from jobs.core.pattern import NAME, Example
 from jobs.core.patternfile.nodes import (
-    NAME,
     PatternError,
     Problem,
     example_entries,
