@@ -31,6 +31,7 @@ from jobs.pipeline.phase2 import (
     position_column,
     run_partition,
 )
+from jobs.runrecord import COUNTERS
 from jobs.spark.predicates import (
     col,
     event_date_filters,
@@ -171,8 +172,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
     out.write.mode("overwrite").parquet(lk.spark_uri(staging))
     # the per-group stats rows are summed in Spark: the driver gets one row back
-    sums = ("events_after_filter", "windows", "candidate_windows", "matcher_calls", "matches",
-            "work")
+    # (events and partitions are counted on the driver's side of phase 1)
+    sums = (*(c for c in COUNTERS if c not in ("events", "partitions")), "work")
     schema_json = ", ".join(f"{f} long" for f in MatchStats.numeric_fields() if f != "seconds")
     schema_json += ", seconds double"
     parsed = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "stats")

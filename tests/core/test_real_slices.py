@@ -6,7 +6,7 @@ import pytest
 from jobs.core import oracle
 from jobs.core.runner import run
 
-from .helpers import SHARED_REAL, keys, pattern_text, real_slice
+from ..helpers import SHARED_REAL, keys, pattern_text, real_slice
 from .test_ses_matcher import COMBINATIONS
 
 pytestmark = pytest.mark.skipif(not SHARED_REAL.exists(), reason="../shared/data/real is missing")

@@ -32,8 +32,8 @@ from jobs.core.plans import (
 )
 from jobs.core.runner import MatchOptions, run
 
-from .helpers import keys, pattern_text
-from .strategies import event_tables, patterns
+from ..helpers import keys, pattern_text
+from ..strategies import event_tables, patterns
 
 FOUR = pattern_text("name: x\nsource: s\nwithin: 1d\nsets: [[a], [b, c], [d]]\n")
 STATS = PlanStatistics((10.0, 50.0, 2.0, 5.0),

@@ -13,8 +13,8 @@ from jobs.core.engine import SESMatcher, compile_pattern, group_events, scan
 from jobs.core.runner import MatchOptions, run
 from jobs.core.summary import SummaryStatistics, reference_candidates
 
-from .helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
-from .strategies import event_tables, patterns
+from ..helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
+from ..strategies import event_tables, patterns
 
 COMBINATIONS = [MatchOptions(matcher="ses", strategy="eager")] + [
     MatchOptions(matcher="ses", filter=f, partition=p, conditions=c)

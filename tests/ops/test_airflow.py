@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

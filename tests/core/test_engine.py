@@ -20,8 +20,8 @@ from jobs.core.events import Event, format_ts, order
 from jobs.core.output import iso_timestamps
 from jobs.core.runner import MatchCapExceeded, run
 
-from .helpers import EXAMPLES, ROOT, keys, pattern_text
-from .strategies import event_tables, patterns
+from ..helpers import EXAMPLES, ROOT, keys, pattern_text
+from ..strategies import event_tables, patterns
 
 
 def engine_keys(pattern, events, options, batch_size):

@@ -7,8 +7,8 @@ from hypothesis import strategies as st
 from jobs.core import oracle
 from jobs.core.matches import is_match
 
-from .helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
-from .strategies import event_tables, patterns
+from ..helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
+from ..strategies import event_tables, patterns
 
 P1_ALL = [  # match-window paper, Example 4 (Def. 2), patients 1 and 2
     {"c": ["e1"], "p": ["e3"], "b": ["e11"]},

@@ -26,7 +26,7 @@ from jobs.lake.store import Lake
 from jobs.pipeline.horizons import RunRange
 from jobs.pipeline.ingest import ingest
 
-from .conftest import ROOT, make_profile
+from ..conftest import ROOT, make_profile
 
 KEY = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
        "AWS_REGION": "us-east-1", "AWS_ALLOW_HTTP": "true",

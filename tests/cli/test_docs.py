@@ -9,7 +9,7 @@ import pytest
 
 from jobs.cli.main import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 GUIDE = ROOT / "docs" / "patterns.md"
 BLOCKS = [b for b in re.findall(r"```yaml\n(.*?)```", GUIDE.read_text(), re.S)
           if re.search(r"^name: ", b, re.M)]

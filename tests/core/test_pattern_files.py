@@ -17,7 +17,7 @@ from jobs.core.conditions import (
 from jobs.core.pattern import parse_duration
 from jobs.core.patternfile import PatternError, check_schema, load_pattern, parse_pattern
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 VALID = """\
 name: p1

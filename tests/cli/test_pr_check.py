@@ -18,7 +18,7 @@ import yaml
 from jobs.cli.main import main
 from jobs.project.changes import ADDED, CHANGED, INVALID, REMOVED, UNCHANGED, find_changes
 
-from .conftest import ROOT, make_profile
+from ..conftest import ROOT, make_profile
 
 CHANGED_P = "sepsis_rising_crp_then_icu"  # within 7d -> 4d: some matches go
 COMMENTED = "sepsis_three_rising_crp"  # a comment added: no change
@@ -321,4 +321,4 @@ def test_workflow_runs_validate_pattern_tests_and_pr_check():
         assert out.returncode == 0, out.stderr
     dry = subprocess.run(["make", "-n", "pr-check", "BASE=origin/main"], cwd=ROOT,
                          capture_output=True, text=True).stdout
-    assert "-m jobs pr-check --base origin/main" in dry
+    assert ".venv/bin/ses pr-check --base origin/main" in dry  # the installed command

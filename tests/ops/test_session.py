@@ -8,7 +8,7 @@ import time
 from jobs.cli.main import main
 from jobs.ops.session import ask, serve, socket_path
 
-from .helpers import ROOT
+from ..helpers import ROOT
 
 
 def test_steps_run_in_the_session_one_at_a_time(spark, tmp_path):

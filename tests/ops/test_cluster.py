@@ -12,7 +12,7 @@ from deltalake import DeltaTable
 
 from jobs.ops import cluster
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ from jobs.core.planners import FixedPlan, planner
 from jobs.core.plans import Join, Leaf, PlanStatistics, cost_tree, partial_matches
 from jobs.core.runner import MatchCapExceeded, MatchOptions, run
 
-from .helpers import EXAMPLES, ROOT, chemo_mw, keys, pattern_file, pattern_text
-from .strategies import event_tables, patterns
+from ..helpers import EXAMPLES, ROOT, chemo_mw, keys, pattern_file, pattern_text
+from ..strategies import event_tables, patterns
 
 COMBINATIONS = [MatchOptions(matcher="zstream", strategy="eager")] + [
     MatchOptions(matcher="zstream", filter=f, partition=p, conditions=c, plan=plan)
@@ -54,7 +54,7 @@ def test_p1_all_eleven_matches_every_combination():
 
 
 def test_q1_all_matches():
-    from .helpers import chemo_ses
+    from ..helpers import chemo_ses
     p, events = zpattern("ses_chemo_q1"), chemo_ses()
     expected = keys(oracle.all_matches(p, events))
     for options in COMBINATIONS:

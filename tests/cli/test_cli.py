@@ -12,7 +12,7 @@ import pytest
 from jobs.cli.main import main
 from jobs.core.events import EventFileError, format_ts, parse_ts, read_events
 
-from .helpers import EXAMPLES, ROOT
+from ..helpers import EXAMPLES, ROOT
 
 MW = str(EXAMPLES / "chemo_mw" / "chemo_match_windows.csv")
 P1 = str(ROOT / "patterns" / "mw_chemo_p1.yaml")

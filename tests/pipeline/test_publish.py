@@ -23,7 +23,7 @@ from jobs.lake.match_rows import TS, MatchRows
 from jobs.pipeline.horizons import RunRange
 from jobs.pipeline.publish import _schema_changed, publish
 
-from .conftest import ROOT
+from ..conftest import ROOT
 
 PATTERN = parse_pattern((ROOT / "patterns" / "mw_chemo_p1.yaml").read_text())
 V = PATTERN.version

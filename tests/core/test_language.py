@@ -19,8 +19,8 @@ from jobs.core.patternfile import parse_pattern
 from jobs.core.programs import TRUE, Programs, vector_truth
 from jobs.core.runner import MatchOptions, run
 
-from .helpers import assert_problem, keys
-from .strategies import DAY, TYPES, disjunctive_patterns, event_tables, language_patterns
+from ..helpers import assert_problem, keys
+from ..strategies import DAY, TYPES, disjunctive_patterns, event_tables, language_patterns
 
 OPERATORS = {
     "negation": dict(negation=True),

@@ -25,7 +25,7 @@ from jobs.pipeline.ingest import IngestError, ingest
 from jobs.pipeline.run import backfill, match_step, plan, publish_step, run_all
 from jobs.project.patterns import pattern_paths
 
-from .conftest import make_profile
+from ..conftest import make_profile
 
 LOGICAL_DATE = "2026-11-20"
 
@@ -106,10 +106,10 @@ def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
 
 def test_incremental_nights_late_events_and_backfill(spark, tmp_path):
     landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).parent.parent / "data" / "landing" / "chemo_mw",
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
                     landing / "chemo_mw")
     profile = make_profile(tmp_path, landing=landing)
-    p1 = [str(Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml")]
+    p1 = [str(Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml")]
     pattern = load_pattern(p1[0])
     quiet = dict(echo=lambda *_: None)
     nights = ["2010-07-10", "2010-07-20", "2010-08-30"]
@@ -136,11 +136,11 @@ def test_incremental_nights_late_events_and_backfill(spark, tmp_path):
 
 def test_pattern_version_change_recomputes_everything(spark, tmp_path):
     landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).parent.parent / "data" / "landing" / "chemo_mw",
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
                     landing / "chemo_mw")
     profile = make_profile(tmp_path, landing=landing)
     path = tmp_path / "p1.yaml"
-    original = (Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml").read_text()
+    original = (Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml").read_text()
     path.write_text(original)
     quiet = dict(echo=lambda *_: None)
     first = run_all(spark, profile, "2010-08-30", [str(path)], **quiet)[0]
@@ -347,7 +347,7 @@ def test_publish_needs_a_staged_run(tmp_path):
     profile = make_profile(tmp_path, landing=tmp_path)
     with pytest.raises(FileNotFoundError, match="run `match-job` for it first"):
         publish_step(None, RunContext.start(profile, "nope").for_pattern(
-            Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml"))
+            Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml"))
 
 
 def test_an_executor_error_is_reported_by_its_cause(spark):
@@ -375,12 +375,12 @@ def test_java_missing_is_explained(monkeypatch, tmp_path):
 
 def _chemo_profile(tmp_path):
     landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).parent.parent / "data" / "landing" / "chemo_mw",
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
                     landing / "chemo_mw")
     return make_profile(tmp_path, landing=landing), landing
 
 
-P1 = str(Path(__file__).parent.parent / "patterns" / "mw_chemo_p1.yaml")
+P1 = str(Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml")
 
 
 def test_event_outside_the_time_range_is_quarantined_before_matching(spark, tmp_path):
@@ -718,7 +718,7 @@ def test_readme_recipes_run_offline_on_the_lake(nightly, capsys):
     """The README's pandas, Polars and DuckDB recipes, as written, on the nightly lake."""
     import re
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     section = readme[readme.index("## Querying the results"):readme.index("## Running on")]
     recipes = re.findall(r"```python\n(.*?)```", section, re.S)
     assert len(recipes) == 3

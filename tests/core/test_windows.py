@@ -15,8 +15,8 @@ from jobs.core.patternfile import PatternError, check_schema, parse_pattern
 from jobs.core.window import oracle_windows
 from jobs.core.window_engine import windows_of
 
-from .helpers import EXAMPLES, ROOT, assert_problem, pattern_file
-from .window_strategies import window_events, window_patterns
+from ..helpers import EXAMPLES, ROOT, assert_problem, pattern_file
+from ..window_strategies import window_events, window_patterns
 
 LOCATIONS = EXAMPLES / "locations" / "locations.csv"
 

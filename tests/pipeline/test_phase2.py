@@ -9,7 +9,7 @@ import pytest
 from jobs.core import oracle
 from jobs.pipeline.phase2 import NOT_SLICED, SLICE, Phase2Spec, match_id, run_partition
 
-from .helpers import EXAMPLES, ROOT, chemo_mw, pattern_file
+from ..helpers import EXAMPLES, ROOT, chemo_mw, pattern_file
 
 TEXT = (ROOT / "patterns" / "mw_chemo_p1.yaml").read_text()
 DAY = 86400 * 10**9
