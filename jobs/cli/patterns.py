@@ -28,6 +28,7 @@ from jobs.core.window import oracle_windows
 from jobs.core.window_engine import execute_windows, json_rows, sorted_batches
 from jobs.lake.store import Lake
 from jobs.pipeline.ingest import IngestError, typed_file
+from jobs.project.models import ModelError, load_model, models_folder
 from jobs.project.patterns import lint
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 from jobs.tools.scaffold import scaffold
@@ -44,15 +45,29 @@ def cmd_validate(args) -> int:
         return 1
     sources_file = Path(args.sources) if args.sources else CONF / "sources.yaml"
     catalog, problems, n_examples = lint(files, sources_file)
-    for p in problems:
+    models = [] if args.paths else sorted(models_folder().glob("*.sql"))
+    model_problems = [str(exc) for exc in map(_model_problem, models) if exc is not None]
+    for p in [*problems, *model_problems]:
         print(p, file=sys.stderr)
-    if problems:
-        print(f"{len(problems)} problem(s) in {len(files)} pattern file(s)", file=sys.stderr)
+    if problems or model_problems:
+        print(f"{len(problems)} problem(s) in {len(files)} pattern file(s)"
+              + (f", {len(model_problems)} in {len(models)} model(s)" if models else ""),
+              file=sys.stderr)
         return 1
-    print(f"ok: {len(files)} pattern file(s) valid, {n_examples} example(s) pass")
+    print(f"ok: {len(files)} pattern file(s) valid, {n_examples} example(s) pass"
+          + (f"; {len(models)} model(s) valid" if models else ""))
     if args.data:
         return _validate_data(args, catalog.patterns)
     return 0
+
+
+def _model_problem(path: Path) -> ModelError | None:
+    """What makes a model file unloadable: not one query, a bad name or tests file."""
+    try:
+        load_model(path)
+    except ModelError as exc:
+        return exc
+    return None
 
 
 @user_errors

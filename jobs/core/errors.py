@@ -16,3 +16,13 @@ class UserError(Exception):
 
 class InputError(UserError, ValueError):
     """A bad value given by the user (an argument, a name, a date, a size)."""
+
+
+class NotAQuery(UserError):
+    """SQL that is not one read-only query where only a query may run (``query``, a
+    model): refused before anything runs. ``kind`` names the statement (``INSERT``,
+    ``COPY``, ...)."""
+
+    def __init__(self, message: str, kind: str):
+        super().__init__(message)
+        self.kind = kind

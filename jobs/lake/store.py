@@ -18,9 +18,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 from deltalake import DeltaTable, write_deltalake
 
+from jobs.core.errors import UserError
+
 OBJECT_STORES = ("s3://", "s3a://")
+BROKEN_HELP = ("docs/operations.md, 'A table that cannot be read': restore the file, or move "
+               "the table's folder away and run `ses run` to rebuild it")
+
+
+class BrokenTable(UserError):
+    """A table of the lake whose Delta log or data files cannot be read (a commit file cut
+    short, a data file gone): one line naming the table, the cause and the next step. The
+    other tables keep working."""
+
+    def __init__(self, table: str, cause: str):
+        super().__init__(f"the lake's table {table} cannot be read ({cause}); {BROKEN_HELP}")
+        self.table = table
 LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an object store
 
 
@@ -95,13 +110,33 @@ class Lake:
         return DeltaTable.is_deltatable(path, storage_options=self.storage_options)
 
     def read_table(self, path: str) -> DeltaTable | None:
-        """The table at ``path``, or None when there is none (one read of its log)."""
-        from deltalake.exceptions import TableNotFoundError
+        """The table at ``path``, or None when there is none (one read of its log);
+        ``BrokenTable`` when its log cannot be read."""
+        from deltalake.exceptions import DeltaError, TableNotFoundError
 
         try:
             return DeltaTable(path, storage_options=self.storage_options)
         except TableNotFoundError:
             return None
+        except DeltaError as exc:
+            raise BrokenTable(self.name_of(path), _first_line(exc)) from None
+
+    def name_of(self, path: str) -> str:
+        """A table's path as the lake names it (``matches/<pattern>``, ``runs``)."""
+        root = self.root.rstrip("/")
+        rel = path[len(root):].lstrip("/\\") if path.startswith(root) else path
+        return rel.replace(os.sep, "/") or path
+
+    def check_files(self, path: str) -> None:
+        """``BrokenTable`` when a data file of the table's current snapshot is gone."""
+        dt = self.read_table(path)
+        if dt is None:
+            return
+        fs, folder = self.filesystem(path)
+        for rel in dt.files():
+            info = fs.get_file_info(f"{folder.rstrip('/')}/{rel}")
+            if info.type == pafs.FileType.NotFound:
+                raise BrokenTable(self.name_of(path), f"its data file {rel} is missing")
 
     def table(self, path: str) -> DeltaTable:
         dt = self.read_table(path)
@@ -117,7 +152,11 @@ class Lake:
         dt = self.read_table(path)
         if dt is None:
             return None
-        return dt.to_pyarrow_dataset().to_table(columns=columns, filter=filter)
+        try:
+            return dt.to_pyarrow_dataset().to_table(columns=columns, filter=filter)
+        except FileNotFoundError as exc:
+            raise BrokenTable(self.name_of(path),
+                              f"a data file is missing: {_first_line(exc)[:200]}") from None
 
     def write(self, path: str, data, mode: str = "error", **kw) -> None:
         """``deltalake.write_deltalake`` on this lake (``kw``: its other arguments)."""
@@ -290,3 +329,8 @@ def _s3(options: dict[str, str]):
         scheme, _, host = s["endpoint"].rpartition("://")
         kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
     return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return lines[0][:300] if lines else type(exc).__name__

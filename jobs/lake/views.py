@@ -50,11 +50,31 @@ def match_sources(lake: lk.Lake, tables: dict[str, str]) -> dict[str, str]:
     for view, path in tables.items():
         if view.startswith("matches_"):
             pattern = view[len("matches_"):]
-            source = lake.table(path).metadata().configuration.get(SOURCE_KEY) \
-                or logged.get(pattern)
+            try:
+                source = lake.table(path).metadata().configuration.get(SOURCE_KEY) \
+                    or logged.get(pattern)
+            except lk.BrokenTable:
+                continue  # named when a query reads it; the other tables keep working
             if source and f"events_{source}" in tables:
                 out[pattern] = source
     return out
+
+
+def view_names(lake: lk.Lake) -> list[str]:
+    """Every view a query can read (the tables, the derived views, the reference tables),
+    without opening a table's data."""
+    tables = lake_tables(lake)
+    refs = [f"reference_{p.stem}" for p in (sorted(REFERENCES.glob("*.csv"))
+                                             if REFERENCES.is_dir() else [])]
+    return [*tables, *derived_views(lake, tables, "duckdb"), *refs]
+
+
+def broken_named(lake: lk.Lake, sql: str) -> None:
+    """``BrokenTable`` for the first table ``sql`` names whose log or data files cannot be
+    read (called when a query failed, to say why in one line)."""
+    for view, path in lake_tables(lake).items():
+        if view in _named(sql, [view]):
+            lake.check_files(path)
 
 
 def bound_events_sql(pattern: str, dialect: str) -> str:
@@ -107,8 +127,11 @@ def register_spark(spark, lake: lk.Lake) -> list[str]:
         if t.isTemporary and (t.name.startswith(prefixes) or t.name in SINGLES):
             spark.catalog.dropTempView(t.name)
     tables = lake_tables(lake)
-    for view, path in tables.items():
-        lake.read_spark(spark, path).createOrReplaceTempView(view)
+    for view, path in list(tables.items()):
+        try:
+            lake.read_spark(spark, path).createOrReplaceTempView(view)
+        except lk.BrokenTable:
+            del tables[view]  # a query that reads it is told why (broken_named)
     derived = derived_views(lake, tables, "spark")
     for view, sql in derived.items():
         spark.sql(sql).createOrReplaceTempView(view)
@@ -123,7 +146,11 @@ def _named(sql: str, names) -> set[str]:
 def duckdb_connection(lake: lk.Lake, sql: str | None = None):
     """A DuckDB connection with the views over delta-rs's Arrow datasets (read lazily:
     only the columns and files a query needs); with ``sql``, only the views it names and
-    those they read are set up. Returns (connection, every view name)."""
+    those they read are set up. Returns (connection, every view name).
+
+    The connection reads the lake's tables and nothing else: once the views are set up,
+    DuckDB's file system access is switched off and its configuration locked (no
+    ``read_csv('/etc/…')``, no ``COPY … TO``, no ``ATTACH``, no ``SET`` to undo it)."""
     import duckdb
 
 
@@ -145,10 +172,12 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None):
     for view, body in derived.items():  # match_events comes after the views it reads
         if view in wanted:
             con.execute(f'CREATE VIEW "{view}" AS {body}')
-    for view, path in refs.items():
+    for view, path in refs.items():  # read now: the files are closed to queries below
         if view in wanted:
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_csv_auto('{path}', "
+            con.execute(f"CREATE TABLE {view} AS SELECT * FROM read_csv_auto('{path}', "
                         "header = true)")
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
     return con, names
 
 

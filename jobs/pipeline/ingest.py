@@ -271,6 +271,9 @@ class IngestResult:
     new_events: int = 0
     quarantined: int = 0
     duplicates: int = 0  # rows whose event was already there with the same values
+    # the events table was missing while the ingest log listed files: they are re-ingested
+    rebuilt: list[str] | None = None  # the logged files read again
+    gone: list[str] = field(default_factory=list)  # logged files no longer in the landing
 
 
 @dataclass
@@ -295,13 +298,21 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     """Extract and transform the pending files of ``source`` (nothing is written)."""
     now = now or datetime.now(timezone.utc)
     result = IngestResult(source.name)
-    log = lake.read_arrow(lake.ingest_log(), columns=["source", "file", "sha256"])
-    done = set()
-    if log is not None:
-        for r in log.to_pylist():
-            if r["source"] == source.name:
-                done.add((r["file"], r["sha256"]))
+    log = lake.read_arrow(lake.ingest_log(),
+                          columns=["source", "file", "sha256", "ingest_run", "ingested_at"])
+    logged = {(r["file"], r["sha256"]): r for r in (log.to_pylist() if log is not None else [])
+              if r["source"] == source.name}
     root = Path(landing_root)
+    # a lost events table (deleted, or replaced by something else) with files in the log:
+    # read the logged files again, with their first ingest's run and time, so the table
+    # comes back as it was; files no longer in the landing are named
+    rebuild = bool(logged) and not lake.exists(lake.events(source.name))
+    done = set() if rebuild else set(logged)
+    if rebuild:
+        result.rebuilt = sorted({f for f, _ in logged})
+        present = {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
+                   for p in landing_files(source, landing_root)}
+        result.gone = [f for f in result.rebuilt if f not in present]
     schema = events_schema(source)
     columns = [c for c in source.columns if c not in LINEAGE]
     first: dict[str, tuple[str, str, int]] = {}  # event_id -> (content, file, line)
@@ -313,6 +324,9 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
             result.skipped_files += 1
             continue
         rows = events = quarantined = 0
+        first_ingest = logged.get((label, digest))
+        file_run, file_now = ((first_ingest["ingest_run"], first_ingest["ingested_at"])
+                              if first_ingest else (run_id, now))
         records = read_raw(path, source.format)
         checked_header = False
         while True:
@@ -329,7 +343,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                                   f"(columns: {', '.join(chunk[0][1])})")
             checked_header = True
             rows += len(chunk)
-            typed = type_rows(source, chunk, label, run_id, now, ts_range)
+            typed = type_rows(source, chunk, label, file_run, file_now, ts_range)
             kept = []
             for e in typed.events:
                 key = _content(e, columns)
@@ -344,7 +358,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                         label, e["_line"], f"event_id {e['event_id']!r} appears again with "
                         f"other values (first in {prior[1]} line {prior[2]}): an event is "
                         "ingested once; send a correction under a new id, or retract the old "
-                        "one first (python -m jobs retract)", {c: e.get(c) for c in columns},
+                        "one first (ses retract)", {c: e.get(c) for c in columns},
                         run_id, now))
             events += len(kept)
             quarantined += len(typed.quarantine)
@@ -358,9 +372,24 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                         "events": events, "quarantined": quarantined, "ingest_run": run_id,
                         "ingested_at": now})
     events_table = pa.concat_tables(event_tables) if event_tables else schema.empty_table()
+    if rebuild:
+        events_table = _without_retracted(lake, source.name, events_table)
     batch = Batch(source, run_id, now, events_table, quarantine, entries, result)
     _corrections(batch, lake, columns)
     return batch
+
+
+def _without_retracted(lake: lk.Lake, source: str, events: pa.Table) -> pa.Table:
+    """A rebuilt batch without the events retracted before (by id or by file)."""
+    t = lake.read_arrow(lake.retractions())
+    rows = [r for r in (t.to_pylist() if t is not None else []) if r["source"] == source]
+    ids = {i for r in rows for i in r["event_ids"] or []}
+    files = {r["source_file"] for r in rows if r["source_file"]}
+    if not ids and not files:
+        return events
+    drop = pc.or_(pc.is_in(events.column("event_id"), pa.array(sorted(ids), pa.string())),
+                  pc.is_in(events.column("source_file"), pa.array(sorted(files), pa.string())))
+    return events.filter(pc.invert(drop))
 
 
 def _corrections(batch: Batch, lake: lk.Lake, columns: list[str]) -> None:
@@ -391,7 +420,7 @@ def _corrections(batch: Batch, lake: lk.Lake, columns: list[str]) -> None:
             bad.append(_quarantine_row(
                 r["source_file"], -1, f"event_id {r['event_id']!r} was already ingested from "
                 f"{prior['source_file']} with other values ({'; '.join(changed)[:300]}): "
-                "events are immutable; retract it first (python -m jobs retract "
+                "events are immutable; retract it first (ses retract "
                 f"--source {batch.source.name} --event-id {r['event_id']}) to replace it",
                 {c: r.get(c) for c in columns}, batch.run_id, batch.now))
     batch.events = batch.events.filter(pa.array(keep))
@@ -443,6 +472,16 @@ def ingest(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
 
 def describe(result: IngestResult) -> str:
     dup = f", {result.duplicates} already there" if result.duplicates else ""
-    return (f"{result.source}: {result.files} new file(s), {result.skipped_files} already "
+    text = (f"{result.source}: {result.files} new file(s), {result.skipped_files} already "
             f"ingested; {result.rows} rows -> {result.new_events} new events, "
             f"{result.quarantined} quarantined{dup}")
+    if result.rebuilt is None:
+        return text
+    back = len(result.rebuilt) - len(result.gone)
+    text = (f"{result.source}: events/{result.source} was missing though the ingest log "
+            f"lists {len(result.rebuilt)} file(s): re-ingested the {back} still in the "
+            f"landing folder; " + text.split(": ", 1)[1])
+    if result.gone:
+        text += (f"; gone from the landing folder: {', '.join(result.gone)} (their events are "
+                 "lost until the files are put back; docs/operations.md)")
+    return text

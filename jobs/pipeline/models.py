@@ -9,6 +9,7 @@ from pathlib import Path
 from jobs.lake.views import register_spark
 from jobs.pipeline.quality import run_suite
 from jobs.project.models import expectations, load_models
+from jobs.spark.sql import check_read_only
 from jobs.status import FAILED, SKIPPED, SUCCESS
 
 
@@ -39,6 +40,8 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             if missing:
                 raise ModelFailed(f"reads {', '.join(missing)}, which the lake does not have "
                                   f"(yet): run the patterns or models that publish them")
+            check_read_only(spark, m.sql, catalogue=False,
+                            what=f"{m.path}: a model is one query")  # before spark.sql runs it
             df = spark.sql(m.sql)
             outcome = run_suite(lake, f"model_{m.name}", expectations(m), df, {}) \
                 if m.tests else None

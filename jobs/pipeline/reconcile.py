@@ -54,7 +54,11 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
     now = datetime.now(timezone.utc)
     # 1. published, not logged
     for name in lake.children(lake.matches()):
-        table = lake.read_table(lake.matches(name))
+        try:
+            table = lake.read_table(lake.matches(name))
+        except lk.BrokenTable as exc:
+            notes.append(f"warning: {exc}")  # its pattern fails alone, saying the same
+            continue
         for h in table.history(HISTORY) if table is not None else []:
             if RUN_KEY not in h:
                 continue

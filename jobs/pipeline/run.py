@@ -135,6 +135,8 @@ def plan(ctx: RunContext, rng: RunRange | None = None) -> PlannedRun:
         reopen = reopened_low(ctx.lake, pattern.source, max(ok) if ok else None, pattern.tau)
         if reopen is not None and rng.low is not None and reopen < rng.low:
             rng = RunRange(reopen, rng.high, rng.full)
+        if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
+            rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
     return PlannedRun(ctx.path, pattern, text, rng)
 
 

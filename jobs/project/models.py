@@ -65,6 +65,38 @@ def _code(sql: str) -> str:
     return re.sub(r"'(?:[^']|'')*'", "''", sql)
 
 
+def statement_kind(sql: str) -> str | None:
+    """None when ``sql`` is one query by a real SQL parser (sqlglot, Spark's dialect), else
+    what it is (``an INSERT statement``, ``2 statements``, ``SQL that does not parse: …``).
+    The check every model gets when it is loaded, without Spark; the build checks again
+    with Spark's own parser before it runs anything (``jobs.spark.sql``)."""
+    import logging
+
+    import sqlglot
+    from sqlglot import exp
+
+    logging.getLogger("sqlglot").setLevel(logging.ERROR)  # its "falling back" notes
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+    except sqlglot.errors.SqlglotError as exc:
+        why = (str(exc).strip().splitlines() or ["a parse error"])[0][:200]
+        try:  # name the statement by its first token, as the tokenizer reads it
+            token = sqlglot.tokenize(sql, read="spark")[0]
+            lead, kind = token.token_type.name, token.text.upper()
+        except (sqlglot.errors.SqlglotError, IndexError):
+            lead = kind = ""
+        if lead and lead not in ("SELECT", "WITH", "VALUES", "FROM", "L_PAREN", "TABLE"):
+            return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind} statement ({why})"
+        return f"SQL that does not parse as a query ({why})"
+    if len(statements) != 1:
+        return f"{len(statements)} statements"
+    s = statements[0]
+    if isinstance(s, (exp.Query, exp.Values)):
+        return None
+    kind = str(s.this).upper() if isinstance(s, exp.Command) else s.key.upper()
+    return f"{'an' if kind[:1] in 'AEIOU' else 'a'} {kind} statement"
+
+
 def load_model(sql_path: Path) -> Model:
     name = sql_path.stem
     where = str(sql_path)
@@ -75,6 +107,11 @@ def load_model(sql_path: Path) -> Model:
         raise ModelError(f"{where}: empty model")
     if ";" in _code(sql):
         raise ModelError(f"{where}: one query per model (found ';' inside)")
+    kind = statement_kind(sql)
+    if kind is not None:
+        raise ModelError(f"{where}: a model is one query (SELECT or WITH), but this is "
+                         f"{kind}: it is not run; the model build writes the query's rows "
+                         "to models/" + name + " itself")
     side = sql_path.with_suffix(".yaml")
     meta = {}
     if side.exists():

@@ -121,9 +121,17 @@ def _pattern_page(lake: lk.Lake, path: Path, pattern, runs: list[dict]) -> Patte
     page = PatternPage(pattern.name, _rel(path), path.read_text(encoding="utf-8"), pattern,
                        description=pattern.description or "", version=pattern.version)
     page.runs = [r for r in runs if r["pattern"] == pattern.name]
+    try:
+        _fill_pattern_page(lake, pattern, page)
+    except (lk.BrokenTable, FileNotFoundError) as exc:
+        page.problems = [str(exc)]  # the page says so; the other pages are built
+    return page
+
+
+def _fill_pattern_page(lake: lk.Lake, pattern, page: PatternPage) -> None:
     dt = lake.read_table(lake.matches(pattern.name))
     if dt is None:
-        return page
+        return
     page.table_version = dt.metadata().configuration.get("ses.pattern.version", "")
     schema = pa.schema(dt.schema().to_arrow())
     page.columns = [(f.name, str(f.type), (f.metadata or {}).get(b"comment", b"").decode())
@@ -133,7 +141,6 @@ def _pattern_page(lake: lk.Lake, path: Path, pattern, runs: list[dict]) -> Patte
     page.rows = t.num_rows
     page.per_month = _month_counts(t)
     page.shown = _shown_matches(lake, pattern, t)
-    return page
 
 
 def _rel(path: Path) -> str:
@@ -144,12 +151,15 @@ def _rel(path: Path) -> str:
 def _source_page(lake: lk.Lake, name: str, source) -> SourcePage:
     columns = dict(source.columns)
     page = SourcePage(name, source.description or "", columns, type_column=source.type_column)
-    dt = lake.read_table(lake.events(name))
-    if dt is None:
+    try:
+        dt = lake.read_table(lake.events(name))
+        if dt is None:
+            return page
+        cols = ["ts"] + ([page.type_column] if page.type_column else [])
+        t = dt.to_pyarrow_dataset().to_table(columns=cols)
+    except (lk.BrokenTable, FileNotFoundError) as exc:
+        page.description = f"{page.description} ({exc})".strip()
         return page
-    ds = dt.to_pyarrow_dataset()
-    cols = ["ts"] + ([page.type_column] if page.type_column else [])
-    t = ds.to_table(columns=cols)
     page.events = t.num_rows
     if t.num_rows:
         lo, hi = pc.min_max(t.column("ts")).values()
@@ -170,10 +180,14 @@ def _model_pages(lake: lk.Lake) -> list[ModelPage]:
     out = []
     for m in models:
         page = ModelPage(m.name, m.description, m.sql, tuple(m.tables))
-        dt = lake.read_table(lake.model(m.name))
-        if dt is not None:
-            page.rows = lake.count_rows(lake.model(m.name))
-            page.columns = [(f.name, str(f.type)) for f in pa.schema(dt.schema().to_arrow())]
+        try:
+            dt = lake.read_table(lake.model(m.name))
+            if dt is not None:
+                page.rows = lake.count_rows(lake.model(m.name))
+                page.columns = [(f.name, str(f.type))
+                                for f in pa.schema(dt.schema().to_arrow())]
+        except (lk.BrokenTable, FileNotFoundError) as exc:
+            page.description = f"{page.description} ({exc})".strip()
         out.append(page)
     return out
 

@@ -1,0 +1,131 @@
+"""Only queries reach Spark SQL from ``query`` and the models: a statement is checked with
+Spark's own parser before ``spark.sql`` sees it (``spark.sql`` runs a command, such as
+``INSERT OVERWRITE DIRECTORY``, at once, before any test could look at its result).
+
+A statement passes when Spark's grammar for a *query* reads it (``SELECT``, ``WITH``,
+``VALUES``, ``TABLE``, ``FROM … SELECT``: ``ParserInterface.parseQuery``) and it calls none
+of the functions that reach into the JVM (``reflect``, ``java_method``); or, for ``query``
+only, when it is one of the catalogue statements an analyst needs (``SHOW``, ``DESCRIBE``,
+``EXPLAIN``). Anything else is named by the class of the plan Spark parsed it into.
+"""
+
+from __future__ import annotations
+
+from jobs.core.errors import NotAQuery, UserError
+
+# plan classes of the read-only statements `query` runs besides queries
+CATALOGUE = {"ShowTables", "ShowViews", "ShowColumns", "ShowFunctions", "ShowNamespaces",
+             "ShowCatalogs", "ShowTableExtended", "ShowTableProperties", "ShowCreateTable",
+             "DescribeRelation", "DescribeColumn", "DescribeFunction", "DescribeNamespace",
+             "DescribeQueryCommand", "ExplainCommand"}
+# functions that call arbitrary JVM methods: no query needs them
+JVM_FUNCTIONS = {"reflect", "java_method", "try_reflect"}
+# what the common statements are called (the parsed plan's class -> the SQL words)
+KINDS = {
+    "InsertIntoStatement": "INSERT", "InsertIntoDir": "INSERT OVERWRITE DIRECTORY",
+    "CreateTableAsSelect": "CREATE TABLE", "CreateTable": "CREATE TABLE",
+    "ReplaceTableAsSelect": "REPLACE TABLE", "CreateViewCommand": "CREATE VIEW",
+    "CreateView": "CREATE VIEW", "DropTable": "DROP TABLE", "DropView": "DROP VIEW",
+    "DropNamespace": "DROP DATABASE", "CreateNamespace": "CREATE DATABASE",
+    "SetCommand": "SET", "ResetCommand": "RESET", "CacheTable": "CACHE TABLE",
+    "CacheTableAsSelect": "CACHE TABLE", "UncacheTable": "UNCACHE TABLE",
+    "ClearCacheCommand$": "CLEAR CACHE", "AddJarsCommand": "ADD JAR",
+    "AddFilesCommand": "ADD FILE", "AddArchivesCommand": "ADD ARCHIVE",
+    "MergeIntoTable": "MERGE", "DeleteFromTable": "DELETE", "UpdateTable": "UPDATE",
+    "TruncateTable": "TRUNCATE", "AddColumns": "ALTER TABLE", "RenameTable": "ALTER TABLE",
+    "SetTableProperties": "ALTER TABLE", "DropColumns": "ALTER TABLE",
+    "RefreshTable": "REFRESH", "RefreshResource": "REFRESH", "RepairTable": "MSCK REPAIR",
+    "Call": "CALL", "UnresolvedExecuteImmediate": "EXECUTE IMMEDIATE",
+    "CompoundBody": "a SQL script", "LoadData": "LOAD DATA",
+    "SetCatalogAndNamespace": "USE", "AnalyzeTable": "ANALYZE TABLE",
+    "CreateVariable": "DECLARE", "SetVariable": "SET VAR", "CreateFunction": "CREATE FUNCTION",
+    "CreateFunctionCommand": "CREATE FUNCTION",
+}
+
+
+def check_read_only(spark, sql: str, catalogue: bool, what: str) -> None:
+    """Raise ``NotAQuery`` unless ``sql`` is one query (or, with ``catalogue``, a SHOW,
+    DESCRIBE or EXPLAIN). ``what`` starts the message (``query only reads``, ``models/x.sql:
+    a model is one query``). Parsing runs nothing; a syntax error is Spark's own message."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import ParseException
+
+    unparsable = (Py4JJavaError, ParseException)
+    parser = spark._jsparkSession.sessionState().sqlParser()
+    try:
+        plan = parser.parsePlan(sql)
+    except unparsable as exc:
+        raise UserError(_parse_error(exc)) from None
+    name = plan.getClass().getSimpleName()
+    if catalogue and name in CATALOGUE:
+        return
+    try:
+        parser.parseQuery(sql)
+    except unparsable:
+        kind = KINDS.get(name) or _kind(plan) or name
+        raise NotAQuery(f"{what}: this is {_article(kind)} statement, and it was not run "
+                        f"({_allowed(catalogue)})", kind) from None
+    called = _functions(spark, plan) & JVM_FUNCTIONS
+    if called:
+        fn = sorted(called)[0]
+        raise NotAQuery(f"{what}: {fn}() calls into the JVM and is not allowed; nothing was "
+                        "run", f"{fn}()")
+
+
+def _allowed(catalogue: bool) -> str:
+    return ("it runs SELECT or WITH queries, SHOW, DESCRIBE and EXPLAIN" if catalogue
+            else "one SELECT or WITH query")
+
+
+def _article(kind: str) -> str:
+    return kind if kind.startswith("a ") else ("an " if kind[0] in "AEIOU" else "a ") + kind
+
+
+def _kind(plan) -> str | None:
+    """The first node of the plan that has a name here (``WITH … INSERT``: INSERT)."""
+    stack = [plan]
+    while stack:
+        node = stack.pop()
+        name = node.getClass().getSimpleName()
+        if name in KINDS:
+            return KINDS[name]
+        it = node.children().iterator()
+        while it.hasNext():
+            stack.append(it.next())
+    return None
+
+
+def _functions(spark, plan) -> set[str]:
+    """The lower-case names of every function the parsed plan calls, in every part of it
+    (CTEs, subqueries, expressions): a walk over Scala's products."""
+    jvm = spark._jvm
+    product = jvm.java.lang.Class.forName("scala.Product")
+    iterable = jvm.java.lang.Class.forName("scala.collection.Iterable")
+    unresolved = "org.apache.spark.sql.catalyst.analysis.UnresolvedFunction"
+    seen, names, stack = set(), set(), [plan]
+    while stack and len(seen) < 100_000:
+        obj = stack.pop()
+        if obj is None or not hasattr(obj, "getClass"):
+            continue
+        key = obj.hashCode() if hasattr(obj, "hashCode") else id(obj)
+        ident = (obj.getClass().getName(), key, jvm.java.lang.System.identityHashCode(obj))
+        if ident in seen:
+            continue
+        seen.add(ident)
+        if obj.getClass().getName() == unresolved:
+            names.add(obj.nameParts().last().lower())
+        if iterable.isInstance(obj):
+            it = obj.iterator()
+            while it.hasNext():
+                stack.append(it.next())
+        elif product.isInstance(obj):
+            it = obj.productIterator()
+            while it.hasNext():
+                stack.append(it.next())
+    return names
+
+
+def _parse_error(exc) -> str:
+    """Spark's syntax error in one line (its error class and position)."""
+    lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+    return lines[0][:300] if lines else "Spark cannot parse this statement"
