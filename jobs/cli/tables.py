@@ -20,9 +20,10 @@ from jobs.pipeline.run import plan
 from jobs.project.patterns import load_catalog
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 from jobs.spark.session import build_session
+from jobs.spark.sql import check_read_only
 from jobs.tools.explain import describe_range, why_not, why_not_events
 from jobs.tools.output_formats import write_rows
-from jobs.tools.query import QueryFailed, duckdb_views, run_duckdb, run_spark, spark_views
+from jobs.tools.query import READS, QueryFailed, duckdb_views, run_duckdb, run_spark, spark_views
 from jobs.tools.runlog import HEADER, all_succeeded, published, run_line, run_rows
 
 
@@ -43,6 +44,8 @@ def cmd_query(args) -> int:
         except QueryFailed as exc:
             if args.engine == "duckdb":
                 raise
+            spark = build_session(profile)
+            check_read_only(spark, args.sql, catalogue=True, what=READS)  # says no first
             print(f"note: DuckDB cannot run this query ({exc.args[0][:160]}); running it on "
                   "Spark", file=sys.stderr)
         else:

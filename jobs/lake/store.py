@@ -132,11 +132,11 @@ class Lake:
         dt = self.read_table(path)
         if dt is None:
             return
-        fs, folder = self.filesystem(path)
-        for rel in dt.files():
-            info = fs.get_file_info(f"{folder.rstrip('/')}/{rel}")
-            if info.type == pafs.FileType.NotFound:
-                raise BrokenTable(self.name_of(path), f"its data file {rel} is missing")
+        for uri in _data_files(dt):
+            fs, where = self.filesystem(uri)
+            if fs.get_file_info(where).type == pafs.FileType.NotFound:
+                raise BrokenTable(self.name_of(path),
+                                  f"its data file {file_name(uri)} is missing")
 
     def table(self, path: str) -> DeltaTable:
         dt = self.read_table(path)
@@ -210,8 +210,12 @@ class Lake:
         if not files:
             schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
             return spark.createDataFrame([], schema)
-        return spark.read.option("basePath", spark_uri(path)).parquet(
-            *(spark_uri(f) for f in files))
+        try:
+            return spark.read.option("basePath", spark_uri(path)).parquet(
+                *(spark_uri(f) for f in files))
+        except Exception:
+            self.check_files(path)  # a data file gone: BrokenTable says so in one line
+            raise
 
     # -- other files (pyarrow filesystems) -----------------------------------------------
     def filesystem(self, uri: str):

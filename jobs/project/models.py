@@ -105,13 +105,11 @@ def load_model(sql_path: Path) -> Model:
     sql = sql_path.read_text(encoding="utf-8").strip().rstrip(";")
     if not sql:
         raise ModelError(f"{where}: empty model")
-    if ";" in _code(sql):
-        raise ModelError(f"{where}: one query per model (found ';' inside)")
     kind = statement_kind(sql)
     if kind is not None:
-        raise ModelError(f"{where}: a model is one query (SELECT or WITH), but this is "
-                         f"{kind}: it is not run; the model build writes the query's rows "
-                         "to models/" + name + " itself")
+        raise ModelError(f"{where}: a model is one query (SELECT or WITH; one query per "
+                         f"model), but this is {kind}: it is not run; the model build writes "
+                         f"the query's rows to models/{name} itself")
     side = sql_path.with_suffix(".yaml")
     meta = {}
     if side.exists():
