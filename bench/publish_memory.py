@@ -20,18 +20,16 @@ import sys
 import time
 from pathlib import Path
 
+from spark_pipeline import MemorySampler  # bench/, the script's own folder
+
+from jobs.config import load_profile
+from jobs.core.patternfile import parse_pattern
+from jobs.lake import store as lk
+from jobs.pipeline.horizons import RunRange
+from jobs.pipeline.publish import publish
+from jobs.spark.session import build_session
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from spark_pipeline import MemorySampler  # noqa: E402
-
-from jobs.config import load_profile  # noqa: E402
-from jobs.core.patternfile import parse_pattern  # noqa: E402
-from jobs.lake import store as lk  # noqa: E402
-from jobs.pipeline.horizons import RunRange  # noqa: E402
-from jobs.pipeline.publish import publish  # noqa: E402
-from jobs.spark.session import build_session  # noqa: E402
-
 OUT = Path(__file__).resolve().parent / "out" / "publish"
 PATTERN = parse_pattern((ROOT / "patterns" / "mw_chemo_p1.yaml").read_text())
 END = 4_000_000_000 * 10**9  # a range that holds every synthetic match

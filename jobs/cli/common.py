@@ -110,9 +110,9 @@ def spark_for(args):
 def user_errors(fn):
     """One line and exit 2 for what the user can fix: a ``UserError``, a missing file, the
     lake's storage, a concurrent commit. Anything else is a bug and keeps its traceback."""
-    def wrapper(args) -> int:
+    def wrapper(*args, **kw) -> int:
         try:
-            return fn(args)
+            return fn(*args, **kw)
         except (UserError, FileNotFoundError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
