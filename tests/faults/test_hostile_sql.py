@@ -295,3 +295,11 @@ def test_a_broken_table_is_named_in_one_line_and_the_others_keep_working(
             assert "matches/ses_chemo_q1 cannot be read" in err and "missing" in err, err
     finally:
         shutil.move(moved, data)
+
+
+
+def test_validate_with_data_reads_the_lake(cli):
+    """`validate --data` checks the patterns on the lake's events (Spark)."""
+    code, out, err = cli("validate", "--data", PATTERNS[0])
+    assert code == 0, err
+    assert "ok: 1 pattern file(s) valid" in out and "data: 0 warning(s) on the events of" in out
