@@ -11,32 +11,54 @@ exceeded its cap on partial matches.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
-from jobs.cli import operate, patterns, pipeline, steps, tables
-from jobs.cli.common import Registry
+from jobs.cli.commands import COMMANDS, SUMMARIES, Registry, epilog
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of ``ses``. Only the group of ``command`` is imported and declares its
+    options (None: every group, as the tests check them all); any other argv (``--help``,
+    an unknown or missing command) gets the commands by name, which is all argparse needs
+    to answer it."""
     parser = argparse.ArgumentParser(
-        prog="ses", usage="ses [-h] [--version] COMMAND ...", formatter_class=argparse.RawDescriptionHelpFormatter,
+        prog="ses", usage="ses [-h] [--version] COMMAND ...", epilog=epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         description="SES pattern matching over event histories (also `python -m jobs`).")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
-                                help=argparse.SUPPRESS)
+                                help=argparse.SUPPRESS, prog="ses")
     registry = Registry(sub)
-    patterns.register(registry)
-    pipeline.register(registry)
-    tables.register(registry)
-    operate.register(registry)
-    steps.register(registry, main)
-    parser.epilog = registry.epilog()
+    groups = dict.fromkeys(COMMANDS.values()) if command is None else (
+        [COMMANDS[command]] if command in COMMANDS else [])
+    for group in groups:  # the command's own group: a lazily loaded command group
+        module = importlib.import_module(f"jobs.cli.{group}")
+        if group == "steps":
+            module.register(registry, main)  # serve runs each step's argv with main
+        else:
+            module.register(registry)
+    if not groups:
+        for name in COMMANDS:
+            sub.add_parser(name, help=SUMMARIES[name])
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(command if command in COMMANDS else "").parse_args(argv)
     return args.func(args)
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked."""
+
+    def __init__(self, option_strings, dest, **kw):
+        super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.exit(message=f"ses {_version()}\n")
 
 
 def exit_now(code: int) -> None:

@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from jobs.cli.common import Registry, spark_for, user_errors
+from jobs.cli.commands import Registry
+from jobs.cli.common import spark_for, user_errors
 from jobs.config import ROOT
 from jobs.ops import cluster
 from jobs.prcheck.check import pr_check

@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from jobs.cli.common import Registry, pattern_files, size, spark_for, user_errors, write_bytes
+from jobs.cli.commands import Registry
+from jobs.cli.common import pattern_files, size, spark_for, user_errors, write_bytes
 from jobs.config import CONF, ROOT, load_sources
 from jobs.core.columns import read_columns
 from jobs.core.engine import DEFAULT_MEMORY_BUDGET, MatchStats, compile_pattern, execute

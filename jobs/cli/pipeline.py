@@ -6,7 +6,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from jobs.cli.common import Registry, spark_for, user_errors
+from jobs.cli.commands import Registry
+from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile
 from jobs.lake.locks import lake_lock
 from jobs.lake.store import Lake

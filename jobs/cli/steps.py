@@ -10,21 +10,55 @@ from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
-from jobs.cli.common import Registry, pattern_step, spark_for, user_errors
+from jobs.cli.commands import Registry
+from jobs.cli.common import spark_for, user_errors
+from jobs.config import load_profile
+from jobs.core.patternfile import PatternError
+from jobs.lake.locks import pattern_lock
+from jobs.lake.store import Lake
 from jobs.ops.session import serve
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.run import (
     ValidationFailed,
+    log_failure,
     match_step,
     plan,
     publish_step,
     run_pattern,
+    short_error,
     staged_run,
     summary,
     validate_events_step,
     validate_step,
 )
+from jobs.project.patterns import load_catalog
 from jobs.spark.session import build_session
+
+
+def pattern_step(step):
+    """A per-pattern step (match-job, validate-run, publish, run-pattern) on its run
+    context: under the pattern's lock, with a failed row in the run log when it fails."""
+    def wrapper(args) -> int:
+        profile = load_profile(args.profile)
+        path = Path(args.pattern)
+        catalog = load_catalog([path])
+        rejected = [r for r in catalog.rejected if r.path.resolve() == path.resolve()]
+        pattern = None if rejected else catalog.get(path)
+        name = rejected[0].name if rejected else pattern.name
+        ctx = RunContext(profile, Lake.of_profile(profile), args.run_id,
+                         getattr(args, "logical_date", None) or "", path, pattern)
+        with pattern_lock(profile.lake, name, f"{args.command} {name} {args.run_id}",
+                          profile.lock_dir):
+            try:
+                if rejected:
+                    raise PatternError(list(rejected[0].problems))
+                return step(args, ctx)
+            except Exception as exc:
+                if not getattr(exc, "logged", False):
+                    log_failure(ctx, short_error(exc), name=name)
+                raise
+    wrapper.__doc__ = step.__doc__
+    return wrapper
 
 
 @user_errors
@@ -91,24 +125,24 @@ def register(r: Registry, main) -> None:
             ("run-pattern", "match, validate and publish one pattern in one Spark application "
                             "(the nightly DAG's task per pattern)", cmd_run_pattern),
             ("match-job", "one pattern on Spark into staging (phases 1 and 2)", cmd_match_job)):
-        j = r.add("internal", name, help_text, func)
+        j = r.add("steps", name, help_text, func)
         j.add_argument("pattern")
         j.add_argument("--run-id", required=True)
         j.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
         j.add_argument("--slices", action="store_true", help="cut time into slices even with "
                                                              "partition attributes")
 
-    w = r.add("internal", "validate-run", "Great Expectations on a staged run (before "
+    w = r.add("steps", "validate-run", "Great Expectations on a staged run (before "
               "publish)", cmd_validate_run)
     w.add_argument("pattern")
     w.add_argument("--run-id", required=True)
 
-    e = r.add("internal", "validate-events", "Great Expectations on a source's events",
+    e = r.add("steps", "validate-events", "Great Expectations on a source's events",
               cmd_validate_events)
     e.add_argument("--source", required=True)
     e.add_argument("--ingest-run", help="only the events of this ingest run")
 
-    u = r.add("internal", "publish", "staged matches -> matches/<pattern>, and the runs log",
+    u = r.add("steps", "publish", "staged matches -> matches/<pattern>, and the runs log",
               cmd_publish)
     u.add_argument("pattern")
     u.add_argument("--run-id", required=True)
@@ -117,7 +151,7 @@ def register(r: Registry, main) -> None:
         """One warm Spark application for the steps of a DAG run (``jobs.ops.session``)."""
         return serve(Path(args.socket), main, args.idle, args.profile)
 
-    sv = r.add("internal", "serve", "run the steps sent to SOCKET in one warm Spark "
+    sv = r.add("steps", "serve", "run the steps sent to SOCKET in one warm Spark "
                "application (the nightly DAG's session; stops when idle)", cmd_serve)
     sv.add_argument("--socket", required=True, help="the Unix socket to listen on")
     sv.add_argument("--idle", type=float, default=900.0,

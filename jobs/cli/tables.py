@@ -8,7 +8,8 @@ import sys
 from datetime import date
 from pathlib import Path
 
-from jobs.cli.common import Registry, spark_for, user_errors
+from jobs.cli.commands import Registry
+from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile, load_sources
 from jobs.core.errors import InputError
 from jobs.core.planners import ALIASES, PLANNERS
@@ -133,7 +134,7 @@ def _why_not(args, pattern, events) -> int:
 
 
 def register(r: Registry) -> None:
-    q = r.add("lake", "query", "SQL over the lake's tables (DuckDB, or Spark; no SQL: list "
+    q = r.add("tables", "query", "SQL over the lake's tables (DuckDB, or Spark; no SQL: list "
               "them)", cmd_query)
     q.add_argument("sql", nargs="?", help="a SQL query over the lake's views (without one: "
                    "list the views)")
@@ -146,12 +147,12 @@ def register(r: Registry) -> None:
                    help="auto (default): DuckDB over delta-rs, no Spark start; Spark SQL for "
                         "a query DuckDB cannot run. spark: Spark SQL, the models' dialect")
 
-    g = r.add("lake", "runs", "show the run log (no Spark)", cmd_runs)
+    g = r.add("tables", "runs", "show the run log (no Spark)", cmd_runs)
     g.add_argument("--run-id")
     g.add_argument("--last", type=int, default=20)
     g.add_argument("--expect", type=int, help="exit 1 unless this many patterns succeeded")
 
-    x = r.add("lake", "explain", "what each variable of a pattern can bind on the lake's "
+    x = r.add("tables", "explain", "what each variable of a pattern can bind on the lake's "
               "events, the plan a run would choose (ZStream), and with --partition or --at "
               "which step removed the windows there", cmd_explain)
     x.add_argument("pattern")

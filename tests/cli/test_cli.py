@@ -272,3 +272,42 @@ def test_publish_refuses_an_unvalidated_run_before_spark_starts(tmp_path, monkey
     lake.write_text(lake.staging("mw_chemo_p1", "r1") + "/_stats.json", json.dumps({"x": 1}))
     assert main(args) != 0
     assert "was not validated: run `validate-run` for it first" in capsys.readouterr().err
+
+
+def test_the_command_table_is_what_the_groups_declare():
+    """`ses --help` lists jobs.cli.commands.COMMANDS without importing the groups: the
+    table must say what each group module declares."""
+    import argparse
+    import importlib
+
+    from jobs.cli.commands import COMMANDS, SUMMARIES, Registry
+    from jobs.cli.main import build_parser, main
+
+    for group in set(COMMANDS.values()):
+        sub = argparse.ArgumentParser().add_subparsers()
+        registry = Registry(sub)
+        module = importlib.import_module(f"jobs.cli.{group}")
+        module.register(registry, main) if group == "steps" else module.register(registry)
+        assert {c.name for c in registry.commands} == {n for n, g in COMMANDS.items()
+                                                       if g == group}, group
+    assert set(SUMMARIES) == set(COMMANDS)
+    everything = build_parser(None)._subparsers._group_actions[0].choices
+    assert set(everything) == set(COMMANDS)
+
+
+def test_help_and_match_do_not_load_the_pipeline():
+    """Start-up: `ses --help` imports no command group; `ses match` not the pipeline's
+    Spark steps, the pr-check or the catalogue site."""
+    probe = ("import sys, contextlib, io\nfrom jobs.cli.main import main\n"
+             "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
+             "    main(sys.argv[1:])\n"
+             "print(sorted(m for m in sys.modules if m.startswith('jobs.')))\n")
+    out = subprocess.run([sys.executable, "-c", probe, "--help"], capture_output=True,
+                         text=True, cwd=ROOT).stdout
+    assert "jobs.cli.patterns" not in out and "jobs.pipeline" not in out, out
+    out = subprocess.run([sys.executable, "-c", probe, "match", P1, MW, "--matcher",
+                          "bruteforce"], capture_output=True, text=True, cwd=ROOT).stdout
+    loaded = out.strip().splitlines()[-1]
+    assert "jobs.cli.patterns" in loaded
+    for heavy in ("jobs.pipeline.run", "jobs.prcheck", "jobs.site", "jobs.cli.steps"):
+        assert heavy not in loaded, (heavy, loaded)
