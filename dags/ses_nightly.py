@@ -14,7 +14,7 @@ logical date closes (the run's own date when a trigger gives none).
 
 After the pattern tasks, one task per SQL model of ``models/`` (in dependency order):
 each builds, tests and publishes its table; a model's task waits for the models it reads.
-Last, ``catalogue`` rebuilds the catalogue site (``python -m jobs docs``).
+Last, ``catalogue`` rebuilds the catalogue site (``ses docs``).
 
 Environment: SES_PROFILE (profile in conf/pipeline.yaml), SES_PIPELINE_CONF (another
 pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml and

@@ -1,11 +1,11 @@
-"""One long-lived Spark application for a whole DAG run (``python -m jobs serve``).
+"""One long-lived Spark application for a whole DAG run (``ses serve``).
 
 Starting Spark, Great Expectations and the kernels costs a new process most of a pattern's
 time (a cold JVM reads the events table's files, a new GX context, new Python workers):
 run per task, the nightly DAG took several times ``make run``. So the DAG's first task
 starts one server per DAG run on the worker host; every Spark step of the run (ingest,
 each pattern's ``run-pattern``, the models) is sent to it over a Unix socket, runs in its
-warm session exactly as ``python -m jobs …`` would, one step at a time (the steps write
+warm session exactly as ``ses …`` would, one step at a time (the steps write
 the same lake), and its output streams back into the task's log line by line. The last
 task stops it; it also stops itself after ``idle`` seconds without a request. When no
 server answers (a retried task after the run ended, workers on other hosts), the client

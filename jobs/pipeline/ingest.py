@@ -11,7 +11,7 @@
   file); rows that fail, timestamps outside the accepted range and values that are not
   finite go to quarantine with the reason. An ``event_id`` seen again with other values (a
   *correction*) is quarantined with both versions named: events are immutable once
-  ingested, and ``python -m jobs retract`` removes one first (recorded).
+  ingested, and ``ses retract`` removes one first (recorded).
 * Gate: the caller's check (the events suite) runs on the typed batch *before* anything
   is committed, so events that fail it never become visible to matching.
 * Load: MERGE the events by ``event_id``, the quarantine by (file, line), the ingest log

@@ -1,6 +1,6 @@
 """The nightly pipeline: ingest -> match (per pattern) -> publish, and its run log.
 
-Each step is also a ``python -m jobs`` subcommand (``ingest``, ``match-job``, ``publish``)
+Each step is also a ``ses`` subcommand (``ingest``, ``match-job``, ``publish``)
 so that a scheduler can run them as separate tasks; ``run`` does all of them for one
 logical date and prints a summary, ``backfill`` recomputes a range of start dates. Every
 step gets one ``RunContext`` (``jobs.pipeline.context``): the profile, the lake it reads and writes,

@@ -35,7 +35,7 @@ def scaffold(name: str, source: str, folder: Path = ROOT / "patterns") -> Path:
     text = f"""\
 # {name}: what this pattern finds, in one or two sentences for the reviewer.
 # The language: docs/patterns.md. Check it with `make validate`; try it on data with
-# `python -m jobs match patterns/{name}.yaml <events file>` and `python -m jobs explain`.
+# `ses match patterns/{name}.yaml <events file>` and `ses explain`.
 name: {name}
 source: {source}
 description: an event of type FIRST, then one of type SECOND{' for the same ' + key if key else ''}, within 7 days
