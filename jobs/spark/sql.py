@@ -97,31 +97,33 @@ def _kind(plan) -> str | None:
 
 def _functions(spark, plan) -> set[str]:
     """The lower-case names of every function the parsed plan calls, in every part of it
-    (CTEs, subqueries, expressions): a walk over Scala's products."""
+    (CTEs, subqueries, expressions): a walk over Scala's products and collections."""
+    from py4j.java_gateway import JavaObject
+
     jvm = spark._jvm
     product = jvm.java.lang.Class.forName("scala.Product")
     iterable = jvm.java.lang.Class.forName("scala.collection.Iterable")
+    identity = jvm.java.lang.System.identityHashCode
     unresolved = "org.apache.spark.sql.catalyst.analysis.UnresolvedFunction"
     seen, names, stack = set(), set(), [plan]
     while stack and len(seen) < 100_000:
         obj = stack.pop()
-        if obj is None or not hasattr(obj, "getClass"):
+        if not isinstance(obj, JavaObject):
+            continue  # text, numbers: py4j hands them over as Python values
+        key = identity(obj)
+        if key in seen:
             continue
-        key = obj.hashCode() if hasattr(obj, "hashCode") else id(obj)
-        ident = (obj.getClass().getName(), key, jvm.java.lang.System.identityHashCode(obj))
-        if ident in seen:
-            continue
-        seen.add(ident)
+        seen.add(key)
         if obj.getClass().getName() == unresolved:
             names.add(obj.nameParts().last().lower())
-        if iterable.isInstance(obj):
-            it = obj.iterator()
-            while it.hasNext():
-                stack.append(it.next())
-        elif product.isInstance(obj):
+        if product.isInstance(obj):
             it = obj.productIterator()
-            while it.hasNext():
-                stack.append(it.next())
+        elif iterable.isInstance(obj):
+            it = obj.iterator()
+        else:
+            continue
+        while it.hasNext():
+            stack.append(it.next())
     return names
 
 
