@@ -58,7 +58,8 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest, nargs=0, help="show the version and exit")
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.exit(message=f"ses {_version()}\n")
+        print(f"ses {_version()}")
+        parser.exit()
 
 
 def exit_now(code: int) -> None:
