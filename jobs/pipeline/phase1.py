@@ -15,6 +15,7 @@ driver reads back only the stats rows (one per group), never the events or the m
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass
 from functools import reduce
@@ -171,29 +172,41 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
         return MatchJobResult(staging, stats)
     out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
     out.write.mode("overwrite").parquet(lk.spark_uri(staging))
-    # the per-group stats rows are summed in Spark: the driver gets one row back
-    # (events and partitions are counted on the driver's side of phase 1)
-    sums = (*(c for c in COUNTERS if c not in ("events", "partitions")), "work")
-    schema_json = ", ".join(f"{f} long" for f in MatchStats.numeric_fields() if f != "seconds")
-    schema_json += ", seconds double"
-    parsed = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "stats")
-              .select(F.from_json("stats", schema_json).alias("s"), *[col(k) for k in keys]))
-    aggs = [F.sum(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in sums]
-    aggs += [F.max(F.coalesce(F.col(f"s.{f}"), F.lit(0))).alias(f) for f in MatchStats.MAXIMA]
-    aggs += [F.sum("s.seconds").alias("phase2_seconds"), F.count(F.lit(1)).alias("groups"),
-             F.sum(F.coalesce(F.col("s.partitions"), F.lit(0))).alias("whole"),
-             (F.countDistinct(F.when(F.col("s.partitions") == 0, F.struct(*[col(k) for k in keys])))
-              if keys else F.lit(1)).alias("sliced")]
-    total = parsed.agg(*aggs).first()
-    for f in sums + MatchStats.MAXIMA:
-        stats[f] = int(total[f] or 0)
-    # whole partitions are counted by the engine, sliced ones once by their key
-    stats["partitions"] = (int(total["whole"] or 0) + int(total["sliced"] or 0)) \
-        if total["groups"] else 0
-    stats["groups"] = int(total["groups"] or 0)
+    stats.update(staged_counters(lake, staging, keys))
     stats["work_item"] = "tested events" if window else MATCHER_CLASSES[pattern.matcher].work_item
-    stats["phase2_seconds"] = round(float(total["phase2_seconds"] or 0.0), 3)
     stats["sliced"] = slicing or "no"
     stats["seconds"] = round(time.perf_counter() - started, 3)
     return MatchJobResult(staging, stats)
 
+
+
+def staged_counters(lake: lk.Lake, staging: str, keys: list[str]) -> dict:
+    """The run's counters from the per-group stats rows of its staged files, read on the
+    driver with Arrow (one small column read; the match rows' bindings are not read):
+    sums of the counters, maxima of the peaks, and the partitions (whole ones counted
+    by the engine, sliced ones once by their key)."""
+    import pyarrow.compute as pc
+    import pyarrow.dataset as pads
+
+    fs, folder = lake.filesystem(staging)
+    rows = pads.dataset(folder, filesystem=fs, format="parquet").to_table(
+        columns=["stats", *keys], filter=pc.field("kind") == "stats").to_pylist()
+    sums = (*(c for c in COUNTERS if c not in ("events", "partitions")), "work")
+    out = dict.fromkeys(sums + MatchStats.MAXIMA, 0)
+    whole, sliced, seconds = 0, set(), 0.0
+    for row in rows:
+        s = json.loads(row["stats"]) if row["stats"] else {}
+        for f in sums:
+            out[f] += int(s.get(f) or 0)
+        for f in MatchStats.MAXIMA:
+            out[f] = max(out[f], int(s.get(f) or 0))
+        seconds += float(s.get("seconds") or 0.0)
+        whole += int(s.get("partitions") or 0)
+        if s.get("partitions") == 0:
+            sliced.add(tuple(row[k] for k in keys))
+    if not keys and rows:
+        sliced = {()}
+    out["partitions"] = whole + len(sliced) if rows else 0
+    out["groups"] = len(rows)
+    out["phase2_seconds"] = round(seconds, 3)
+    return out

@@ -274,3 +274,70 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
     if carry is not None and len(carry):
         groups, _ = split(carry, last_is_complete=True)
         yield from process(carry, groups)
+
+
+PATTERNS_COLUMN = "__patterns"  # a source pass: bit i set when the event serves pattern i
+MAX_SHARED = 63  # patterns per source pass (bits of the tag)
+PATTERN = "__pattern"  # a source pass's output: the pattern a row belongs to
+
+
+_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
+
+
+@dataclass(frozen=True)
+class SharedSpec:
+    """One pattern of a source pass (``jobs.pipeline.source_pass``): its phase-2 spec and
+    the events it reads alone, ts in [read_low, read_high] (None: open), so that its
+    matcher sees exactly the events of its own match job."""
+    name: str
+    spec: Phase2Spec
+    read_low: int | None
+    read_high: int | None
+
+
+def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.DataFrame]
+                         ) -> Iterator[pd.DataFrame]:
+    """mapInPandas body of a source pass: rows sorted by (X, ts, event_id), each tagged
+    with the patterns it serves; the complete partitions of each batch are matched once
+    per pattern, on the rows of its tag and its own read range (as ``run_partition``
+    does for one pattern, whose partitions are never sliced here)."""
+    import pandas as pd
+
+    keys = list(specs[0].spec.keys)
+    carry: pd.DataFrame | None = None
+
+    def complete(pdf: pd.DataFrame) -> int:
+        """Rows of the batch up to its last (possibly incomplete) partition."""
+        key = pdf[keys[0]].astype(str).to_numpy() if len(keys) == 1 else \
+            pdf[keys].astype(str).agg("\x1f".join, axis=1).to_numpy()
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        return int(starts[-1])
+
+    def process(pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
+        tags = pdf[PATTERNS_COLUMN].to_numpy().astype(np.int64)
+        table = pa.Table.from_pandas(pdf.drop(columns=[PATTERNS_COLUMN]), preserve_index=False)
+        column = table.column("ts")
+        ts = column.cast(pa.int64()).to_numpy() * _NS[column.type.unit]
+        for i, s in enumerate(specs):
+            mask = ((tags >> i) & 1).astype(np.bool_)
+            if s.read_low is not None:
+                mask &= ts >= s.read_low
+            if s.read_high is not None:
+                mask &= ts <= s.read_high
+            rows = np.flatnonzero(mask)
+            if not len(rows):
+                continue
+            for out in match_rows(s.spec, table.take(pa.array(rows))):
+                yield out.assign(**{PATTERN: s.name})
+
+    for pdf in batches:
+        if carry is not None and len(carry):
+            pdf = pd.concat([carry, pdf], ignore_index=True)
+        if not len(pdf):
+            continue
+        cut = complete(pdf)
+        carry = pdf.iloc[cut:].reset_index(drop=True)
+        if cut:
+            yield from process(pdf.iloc[:cut].reset_index(drop=True))
+    if carry is not None and len(carry):
+        yield from process(carry)

@@ -145,6 +145,10 @@ def log_run(lake: lk.Lake, record: RunRecord | Mapping) -> None:
     lake.append(lake.runs(), runrecord.to_arrow([record]))
 
 
+def all_runs(lake: lk.Lake) -> list[RunRecord]:
+    """Every record of the runs table."""
+    return runrecord.from_arrow(lake.read_arrow(lake.runs()))
+
+
 def previous_runs(lake: lk.Lake, pattern: str) -> list[RunRecord]:
-    return [r for r in runrecord.from_arrow(lake.read_arrow(lake.runs()))
-            if r.pattern == pattern]
+    return [r for r in all_runs(lake) if r.pattern == pattern]

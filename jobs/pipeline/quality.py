@@ -42,6 +42,7 @@ class Outcome:
     failed: list[str]
     docs: str | None
     evaluated: int
+    result_id: object = None  # GX's identifier of the stored result (for build_docs)
 
     def describe(self) -> str:
         if self.success:
@@ -275,6 +276,8 @@ def _window_frame(staged, events, pattern):
 
 # -- running a suite -------------------------------------------------------------------------
 _CONTEXTS: dict[str, object] = {}
+DRIVER_ROWS = 1_000_000  # a night's check frames up to this many rows in all: one collect,
+#                          then GX's pandas engine per suite; larger ones stay on Spark
 
 
 def context(lake: lk.Lake):
@@ -293,9 +296,11 @@ def context(lake: lk.Lake):
 
 
 def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
-              parameters: dict, run_name: str | None = None) -> Outcome:
-    """Validate ``df`` with the suite ``name``; the result is kept (and shown in the
-    catalogue) under ``run_name``: the pipeline's run id, or a new id of the same shape."""
+              parameters: dict, run_name: str | None = None, docs: bool = True) -> Outcome:
+    """Validate ``df`` (a Spark or a pandas frame: GX's Spark or pandas engine) with the
+    suite ``name``; the result is kept (and shown in the catalogue) under ``run_name``:
+    the pipeline's run id, or a new id of the same shape. ``docs=False`` leaves the Data
+    Docs to one ``build_docs`` over a batch of results (``Outcome.result_id``)."""
     import great_expectations as gx
     from great_expectations.checkpoint import UpdateDataDocsAction
     from great_expectations.core.expectation_suite import ExpectationSuite
@@ -304,9 +309,11 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
         ExpectationConfiguration,
     )
 
-
     ctx = context(lake)
-    ds = ctx.data_sources.add_or_update_spark(name="lake")
+    if hasattr(df, "sparkSession"):
+        ds = ctx.data_sources.add_or_update_spark(name="lake")
+    else:
+        ds = ctx.data_sources.add_or_update_pandas(name="lake_driver")
     try:
         asset = ds.get_asset(name)
     except LookupError:
@@ -320,10 +327,11 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
     vd = ctx.validation_definitions.add_or_update(
         gx.ValidationDefinition(name=name, data=batch, suite=suite))
     checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
-        name=name, validation_definitions=[vd], actions=[UpdateDataDocsAction(name="docs")]))
+        name=name, validation_definitions=[vd],
+        actions=[UpdateDataDocsAction(name="docs")] if docs else []))
     result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters,
                             run_id=RunIdentifier(run_name=run_name or new_run_id()))
-    run = list(result.run_results.values())[0]
+    result_id, run = list(result.run_results.items())[0]
     failed = []
     for r in run.results:
         if not r.success:
@@ -331,9 +339,19 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
             column = cfg.kwargs.get("column") or f"{cfg.kwargs.get('column_A')}/{cfg.kwargs.get('column_B')}"
             count = (r.result or {}).get("unexpected_count")
             failed.append(f"{cfg.type}({column})" + (f": {count} row(s)" if count else ""))
-    urls = ctx.get_docs_sites_urls()
-    docs = urls[0]["site_url"] if urls else None
-    return Outcome(name, bool(result.success), failed, docs, len(run.results))
+    return Outcome(name, bool(result.success), failed, docs_url(lake), len(run.results),
+                   result_id)
+
+
+def docs_url(lake: lk.Lake) -> str | None:
+    urls = context(lake).get_docs_sites_urls()
+    return urls[0]["site_url"] if urls else None
+
+
+def build_docs(lake: lk.Lake, result_ids: list) -> None:
+    """The Data Docs pages of a batch of results (and the index), in one build."""
+    if result_ids:
+        context(lake).build_data_docs(resource_identifiers=result_ids)
 
 
 def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
@@ -360,8 +378,83 @@ def _events_suite(lake: lk.Lake, source: Source, df, ts_range) -> Outcome:
                      params)
 
 
-def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, low: int | None,
-                     high: int | None) -> Outcome:
-    df = match_check_frame(spark, lake, lake.staging(pattern.name, run_id), pattern, low, high)
-    return run_suite(lake, f"matches_{pattern.name}", matches_expectations(pattern), df,
-                     {"tau_seconds": pattern.tau / 1e9}, run_name=run_id)
+@dataclass(frozen=True)
+class StagedMatches:
+    """One staged run of a pattern that the matches suite checks: its first events lie
+    in [low, high), ``rows`` matches were staged."""
+    pattern: Pattern | Disjunction
+    run_id: str
+    low: int | None
+    high: int | None
+    rows: int
+
+
+def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str,
+                     low: int | None, high: int | None) -> Outcome:
+    """The matches suite on one staged run (``validate_staged`` with one run)."""
+    one = StagedMatches(pattern, run_id, low, high, DRIVER_ROWS + 1)
+    outcome = validate_staged(spark, lake, [one])[pattern.name]
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
+
+
+def _suite(lake: lk.Lake, s: StagedMatches, df, docs: bool) -> Outcome:
+    return run_suite(lake, f"matches_{s.pattern.name}", matches_expectations(s.pattern), df,
+                     {"tau_seconds": s.pattern.tau / 1e9}, run_name=s.run_id, docs=docs)
+
+
+def validate_staged(spark, lake: lk.Lake, staged: list[StagedMatches]
+                    ) -> dict[str, Outcome | Exception]:
+    """The matches suite of every staged run of a night, at the cost of about one: the
+    check frames of all runs are computed by one Spark job and collected once (when they
+    hold at most ``DRIVER_ROWS`` rows in all), each pattern's suite runs on its rows with
+    GX's pandas engine, and the Data Docs are built once. Larger batches run each suite
+    on Spark. Each pattern keeps its own suite, result and verdict; a pattern whose frame
+    cannot be built gets its error, the others their outcomes."""
+    outcomes: dict[str, Outcome | Exception] = {}
+    batch = [s for s in staged if s.rows <= DRIVER_ROWS]
+    if sum(s.rows for s in batch) > DRIVER_ROWS:
+        batch = []
+    tables = _collected(spark, lake, batch) if len(batch) > 1 else None
+    for s in staged:
+        try:
+            if tables is not None and s.pattern.name in tables:
+                df = tables[s.pattern.name]
+            else:
+                df = _check_frame(spark, lake, s)
+                if s.rows <= DRIVER_ROWS:
+                    df = df.toPandas()
+            outcomes[s.pattern.name] = _suite(lake, s, df, docs=False)
+        except Exception as exc:  # noqa: BLE001 - one pattern's failure is its own
+            outcomes[s.pattern.name] = exc
+    build_docs(lake, [o.result_id for o in outcomes.values() if isinstance(o, Outcome)])
+    return outcomes
+
+
+def _check_frame(spark, lake: lk.Lake, s: StagedMatches):
+    return match_check_frame(spark, lake, lake.staging(s.pattern.name, s.run_id), s.pattern,
+                             s.low, s.high)
+
+
+def _collected(spark, lake: lk.Lake, batch: list[StagedMatches]) -> dict | None:
+    """Every run's check frame as pandas, from one Spark job over their union; None
+    when that job fails (then each run is checked on its own, so that an error stays
+    with its pattern)."""
+    from pyspark.sql import functions as F
+
+    try:
+        frames = [(s.pattern.name, _check_frame(spark, lake, s)) for s in batch]
+        columns = {name: df.columns for name, df in frames}
+        union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                       [df.withColumn("__pattern", F.lit(name)) for name, df in frames])
+        table = union.toArrow()
+    except Exception:  # noqa: BLE001 - retried per pattern
+        return None
+    import pyarrow.compute as pc
+
+    out = {}
+    for name, cols in columns.items():
+        rows = table.filter(pc.equal(table.column("__pattern"), name))
+        out[name] = rows.select(cols).to_pandas()
+    return out

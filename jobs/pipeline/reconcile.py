@@ -9,7 +9,8 @@ untidiness; each is repaired from what the lake itself records:
 2. *planned, not finished*: ``run`` writes ``_runs/<run_id>.json`` (its patterns) when it
    starts and removes it when it ends; a file left behind names a run that died, and each
    of its patterns without a row gets an ``aborted`` row.
-3. *staging left behind*: the staging folders of published or aborted runs are removed,
+3. *staging left behind*: the staging folders of published or aborted runs are removed
+   (and the output of source passes, ``staging/_pass``),
    and the ``_temporary`` folders of every run (a killed Spark write).
 """
 
@@ -20,6 +21,7 @@ from datetime import datetime, timezone
 
 from jobs.lake import store as lk
 from jobs.pipeline.publish import RUN_KEY, log_run
+from jobs.pipeline.source_pass import PASS_FOLDER
 from jobs.status import ABORTED, SUCCESS
 
 HISTORY = 100  # commits per matches table looked at
@@ -100,7 +102,8 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
             notes.append(f"reconciled: {p['pattern']} of run {plan['run_id']} was "
                          "interrupted; logged as aborted")
         lake.remove(f)
-    # 3. staging left behind
+    # 3. staging left behind (a source pass's output of a run that stopped: all of it)
+    lake.remove(lake.staging(PASS_FOLDER))
     status = {(r["run_id"], r["pattern"]): r["status"] for r in _rows(lake)}
     for pattern in lake.children(lake.staging()):
         for run_id in lake.children(lake.staging(pattern)):

@@ -29,16 +29,22 @@ from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.models import run_models
 from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import choose_plan, needs_replan
-from jobs.pipeline.publish import log_run, previous_runs, publish
-from jobs.pipeline.quality import validate_events, validate_events_frame, validate_matches
+from jobs.pipeline.publish import all_runs, log_run, previous_runs, publish
+from jobs.pipeline.quality import (
+    StagedMatches,
+    validate_events,
+    validate_events_frame,
+    validate_staged,
+)
 from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.retract import reopened_low
+from jobs.pipeline.source_pass import PassItem, pass_groups, run_source_pass, shareable
 from jobs.progress import progress
 from jobs.project.models import ModelError, models_folder
 from jobs.project.patterns import PatternCatalog, load_catalog
 from jobs.runrecord import BACKFILL, COUNTERS, RunRecord
 from jobs.site.build import build_site
-from jobs.spark.diagnostics import unsatisfiable, variable_counts
+from jobs.spark.diagnostics import unsatisfiable, variable_counts, variable_counts_many
 from jobs.spark.predicates import filter_column
 from jobs.status import FAILED, SUCCESS, new_run_id
 
@@ -119,15 +125,19 @@ class PlannedRun:
     pattern: Pattern
     text: str
     rng: RunRange
+    runs: list[RunRecord]  # the pattern's earlier records in the runs table
 
 
-def plan(ctx: RunContext, rng: RunRange | None = None) -> PlannedRun:
+def plan(ctx: RunContext, rng: RunRange | None = None,
+         runs: list[RunRecord] | None = None) -> PlannedRun:
     """The run's start range: after the previous run's horizon, and back to where
-    retractions since that run could change matches."""
+    retractions since that run could change matches. ``runs``: the pattern's records
+    of the runs table, when the caller read them already (one read per night)."""
     pattern = ctx.pattern
     text = ctx.path.read_text(encoding="utf-8")
-    if rng is None:
+    if runs is None:
         runs = previous_runs(ctx.lake, pattern.name)
+    if rng is None:
         rng = plan_range(ctx.logical_date, pattern.tau, ctx.profile.allowed_lateness,
                          pattern.version, runs)
         ok = [r["started_at"] for r in runs if r["status"] == SUCCESS
@@ -137,29 +147,59 @@ def plan(ctx: RunContext, rng: RunRange | None = None) -> PlannedRun:
             rng = RunRange(reopen, rng.high, rng.full)
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
-    return PlannedRun(ctx.path, pattern, text, rng)
+    return PlannedRun(ctx.path, pattern, text, rng, runs)
 
 
 def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:
     """Events that arrived after the previous run of this pattern although their start
     range was already closed (ts < low): counted in the run log, never silently dropped."""
+    return late_events_many(spark, ctx.lake, [planned])[planned.pattern.name]
+
+
+def late_events_many(spark, lake, planned: list[PlannedRun]) -> dict[str, int]:
+    """``late_events`` of several patterns, one aggregate per source."""
     from pyspark.sql import functions as F
 
+    out, terms = {}, {}
+    for one in planned:
+        pattern = one.pattern
+        out[pattern.name] = 0
+        runs = [r for r in one.runs
+                if r["pattern_version"] == pattern.version and r["status"] == SUCCESS]
+        if one.rng.low is None or not runs:
+            continue
+        last_start = max(r["started_at"] for r in runs)
+        cond = (F.col("ingested_at") > F.lit(last_start)) & (F.col("ts") < F.lit(
+            datetime.fromtimestamp(one.rng.low / 1e9, tz=timezone.utc)))
+        keep = filter_column(pattern)
+        if keep is not None:
+            cond &= keep
+        terms.setdefault(pattern.source, []).append(
+            (pattern.name, F.sum(F.when(cond, 1).otherwise(0)).alias(f"n{len(out)}")))
+    for source, columns in terms.items():
+        row = lake.read_spark(spark, lake.events(source)).agg(*[c for _, c in columns]).first()
+        for (name, _), value in zip(columns, row):
+            out[name] = int(value or 0)
+    return out
 
-    lake = ctx.lake
-    runs = [r for r in previous_runs(lake, planned.pattern.name)
-            if r["pattern_version"] == planned.pattern.version and r["status"] == SUCCESS]
-    if planned.rng.low is None or not runs:
-        return 0
-    last_start = max(r["started_at"] for r in runs)
-    df = lake.read_spark(spark, lake.events(planned.pattern.source))
-    df = df.where((F.col("ingested_at") > F.lit(last_start))
-                  & (F.col("ts") < F.lit(datetime.fromtimestamp(planned.rng.low / 1e9,
-                                                                  tz=timezone.utc))))
-    keep = filter_column(planned.pattern)
-    if keep is not None:
-        df = df.where(keep)
-    return df.count()
+
+def night_diagnostics(spark, ctxs: list[RunContext], planned: dict) -> tuple[dict, dict]:
+    """The late events of every pattern and the variable counts of every fully
+    recomputed sequence pattern of a night, one Spark aggregate per source each
+    (``match_step`` then runs no job of its own for them)."""
+    ok = [p for p in planned.values() if not isinstance(p, Exception)]
+    late = late_events_many(spark, ctxs[0].lake, ok) if ok else {}
+    counts: dict[str, list] = {}
+    by_source: dict[str, list] = {}
+    for one in ok:
+        if one.rng.full and one.pattern.kind != "window":
+            by_source.setdefault(one.pattern.source, []).append(one.pattern)
+    lake = ctxs[0].lake if ctxs else None
+    for source, patterns in by_source.items():
+        if lake.exists(lake.events(source)):
+            counts.update(variable_counts_many(lake.read_spark(spark, lake.events(source)),
+                                               patterns))
+    return late, counts
 
 
 def run_plan(spark, ctx: RunContext, planned: PlannedRun):
@@ -171,20 +211,26 @@ def run_plan(spark, ctx: RunContext, planned: PlannedRun):
         return None
     source = load_sources().get(pattern.source)
     kinds = dict(source.columns) if source else {}
-    observed = needs_replan(previous_runs(ctx.lake, pattern.name), pattern.version)
+    observed = needs_replan(planned.runs, pattern.version)
     return choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high, kinds,
                        observed=observed)
 
 
-def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool = False) -> dict:
+def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool = False,
+               shared: tuple | None = None, diagnostics: tuple | None = None) -> dict:
     """Phase 1 + 2 on Spark into staging; the range, counters and the step's wall time
-    (``match_seconds``) go to ``_stats.json``."""
+    (``match_seconds``) go to ``_stats.json``. ``shared``: the pattern's result of a
+    source pass and its plan (``source_passes``), when one matched it already;
+    ``diagnostics``: the night's ``night_diagnostics``."""
     profile = ctx.profile
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
     if planned.rng.empty:
         stats = {**dict.fromkeys(COUNTERS, 0), "seconds": 0.0}
         staging = ctx.staging
+    elif shared is not None:
+        result, choice = shared
+        staging, stats = result.staging, dict(result.stats)
     else:
         choice = run_plan(spark, ctx, planned)
         result = run_match_job(spark, planned.pattern, planned.text, ctx.lake, ctx.run_id,
@@ -195,30 +241,38 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
                                       f"in conf/pipeline.yaml (profile {profile.name})",
                                plan_json=choice.to_json() if choice else None)
         staging, stats = result.staging, result.stats
+    if not planned.rng.empty:
         if choice is not None:
             stats.update(plan=choice.text, plan_generator=choice.generator,
                          estimated_pm=round(choice.estimated, 6),
                          actual_pm=round(stats.get("work", 0) / max(stats.get("matcher_calls", 0), 1), 6),
                          replanned=choice.replanned or None)
-    stats["late_events"] = late_events(spark, ctx, planned)
-    stats["warnings"] = match_warnings(spark, ctx, planned, stats)
-    stats.update(match_seconds=round(time.perf_counter() - t0, 3), low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
+    late, counts = diagnostics or ({}, {})
+    name = planned.pattern.name
+    stats["late_events"] = late[name] if name in late else late_events(spark, ctx, planned)
+    stats["warnings"] = match_warnings(spark, ctx, planned, stats, counts.get(name))
+    stats.update(match_seconds=round(time.perf_counter() - t0 + stats.get("pass_seconds", 0), 3),
+                 low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
                  logical_date=ctx.logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
     ctx.lake.write_text(f"{staging}/_stats.json", json.dumps(stats))
     return stats
 
 
-def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict) -> list[str]:
+def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict,
+                   counts: list | None = None) -> list[str]:
     """What a pattern's author should hear about a full recompute (a new or changed
-    pattern): variables no event of the source can bind, and zero matches."""
+    pattern): variables no event of the source can bind (``counts``: its variable counts,
+    when the night counted them already), and zero matches."""
 
     if not planned.rng.full:
         return []
     pattern = planned.pattern
     out = []
     events_path = ctx.lake.events(pattern.source)
-    if pattern.kind != "window" and ctx.lake.exists(events_path):
+    if counts is not None:
+        out += unsatisfiable(counts)
+    elif pattern.kind != "window" and ctx.lake.exists(events_path):
         events = ctx.lake.read_spark(spark, events_path)
         out += unsatisfiable(variable_counts(events, pattern))
     if stats.get("matches", 0) == 0:
@@ -240,26 +294,52 @@ def _staged_stats(ctx: RunContext) -> dict:
 
 
 def validate_step(spark, ctx: RunContext) -> dict:
-    """The matches suite on a staged run; the outcome (and the step's wall time) goes to
-    ``_validation.json``."""
+    """The matches suite on one staged run (``validate_steps`` with one run); raises
+    ``ValidationFailed``."""
+    verdict = validate_steps(spark, [ctx])[ctx.pattern.name]
+    if isinstance(verdict, Exception):
+        raise verdict
+    return verdict
 
+
+def validate_steps(spark, ctxs: list[RunContext]) -> dict[str, dict | Exception]:
+    """The matches suite on the staged runs of a night in one pass
+    (``quality.validate_staged``); each outcome, with its pattern's share of the pass's
+    wall time, goes to its run's ``_validation.json``. Per pattern: the outcome, or the
+    error that stops its publish (a failed suite is logged in ``runs`` here)."""
     t0 = time.perf_counter()
-    pattern, run_id = ctx.pattern, ctx.run_id
-    stats = _staged_stats(ctx)
-    if stats.get("matches", 0) == 0:
-        outcome = {"success": True, "failed": [], "docs": None, "summary": "no matches to check"}
-    else:
-        o = validate_matches(spark, ctx.lake, pattern, run_id, stats["low"], stats["high"])
-        outcome = {"success": o.success, "failed": o.failed, "docs": o.docs,
-                   "summary": o.describe()}
-    outcome["seconds"] = round(time.perf_counter() - t0, 3)
-    ctx.lake.write_text(f"{ctx.staging}/_validation.json", json.dumps(outcome))
-    if not outcome["success"]:
-        exc = ValidationFailed(f"{pattern.name}: {outcome['summary']}")
-        log_failure(ctx, str(exc), logical_date=stats.get("logical_date", ""))
-        exc.logged = True
-        raise exc
-    return outcome
+    verdicts: dict[str, dict | Exception] = {}
+    staged = []
+    for ctx in ctxs:
+        try:
+            stats = _staged_stats(ctx)
+        except Exception as exc:  # noqa: BLE001 - this pattern's own failure
+            verdicts[ctx.pattern.name] = exc
+            continue
+        if stats.get("matches", 0) == 0:
+            verdicts[ctx.pattern.name] = {"success": True, "failed": [], "docs": None,
+                                          "summary": "no matches to check"}
+        else:
+            staged.append((ctx, StagedMatches(ctx.pattern, ctx.run_id, stats["low"],
+                                              stats["high"], stats["matches"])))
+    outcomes = validate_staged(spark, ctxs[0].lake, [s for _, s in staged]) if staged else {}
+    share = round((time.perf_counter() - t0) / max(len(ctxs), 1), 3)
+    for ctx, _ in staged:
+        o = outcomes[ctx.pattern.name]
+        verdicts[ctx.pattern.name] = o if isinstance(o, Exception) else {
+            "success": o.success, "failed": o.failed, "docs": o.docs, "summary": o.describe()}
+    for ctx in ctxs:
+        outcome = verdicts[ctx.pattern.name]
+        if isinstance(outcome, Exception):
+            continue
+        outcome["seconds"] = share
+        ctx.lake.write_text(f"{ctx.staging}/_validation.json", json.dumps(outcome))
+        if not outcome["success"]:
+            exc = ValidationFailed(f"{ctx.pattern.name}: {outcome['summary']}")
+            log_failure(ctx, str(exc), logical_date=_staged_stats(ctx).get("logical_date", ""))
+            exc.logged = True
+            verdicts[ctx.pattern.name] = exc
+    return verdicts
 
 
 def staged_run(ctx: RunContext) -> tuple[dict, dict]:
@@ -362,10 +442,8 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
             rows.append(RunRecord(run_id, pattern=r.name, status=FAILED, message=r.message))
         ingested, bad_sources = ingest_sources(spark, ctx, sorted({p.source for _, p in patterns}),
                                                echo)
-        for path, pattern in patterns:
-            rows.append(_run_pattern(spark, ctx.for_pattern(path, pattern), bad_sources,
-                                     force_slices, echo))
-            reached("run:after-pattern")
+        rows += run_patterns(spark, [ctx.for_pattern(path, pattern) for path, pattern in patterns],
+                             bad_sources, force_slices, echo)
         finish_run(lake, run_id)
         echo(summary(profile, rows, run_id, time.perf_counter() - t0))
         model_rows = models_step(spark, ctx, echo) if paths is None else []
@@ -400,34 +478,124 @@ def models_step(spark, ctx: RunContext, echo=print, select: list[str] | None = N
 
 
 def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) -> RunRecord:
-    """Match, validate and publish one pattern in one go (``run`` does it per pattern, the
-    DAG's one task per pattern too): its matches are published as soon as they pass."""
-    pattern = ctx.pattern
-    planned = plan(ctx)
-    echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
-         f"{describe_range(planned.rng)}) ...")
-    with progress(f"match {pattern.name}", spark, echo):
-        stats = match_step(spark, ctx, planned, force_slices)
-    for warning in stats.get("warnings") or []:
-        echo(f"warning: {pattern.name}: {warning}")
-    with progress(f"validate {pattern.name}", spark, echo):
-        validate_step(spark, ctx)
-    with progress(f"publish {pattern.name}", None, echo):
-        return publish_step(spark, ctx)
+    """Match, validate and publish one pattern in one go (the DAG's task per pattern);
+    raises when it fails."""
+    row = run_patterns(spark, [ctx], {}, force_slices, echo, isolate=False)[0]
+    return row
 
 
-def _run_pattern(spark, ctx: RunContext, bad_sources, force_slices, echo) -> RunRecord:
-    pattern = ctx.pattern
-    try:
-        if pattern.source in bad_sources:
-            raise ValidationFailed(bad_sources[pattern.source])
-        return run_pattern(spark, ctx, force_slices, echo)
-    except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
+def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
+                 force_slices: bool = False, echo=print, isolate: bool = True,
+                 ranges: dict[str, RunRange] | None = None) -> list[RunRecord]:
+    """Match every pattern, validate all staged runs in one pass (``validate_steps``),
+    then publish each one that passed. A pattern that fails (its file, its source, its
+    match, its suite, its publish) fails alone with a row in ``runs``; ``isolate=False``
+    raises its error instead. ``ranges``: a fixed range per pattern (backfill)."""
+    rows: dict[str, RunRecord] = {}
+    matched = []
+    history: dict[str, list[RunRecord]] = {ctx.pattern.name: [] for ctx in ctxs}
+    if ctxs:
+        for record in all_runs(ctxs[0].lake):  # one read of the runs table per night
+            if record.pattern in history:
+                history[record.pattern].append(record)
+
+    def failed(ctx: RunContext, exc: Exception) -> None:
+        if not isolate:
+            raise exc
         message = short_error(exc)
         if not getattr(exc, "logged", False):
             log_failure(ctx, message)
-        echo(f"FAILED {pattern.name}: {message}")
-        return RunRecord(ctx.run_id, pattern=pattern.name, status=FAILED, message=message)
+        echo(f"FAILED {ctx.pattern.name}: {message}")
+        rows[ctx.pattern.name] = RunRecord(ctx.run_id, pattern=ctx.pattern.name,
+                                           status=FAILED, message=message)
+
+    planned: dict[str, PlannedRun | Exception] = {}
+    for ctx in ctxs:
+        pattern = ctx.pattern
+        try:
+            if pattern.source in bad_sources:
+                raise ValidationFailed(bad_sources[pattern.source])
+            planned[pattern.name] = plan(ctx, rng=(ranges or {}).get(pattern.name),
+                                         runs=history[pattern.name])
+        except Exception as exc:  # noqa: BLE001 - reported with its pattern below
+            planned[pattern.name] = exc
+    shared = {} if force_slices else source_passes(spark, ctxs, planned, echo)
+    try:
+        diagnostics = night_diagnostics(spark, ctxs, planned) if ctxs else None
+    except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
+        diagnostics = None
+    for ctx in ctxs:
+        pattern = ctx.pattern
+        try:
+            if isinstance(planned[pattern.name], Exception):
+                raise planned[pattern.name]
+            one = planned[pattern.name]
+            echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
+                 f"{describe_range(one.rng)}) ...")
+            with progress(f"match {pattern.name}", spark, echo):
+                stats = match_step(spark, ctx, one, force_slices, shared.get(pattern.name),
+                                   diagnostics)
+            for warning in stats.get("warnings") or []:
+                echo(f"warning: {pattern.name}: {warning}")
+            matched.append(ctx)
+        except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
+            failed(ctx, exc)
+    if matched:
+        with progress(f"validate {len(matched)} pattern(s)", spark, echo):
+            verdicts = validate_steps(spark, matched)
+    for ctx in matched:
+        try:
+            if isinstance(verdicts[ctx.pattern.name], Exception):
+                raise verdicts[ctx.pattern.name]
+            with progress(f"publish {ctx.pattern.name}", None, echo):
+                rows[ctx.pattern.name] = publish_step(spark, ctx)
+        except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
+            failed(ctx, exc)
+        reached("run:after-pattern")
+    return [rows[ctx.pattern.name] for ctx in ctxs]
+
+
+def source_passes(spark, ctxs: list[RunContext], planned: dict, echo=print) -> dict:
+    """Match the patterns that share a source and its partition attributes in one Spark
+    job per group (``jobs.pipeline.source_pass``): {pattern: (result, plan)}. A pass that
+    fails is reported and its patterns run alone, so that an error stays with its own
+    pattern."""
+    by_name = {ctx.pattern.name: ctx for ctx in ctxs}
+    items, choices = [], {}
+    for name, one in planned.items():
+        if isinstance(one, Exception) or one.rng.empty or not shareable(one.pattern):
+            continue
+        try:
+            choice = run_plan(spark, by_name[name], one)
+        except Exception:  # noqa: BLE001 - the pattern runs alone and reports it
+            continue
+        choices[name] = choice
+        items.append(PassItem(one.pattern, one.text, one.rng.low, one.rng.high,
+                              choice.to_json() if choice else None))
+    out = {}
+    profile = ctxs[0].profile if ctxs else None
+    for n, group in enumerate(pass_groups(items)):
+        source = group[0].pattern.source
+        label = f"match {len(group)} patterns of {source} in one pass"
+        echo(f"{label}: {', '.join(i.pattern.name for i in group)} ...")
+        t0 = time.perf_counter()
+        try:
+            with progress(label, spark, echo):
+                results = run_source_pass(
+                    spark, ctxs[0].lake, group, ctxs[0].run_id, n,
+                    profile.max_partition_events, profile.max_matches_per_window,
+                    profile.memory_budget,
+                    limits=f"match.max_matches_per_window and match.memory_budget in "
+                           f"conf/pipeline.yaml (profile {profile.name})")
+        except Exception as exc:  # noqa: BLE001 - retried pattern by pattern
+            echo(f"warning: the pass over {source} did not finish ({short_error(exc)}); "
+                 "its patterns are matched one by one")
+            continue
+        share = (time.perf_counter() - t0) / len(group)
+        for name, result in results.items():
+            result.stats["pass_seconds"] = round(share, 3)
+            out[name] = (result, choices[name])
+    return out
 
 
 def short_error(exc: BaseException) -> str:
@@ -462,14 +630,10 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
         for r in catalog.rejected:
             echo(f"FAILED {r.name}: {r.message}")
             rows.append(RunRecord(run_id, pattern=r.name, status=FAILED, message=r.message))
-        for path, pattern in patterns:
-            one = ctx.for_pattern(path, pattern)
-            planned = plan(one, rng=backfill_range(start, end))
-            with progress(f"match {pattern.name}", spark, echo):
-                match_step(spark, one, planned)
-            with progress(f"validate {pattern.name}", spark, echo):
-                validate_step(spark, one)
-            rows.append(publish_step(spark, one))
+        rng = backfill_range(start, end)
+        rows += run_patterns(spark, [ctx.for_pattern(path, pattern) for path, pattern in patterns],
+                             {}, echo=echo, isolate=False,
+                             ranges={pattern.name: rng for _, pattern in patterns})
     echo(summary(profile, rows, run_id, None))
     return rows
 

@@ -53,38 +53,51 @@ def _variables(pattern):
 def variable_counts(events_df, pattern) -> list[VariableCount]:
     """Per variable of a sequence pattern, the events of ``events_df`` (Spark) that satisfy
     its properties, in one pass; hints for the properties no event satisfies."""
+    return variable_counts_many(events_df, [pattern])[pattern.name]
+
+
+def variable_counts_many(events_df, patterns: list) -> dict[str, list[VariableCount]]:
+    """``variable_counts`` of several sequence patterns of one source, in one pass over
+    ``events_df`` (one aggregate shared by all; a property common to several patterns
+    is counted once)."""
     from pyspark.sql import functions as F
 
-
-    if pattern.kind == "window":
-        raise InputError(f"{pattern.name} is a window pattern: per-variable counts are for "
-                         "sequence patterns (a window pattern has no variables)")
+    for pattern in patterns:
+        if pattern.kind == "window":
+            raise InputError(f"{pattern.name} is a window pattern: per-variable counts are "
+                             "for sequence patterns (a window pattern has no variables)")
     columns, index = [], {}
-    for k, alt, v, _ in _variables(pattern):
-        for p in alt.properties[v.name]:
-            key = str(p)
-            if key not in index:
-                index[key] = len(columns)
-                columns.append(F.sum(F.when(property_column(p), 1).otherwise(0)))
-        props = alt.properties[v.name]
-        if props:
-            index[(k, v.name)] = len(columns)
-            every = reduce(lambda a, b: a & b, map(property_column, props))
-            columns.append(F.sum(F.when(every, 1).otherwise(0)))
+    for pattern in patterns:
+        for k, alt, v, _ in _variables(pattern):
+            for p in alt.properties[v.name]:
+                key = str(p)
+                if key not in index:
+                    index[key] = len(columns)
+                    columns.append(F.sum(F.when(property_column(p), 1).otherwise(0)))
+            props = alt.properties[v.name]
+            if props:
+                every = reduce(lambda a, b: a & b, map(property_column, props))
+                key = " and ".join(sorted(str(p) for p in props))
+                if key not in index:
+                    index[key] = len(columns)
+                    columns.append(F.sum(F.when(every, 1).otherwise(0)))
+                index[(pattern.name, k, v.name)] = index[key]
     row = events_df.agg(*columns).collect()[0] if columns else []
     total = None
-    out = []
-    for k, alt, v, negated in _variables(pattern):
-        props = alt.properties[v.name]
-        counts = tuple((str(p), int(row[index[str(p)]] or 0)) for p in props)
-        if props:
-            n = int(row[index[(k, v.name)]] or 0)
-        else:
-            total = events_df.count() if total is None else total
-            n = total
-        hints = tuple(h for p, (_, c) in zip(props, counts) if c == 0
-                      for h in [nearest_values(events_df, p)] if h)
-        out.append(VariableCount(k, v.name, negated, n, counts, hints))
+    out = {}
+    for pattern in patterns:
+        out[pattern.name] = []
+        for k, alt, v, negated in _variables(pattern):
+            props = alt.properties[v.name]
+            counts = tuple((str(p), int(row[index[str(p)]] or 0)) for p in props)
+            if props:
+                n = int(row[index[(pattern.name, k, v.name)]] or 0)
+            else:
+                total = events_df.count() if total is None else total
+                n = total
+            hints = tuple(h for p, (_, c) in zip(props, counts) if c == 0
+                          for h in [nearest_values(events_df, p)] if h)
+            out[pattern.name].append(VariableCount(k, v.name, negated, n, counts, hints))
     return out
 
 

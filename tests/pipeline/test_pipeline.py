@@ -74,6 +74,71 @@ def test_every_pattern_spark_equals_local(nightly):
     assert any("tables:" in line for line in log)
 
 
+def _staged(lake, name, run_id) -> list[tuple]:
+    import pyarrow.dataset as pads
+
+    t = pads.dataset(lake.staging(name, run_id), format="parquet").to_table()
+    t = t.filter(pa.compute.equal(t.column("kind"), "match")).drop_columns(["stats"])
+    return sorted(tuple(str(v) for v in row.values()) for row in t.to_pylist())
+
+
+def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
+    """The shareable committed patterns of each source, in one pass and one by one, with
+    start ranges that differ per pattern: the same staged rows and the same counters."""
+    from jobs.pipeline.phase1 import run_match_job
+    from jobs.pipeline.source_pass import PassItem, pass_groups, run_source_pass
+    from jobs.runrecord import COUNTERS
+
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    items = []
+    for k, path in enumerate(pattern_paths()):
+        pattern = load_pattern(path)
+        middle = {"hospital": "2006-06-01", "sepsis": "2014-06-01"}.get(pattern.source)
+        low = None if k % 3 == 0 or middle is None else \
+            horizon(middle, 0, 0) + k * 86400 * 10**9
+        items.append(PassItem(pattern, Path(path).read_text(), low,
+                              horizon(LOGICAL_DATE, pattern.tau, 0)))
+    groups = pass_groups(items)
+    assert {g[0].pattern.source for g in groups} >= {"sepsis", "hospital"}
+    for n, group in enumerate(groups):
+        shared = run_source_pass(spark, lake, group, "pass", n, 10**6, 10**6, 2 * 1024**3)
+        for item in group:
+            alone = run_match_job(spark, item.pattern, item.text, lake, "alone", item.low,
+                                  item.high, 90 * 86400 * 10**9, 10**6, 10**6)
+            name = item.pattern.name
+            assert _staged(lake, name, "pass") == _staged(lake, name, "alone"), name
+            for c in COUNTERS:
+                assert shared[name].stats[c] == alone.stats[c], (name, c)
+            assert shared[name].stats["matches"] > 0, name
+            lake.remove(lake.staging(name, "pass"))
+            lake.remove(lake.staging(name, "alone"))
+
+
+def test_a_failed_source_pass_is_retried_pattern_by_pattern(spark, tmp_path, monkeypatch):
+    """A pass that dies takes no pattern down: each is matched alone and published."""
+    from jobs.pipeline import run as night
+
+    profile, _ = _chemo_profile(tmp_path)
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    text = Path(P1).read_text()
+    for name in ("first_p1", "second_p1"):
+        (folder / f"{name}.yaml").write_text(text.replace("name: mw_chemo_p1", f"name: {name}"))
+
+    def dies(*args, **kw):
+        raise RuntimeError("executor lost")
+
+    monkeypatch.setattr(night, "run_source_pass", dies)
+    log = []
+    rows = run_all(spark, profile, "2010-08-30", [str(p) for p in sorted(folder.iterdir())],
+                   echo=log.append)
+    assert [(r["pattern"], r["status"]) for r in rows] == [("first_p1", "success"),
+                                                            ("second_p1", "success")]
+    assert any("did not finish (RuntimeError: executor lost)" in line for line in log), log
+    assert len(published_ids(profile, "first_p1")) == len(published_ids(profile, "second_p1")) == 3
+
+
 def test_every_pattern_with_time_slices(spark, nightly):
     profile = nightly[0]
     for path in pattern_paths():
@@ -449,7 +514,8 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
     rows.append(dict(first))  # a duplicated match
     wrong = next(r for r in rows if r["kind"] == "match" and r is not first)
     wrong["bindings"] = wrong["bindings"].replace('"b": ["e12"]', '"b": ["e2"]')  # b before p
-    pq.write_table(pa.Table.from_pylist(rows, schema=t.schema), staging / "part-0.parquet")
+    pq.write_table(pa.Table.from_pylist(rows, schema=t.schema), staging / "part-0.parquet",
+                   coerce_timestamps="us")  # as Spark writes them (Spark reads no nanoseconds)
     with pytest.raises(ValidationFailed) as info:
         validate_step(spark, ctx)
     msg = str(info.value)

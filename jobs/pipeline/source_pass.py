@@ -1,0 +1,197 @@
+"""One pass per source: the patterns of a night that read one source and partition it by
+the same attributes X are matched by one Spark job (issue 28), not one job each.
+
+Phase 1 reads the source once over the union of the patterns' event ranges, keeps the
+events that pass at least one pattern's Theorem 1 filter and tags each with the patterns
+it can serve (bit i: pattern i), repartitions by X once and sorts once. Phase 2
+(``jobs.pipeline.phase2.run_shared_partition``) runs every pattern's matcher over its own
+events of each partition: the rows of its tag inside its own read range, which are
+exactly the rows its own match job would give it, so its matches and counters are the
+same. The output is written once, partitioned by pattern, and each pattern's files are
+moved to its own staging folder, where validate and publish find them as before.
+
+Which patterns share a pass (``shareable``): sequence patterns with partition attributes,
+no contiguity (its positions are numbered per pattern before any filter) and no negated
+variable outside X; window patterns, slices and the rest keep their own match job. A
+pass whose partitions exceed ``max_partition_events`` (they would be sliced) is not
+run: its patterns run alone (``NotShared``).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from functools import reduce
+
+from jobs.core.engine import MATCHER_CLASSES
+from jobs.core.pattern import Disjunction, Pattern
+from jobs.lake import store as lk
+from jobs.pipeline.phase1 import (
+    MatchJobResult,
+    leading_negation,
+    staged_counters,
+    unlinked_negation,
+)
+from jobs.pipeline.phase2 import (
+    MAX_SHARED,
+    PATTERN,
+    PATTERNS_COLUMN,
+    Phase2Spec,
+    SharedSpec,
+    output_columns,
+    run_shared_partition,
+)
+from jobs.spark.predicates import col, event_date_filters, filter_column, read_range
+
+PASS_FOLDER = "_pass"  # staging/_pass/<run_id>/<source>_<n>: a pass's output, then moved
+
+
+class NotShared(Exception):
+    """The pass cannot give every pattern its own job's result: run them alone."""
+
+
+@dataclass(frozen=True)
+class PassItem:
+    """One pattern of a pass: its file's text, its start range [low, high) and, for
+    ZStream, the driver's plan (JSON)."""
+    pattern: Pattern | Disjunction
+    text: str
+    low: int | None
+    high: int
+    plan_json: str | None = None
+
+    @property
+    def read_low(self) -> int | None:
+        """The first event its own job reads: a leading negated set looks back τ."""
+        if self.low is None:
+            return None
+        return self.low - (self.pattern.tau if leading_negation(self.pattern) else 0)
+
+    @property
+    def read_high(self) -> int:
+        return self.high + self.pattern.tau
+
+
+def shareable(pattern: Pattern | Disjunction) -> bool:
+    return (pattern.kind != "window" and bool(pattern.partition_attributes)
+            and not unlinked_negation(pattern)
+            and all(alt.contiguity == "none" for alt in pattern.alternatives))
+
+
+def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
+    """The passes of a night: shareable patterns grouped by source, X and output shape
+    (a disjunction's rows say which alternative matched), at most ``MAX_SHARED`` each;
+    a group of one is no pass."""
+    groups: dict[tuple, list[PassItem]] = {}
+    for item in items:
+        p = item.pattern
+        if shareable(p):
+            key = (p.source, tuple(p.partition_attributes), isinstance(p, Disjunction))
+            groups.setdefault(key, []).append(item)
+    out = []
+    for group in groups.values():
+        for i in range(0, len(group), MAX_SHARED):
+            if len(group[i:i + MAX_SHARED]) > 1:
+                out.append(group[i:i + MAX_SHARED])
+    return out
+
+
+def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n: int,
+                    max_partition_events: int, max_matches_per_window: int,
+                    memory_budget: int, limits: str | None = None
+                    ) -> dict[str, MatchJobResult]:
+    """Match ``items`` (one group of ``pass_groups``) in one Spark job into each pattern's
+    staging folder; per pattern its staging and counters, as ``run_match_job`` returns
+    them. ``n`` numbers the passes of a run."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    started = time.perf_counter()
+    first = items[0].pattern
+    path = lake.events(first.source)
+    keys = list(first.partition_attributes)
+    disjunctive = isinstance(first, Disjunction)
+    lows = [i.read_low for i in items]
+    read_low = None if any(v is None for v in lows) else min(lows)
+    read_high = max(i.read_high for i in items)
+    df = read_range(spark, lake, path, read_low, read_high, 0)
+    scanned = {i.pattern.name: lake.count_rows(path, event_date_filters(i.read_low, i.high,
+                                                                         i.pattern.tau))
+               for i in items}
+    bits = []
+    for b, item in enumerate(items):
+        keep = filter_column(item.pattern)
+        bit = F.lit(1 << b).cast("long")
+        bits.append(bit if keep is None else F.when(keep, bit).otherwise(F.lit(0).cast("long")))
+    df = df.withColumn(PATTERNS_COLUMN, reduce(lambda a, b: a + b, bits))
+    df = df.where(F.col(PATTERNS_COLUMN) != 0)
+    for k in keys:
+        df = df.where(col(k).isNotNull())
+    attributes = set().union(*(i.pattern.attributes for i in items))
+    needed = ["event_id", "ts", *sorted(attributes | set(keys)), PATTERNS_COLUMN]
+    df = df.select(*[col(c) for c in dict.fromkeys(needed)])
+    if max_partition_events and max(scanned.values()) > max_partition_events:
+        big = (df.groupBy(*[col(k) for k in keys]).count()
+               .where(F.col("count") > max_partition_events))
+        if big.limit(1).count():
+            raise NotShared(f"a partition of {first.source} has more than "
+                            f"{max_partition_events} events: sliced, pattern by pattern")
+    n_parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    df = df.repartition(n_parts, *[col(k) for k in keys])
+    df = df.sortWithinPartitions(*[col(k) for k in keys], "ts", "event_id")
+    specs = tuple(SharedSpec(
+        item.pattern.name,
+        Phase2Spec(pattern_text=item.text, keys=tuple(keys), low=item.low, high=item.high,
+                   max_matches_per_window=max_matches_per_window,
+                   memory_budget=memory_budget, plan=item.plan_json,
+                   **({"limits": limits} if limits else {})),
+        item.read_low, item.read_high) for item in items)
+    key_fields = [df.schema[k] for k in keys]
+    schema = T.StructType([
+        T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),
+        *([T.StructField("alternative", T.IntegerType())] if disjunctive else []),
+        *[T.StructField(f.name, f.dataType) for f in key_fields],
+        T.StructField("start_ts", T.TimestampType()), T.StructField("end_ts", T.TimestampType()),
+        T.StructField("n_events", T.LongType()), T.StructField("bindings", T.StringType()),
+        T.StructField("stats", T.StringType()), T.StructField(PATTERN, T.StringType())])
+    assert [f.name for f in schema][:-1] == output_columns(tuple(keys), disjunctive)
+    shared = lk.join(lake.staging(PASS_FOLDER, run_id), f"{first.source}_{n}")
+    out = df.mapInPandas(lambda it: run_shared_partition(specs, it), schema)
+    out.write.mode("overwrite").partitionBy(PATTERN).parquet(lk.spark_uri(shared))
+    seconds = (time.perf_counter() - started) / len(items)
+    results = {}
+    for item in items:
+        name = item.pattern.name
+        staging = lake.staging(name, run_id)
+        _move(lake, lk.join(shared, f"{PATTERN}={name}"), staging, schema)
+        stats = {"events": scanned[name], **staged_counters(lake, staging, keys),
+                 "work_item": MATCHER_CLASSES[item.pattern.matcher].work_item,
+                 "sliced": "no", "shared_pass": len(items),
+                 "seconds": round(seconds, 3)}
+        results[name] = MatchJobResult(staging, stats)
+    lake.remove(shared)
+    return results
+
+
+def _move(lake: lk.Lake, source: str, target: str, schema) -> None:
+    """A pattern's files of a pass into its staging folder (emptied first); a pattern
+    without any row gets one empty file with the staged columns."""
+    import pyarrow as pa
+    import pyarrow.fs as pafs
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    lake.remove(target)
+    fs, src = lake.filesystem(source)
+    _, dst = lake.filesystem(target)
+    fs.create_dir(dst, recursive=True)
+    files = [] if fs.get_file_info(src).type != pafs.FileType.Directory else [
+        f for f in fs.get_file_info(pafs.FileSelector(src)) if f.type == pafs.FileType.File
+        and f.base_name.endswith(".parquet")]
+    for f in files:
+        fs.move(f.path, f"{dst}/{f.base_name}")
+    if not files:
+        columns = to_arrow_schema(schema)
+        columns = pa.schema([f for f in columns if f.name != PATTERN])
+        pq.write_table(columns.empty_table(), f"{dst}/part-00000-empty.parquet",
+                       filesystem=fs, coerce_timestamps="us")
