@@ -9,8 +9,9 @@ reads the step times from the run's summary and the runs table.
 
     python bench/many_patterns.py [--n 18,50,100,200] [--nights 2]
 
-Writes bench/out/many_patterns.json and docs/benchmarks/many_patterns.png; the figures
-go into docs/benchmarks.md by hand.
+Writes bench/out/many_patterns.json and docs/benchmarks/many_patterns.png (with the wall
+times of bench/out/many_patterns_before.json, when present: the same script run in a
+checkout of an earlier commit); the figures go into docs/benchmarks.md by hand.
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ def night(n: int, day: str, files: list[Path], env: dict) -> dict:
     return out
 
 
+BEFORE_FILE = OUT.parent / "many_patterns_before.json"  # the same run on an earlier commit
+BEFORE = json.loads(BEFORE_FILE.read_text()) if BEFORE_FILE.exists() else []
+
+
 def plot(results: list[dict], path: Path) -> None:
     import matplotlib
 
@@ -108,6 +113,11 @@ def plot(results: list[dict], path: Path) -> None:
             vals = [r[step] for r in rs]
             ax.bar([str(x) for x in ns], vals, bottom=bottom, label=step)
             bottom = [b + v for b, v in zip(bottom, vals)]
+        before = [r for r in BEFORE if r["day"] == day and r["n"] in ns]
+        if before:
+            ax.plot([str(r["n"]) for r in sorted(before, key=lambda r: r["n"])],
+                    [r["wall"] for r in sorted(before, key=lambda r: r["n"])], "kD--",
+                    label="before (wall)")
         ax.set_title(f"night {DATES.index(day) + 1} ({'full recompute' if day == DATES[0] else 'incremental'})")
         ax.set_xlabel("patterns")
     axes[0].set_ylabel("seconds (wall)")

@@ -114,23 +114,20 @@ def checked_negations(pattern: Pattern):
 
 # -- the frame the match suite checks ------------------------------------------------------
 def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Disjunction,
-                      low: int | None, high: int | None):
+                      low: int | None, high: int | None, events=None):
     """One row per staged match with the columns the match suite checks; a disjunction's
-    rows are checked against the alternative that matched."""
+    rows are checked against the alternative that matched. ``events``: the source's
+    events as ``check_events`` gives them, when several frames share one read."""
     from pyspark.sql import functions as F
 
 
     disjunctive = isinstance(pattern, Disjunction)
-    events_path = lake.events(pattern.source)
     staged = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
               .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
                       "end_ts", "n_events",
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
-    keys = sorted({*pattern.partition_attributes,  # a window pattern has no alternatives
-                   *(k for alt in pattern.alternatives for k in alt.partition_attributes)})
-    events = lake.read_spark(spark, events_path,
-                             event_date_filters(low, high, pattern.tau)).select(
-        "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
+    if events is None:
+        events = check_events(spark, lake, [pattern], event_date_filters(low, high, pattern.tau))
     if pattern.kind == "window":
         return _window_frame(staged, events, pattern)
     if not disjunctive:
@@ -139,6 +136,22 @@ def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Dis
                                  events, alt, low, high)
               for alt in pattern.alternatives]
     return reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True), frames)
+
+
+def check_keys(pattern: Pattern | Disjunction) -> set[str]:
+    return {*pattern.partition_attributes,  # a window pattern has no alternatives
+            *(k for alt in pattern.alternatives for k in alt.partition_attributes)}
+
+
+def check_events(spark, lake: lk.Lake, patterns: list, filters):
+    """The events of the patterns' source that their check frames join the bound ids
+    with: id, time and every partition attribute of any of them (frames that share this
+    frame share its scan and shuffle in one Spark job)."""
+    from pyspark.sql import functions as F
+
+    keys = sorted(set().union(*(check_keys(p) for p in patterns)))
+    return lake.read_spark(spark, lake.events(patterns[0].source), filters).select(
+        "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
 
 
 def _alternative_frame(spark, lake: lk.Lake, staged, events, pattern: Pattern,
@@ -276,8 +289,9 @@ def _window_frame(staged, events, pattern):
 
 # -- running a suite -------------------------------------------------------------------------
 _CONTEXTS: dict[str, object] = {}
-DRIVER_ROWS = 1_000_000  # a night's check frames up to this many rows in all: one collect,
+DRIVER_ROWS = 1_000_000  # a night's check frames up to this many rows in all: collected,
 #                          then GX's pandas engine per suite; larger ones stay on Spark
+UNION_FRAMES = 10  # check frames per Spark job: a larger union costs more to plan than it saves
 
 
 def context(lake: lk.Lake):
@@ -406,20 +420,24 @@ def _suite(lake: lk.Lake, s: StagedMatches, df, docs: bool) -> Outcome:
 
 def validate_staged(spark, lake: lk.Lake, staged: list[StagedMatches]
                     ) -> dict[str, Outcome | Exception]:
-    """The matches suite of every staged run of a night, at the cost of about one: the
-    check frames of all runs are computed by one Spark job and collected once (when they
-    hold at most ``DRIVER_ROWS`` rows in all), each pattern's suite runs on its rows with
+    """The matches suite of every staged run of a night in few passes: the check frames
+    of the runs are computed by a few Spark jobs and collected (when they hold at most
+    ``DRIVER_ROWS`` rows in all), each pattern's suite runs on its rows with
     GX's pandas engine, and the Data Docs are built once. Larger batches run each suite
     on Spark. Each pattern keeps its own suite, result and verdict; a pattern whose frame
-    cannot be built gets its error, the others their outcomes."""
+    cannot be built gets its error, the others their outcomes. The frames are collected
+    ``UNION_FRAMES`` at a time: one job over the union of 10 frames costs about half of
+    10 jobs, while the plan of a union of 50 costs more than 50 jobs."""
     outcomes: dict[str, Outcome | Exception] = {}
     batch = [s for s in staged if s.rows <= DRIVER_ROWS]
     if sum(s.rows for s in batch) > DRIVER_ROWS:
         batch = []
-    tables = _collected(spark, lake, batch) if len(batch) > 1 else None
+    tables: dict = {}
+    for i in range(0, len(batch) if len(batch) > 1 else 0, UNION_FRAMES):
+        tables.update(_collected(spark, lake, batch[i:i + UNION_FRAMES]) or {})
     for s in staged:
         try:
-            if tables is not None and s.pattern.name in tables:
+            if s.pattern.name in tables:
                 df = tables[s.pattern.name]
             else:
                 df = _check_frame(spark, lake, s)
@@ -432,9 +450,9 @@ def validate_staged(spark, lake: lk.Lake, staged: list[StagedMatches]
     return outcomes
 
 
-def _check_frame(spark, lake: lk.Lake, s: StagedMatches):
+def _check_frame(spark, lake: lk.Lake, s: StagedMatches, events=None):
     return match_check_frame(spark, lake, lake.staging(s.pattern.name, s.run_id), s.pattern,
-                             s.low, s.high)
+                             s.low, s.high, events)
 
 
 def _collected(spark, lake: lk.Lake, batch: list[StagedMatches]) -> dict | None:
@@ -444,7 +462,17 @@ def _collected(spark, lake: lk.Lake, batch: list[StagedMatches]) -> dict | None:
     from pyspark.sql import functions as F
 
     try:
-        frames = [(s.pattern.name, _check_frame(spark, lake, s)) for s in batch]
+        events = {}
+        for source in {s.pattern.source for s in batch}:
+            mine = [s for s in batch if s.pattern.source == source]
+            lows = [s.low for s in mine]
+            low = None if None in lows else min(lows)
+            highs = [None if s.high is None else s.high + s.pattern.tau for s in mine]
+            high = None if None in highs else max(highs)
+            events[source] = check_events(spark, lake, [s.pattern for s in mine],
+                                          event_date_filters(low, high, 0))
+        frames = [(s.pattern.name, _check_frame(spark, lake, s, events[s.pattern.source]))
+                  for s in batch]
         columns = {name: df.columns for name, df in frames}
         union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                        [df.withColumn("__pattern", F.lit(name)) for name, df in frames])
