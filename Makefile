@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-from-lock
 # the project itself, installed editable into .venv: the `ses` command, `import jobs` anywhere
 SELF   := $(VENV)/.installed-project
 
-.PHONY: run test browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
+.PHONY: run test test-fast browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
 
 $(STAMP): requirements.lock
 	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
@@ -31,8 +31,18 @@ browser:
 	  { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium; } >/dev/null \
 	  || { echo "could not install chromium: install it (Debian/Ubuntu: sudo apt-get install chromium) and rerun"; exit 1; }; }
 
+# The whole suite on two pytest-xdist workers, one test module per worker at a time (a
+# module's fixtures are built once), the longest modules first (tests/conftest.py);
+# docs/testing.md. WORKERS=0 runs it in one process.
+WORKERS ?= 2
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
+
 test: $(SELF) browser
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q $(XDIST)
+
+# The edit-test loop: every test without Spark, Airflow or a browser (about a minute)
+test-fast: $(SELF)
+	$(PY) -m pytest -q -m "not spark and not airflow and not browser" $(XDIST)
 
 lint: $(SELF)
 	$(PY) -m ruff check jobs tests bench dags spark_entry.py

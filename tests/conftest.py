@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,12 @@ from hypothesis import HealthCheck, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED = ROOT.parent / "shared"
+
+# A pytest-xdist worker's __main__ has neither a spec nor a file, which pyspark.sql.connect
+# (imported by Great Expectations) takes for a doctest run and answers with sys.exit(0).
+_main = sys.modules["__main__"]
+if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
+    _main.__file__ = "<pytest-xdist worker>"
 
 # CI runs a fixed, reproducible set of examples; locally each run explores new ones.
 settings.register_profile("ci", derandomize=True, deadline=None, max_examples=150,
@@ -20,6 +27,13 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 # or through another fixture) or lives in a module that starts Spark in a subprocess.
 SPARK_MODULES = {"test_cluster.py", "test_kills.py", "test_airflow.py"}
 AIRFLOW_MODULES = {"test_airflow.py"}
+# `slow`: a test that starts a Spark application, a cluster or Airflow in a subprocess,
+# or reads the real-data slices (each of these takes tens of seconds)
+SLOW_MODULES = SPARK_MODULES | {"test_real_slices.py"}
+# The modules that take longest go first, so that pytest-xdist (`make test`: two workers,
+# one module per worker at a time) does not start one of them last; docs/testing.md.
+LONGEST_FIRST = ("test_cluster.py", "test_pipeline.py", "test_airflow.py", "test_kills.py",
+                 "test_pr_check.py", "test_inputs.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -29,6 +43,10 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.spark)
         if "airflow_env" in names or item.path.name in AIRFLOW_MODULES:
             item.add_marker(pytest.mark.airflow)
+        if item.path.name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: file order kept
 
 
 @pytest.fixture(scope="session")
@@ -66,6 +84,22 @@ def make_profile(tmp: Path, landing: Path | None = None, **kw):
     opts.update(kw)
     return Profile(name="test", landing=str(landing), lake=str(tmp / "lake"),
                    spark_master="local[2]", spark_conf=SPARK_CONF, **opts)
+
+
+LOGICAL_DATE = "2026-11-20"
+
+
+@pytest.fixture(scope="session")
+def nightly(spark, tmp_path_factory):
+    """One night of every committed pattern and model on the committed data, run once per
+    test session (per worker under pytest-xdist) for the tests that read a whole lake:
+    the profile, the run's rows and its log lines."""
+    from jobs.pipeline.run import run_all
+
+    profile = make_profile(tmp_path_factory.mktemp("nightly"))
+    log = []
+    rows = run_all(spark, profile, LOGICAL_DATE, echo=log.append)
+    return profile, rows, log
 
 
 @pytest.fixture(scope="session")

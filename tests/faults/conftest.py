@@ -41,6 +41,40 @@ class Lake:
         return subprocess.run([sys.executable, "-m", "jobs", *map(str, args)], cwd=ROOT,
                               env=env, capture_output=True, text=True, timeout=timeout)
 
+    def here(self, spark, *args) -> subprocess.CompletedProcess:
+        """``python -m jobs *args`` in this process, on the test run's SparkSession (the
+        command's ``getOrCreate`` finds it): what a rerun after a fault needs, without a
+        new JVM. The profile's Spark settings are put back afterwards."""
+        import contextlib
+        import io
+
+        from jobs.cli.main import main
+
+        keys = self.profile().spark_conf
+        saved = {k: spark.conf.get(k, None) for k in keys}
+        out, err = io.StringIO(), io.StringIO()
+        env = {k: os.environ.get(k) for k in ("SES_PIPELINE_CONF", "SES_PROFILE", "SES_FAILPOINT")}
+        os.environ.update(SES_PIPELINE_CONF=str(self.conf), SES_PROFILE="test")
+        os.environ.pop("SES_FAILPOINT", None)
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main([str(a) for a in args])
+        finally:
+            for k, v in env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+            for k, v in saved.items():
+                if not spark.conf.isModifiable(k) or spark.conf.get(k, None) == v:
+                    continue
+                if v is None:
+                    spark.conf.unset(k)
+                else:
+                    spark.conf.set(k, v)
+        return subprocess.CompletedProcess(["ses", *map(str, args)], code, out.getvalue(),
+                                           err.getvalue())
+
     def profile(self):
         from jobs.config import load_profile
 

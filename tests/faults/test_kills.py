@@ -19,13 +19,13 @@ def runs(lake):
     return DeltaTable(str(path)).to_pyarrow_table().to_pylist() if path.exists() else []
 
 
-def test_kill_between_the_matches_merge_and_the_runs_row(lake):
+def test_kill_between_the_matches_merge_and_the_runs_row(lake, spark):
     killed = lake.jobs("run", "--logical-date", DATE, "--pattern", P1,
                        failpoint="publish:after-merge")
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
     assert DeltaTable(str(lake.root / "matches" / "mw_chemo_p1")).count() == 3
     assert not [r for r in runs(lake) if r["status"] == "success"]
-    again = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)
+    again = lake.here(spark, "run", "--logical-date", DATE, "--pattern", P1)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "was published but not logged; logged now" in again.stdout
     counts = check(str(lake.root))  # the log's inserted total equals the table again
@@ -36,19 +36,19 @@ def test_kill_between_the_matches_merge_and_the_runs_row(lake):
     assert not any((lake.root / "staging").rglob("*.parquet"))  # published runs cleaned
 
 
-def test_kill_between_the_events_and_the_ingest_log(lake):
+def test_kill_between_the_events_and_the_ingest_log(lake, spark):
     killed = lake.jobs("run", "--logical-date", DATE, "--pattern", P1,
                        failpoint="ingest:after-events")
     assert killed.returncode == -signal.SIGKILL
     assert DeltaTable(str(lake.root / "events" / "chemo_mw")).count() == 14
-    again = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)
+    again = lake.here(spark, "run", "--logical-date", DATE, "--pattern", P1)
     assert again.returncode == 0, again.stderr[-2000:]
     counts = check(str(lake.root))
     assert counts["events/chemo_mw"] == 14 and counts["ingest_log"] == 1
     assert counts["matches/mw_chemo_p1"] == 3
 
 
-def test_kill_between_patterns_logs_the_rest_as_aborted(lake, tmp_path):
+def test_kill_between_patterns_logs_the_rest_as_aborted(lake, spark, tmp_path):
     folder = tmp_path / "patterns"
     folder.mkdir()
     text = Path(P1).read_text()
@@ -58,7 +58,7 @@ def test_kill_between_patterns_logs_the_rest_as_aborted(lake, tmp_path):
             "--pattern", folder / "b.yaml"]
     killed = lake.jobs(*args, failpoint="run:after-pattern")
     assert killed.returncode == -signal.SIGKILL
-    again = lake.jobs(*args)
+    again = lake.here(spark, *args)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "second_p1 of run" in again.stdout and "logged as aborted" in again.stdout
     rows = runs(lake)
@@ -70,13 +70,13 @@ def test_kill_between_patterns_logs_the_rest_as_aborted(lake, tmp_path):
     assert not (lake.root / "_runs").exists() or not any((lake.root / "_runs").iterdir())
 
 
-def test_a_second_run_is_refused_while_one_holds_the_lake(lake):
+def test_a_second_run_is_refused_while_one_holds_the_lake(lake, spark):
     with lake_lock(str(lake.root), "a test standing in for a long run"):
         second = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)
     assert second.returncode == 2
     assert "another run is in progress: a test standing in for a long run" in second.stderr
     assert "Traceback" not in second.stderr
     assert not (lake.root / "runs").exists() and not (lake.root / "events").exists()
-    after = lake.jobs("run", "--logical-date", DATE, "--pattern", P1)  # the lock is gone
+    after = lake.here(spark, "run", "--logical-date", DATE, "--pattern", P1)  # the lock is gone
     assert after.returncode == 0, after.stderr[-2000:]
     check(str(lake.root))

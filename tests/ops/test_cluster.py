@@ -5,6 +5,7 @@ every pattern's matches, every source's events, every model."""
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import yaml
@@ -12,7 +13,7 @@ from deltalake import DeltaTable
 
 from jobs.ops import cluster
 
-from ..conftest import ROOT
+from ..conftest import LOGICAL_DATE, ROOT
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +30,7 @@ def _run(profile: str, conf, tmp_path) -> subprocess.CompletedProcess:
     """``make run`` with ``profile``: every pattern, then the models."""
     env = dict(os.environ, SES_PIPELINE_CONF=str(conf), PYTHONPATH=str(ROOT))
     args = [sys.executable, "-m", "jobs", "run", "--profile", profile,
-            "--logical-date", "2026-11-20"]
+            "--logical-date", LOGICAL_DATE]
     return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
                           timeout=1800)
 
@@ -46,25 +47,28 @@ def test_cluster_has_two_workers(running):
     assert {w["host"] for w in running["workers"] if w["state"] == "ALIVE"} == {"127.0.0.1"}
 
 
-def test_standalone_run_equals_local(running, tmp_path):
+def test_standalone_run_equals_local(running, nightly, tmp_path):
+    """``ses run --profile standalone`` on the cluster against the session's local run of
+    the same data and logical date (``nightly``: every pattern and model on local[2])."""
     doc = yaml.safe_load((ROOT / "conf" / "pipeline.yaml").read_text())
-    for name in ("local", "standalone"):
-        doc["profiles"][name]["lake"] = str(tmp_path / f"lake-{name}")
-        doc["profiles"][name].pop("site", None)
+    doc["profiles"]["standalone"]["lake"] = str(tmp_path / "lake-standalone")
+    doc["profiles"]["standalone"].pop("site", None)
     conf = tmp_path / "pipeline.yaml"
     conf.write_text(yaml.safe_dump(doc))
     before = {a["id"] for a in (cluster.status() or {}).get("completedapps", [])}
-    done = {}
-    for name in ("standalone", "local"):
-        out = _run(name, conf, tmp_path)  # the project's cwd is not the executors'
-        assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-        done[name] = tmp_path / f"lake-{name}"
+    out = _run("standalone", conf, tmp_path)  # the project's cwd is not the executors'
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    done = {"standalone": tmp_path / "lake-standalone", "local": Path(nightly[0].lake)}
     apps = [a for a in cluster.status()["completedapps"] if a["id"] not in before]
     assert [a["name"] for a in apps] == ["ses-lakehouse"]  # it ran on the cluster
+    # the tables of the run under test (the session's local lake may hold more: tests
+    # that share it add models of their own)
     tables = [f"{kind}/{t.name}" for kind in ("matches", "events", "models")
-              for t in sorted((done["local"] / kind).iterdir())]
+              for t in sorted((done["standalone"] / kind).iterdir())]
     patterns = {p.stem for p in (ROOT / "patterns").glob("*.y*ml")}
-    assert len([t for t in tables if t.startswith("matches/")]) == len(patterns)
+    models = {p.stem for p in (ROOT / "models").glob("*.sql")}
+    assert {t.split("/")[1] for t in tables if t.startswith("matches/")} == patterns
+    assert {t.split("/")[1] for t in tables if t.startswith("models/")} == models
     for table in tables:
         a, b = _rows(done["standalone"], table), _rows(done["local"], table)
         assert a == b, table

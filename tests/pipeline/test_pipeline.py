@@ -25,9 +25,8 @@ from jobs.pipeline.ingest import IngestError, ingest
 from jobs.pipeline.run import backfill, match_step, plan, publish_step, run_all
 from jobs.project.patterns import pattern_paths
 
-from ..conftest import make_profile
+from ..conftest import LOGICAL_DATE, make_profile
 
-LOGICAL_DATE = "2026-11-20"
 
 
 def events_from_lake(profile, source: str) -> list[Event]:
@@ -47,14 +46,6 @@ def local_ids(profile, pattern, low=None, high=None) -> set[str]:
 def published_ids(profile, name: str) -> set[str]:
     t = DeltaTable(lk.Lake(profile.lake).matches(name)).to_pyarrow_table(columns=["match_id"])
     return set(t.column("match_id").to_pylist())
-
-
-@pytest.fixture(scope="module")
-def nightly(spark, tmp_path_factory):
-    profile = make_profile(tmp_path_factory.mktemp("nightly"))
-    log = []
-    rows = run_all(spark, profile, LOGICAL_DATE, echo=log.append)
-    return profile, rows, log
 
 
 def test_every_pattern_spark_equals_local(nightly):

@@ -4,6 +4,7 @@ parsed pattern against its source's columns."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from jobs.core.pattern import Disjunction, Pattern
@@ -31,7 +32,13 @@ def load_pattern(path: str | Path) -> Pattern | Disjunction | WindowPattern:
 def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction | WindowPattern:
     """Parse and validate the text of a pattern file; raises ``PatternError``. A file
     with ``alternatives:`` gives a ``Disjunction``, one with ``kind: window`` a
-    ``WindowPattern``."""
+    ``WindowPattern``. The same text and path give the same (frozen) pattern, parsed once
+    per process: a night asks for its files several times (catalogue, names, steps)."""
+    return _parse(text, path)
+
+
+@lru_cache(maxsize=1024)
+def _parse(text: str, path: str) -> Pattern | Disjunction | WindowPattern:
     root = compose(text, path, ", ".join(REQUIRED))
     if file_kind(root, path) == "window":
         return parse_window(root, path)
