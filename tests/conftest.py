@@ -30,10 +30,6 @@ AIRFLOW_MODULES = {"test_airflow.py"}
 # `slow`: a test that starts a Spark application, a cluster or Airflow in a subprocess,
 # or reads the real-data slices (each of these takes tens of seconds)
 SLOW_MODULES = SPARK_MODULES | {"test_real_slices.py"}
-# The modules that take longest go first, so that pytest-xdist (`make test`: two workers,
-# one module per worker at a time) does not start one of them last; docs/testing.md.
-LONGEST_FIRST = ("test_cluster.py", "test_pipeline.py", "test_airflow.py", "test_kills.py",
-                 "test_pr_check.py", "test_inputs.py")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -45,8 +41,6 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.airflow)
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: file order kept
 
 
 @pytest.fixture(scope="session")
