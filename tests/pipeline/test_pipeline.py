@@ -28,7 +28,6 @@ from jobs.project.patterns import pattern_paths
 from ..conftest import LOGICAL_DATE, make_profile
 
 
-
 def events_from_lake(profile, source: str) -> list[Event]:
     return events_from_arrow(DeltaTable(lk.Lake(profile.lake).events(source)).to_pyarrow_table())
 
