@@ -1,3 +1,5 @@
+import contextlib
+import io
 import os
 import shutil
 import subprocess
@@ -44,27 +46,19 @@ class Lake:
     def here(self, spark, *args) -> subprocess.CompletedProcess:
         """``python -m jobs *args`` in this process, on the test run's SparkSession (the
         command's ``getOrCreate`` finds it): what a rerun after a fault needs, without a
-        new JVM. The profile's Spark settings are put back afterwards."""
-        import contextlib
-        import io
-
+        new JVM. The environment and the session's Spark settings are put back afterwards."""
         from jobs.cli.main import main
 
-        keys = self.profile().spark_conf
-        saved = {k: spark.conf.get(k, None) for k in keys}
+        saved = {k: spark.conf.get(k, None) for k in self.profile().spark_conf}
         out, err = io.StringIO(), io.StringIO()
-        env = {k: os.environ.get(k) for k in ("SES_PIPELINE_CONF", "SES_PROFILE", "SES_FAILPOINT")}
-        os.environ.update(SES_PIPELINE_CONF=str(self.conf), SES_PROFILE="test")
-        os.environ.pop("SES_FAILPOINT", None)
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            with pytest.MonkeyPatch.context() as env, contextlib.redirect_stdout(out), \
+                    contextlib.redirect_stderr(err):
+                env.setenv("SES_PIPELINE_CONF", str(self.conf))
+                env.setenv("SES_PROFILE", "test")
+                env.delenv("SES_FAILPOINT", raising=False)
                 code = main([str(a) for a in args])
         finally:
-            for k, v in env.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
             for k, v in saved.items():
                 if not spark.conf.isModifiable(k) or spark.conf.get(k, None) == v:
                     continue

@@ -58,19 +58,19 @@ def test_standalone_run_equals_local(running, nightly, tmp_path):
     before = {a["id"] for a in (cluster.status() or {}).get("completedapps", [])}
     out = _run("standalone", conf, tmp_path)  # the project's cwd is not the executors'
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
-    done = {"standalone": tmp_path / "lake-standalone", "local": Path(nightly[0].lake)}
+    standalone, local = tmp_path / "lake-standalone", Path(nightly[0].lake)
     apps = [a for a in cluster.status()["completedapps"] if a["id"] not in before]
     assert [a["name"] for a in apps] == ["ses-lakehouse"]  # it ran on the cluster
     # the tables of the run under test (the session's local lake may hold more: tests
     # that share it add models of their own)
     tables = [f"{kind}/{t.name}" for kind in ("matches", "events", "models")
-              for t in sorted((done["standalone"] / kind).iterdir())]
+              for t in sorted((standalone / kind).iterdir())]
     patterns = {p.stem for p in (ROOT / "patterns").glob("*.y*ml")}
     models = {p.stem for p in (ROOT / "models").glob("*.sql")}
     assert {t.split("/")[1] for t in tables if t.startswith("matches/")} == patterns
     assert {t.split("/")[1] for t in tables if t.startswith("models/")} == models
     for table in tables:
-        a, b = _rows(done["standalone"], table), _rows(done["local"], table)
+        a, b = _rows(standalone, table), _rows(local, table)
         assert a == b, table
 
 

@@ -33,7 +33,8 @@ def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction |
     """Parse and validate the text of a pattern file; raises ``PatternError``. A file
     with ``alternatives:`` gives a ``Disjunction``, one with ``kind: window`` a
     ``WindowPattern``. The same text and path give the same (frozen) pattern, parsed once
-    per process: a night asks for its files several times (catalogue, names, steps)."""
+    per process: a long-lived process (the warm session's steps, the tests) loads the
+    catalogue for each pattern it runs, which parsed every file of the folder each time."""
     return _parse(text, path)
 
 
