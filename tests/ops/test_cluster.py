@@ -69,6 +69,8 @@ def test_standalone_run_equals_local(running, nightly, tmp_path):
     models = {p.stem for p in (ROOT / "models").glob("*.sql")}
     assert {t.split("/")[1] for t in tables if t.startswith("matches/")} == patterns
     assert {t.split("/")[1] for t in tables if t.startswith("models/")} == models
+    assert {t.split("/")[1] for t in tables if t.startswith("events/")} == \
+        {t.name for t in (local / "events").iterdir()}  # every source, as before
     for table in tables:
         a, b = _rows(standalone, table), _rows(local, table)
         assert a == b, table
