@@ -147,13 +147,16 @@ class Lake:
         return dt
 
     def read_arrow(self, path: str, columns: list[str] | None = None,
-                   filter=None) -> pa.Table | None:
-        """A table's current snapshot as Arrow (for small tables: runs, ingest log)."""
+                   filter=None, partition_filters=None) -> pa.Table | None:
+        """A table's current snapshot as Arrow (for small tables: runs, ingest log, a
+        small night's events), only the files of the partitions that pass
+        ``partition_filters`` (as in ``read_spark``)."""
         dt = self.read_table(path)
         if dt is None:
             return None
         try:
-            return dt.to_pyarrow_dataset().to_table(columns=columns, filter=filter)
+            dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
+            return dataset.to_table(columns=columns, filter=filter)
         except FileNotFoundError as exc:
             raise BrokenTable(self.name_of(path),
                               f"a data file is missing: {_first_line(exc)[:200]}") from None

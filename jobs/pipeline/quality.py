@@ -27,6 +27,12 @@ from functools import reduce
 from jobs.config import ROOT, Source
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
+from jobs.pipeline.check_frames import (
+    DriverFrames,
+    StagedMatches,
+    checked_negations,
+    prefix,
+)
 from jobs.spark.predicates import col, event_date_filters, property_column
 from jobs.status import new_run_id
 
@@ -66,13 +72,6 @@ def events_expectations(source: Source) -> list[dict]:
     return suite
 
 
-def prefix(pattern: Pattern) -> str:
-    """The prefix of the per-variable columns of one alternative in the checked frame
-    (``a2_n_p``): alternatives may use one variable name with other bounds. The column
-    is null in the other alternatives' rows, which an expectation skips."""
-    return "" if pattern.alternative is None else f"a{pattern.alternative}_"
-
-
 def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
     suite = load_suite("matches")["expectations"]
     if pattern.kind == "window":  # one first and one last event each
@@ -95,21 +94,6 @@ def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
             suite.append({"type": "expect_column_values_to_be_in_set",
                           "kwargs": {"column": f"{pre}no_{n.var.name}_ok", "value_set": [True]}})
     return suite
-
-
-def checked_negations(pattern: Pattern):
-    """The negated variables the suite can check exactly in Spark: linked to the
-    partition attributes and related to the positive variables by those equalities only
-    (no event of the source may satisfy their properties inside their interval, in the
-    match's partition)."""
-    out = []
-    for n in pattern.negations:
-        rels = pattern.negation_relationships[n.var.name]
-        if n.var.name in pattern.linked_negations and pattern.partition_attributes and all(
-                r.is_equality_on_one_attribute() and r.left.attr in pattern.partition_attributes
-                for r in rels):
-            out.append(n)
-    return out
 
 
 # -- the frame the match suite checks ------------------------------------------------------
@@ -289,9 +273,9 @@ def _window_frame(staged, events, pattern):
 
 # -- running a suite -------------------------------------------------------------------------
 _CONTEXTS: dict[str, object] = {}
-DRIVER_ROWS = 1_000_000  # a night's check frames up to this many rows in all: collected,
-#                          then GX's pandas engine per suite; larger ones stay on Spark
-UNION_FRAMES = 10  # check frames per Spark job: a larger union costs more to plan than it saves
+DRIVER_ROWS = 1_000_000  # a night's check frames up to this many rows in all: on the
+#                          driver (DuckDB), then GX's pandas engine per suite; larger ones
+#                          stay on Spark
 
 
 def context(lake: lk.Lake):
@@ -392,17 +376,6 @@ def _events_suite(lake: lk.Lake, source: Source, df, ts_range) -> Outcome:
                      params)
 
 
-@dataclass(frozen=True)
-class StagedMatches:
-    """One staged run of a pattern that the matches suite checks: its first events lie
-    in [low, high), ``rows`` matches were staged."""
-    pattern: Pattern | Disjunction
-    run_id: str
-    low: int | None
-    high: int | None
-    rows: int
-
-
 def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str,
                      low: int | None, high: int | None) -> Outcome:
     """The matches suite on one staged run (``validate_staged`` with one run)."""
@@ -420,28 +393,33 @@ def _suite(lake: lk.Lake, s: StagedMatches, df, docs: bool) -> Outcome:
 
 def validate_staged(spark, lake: lk.Lake, staged: list[StagedMatches]
                     ) -> dict[str, Outcome | Exception]:
-    """The matches suite of every staged run of a night in few passes: the check frames
-    of the runs are computed by a few Spark jobs and collected (when they hold at most
-    ``DRIVER_ROWS`` rows in all), each pattern's suite runs on its rows with
-    GX's pandas engine, and the Data Docs are built once. Larger batches run each suite
-    on Spark. Each pattern keeps its own suite, result and verdict; a pattern whose frame
-    cannot be built gets its error, the others their outcomes. The frames are collected
-    ``UNION_FRAMES`` at a time: one job over the union of 10 frames costs about half of
-    10 jobs, while the plan of a union of 50 costs more than 50 jobs."""
+    """The matches suite of every staged run of a night in one pass. When the runs staged
+    at most ``DRIVER_ROWS`` matches in all, their check frames are computed on the driver
+    (``check_frames.DriverFrames``: one DuckDB query per run, one read of each source's
+    events) and each suite runs with GX's pandas engine; larger nights compute each frame
+    with Spark and run its suite there. The Data Docs are built once. Each pattern keeps
+    its own suite, result and verdict; a run whose frame the driver cannot build is
+    checked on Spark, so that an error (a missing staged file, a broken table) is its
+    own pattern's, with the message Spark gives."""
     outcomes: dict[str, Outcome | Exception] = {}
-    batch = [s for s in staged if s.rows <= DRIVER_ROWS]
-    if sum(s.rows for s in batch) > DRIVER_ROWS:
-        batch = []
-    tables: dict = {}
-    for i in range(0, len(batch) if len(batch) > 1 else 0, UNION_FRAMES):
-        tables.update(_collected(spark, lake, batch[i:i + UNION_FRAMES]) or {})
+    small = sum(s.rows for s in staged) <= DRIVER_ROWS
+    frames = None
+    if small and staged:
+        try:
+            frames = DriverFrames(lake, staged)
+        except Exception:  # noqa: BLE001 - each run then goes to Spark, with its own error
+            frames = None
     for s in staged:
         try:
-            if s.pattern.name in tables:
-                df = tables[s.pattern.name]
-            else:
+            df = None
+            if frames is not None:
+                try:
+                    df = frames.frame(s).to_pandas()
+                except Exception:  # noqa: BLE001 - Spark decides, with its own error
+                    df = None
+            if df is None:
                 df = _check_frame(spark, lake, s)
-                if s.rows <= DRIVER_ROWS:
+                if small:
                     df = df.toPandas()
             outcomes[s.pattern.name] = _suite(lake, s, df, docs=False)
         except Exception as exc:  # noqa: BLE001 - one pattern's failure is its own
@@ -453,36 +431,3 @@ def validate_staged(spark, lake: lk.Lake, staged: list[StagedMatches]
 def _check_frame(spark, lake: lk.Lake, s: StagedMatches, events=None):
     return match_check_frame(spark, lake, lake.staging(s.pattern.name, s.run_id), s.pattern,
                              s.low, s.high, events)
-
-
-def _collected(spark, lake: lk.Lake, batch: list[StagedMatches]) -> dict | None:
-    """Every run's check frame as pandas, from one Spark job over their union; None
-    when that job fails (then each run is checked on its own, so that an error stays
-    with its pattern)."""
-    from pyspark.sql import functions as F
-
-    try:
-        events = {}
-        for source in {s.pattern.source for s in batch}:
-            mine = [s for s in batch if s.pattern.source == source]
-            lows = [s.low for s in mine]
-            low = None if None in lows else min(lows)
-            highs = [None if s.high is None else s.high + s.pattern.tau for s in mine]
-            high = None if None in highs else max(highs)
-            events[source] = check_events(spark, lake, [s.pattern for s in mine],
-                                          event_date_filters(low, high, 0))
-        frames = [(s.pattern.name, _check_frame(spark, lake, s, events[s.pattern.source]))
-                  for s in batch]
-        columns = {name: df.columns for name, df in frames}
-        union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
-                       [df.withColumn("__pattern", F.lit(name)) for name, df in frames])
-        table = union.toArrow()
-    except Exception:  # noqa: BLE001 - retried per pattern
-        return None
-    import pyarrow.compute as pc
-
-    out = {}
-    for name, cols in columns.items():
-        rows = table.filter(pc.equal(table.column("__pattern"), name))
-        out[name] = rows.select(cols).to_pandas()
-    return out

@@ -23,6 +23,7 @@ from jobs.failpoints import reached
 from jobs.lake.locks import lake_lock
 from jobs.lake.stats import update_stats
 from jobs.lake.table_docs import document_match_table
+from jobs.pipeline.check_frames import StagedMatches
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, backfill_range, plan_range
 from jobs.pipeline.ingest import describe, ingest
@@ -31,7 +32,6 @@ from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import choose_plan, needs_replan
 from jobs.pipeline.publish import all_runs, log_run, previous_runs, publish
 from jobs.pipeline.quality import (
-    StagedMatches,
     validate_events,
     validate_events_frame,
     validate_staged,

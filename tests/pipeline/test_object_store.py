@@ -117,6 +117,41 @@ def test_ingest_into_an_object_store_lake_equals_a_local_one(s3_lake, tmp_path):
         local.table(local.events("sepsis")).version()
 
 
+def test_check_frames_of_an_object_store_lake_equal_a_local_ones(s3_lake, tmp_path):
+    """The matches suite's check frames of a small night are computed on the driver from
+    the bucket (staged Parquet through pyarrow's S3 filesystem, events through delta-rs),
+    equal to a local lake's, and every check holds for the engine's own matches."""
+    from jobs.core.events import events_from_arrow, to_datetime
+    from jobs.core.patternfile import load_pattern
+    from jobs.core.runner import run
+    from jobs.pipeline.check_frames import DriverFrames, StagedMatches
+
+    source = load_sources()["sepsis"]
+    local = lk.Lake(str(tmp_path / "lake"))
+    now = datetime(2026, 11, 1, tzinfo=timezone.utc)
+    for lake in (s3_lake, local):
+        ingest(source, str(ROOT / "data" / "landing"), lake, "run1", now=now)
+    pattern = load_pattern(ROOT / "patterns" / "sepsis_labs_then_antibiotics.yaml")
+    found = run(pattern, events_from_arrow(local.read_arrow(local.events("sepsis"))))[0]
+    staged = pa.Table.from_pylist([
+        {"kind": "match", "match_id": f"m{i}", "start_ts": to_datetime(m.start.ts),
+         "end_ts": to_datetime(m.end.ts), "n_events": len(m.events),
+         "bindings": json.dumps({v: [e.id for e in es] for v, es in m.bindings})}
+        for i, m in enumerate(found)])
+    frames = []
+    for lake in (s3_lake, local):
+        fs, folder = lake.filesystem(lake.staging(pattern.name, "r1"))
+        fs.create_dir(folder, recursive=True)
+        with fs.open_output_stream(f"{folder}/part-0.parquet") as f:
+            pq.write_table(staged, f, coerce_timestamps="us")
+        run_ = StagedMatches(pattern, "r1", None, None, staged.num_rows)
+        frames.append(DriverFrames(lake, [run_]).frame(run_).sort_by("match_id"))
+    assert frames[0].equals(frames[1]) and frames[0].num_rows == len(found) > 100
+    for flag in ("times_ok", "events_found_ok", "distinct_events_ok", "set_order_ok",
+                 "partition_ok"):
+        assert all(frames[0].column(flag).to_pylist()), flag
+
+
 def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
     """The executors write the match table's files into the bucket (pyarrow's S3
     filesystem with the lake's options, shipped in the task), the driver commits."""

@@ -6,6 +6,7 @@ counted, a pattern version change recomputes everything, bad rows go to quaranti
 import shutil
 from pathlib import Path
 
+import pandas.testing as pd_testing
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
@@ -479,6 +480,124 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
     with pytest.raises(RuntimeError):
         ingest(source, profile.landing, lake, "r1", gate=failing_gate)
     assert not lake.exists(lake.events("chemo_mw")) and not lake.exists(lake.ingest_log())
+
+
+def _restaged(lake: Lake, pattern, run_id: str) -> int:
+    """The pattern's published matches written back as a staged run ``run_id`` (the match
+    job's columns, bindings as JSON), with broken rows when there are enough: a duplicated
+    match, a bound id that is no event, an event bound twice, a start one second off and
+    two matches' bindings swapped. Returns the staged rows."""
+    import json
+    from datetime import timedelta
+
+    import pyarrow.parquet as pq
+
+    t = DeltaTable(lake.matches(pattern.name)).to_pyarrow_table()
+    keep = ["match_id", *(["alternative"] if "alternative" in t.column_names else []),
+            "start_ts", "end_ts", "n_events"]
+    rows = [{"kind": "match", **{k: r[k] for k in keep},
+             "bindings": json.dumps(dict(r["bindings"]))} for r in t.to_pylist()]
+    rows.sort(key=lambda r: r["match_id"])
+    if len(rows) >= 6:
+        rows.append(dict(rows[0]))
+        b = json.loads(rows[1]["bindings"])
+        var = next(iter(b))
+        b[var] = b[var][:-1] + ["no-such-event"]
+        rows[1]["bindings"] = json.dumps(b)
+        b = json.loads(rows[2]["bindings"])
+        b[list(b)[-1]] = b[list(b)[-1]] + [b[list(b)[0]][0]]
+        rows[2]["bindings"] = json.dumps(b)
+        rows[3]["start_ts"] += timedelta(seconds=1)
+        rows[4]["bindings"], rows[5]["bindings"] = rows[5]["bindings"], rows[4]["bindings"]
+    folder = Path(lake.staging(pattern.name, run_id))
+    folder.mkdir(parents=True)
+    table = pa.Table.from_pylist(rows)
+    if "alternative" in keep:  # the match job's type
+        i = table.column_names.index("alternative")
+        table = table.set_column(i, "alternative", table.column(i).cast(pa.int32()))
+    pq.write_table(table, folder / "part-0.parquet", coerce_timestamps="us")
+    return len(rows)
+
+
+CHECKED_NEGATION = """name: toy_checked_negation
+source: sepsis
+within: 2d
+matcher: ses
+sets: [[c], [not l], [a]]
+conditions:
+  - c.event_type = 'CRP'
+  - a.event_type = 'IV Antibiotics'
+  - c.patient = a.patient
+  - l.event_type = 'LacticAcid' and l.patient = a.patient
+"""
+
+
+def _staged_without_negation(profile, tmp_path, run_id: str):
+    """The matches of CHECKED_NEGATION without its negated variable, staged as a run of
+    CHECKED_NEGATION: the suite's ``no_l_ok`` is false exactly where a lactate lies
+    between the CRP and the antibiotics."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from jobs.core.events import to_datetime
+
+    path = tmp_path / "toy_checked_negation.yaml"
+    path.write_text(CHECKED_NEGATION)
+    positive = tmp_path / "positive" / "toy_checked_negation.yaml"
+    positive.parent.mkdir()
+    positive.write_text(CHECKED_NEGATION.replace("[[c], [not l], [a]]", "[[c], [a]]")
+                        .replace("  - l.event_type = 'LacticAcid' and l.patient = a.patient\n", ""))
+    found = run(load_pattern(positive), events_from_lake(profile, "sepsis"))[0]
+    rows = [{"kind": "match", "match_id": f"m{i}", "start_ts": to_datetime(m.start.ts),
+             "end_ts": to_datetime(m.end.ts), "n_events": len(m.events),
+             "bindings": json.dumps({v: [e.id for e in es] for v, es in m.bindings})}
+            for i, m in enumerate(found)]
+    folder = Path(Lake(profile.lake).staging("toy_checked_negation", run_id))
+    folder.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet", coerce_timestamps="us")
+    return load_pattern(path), len(rows)
+
+
+def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
+    """A small night's check frames are computed on the driver (DuckDB); they equal the
+    Spark frames column for column, type for type and row for row, for every committed
+    pattern (windows, alternatives, negations, groups), broken rows included."""
+    from functools import reduce
+
+    import pyarrow.compute as pc
+    from pyspark.sql import functions as F
+
+    from jobs.pipeline.check_frames import DriverFrames, StagedMatches
+    from jobs.pipeline.quality import _check_frame
+
+    lake = Lake(nightly[0].lake)
+    staged = []
+    for path in pattern_paths():
+        pattern = load_pattern(path)
+        staged.append(StagedMatches(pattern, "frames", None, None,
+                                    _restaged(lake, pattern, "frames")))
+    negated, rows = _staged_without_negation(nightly[0], tmp_path, "frames")
+    staged.append(StagedMatches(negated, "frames", None, None, rows))
+    driver = DriverFrames(lake, staged)
+    frames = [(s.pattern.name, _check_frame(spark, lake, s)) for s in staged]
+    union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
+                   [df.withColumn("__pattern", F.lit(name)) for name, df in frames]).toArrow()
+    flags = {"times_ok": 0, "events_found_ok": 0, "distinct_events_ok": 0}
+    for s, (name, df) in zip(staged, frames):
+        want = union.filter(pc.equal(union.column("__pattern"), name)).select(df.columns)
+        got = driver.frame(s)
+        assert got.column_names == want.column_names, name
+        assert [f.type for f in got.schema] == [f.type for f in want.schema], name
+        a, b = (x.to_pandas().sort_values("match_id", kind="stable").reset_index(drop=True)
+                for x in (got, want))
+        pd_testing.assert_frame_equal(a, b, obj=name)
+        for flag in flags:
+            flags[flag] += int((~a[flag]).sum())
+        if name == negated.name:  # a negation's witnesses found and not found
+            assert set(a["no_l_ok"]) == {True, False}
+        lake.remove(lake.staging(name, "frames"))
+    assert all(n > 0 for n in flags.values()), flags  # the broken rows were compared too
 
 
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):

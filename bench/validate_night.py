@@ -1,0 +1,61 @@
+"""Benchmark of the validate step of a night (issue 28): the committed patterns on the
+committed data, in a fresh lake, two nights (the first a full recompute, the second a
+rerun of the same logical date). Prints each night's wall time and the time of
+``quality.validate_staged`` (check frames and Great Expectations for every staged run).
+
+    python bench/validate_night.py [--nights 2]
+
+Run it in a checkout of an earlier commit for the figure before a change; the figures go
+into docs/quality.md by hand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import jobs.pipeline.run as run
+from jobs.config import Profile
+from jobs.spark.session import build_session
+
+ROOT = Path(__file__).resolve().parent.parent
+SPARK_CONF = {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "4",
+              "spark.default.parallelism": "2", "spark.ui.enabled": "false",
+              "spark.ui.showConsoleProgress": "false", "spark.sql.session.timeZone": "UTC"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nights", type=int, default=2)
+    args = parser.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="validate-night-"))
+    try:
+        shutil.copytree(ROOT / "data" / "landing", tmp / "landing")
+        profile = Profile(name="bench", landing=str(tmp / "landing"), lake=str(tmp / "lake"),
+                          spark_master="local[2]", spark_conf=SPARK_CONF, allowed_lateness=0)
+        spark = build_session(profile, "validate-night")
+        validate, seconds = run.validate_staged, []
+
+        def timed(*a):
+            t = time.perf_counter()
+            try:
+                return validate(*a)
+            finally:
+                seconds.append(time.perf_counter() - t)
+
+        run.validate_staged = timed
+        for night in range(1, args.nights + 1):
+            t = time.perf_counter()
+            run.run_all(spark, profile, "2026-11-20", echo=lambda *_: None)
+            print(f"night {night}: {time.perf_counter() - t:.1f} s, validate "
+                  f"{seconds[-1]:.1f} s", flush=True)
+        spark.stop()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
