@@ -4,7 +4,8 @@ Suites live as GX JSON files in ``expectations/``. What depends on a source or a
 is derived, never written by hand per pattern:
 
 * events: the checks of ``expectations/events.json`` plus, per column of the source schema
-  (``conf/sources.yaml``), its Spark type;
+  (``conf/sources.yaml``), its type: the Spark type name on a Spark frame, the pandas one
+  on a batch small enough for the driver (``DRIVER_ROWS``);
 * matches: the checks of ``expectations/matches.json`` on a frame that joins every staged
   match with the events it binds (span, set order, equal partition values, distinct and
   existing events, start/end = first/last bound event), plus, from the pattern file, each
@@ -39,6 +40,12 @@ from jobs.status import new_run_id
 SUITES = ROOT / "expectations"
 SPARK_TYPES = {"string": "StringType", "integer": "LongType", "double": "DoubleType",
                "number": "DoubleType", "timestamp": "TimestampType"}
+# a night's check frames (or one events batch) up to this many rows in all are built on the
+# driver (DuckDB, Arrow) and checked with GX's pandas engine; larger ones stay on Spark
+DRIVER_ROWS = 1_000_000
+# the same types as GX's pandas engine names them, on a frame from ``driver_frame``
+PANDAS_TYPES = {"string": "str", "integer": "int64", "double": "float64", "number": "float64",
+                "timestamp": "Timestamp"}
 
 
 @dataclass
@@ -63,13 +70,26 @@ def load_suite(name: str) -> dict:
         return json.load(f)
 
 
-def events_expectations(source: Source) -> list[dict]:
+def events_expectations(source: Source, types: dict[str, str] = SPARK_TYPES) -> list[dict]:
+    """The events suite of ``source``; ``types``: the engine's type names."""
     suite = load_suite("events")["expectations"]
     for name, kind in source.columns.items():
         column = "ts" if name == source.time_column else name
         suite.append({"type": "expect_column_values_to_be_of_type",
-                      "kwargs": {"column": column, "type_": SPARK_TYPES[kind]}})
+                      "kwargs": {"column": column, "type_": types[kind]}})
     return suite
+
+
+def driver_frame(table):
+    """An Arrow batch as a pandas frame whose dtypes keep the schema's types: nullable
+    integers and strings (a null does not turn an integer column into floats), times in
+    UTC."""
+    import pandas as pd
+    import pyarrow as pa
+
+    nullable = {pa.int64(): pd.Int64Dtype(), pa.string(): pd.StringDtype(),
+                pa.large_string(): pd.StringDtype()}
+    return table.to_pandas(types_mapper=nullable.get)
 
 
 def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
@@ -273,9 +293,6 @@ def _window_frame(staged, events, pattern):
 
 # -- running a suite -------------------------------------------------------------------------
 _CONTEXTS: dict[str, object] = {}
-DRIVER_ROWS = 1_000_000  # a night's check frames up to this many rows in all: on the
-#                          driver (DuckDB), then GX's pandas engine per suite; larger ones
-#                          stay on Spark
 
 
 def context(lake: lk.Lake):
@@ -365,14 +382,19 @@ def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
 
 
 def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range) -> Outcome:
-    """The events suite on a typed batch that is not committed yet (an Arrow table)."""
+    """The events suite on a typed batch that is not committed yet (an Arrow table): with
+    GX's pandas engine on the driver up to ``DRIVER_ROWS`` rows (a Spark job per
+    expectation costs seconds on a batch of any size), on Spark above."""
+    if events.num_rows <= DRIVER_ROWS:
+        return _events_suite(lake, source, driver_frame(events), ts_range, PANDAS_TYPES)
     return _events_suite(lake, source, spark.createDataFrame(events), ts_range)
 
 
-def _events_suite(lake: lk.Lake, source: Source, df, ts_range) -> Outcome:
+def _events_suite(lake: lk.Lake, source: Source, df, ts_range,
+                  types: dict[str, str] = SPARK_TYPES) -> Outcome:
     params = {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
               "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
-    return run_suite(lake, f"events_{source.name}", events_expectations(source), df,
+    return run_suite(lake, f"events_{source.name}", events_expectations(source, types), df,
                      params)
 
 

@@ -459,6 +459,7 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
     """A batch that fails the events suite (Great Expectations) is not committed, its files
     stay pending, and the source's patterns fail with a row in the run log."""
     from jobs.config import TimeRange, load_sources
+    from jobs.pipeline import quality
     from jobs.pipeline.ingest import stage
     from jobs.pipeline.quality import validate_events_frame
 
@@ -469,10 +470,21 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
         "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2100-01-01T00:00:00\n")
     wide = TimeRange()  # a batch typed without the profile's range: the suite must catch it
     batch = stage(source, profile.landing, lake, "r1", ts_range=wide)
-    outcome = validate_events_frame(spark, Lake.of_profile(profile), source, batch.events,
-                                    profile.ts_range())
-    assert not outcome.success
-    assert "expect_column_values_to_be_between(ts): 1 row(s)" in outcome.describe()
+    for driver_rows in (quality.DRIVER_ROWS, 0):  # GX's pandas engine, then Spark
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(quality, "DRIVER_ROWS", driver_rows)
+            outcome = validate_events_frame(spark, Lake.of_profile(profile), source,
+                                            batch.events, profile.ts_range())
+        assert not outcome.success and outcome.evaluated == 5 + len(source.columns)
+        assert outcome.failed == ["expect_column_values_to_be_between(ts): 1 row(s)"]
+        # a column whose values are not of the schema's type fails its type check
+        i = batch.events.schema.get_field_index("value")
+        retyped = batch.events.set_column(i, "value", batch.events.column(i).cast(pa.string()))
+        outcome = quality._events_suite(
+            Lake.of_profile(profile), source,
+            quality.driver_frame(retyped) if driver_rows else spark.createDataFrame(retyped),
+            wide, quality.PANDAS_TYPES if driver_rows else quality.SPARK_TYPES)
+        assert outcome.failed == ["expect_column_values_to_be_of_type(value)"], outcome.failed
 
     def failing_gate(src, events):
         raise RuntimeError("suite failed")
