@@ -7,6 +7,8 @@ SES    := $(VENV)/bin/ses
 STAMP  := $(VENV)/.installed-from-lock
 # the project itself, installed editable into .venv: the `ses` command, `import jobs` anywhere
 SELF   := $(VENV)/.installed-project
+# the kernels compiled ahead of time (its manifest; the extension module lies beside it)
+AOT    := jobs/core/_kernels_aot.json
 
 .PHONY: run test test-fast browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
 
@@ -16,11 +18,15 @@ $(STAMP): requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
 	@$(PYTHON) -m venv $(VENV)
 	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	@echo "compiling the matching kernels (once per checkout, about 15 s)…"
-	@$(PY) -c 'from jobs.core.runner import warm_up; print(f"kernels ready in {warm_up():.0f} s")'
 	@touch $(STAMP)
 
-$(SELF): $(STAMP) pyproject.toml
+# The matching kernels: Numba's cache, then the ahead-of-time module (jobs/core/aot.py), built
+# again whenever the kernels' source changes
+$(AOT): $(STAMP) jobs/core/kernels.py jobs/core/kernel_codes.py jobs/core/aot.py jobs/core/aot_build.py
+	@echo "compiling the matching kernels (once per checkout, about a minute)…"
+	@$(PY) -m jobs.core.aot_build
+
+$(SELF): $(STAMP) $(AOT) pyproject.toml
 	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(SELF)
 

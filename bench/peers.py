@@ -66,7 +66,9 @@ def run_project(name: str, work: Path) -> dict:
     cols = from_arrow(table, compiled.attributes)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    from jobs.core import kernels  # noqa: F401  (loading the compiled kernels)
+    from jobs.core import aot
+
+    kernels = aot.load()  # the ahead-of-time kernels, or SES_KERNELS=jit's
     warm = cols.take(__import__("numpy").arange(min(cols.n, 200)))
     for _ in execute(compiled, warm, MatchOptions()):
         pass
@@ -89,6 +91,7 @@ def run_project(name: str, work: Path) -> dict:
     return {"engine": "project", "run": name, "events": cols.n, "matches": n,
             "engine_seconds": statistics.median(times), "runs": times,
             "startup_seconds": startup_s, "load_seconds": load_s, "output_seconds": output_s,
+            "kernels": kernels.loaded.mode,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "peak_work": stats.peak, "work": stats.work, "work_item": stats.work_item,
             "candidate_windows": stats.candidate_windows}

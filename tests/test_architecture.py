@@ -28,8 +28,9 @@ RANK = {name: i for i, layer in enumerate(LAYERS) for name in layer}
 
 # In-function imports of the project's own modules that are allowed, with the reason.
 LAZY = {
-    ("jobs.core.engine", "jobs.core.kernels"): "the Numba kernels: compiled on first use, "
-                                               "so `validate` never loads Numba",
+    ("jobs.core.aot", "jobs.core.kernels"): "the Numba kernels: only when the kernels "
+                                            "compiled ahead of time cannot be used, so "
+                                            "neither `validate` nor `match` loads Numba",
 }
 
 

@@ -5,6 +5,7 @@ pattern's lock and its failed runs row)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -42,6 +43,18 @@ def write_bytes(data: bytes) -> None:
     else:
         out.write(data)
         out.flush()
+
+
+def process_seconds() -> float | None:
+    """Seconds since this process started (Linux: /proc), or None where that is unknown."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            started = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time
+        with open("/proc/uptime", encoding="ascii") as f:
+            uptime = float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    return max(0.0, uptime - started / os.sysconf("SC_CLK_TCK"))
 
 
 def spark_for(args):

@@ -25,10 +25,12 @@ from typing import ClassVar, Iterator
 
 import numpy as np
 
+from jobs.core import aot
 from jobs.core.columns import EventColumns
 from jobs.core.compiled import OPS, CompiledDisjunction, CompiledPattern
 from jobs.core.conditions import FLIPPED
 from jobs.core.events import format_ts
+from jobs.core.kernel_codes import compare
 from jobs.core.pattern import MATCHER_NAMES, Disjunction, Pattern
 from jobs.core.planners import DEFAULT as DEFAULT_PLAN
 from jobs.core.planners import plan_cost, planner
@@ -43,11 +45,9 @@ STRATEGIES = ("lazy", "eager")
 
 
 def _kernels():
-    """The compiled kernels, imported on first use (the loader and the CLI's ``validate``
-    need the registry, not Numba)."""
-    from jobs.core import kernels
-
-    return kernels
+    """The compiled kernels, loaded on first use (``aot.load``: ahead of time compiled, or
+    Numba's just-in-time ones; the loader and the CLI's ``validate`` need neither)."""
+    return aot.load()
 
 
 class MatchCapExceeded(RuntimeError):
@@ -473,7 +473,6 @@ def estimate_statistics(c: CompiledPattern, group: GroupData, per_var: list[np.n
     rng = random.Random(seed)
     sample = sorted(rng.sample(range(len(starts)), min(windows, len(starts))))
     pairs = c.relationship_pairs(partitioned)
-    compare = _kernels().cmp.py_func
     vals, kinds = group.cols.values, group.cols.kinds
     sizes = np.zeros(c.m)
     hits: dict[tuple[int, int], int] = {}

@@ -50,9 +50,14 @@ def _shown(key: tuple) -> dict:
         {v: list(ids) for v, ids in bindings}
 
 
+def example_events(example: Example) -> list[Event]:
+    """An example's given events, in processing order."""
+    return order(Event(str(r["event_id"]), parse_ts(r["ts"]), dict(r.items()))
+                 for r in example.events)
+
+
 def run_example(pattern: Pattern | Disjunction, example: Example) -> ExampleResult:
-    events = order(Event(str(r["event_id"]), parse_ts(r["ts"]),
-                         {k: v for k, v in r.items()}) for r in example.events)
+    events = example_events(example)
     if pattern.kind == "window":
         return _window_example(pattern, example, events)
     matches, _ = run(pattern, events)

@@ -6,7 +6,9 @@ are the encoded columns of ``EventColumns`` (float64 value + int8 kind per attri
 
 Status codes returned by the matcher kernels: ``DONE`` (every window processed),
 ``FULL`` (the output buffers are full: resume at the returned window), ``CAP`` (a window
-exceeded the cap on work items: the returned window names it).
+exceeded the cap on work items: the returned window names it); ``kernel_codes`` holds
+them. ``aot`` compiles the entry points ahead of time into an extension module; this module
+is the source of both and the just-in-time fallback.
 """
 
 from __future__ import annotations
@@ -14,30 +16,20 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-DONE, FULL, CAP, BUDGET = 0, 1, 2, 3
-_LEVEL, _EXT = 0, 1
-_I64_MIN = np.iinfo(np.int64).min
-_I64_MAX = np.iinfo(np.int64).max
+from jobs.core import kernel_codes as codes
+from jobs.core.kernel_codes import compare
+
+# int constants as typed numpy scalars: Numba's ahead-of-time compiler types a Python int
+# global as a literal and then cannot assign another value to a variable that held it
+DONE, FULL, CAP, BUDGET = (np.int64(c) for c in (codes.DONE, codes.FULL, codes.CAP,
+                                                  codes.BUDGET))
+
+_LEVEL, _EXT = np.int64(0), np.int64(1)
+_I64_MIN = np.int64(np.iinfo(np.int64).min)
+_I64_MAX = np.int64(np.iinfo(np.int64).max)
 
 
-@njit(cache=True, inline="always")
-def cmp(op, lv, lk, rv, rk):
-    """``left op right`` on encoded values (see ``compiled.compare_columns``)."""
-    if lk == 0 or rk == 0:
-        return False
-    if lk != rk:
-        return op == 1
-    if op == 0:
-        return lv == rv
-    if op == 1:
-        return lv != rv
-    if op == 2:
-        return lv < rv
-    if op == 3:
-        return lv <= rv
-    if op == 4:
-        return lv > rv
-    return lv >= rv
+cmp = njit(cache=True, inline="always")(compare)
 
 
 @njit(cache=True, inline="always")

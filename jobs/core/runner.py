@@ -66,9 +66,9 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
 
 
 def warm_up() -> float:
-    """Compile (or load from the cache) every kernel by running a tiny pattern through
-    each matcher and strategy; returns the seconds it took. ``make`` calls it once after
-    building the virtual environment, so no run pays the compilation."""
+    """Run a tiny pattern through each matcher and strategy, so that the kernels this
+    process uses are compiled (Numba's just-in-time ones, into its cache) or loaded;
+    returns the seconds it took. ``aot.build`` starts with it."""
     started = time.perf_counter()
     events = order([Event(f"e{i}", i, {"t": "AB"[i % 2], "k": 1}) for i in range(4)])
     for matcher in MATCHER_NAMES:

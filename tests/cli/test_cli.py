@@ -89,6 +89,18 @@ def test_match_bruteforce_jsonl_and_stats(capsys):
     assert stats["events"] == 14 and stats["matches"] == 3
 
 
+def test_match_stats_report_the_start_up_apart(capsys):
+    """``--stats`` of the compiled matchers: which kernels, their load, reading the input and
+    the start-up, apart from the matching's own seconds."""
+    code, out, err = run_cli(capsys, "match", P1, MW, "--stats")
+    assert code == 0 and len(out.splitlines()) == 3
+    stats = json.loads(err)
+    assert stats["kernels"] == "aot" and stats["kernel_fallback_calls"] == 0
+    assert stats["kernel_load_seconds"] >= 0
+    assert stats["read_seconds"] >= 0 and stats["startup_seconds"] > 0
+    assert stats["matches"] == 3 and stats["seconds"] >= 0
+
+
 def test_match_bruteforce_zstream_means_all_matches(capsys, tmp_path):
     p = tmp_path / "z.yaml"
     p.write_text(open(P1).read().replace("matcher: ses", "matcher: zstream"))
