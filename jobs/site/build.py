@@ -6,6 +6,8 @@ and the quality results (the site's own rendering of Great Expectations' results
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,15 +43,50 @@ def build_site(lake: Lake, out: Path | None = None, echo=print) -> Path:
     tmp = out.with_name(out.name + ".new")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "img").mkdir(parents=True)
-    _write(cat, tmp)
+    img = _write(cat, tmp, out / "img" if out.exists() else None)
     shutil.rmtree(out, ignore_errors=True)  # readers see the old site or the new one
     tmp.rename(out)
     echo(f"catalogue: {out / 'index.html'} ({len(cat.patterns)} patterns, "
-         f"{len(cat.sources)} sources, {len(cat.models)} models)")
+         f"{len(cat.sources)} sources, {len(cat.models)} models; pictures: {img.drawn} drawn, "
+         f"{img.copied} unchanged)")
     return out / "index.html"
 
 
-def _write(cat: SiteContent, out: Path) -> None:
+class Pictures:
+    """The site's pictures, each drawn only when what it shows changed: a picture whose
+    inputs have the same digest as in the previous build is copied from it (a night
+    redraws the run histories, not every pattern's shape). ``digests.json`` keeps them."""
+
+    INDEX = "digests.json"
+
+    def __init__(self, folder: Path, previous: Path | None):
+        self.folder, self.previous, self.digests = folder, previous, {}
+        self.old = {}
+        if previous is not None and (previous / self.INDEX).exists():
+            try:
+                self.old = json.loads((previous / self.INDEX).read_text(encoding="utf-8"))
+            except ValueError:
+                self.old = {}
+        self.drawn = self.copied = 0
+
+    CODE = hashlib.sha256(Path(pictures.__file__).read_bytes()).hexdigest()  # how they are drawn
+
+    def draw(self, fn, name: str, *data) -> None:
+        digest = hashlib.sha256(repr((self.CODE, fn.__name__, data)).encode()).hexdigest()
+        self.digests[name] = digest
+        old = self.previous / name if self.previous is not None else None
+        if old is not None and self.old.get(name) == digest and old.exists():
+            shutil.copyfile(old, self.folder / name)
+            self.copied += 1
+        else:
+            fn(data[0], self.folder / name, *data[1:])  # each picture: (data, path, title...)
+            self.drawn += 1
+
+    def save(self) -> None:
+        (self.folder / self.INDEX).write_text(json.dumps(self.digests), encoding="utf-8")
+
+
+def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Pictures:
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape())
@@ -64,17 +101,17 @@ def _write(cat: SiteContent, out: Path) -> None:
         target.write_text(env.get_template(template).render(root=root, **common, **kw),
                           encoding="utf-8")
 
-    img = out / "img"
-    pictures.lineage(cat.lineage(), img / "lineage.png")
-    pictures.run_history(cat.runs[-60:], img / "runs.png")
+    img = Pictures(out / "img", previous)
+    img.draw(pictures.lineage, "lineage.png", cat.lineage())
+    img.draw(pictures.run_history, "runs.png", cat.runs[-60:])
     page("index.html", "index.html", title="SiteContent", cat=cat)
     for p in cat.patterns:
         if p.pattern is not None:
-            pictures.pattern_shape(p.pattern, img / f"{p.name}_shape.png")
-            pictures.per_month(p.per_month, img / f"{p.name}_months.png",
-                               f"matches of {p.name} per month (by first event)")
-            pictures.timeline(p.shown, img / f"{p.name}_timeline.png")
-            pictures.run_history(p.runs[-40:], img / f"{p.name}_runs.png")
+            img.draw(pictures.pattern_shape, f"{p.name}_shape.png", p.pattern)
+            img.draw(pictures.per_month, f"{p.name}_months.png", p.per_month,
+                     f"matches of {p.name} per month (by first event)")
+            img.draw(pictures.timeline, f"{p.name}_timeline.png", p.shown)
+            img.draw(pictures.run_history, f"{p.name}_runs.png", p.runs[-40:])
         page("pattern.html", f"patterns/{p.name}.html", title=p.name, p=p,
              examples=_examples(p.pattern) if p.pattern is not None else [])
     for s in cat.sources:
@@ -86,3 +123,5 @@ def _write(cat: SiteContent, out: Path) -> None:
     gx_index = cat.home / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     page("quality.html", "quality.html", title="Quality", validations=cat.quality,
          gx_index=gx_index.resolve().as_uri() if gx_index.exists() else None)
+    img.save()
+    return img

@@ -95,19 +95,40 @@ def _month_counts(t: pa.Table) -> list[tuple[str, int]]:
     return sorted((c["values"], c["counts"]) for c in counts)
 
 
-def _shown_matches(lake: lk.Lake, pattern, t: pa.Table) -> list[dict]:
+class SourceEvents:
+    """Each source's events as the site needs them (id, time, type), read once per build:
+    opening and scanning a large events table per pattern cost a second each."""
+
+    def __init__(self, lake: lk.Lake):
+        self.lake, self.sources, self._tables = lake, load_sources(), {}
+
+    def type_column(self, source: str) -> str | None:
+        s = self.sources.get(source)
+        return s.type_column if s else None
+
+    def table(self, source: str) -> pa.Table | None:
+        """The events of ``source`` (None: no table yet); raises ``BrokenTable``."""
+        if source not in self._tables:
+            dt = self.lake.read_table(self.lake.events(source))
+            label = self.type_column(source)
+            self._tables[source] = None if dt is None else dt.to_pyarrow_dataset().to_table(
+                columns=["event_id", "ts"] + ([label] if label else []))
+        return self._tables[source]
+
+
+def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
     """The first matches (by start) with their events: (variable, time, id, label)."""
-    if t.num_rows == 0 or not lake.exists(lake.events(pattern.source)):
+    if t.num_rows == 0:
+        return []
+    table = events.table(pattern.source)
+    if table is None:
         return []
     first = t.sort_by([("start_ts", "ascending"), ("match_id", "ascending")]) \
         .slice(0, SHOWN_MATCHES).to_pylist()
     ids = sorted({e for m in first for _, es in m["bindings"] for e in es})
-    columns = load_sources().get(pattern.source)
-    label = columns.type_column if columns else None
-    wanted = ["event_id", "ts"] + ([label] if label else [])
-    events = lake.table(lake.events(pattern.source)).to_pyarrow_dataset().to_table(
-        columns=wanted, filter=pc.field("event_id").isin(ids)).to_pylist()
-    by_id = {e["event_id"]: e for e in events}
+    label = events.type_column(pattern.source)
+    found = table.filter(pc.is_in(table.column("event_id"), pa.array(ids, pa.string())))
+    by_id = {e["event_id"]: e for e in found.to_pylist()}
     out = []
     for m in first:
         marks = [(var, by_id[e]["ts"], e, str(by_id[e].get(label) or "") if label else "")
@@ -117,18 +138,20 @@ def _shown_matches(lake: lk.Lake, pattern, t: pa.Table) -> list[dict]:
     return out
 
 
-def _pattern_page(lake: lk.Lake, path: Path, pattern, runs: list[dict]) -> PatternPage:
+def _pattern_page(lake: lk.Lake, events: SourceEvents, path: Path, pattern,
+                  runs: list[dict]) -> PatternPage:
     page = PatternPage(pattern.name, _rel(path), path.read_text(encoding="utf-8"), pattern,
                        description=pattern.description or "", version=pattern.version)
     page.runs = [r for r in runs if r["pattern"] == pattern.name]
     try:
-        _fill_pattern_page(lake, pattern, page)
+        _fill_pattern_page(lake, events, pattern, page)
     except (lk.BrokenTable, FileNotFoundError) as exc:
         page.problems = [str(exc)]  # the page says so; the other pages are built
     return page
 
 
-def _fill_pattern_page(lake: lk.Lake, pattern, page: PatternPage) -> None:
+def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: PatternPage
+                       ) -> None:
     dt = lake.read_table(lake.matches(pattern.name))
     if dt is None:
         return
@@ -140,7 +163,7 @@ def _fill_pattern_page(lake: lk.Lake, pattern, page: PatternPage) -> None:
                                                    "bindings"])
     page.rows = t.num_rows
     page.per_month = _month_counts(t)
-    page.shown = _shown_matches(lake, pattern, t)
+    page.shown = _shown_matches(events, pattern, t)
 
 
 def _rel(path: Path) -> str:
@@ -148,15 +171,13 @@ def _rel(path: Path) -> str:
     return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
 
 
-def _source_page(lake: lk.Lake, name: str, source) -> SourcePage:
+def _source_page(events: SourceEvents, name: str, source) -> SourcePage:
     columns = dict(source.columns)
     page = SourcePage(name, source.description or "", columns, type_column=source.type_column)
     try:
-        dt = lake.read_table(lake.events(name))
-        if dt is None:
+        t = events.table(name)
+        if t is None:
             return page
-        cols = ["ts"] + ([page.type_column] if page.type_column else [])
-        t = dt.to_pyarrow_dataset().to_table(columns=cols)
     except (lk.BrokenTable, FileNotFoundError) as exc:
         page.description = f"{page.description} ({exc})".strip()
         return page
@@ -230,10 +251,11 @@ def gather(lake: lk.Lake) -> SiteContent:
     runs = sorted(runs_t.to_pylist(), key=lambda r: (str(r["started_at"]), r["pattern"])) \
         if runs_t is not None else []
     catalog = load_catalog(pattern_paths())
-    pages = [_pattern_page(lake, p, pattern, runs) for p, pattern in catalog.patterns]
+    events = SourceEvents(lake)
+    pages = [_pattern_page(lake, events, p, pattern, runs) for p, pattern in catalog.patterns]
     for r in catalog.rejected:
         pages.append(PatternPage(r.name, _rel(r.path), r.path.read_text(encoding="utf-8"),
                                  None, problems=[str(p) for p in r.problems]))
-    sources = [_source_page(lake, name, s) for name, s in load_sources().items()]
+    sources = [_source_page(events, name, s) for name, s in events.sources.items()]
     return SiteContent(lake.root, lake.local_home(), sorted(pages, key=lambda p: p.name), sources,
                      _model_pages(lake), latest_validations(lake.local_home()), runs)

@@ -899,6 +899,11 @@ def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
     assert "matches_sepsis_rising_crp_then_icu" in quality and "__none__" not in quality
     index = pages["index"].read_text()
     assert all(f"patterns/{load_pattern(p).name}.html" in index for p in pattern_paths())
+    # built again on the same lake: every picture is the previous build's, none is drawn
+    before = {p.name: p.read_bytes() for p in (site / "img").glob("*.png")}
+    site_step(RunContext.start(profile, "site"), log.append)
+    assert re.search(r"pictures: 0 drawn, [1-9]\d* unchanged", log[-1]), log[-1]
+    assert {p.name: p.read_bytes() for p in (site / "img").glob("*.png")} == before
 
 
 def test_readme_recipes_run_offline_on_the_lake(nightly, capsys):
