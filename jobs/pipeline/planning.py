@@ -26,6 +26,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+import pyarrow as pa
 
 from jobs.core.columns import from_arrow, processing_order
 from jobs.core.conditions import Attr, BoolOp, Cmp, In, Lit, Not
@@ -198,28 +199,57 @@ def leaf_estimates(pattern: Pattern, ds: DateStats, shape, kinds: dict[str, str]
     return out
 
 
+class SmallSources:
+    """The events of each source small enough to sample whole (at most ``SAMPLE_EVENTS``
+    in all), read once per night on the driver (delta-rs): the plans of a night's ZStream
+    patterns then need no Spark job to sample them. A larger source is None: sampled by
+    Spark."""
+
+    def __init__(self, lake: lk.Lake):
+        self.lake, self.tables = lake, {}
+
+    def events(self, source: str) -> pa.Table | None:
+        if source not in self.tables:
+            dt = self.lake.read_table(self.lake.events(source))
+            rows = 0 if dt is None else sum(
+                int(n or 0) for n in pa.table(dt.get_add_actions(flatten=True))
+                .column("num_records").to_pylist())
+            self.tables[source] = (dt.to_pyarrow_dataset().to_table()
+                                   if dt is not None and rows <= SAMPLE_EVENTS else None)
+        return self.tables[source]
+
+
+def _whole_range(events: pa.Table, low: int | None, high: int | None, tau: int) -> pa.Table:
+    """``read_range``'s events of a table on the driver: ts in [low, high + tau]."""
+    import pyarrow.compute as pc
+
+    ts = events.column("ts").cast(pa.timestamp("ns", "UTC")).cast(pa.int64())
+    keep = pc.scalar(True)
+    if low is not None:
+        keep = pc.greater_equal(ts, low)
+    if high is not None:
+        keep = pc.and_(keep, pc.less_equal(ts, high + tau))
+    return events.filter(keep) if low is not None or high is not None else events
+
+
 def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,
-                      low: int | None, high: int | None) -> list[PlanStatistics]:
+                      low: int | None, high: int | None, small: SmallSources | None = None
+                      ) -> list[PlanStatistics]:
     """Per alternative, the statistics measured on a sample of the run's events (whole
-    partitions chosen by a hash of X), with the engine's window sampler."""
-    from pyspark.sql import functions as F
-
-
-    df = read_range(spark, lake, lake.events(pattern.source),
-                     None if low is None else low - pattern.tau, high, pattern.tau)
-    keep = filter_column(pattern)
-    if keep is not None:
-        df = df.where(keep)
-    keys = list(pattern.partition_attributes)
-    total = df.count()
-    if total > SAMPLE_EVENTS and keys:
-        buckets = max(2, math.ceil(total / SAMPLE_EVENTS))
-        df = df.where(F.pmod(F.hash(*[col(k) for k in keys]), F.lit(buckets)) == 0)
-    elif total > SAMPLE_EVENTS:
-        df = df.orderBy("ts").limit(SAMPLE_EVENTS)
+    partitions chosen by a hash of X), with the engine's window sampler. ``small``: a
+    source it holds is sampled whole on the driver, without the pattern's filter: the
+    engine's own filter (Theorem 1) drops the same events, and at most ``SAMPLE_EVENTS``
+    events are never sampled down, so the statistics are the same as Spark's."""
     compiled = compile_pattern(pattern)
-    cols_needed = ["event_id", "ts", *sorted(set(compiled.attributes) | set(keys))]
-    table = df.select(*[col(c) for c in dict.fromkeys(cols_needed)]).toArrow()
+    keys = list(pattern.partition_attributes)
+    cols_needed = list(dict.fromkeys(["event_id", "ts",
+                                      *sorted(set(compiled.attributes) | set(keys))]))
+    whole = small.events(pattern.source) if small is not None else None
+    if whole is not None and set(cols_needed) <= set(whole.column_names):
+        table = _whole_range(whole.select(cols_needed),
+                             None if low is None else low - pattern.tau, high, pattern.tau)
+    else:
+        table = _spark_sample(spark, lake, pattern, low, high, keys, cols_needed)
     table = table.take(processing_order(table))
     cols = from_arrow(table, compiled.attributes, ordered=True)
     out = []
@@ -231,14 +261,35 @@ def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,
     return out
 
 
+def _spark_sample(spark, lake: lk.Lake, pattern, low, high, keys: list[str],
+                  cols_needed: list[str]) -> pa.Table:
+    """The run's events that pass the pattern's filter, sampled by Spark (a hash of X) down
+    to about ``SAMPLE_EVENTS``."""
+    from pyspark.sql import functions as F
+
+    df = read_range(spark, lake, lake.events(pattern.source),
+                    None if low is None else low - pattern.tau, high, pattern.tau)
+    keep = filter_column(pattern)
+    if keep is not None:
+        df = df.where(keep)
+    total = df.count()
+    if total > SAMPLE_EVENTS and keys:
+        buckets = max(2, math.ceil(total / SAMPLE_EVENTS))
+        df = df.where(F.pmod(F.hash(*[col(k) for k in keys]), F.lit(buckets)) == 0)
+    elif total > SAMPLE_EVENTS:
+        df = df.orderBy("ts").limit(SAMPLE_EVENTS)
+    return df.select(*[col(c) for c in cols_needed]).toArrow()
+
+
 def choose_plan(spark, lake: lk.Lake, pattern: Pattern | Disjunction, low: int | None,
                 high: int | None, kinds: dict[str, str], generator: str | None = None,
-                observed: bool = False) -> PlanChoice:
+                observed: bool = False, small: SmallSources | None = None) -> PlanChoice:
     """The run's plan: statistics from the lake (or, ``observed``, the sample's measured
-    leaf sizes), then the generator."""
+    leaf sizes), then the generator. ``small``: the night's small sources (sampled on the
+    driver)."""
     name = generator or pattern.plan or DEFAULT
     gen = planner(name)
-    sampled = sample_statistics(spark, lake, pattern, low, high)
+    sampled = sample_statistics(spark, lake, pattern, low, high, small)
     ds = None if observed else read_date_stats(lake, pattern.source, low, high, pattern.tau)
     shape = None if ds is None else partition_shape(spark, lake, pattern.source,
                                                     pattern.partition_attributes, low, high,

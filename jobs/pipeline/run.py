@@ -29,7 +29,7 @@ from jobs.pipeline.horizons import RunRange, backfill_range, plan_range
 from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.models import run_models
 from jobs.pipeline.phase1 import run_match_job
-from jobs.pipeline.planning import choose_plan, needs_replan
+from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan
 from jobs.pipeline.publish import all_runs, log_run, previous_runs, publish
 from jobs.pipeline.quality import (
     validate_events,
@@ -202,9 +202,10 @@ def night_diagnostics(spark, ctxs: list[RunContext], planned: dict) -> tuple[dic
     return late, counts
 
 
-def run_plan(spark, ctx: RunContext, planned: PlannedRun):
+def run_plan(spark, ctx: RunContext, planned: PlannedRun, small: SmallSources | None = None):
     """The one plan of a ZStream pattern for this run (``jobs.pipeline.planning``), chosen on the
-    driver; None for the SES automaton (it follows the sets' order)."""
+    driver; None for the SES automaton (it follows the sets' order). ``small``: the night's
+    small sources, sampled on the driver."""
 
     pattern = planned.pattern
     if pattern.matcher != "zstream":
@@ -213,7 +214,7 @@ def run_plan(spark, ctx: RunContext, planned: PlannedRun):
     kinds = dict(source.columns) if source else {}
     observed = needs_replan(planned.runs, pattern.version)
     return choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high, kinds,
-                       observed=observed)
+                       observed=observed, small=small)
 
 
 def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool = False,
@@ -562,11 +563,12 @@ def source_passes(spark, ctxs: list[RunContext], planned: dict, echo=print) -> d
     pattern."""
     by_name = {ctx.pattern.name: ctx for ctx in ctxs}
     items, choices = [], {}
+    small = SmallSources(ctxs[0].lake) if ctxs else None
     for name, one in planned.items():
         if isinstance(one, Exception) or one.rng.empty or not shareable(one.pattern):
             continue
         try:
-            choice = run_plan(spark, by_name[name], one)
+            choice = run_plan(spark, by_name[name], one, small)
         except Exception:  # noqa: BLE001 - the pattern runs alone and reports it
             continue
         choices[name] = choice

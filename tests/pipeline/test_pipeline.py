@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas.testing as pd_testing
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
@@ -569,6 +570,30 @@ def _staged_without_negation(profile, tmp_path, run_id: str):
     folder.mkdir(parents=True)
     pq.write_table(pa.Table.from_pylist(rows), folder / "part-0.parquet", coerce_timestamps="us")
     return load_pattern(path), len(rows)
+
+
+def test_plan_samples_of_small_sources_on_the_driver_equal_spark_samples(spark, nightly):
+    """A small source's plan statistics come from its events read once on the driver,
+    unfiltered; they equal the statistics of Spark's filtered sample, for every committed
+    sequence pattern over the whole history and over a range cut in its middle."""
+    from jobs.core.events import parse_ts
+    from jobs.pipeline.planning import SAMPLE_EVENTS, SmallSources, sample_statistics
+
+    lake = Lake.of_profile(nightly[0])
+    small = SmallSources(lake)
+    checked = 0
+    for path in pattern_paths():
+        pattern = load_pattern(path)
+        if pattern.kind == "window" or small.events(pattern.source) is None:
+            continue
+        assert small.events(pattern.source).num_rows <= SAMPLE_EVENTS
+        ts = small.events(pattern.source).column("ts")
+        lo, hi = (parse_ts(x.as_py()) for x in (pc.min(ts), pc.max(ts)))
+        for low, high in ((None, None), ((lo + hi) // 2 - pattern.tau, hi)):
+            assert sample_statistics(spark, lake, pattern, low, high, small) == \
+                sample_statistics(spark, lake, pattern, low, high), (pattern.name, low, high)
+            checked += 1
+    assert checked >= 20  # every committed sequence pattern's source is small
 
 
 def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
