@@ -54,11 +54,12 @@ def source_digest() -> str:
 # give it (``numba.typeof``), computed here without Numba.
 
 def arg_key(x):
-    """The type of one argument, as Numba types it, in a JSON-friendly form."""
+    """The type of one argument, as Numba types it: a string or a tuple (the manifest's JSON
+    lists, ``frozen``)."""
     if isinstance(x, np.ndarray):
         layout = "C" if x.flags.c_contiguous else "F" if x.flags.f_contiguous else "A"
-        return ["array", x.dtype.str, x.ndim, layout, not x.flags.writeable,
-                bool(x.flags.aligned)]
+        return ("array", x.dtype.str, x.ndim, layout, not x.flags.writeable,
+                bool(x.flags.aligned))
     if isinstance(x, (bool, np.bool_)):
         return "bool"
     if isinstance(x, np.generic):
@@ -68,12 +69,13 @@ def arg_key(x):
     if isinstance(x, float):
         return "float64"
     if isinstance(x, tuple):
-        return ["tuple", *map(arg_key, x)]
+        return ("tuple", *map(arg_key, x))
     return f"unsupported:{type(x).__name__}"
 
 
-def _frozen(key):
-    return tuple(_frozen(k) for k in key) if isinstance(key, list) else key
+def frozen(key):
+    """A manifest's key (JSON lists) as ``arg_key`` gives it (tuples)."""
+    return tuple(frozen(k) for k in key) if isinstance(key, list) else key
 
 
 # -- loading ----------------------------------------------------------------------------
@@ -97,7 +99,7 @@ class Kernel:
         self.name, self.exports, self.loaded = name, exports, loaded
 
     def __call__(self, *args):
-        fn = self.exports.get(tuple(_frozen(arg_key(a)) for a in args))
+        fn = self.exports.get(tuple(arg_key(a) for a in args))
         if fn is None:
             self.loaded.fallback_calls += 1
             fn = getattr(_jit(), self.name)
@@ -152,13 +154,12 @@ def load(mode: str | None = None) -> Kernels:
     shared = mode is None  # the process's kernels, kept; an explicit mode is not kept
     if shared and os.environ.get("SES_KERNELS") == "jit":
         mode = "jit"
-    manifest, reason = (None, "forced") if mode == "jit" else _manifest()
+    manifest, module, reason = (None, None, "forced") if mode == "jit" else _built()
     if manifest is not None:
-        module = importlib.import_module(f"jobs.core.{MODULE}")
         loaded = Loaded("aot", 0.0)
         entry = {}
         for name in ENTRY_POINTS:
-            exports = {_frozen(key): getattr(module, export)
+            exports = {frozen(key): getattr(module, export)
                        for export, key in manifest["exports"].get(name, [])}
             entry[name] = Kernel(name, exports, loaded)
     else:
@@ -171,21 +172,20 @@ def load(mode: str | None = None) -> Kernels:
     return kernels
 
 
-def _manifest() -> tuple[dict | None, str | None]:
-    """The manifest of a usable ahead-of-time module, or why there is none."""
+def _built() -> tuple[dict | None, object, str | None]:
+    """The manifest and the module of a usable ahead-of-time build, or why there is none."""
     if not MANIFEST.exists():
-        return None, "not built (make builds it: python -m jobs.core.aot_build)"
+        return None, None, "not built (make builds it: python -m jobs.core.aot_build)"
     try:
         manifest = json.loads(MANIFEST.read_text())
     except (OSError, ValueError) as exc:
-        return None, f"unreadable manifest {MANIFEST.name}: {exc}"
+        return None, None, f"unreadable manifest {MANIFEST.name}: {exc}"
     if manifest.get("digest") != source_digest():
-        return None, "kernels.py changed since the build (make rebuilds it)"
+        return None, None, "kernels.py changed since the build (make rebuilds it)"
     try:
-        importlib.import_module(f"jobs.core.{MODULE}")
+        return manifest, importlib.import_module(f"jobs.core.{MODULE}"), None
     except ImportError as exc:
-        return None, f"cannot import {MODULE}: {exc}"
-    return manifest, None
+        return None, None, f"cannot import {MODULE}: {exc}"
 
 
 if __name__ == "__main__":

@@ -25,16 +25,16 @@ from jobs.core.runner import MatchOptions, run, warm_up
 
 def numba_key(t):
     """``aot.arg_key`` of a Numba type: what a call's argument must give to reach the
-    export compiled for ``t``."""
+    export compiled for ``t`` (written to the manifest as JSON lists)."""
     if isinstance(t, types.Array):
-        return ["array", np.dtype(str(t.dtype)).str, t.ndim, t.layout, not t.mutable,
-                bool(t.aligned)]
+        return ("array", np.dtype(str(t.dtype)).str, t.ndim, t.layout, not t.mutable,
+                bool(t.aligned))
     if isinstance(t, types.Boolean):
         return "bool"
     if isinstance(t, (types.Integer, types.Float)):
         return str(t)
     if isinstance(t, types.BaseTuple):
-        return ["tuple", *map(numba_key, t.types)]
+        return ("tuple", *map(numba_key, t.types))
     raise TypeError(f"no ahead-of-time export for an argument of type {t}")
 
 

@@ -68,7 +68,7 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
 def warm_up() -> float:
     """Run a tiny pattern through each matcher and strategy, so that the kernels this
     process uses are compiled (Numba's just-in-time ones, into its cache) or loaded;
-    returns the seconds it took. ``aot.build`` starts with it."""
+    returns the seconds it took. ``aot_build.exercise`` starts with it."""
     started = time.perf_counter()
     events = order([Event(f"e{i}", i, {"t": "AB"[i % 2], "k": 1}) for i in range(4)])
     for matcher in MATCHER_NAMES:

@@ -186,10 +186,10 @@ class Lake:
                    .when_not_matched_insert_all().execute())
         return int(metrics.get("num_target_rows_inserted", 0))
 
-    def count_rows(self, path: str, partition_filters=None) -> int:
+    def count_rows(self, path: str, partition_filters=None, table=None) -> int:
         """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
-        per-file statistics (no data is read)."""
-        dt = self.table(path)
+        per-file statistics (no data is read); ``table``: the table, when it is open."""
+        dt = table if table is not None else self.table(path)
         files = _data_files(dt, partition_filters)
         actions = pa.table(dt.get_add_actions(flatten=True))
         records = dict(zip(actions.column("path").to_pylist(),

@@ -21,6 +21,7 @@ the observed sizes instead (leaf sizes measured in the sample's windows).
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass, field
@@ -210,12 +211,10 @@ class SmallSources:
 
     def events(self, source: str) -> pa.Table | None:
         if source not in self.tables:
-            dt = self.lake.read_table(self.lake.events(source))
-            rows = 0 if dt is None else sum(
-                int(n or 0) for n in pa.table(dt.get_add_actions(flatten=True))
-                .column("num_records").to_pylist())
-            self.tables[source] = (dt.to_pyarrow_dataset().to_table()
-                                   if dt is not None and rows <= SAMPLE_EVENTS else None)
+            path = self.lake.events(source)
+            dt = self.lake.read_table(path)
+            small = dt is not None and self.lake.count_rows(path, table=dt) <= SAMPLE_EVENTS
+            self.tables[source] = dt.to_pyarrow_dataset().to_table() if small else None
         return self.tables[source]
 
 
@@ -224,12 +223,10 @@ def _whole_range(events: pa.Table, low: int | None, high: int | None, tau: int) 
     import pyarrow.compute as pc
 
     ts = events.column("ts").cast(pa.timestamp("ns", "UTC")).cast(pa.int64())
-    keep = pc.scalar(True)
-    if low is not None:
-        keep = pc.greater_equal(ts, low)
+    keep = [pc.greater_equal(ts, low)] if low is not None else []
     if high is not None:
-        keep = pc.and_(keep, pc.less_equal(ts, high + tau))
-    return events.filter(keep) if low is not None or high is not None else events
+        keep.append(pc.less_equal(ts, high + tau))
+    return events.filter(functools.reduce(pc.and_, keep)) if keep else events
 
 
 def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,

@@ -58,6 +58,7 @@ class Pictures:
     redraws the run histories, not every pattern's shape). ``digests.json`` keeps them."""
 
     INDEX = "digests.json"
+    CODE = hashlib.sha256(Path(pictures.__file__).read_bytes()).hexdigest()  # how they are drawn
 
     def __init__(self, folder: Path, previous: Path | None):
         self.folder, self.previous, self.digests = folder, previous, {}
@@ -65,18 +66,16 @@ class Pictures:
         if previous is not None and (previous / self.INDEX).exists():
             try:
                 self.old = json.loads((previous / self.INDEX).read_text(encoding="utf-8"))
-            except ValueError:
-                self.old = {}
+            except ValueError:  # an unreadable index: every picture is drawn
+                pass
         self.drawn = self.copied = 0
-
-    CODE = hashlib.sha256(Path(pictures.__file__).read_bytes()).hexdigest()  # how they are drawn
 
     def draw(self, fn, name: str, *data) -> None:
         digest = hashlib.sha256(repr((self.CODE, fn.__name__, data)).encode()).hexdigest()
         self.digests[name] = digest
-        old = self.previous / name if self.previous is not None else None
-        if old is not None and self.old.get(name) == digest and old.exists():
-            shutil.copyfile(old, self.folder / name)
+        before = self.previous / name if self.previous is not None else None
+        if before is not None and self.old.get(name) == digest and before.exists():
+            shutil.copyfile(before, self.folder / name)
             self.copied += 1
         else:
             fn(data[0], self.folder / name, *data[1:])  # each picture: (data, path, title...)

@@ -109,10 +109,9 @@ class SourceEvents:
     def table(self, source: str) -> pa.Table | None:
         """The events of ``source`` (None: no table yet); raises ``BrokenTable``."""
         if source not in self._tables:
-            dt = self.lake.read_table(self.lake.events(source))
             label = self.type_column(source)
-            self._tables[source] = None if dt is None else dt.to_pyarrow_dataset().to_table(
-                columns=["event_id", "ts"] + ([label] if label else []))
+            self._tables[source] = self.lake.read_arrow(
+                self.lake.events(source), columns=["event_id", "ts"] + ([label] if label else []))
         return self._tables[source]
 
 
