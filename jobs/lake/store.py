@@ -147,15 +147,23 @@ class Lake:
         return dt
 
     def read_arrow(self, path: str, columns: list[str] | None = None,
-                   filter=None, partition_filters=None) -> pa.Table | None:
+                   filter=None, partition_filters=None,
+                   only: set[str] | None = None) -> pa.Table | None:
         """A table's current snapshot as Arrow (for small tables: runs, ingest log, a
         small night's events), only the files of the partitions that pass
-        ``partition_filters`` (as in ``read_spark``)."""
+        ``partition_filters`` and, with ``only``, only the data files of these names (as
+        in ``read_spark``)."""
+        import pyarrow.dataset as pads
+
         dt = self.read_table(path)
         if dt is None:
             return None
         try:
             dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
+            if only is not None:
+                dataset = pads.FileSystemDataset(
+                    [f for f in dataset.get_fragments() if file_name(f.path) in only],
+                    dataset.schema, dataset.format, dataset.filesystem)
             return dataset.to_table(columns=columns, filter=filter)
         except FileNotFoundError as exc:
             raise BrokenTable(self.name_of(path),

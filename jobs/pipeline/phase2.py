@@ -84,10 +84,11 @@ def output_columns(keys: tuple[str, ...], disjunctive: bool = False, window: boo
 
 
 def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
-               ) -> Iterator[pd.DataFrame]:
+               ) -> Iterator[pd.DataFrame | _StatsRow]:
     """Match the events of ``table`` (one time slice of one partition when
     ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
-    by X itself); yields their match rows batch by batch, then one stats row."""
+    by X itself); yields their match rows batch by batch, then one stats row
+    (``_joined`` makes frames of them)."""
     pattern = _pattern(spec.pattern_text)
     t0 = time.perf_counter()
     table = table.take(pa.array(processing_order(table)))  # rows = the engine's rows
@@ -141,31 +142,76 @@ def _start_range(spec: Phase2Spec, slice_value):
     return lo, hi, s_lo, s_hi
 
 
+@dataclass(frozen=True)
+class _StatsRow:
+    """A group's stats row, turned into a frame together with the other groups of its
+    input batch (``_stats_frame``): a frame per group cost more than most groups' matching."""
+    record: str  # the group's MatchStats (JSON)
+    keys: pa.Table  # the group's first event's partition values (one row)
+    disjunctive: bool
+    window: bool
+
+
 def _stats_row(spec: Phase2Spec, st: MatchStats, kept: int, t0: float, s_lo, table,
-               disjunctive: bool = False, window: bool = False) -> pd.DataFrame:
+               disjunctive: bool = False, window: bool = False) -> _StatsRow:
     st.matches = kept
     st.seconds = time.perf_counter() - t0
     if s_lo is not None:
         st.partitions = 0  # a slice's partition is counted once, by its key (match job)
     record = {k: v for k, v in st.as_dict().items()
               if k not in MatchStats.TEXT + ("plan_cost",)}
-    stats_row = {"kind": ["stats"], "match_id": [None]}
-    if disjunctive:
-        stats_row["alternative"] = np.zeros(1, np.int32)
-    for k in spec.keys:  # the first event's partition (sliced: the slice's partition)
-        stats_row[k] = table.column(k).slice(0, 1).to_pandas()
-    nat = np.array([np.iinfo(np.int64).min]).view("datetime64[ns]")
-    stats_row.update(start_ts=nat, end_ts=nat, n_events=[0], bindings=[None],
-                     stats=[json.dumps(record)])
-    if window:
-        stats_row["values"] = [None]
+    # the first event's partition (sliced: the slice's partition)
+    return _StatsRow(json.dumps(record), table.select(list(spec.keys)).slice(0, 1),
+                     disjunctive, window)
+
+
+def _stats_frame(spec: Phase2Spec, rows: list[_StatsRow]) -> pd.DataFrame:
+    """The stats rows of several groups as one staged frame."""
     import pandas as pd
 
-    return _typed(spec, pd.DataFrame(stats_row))
+    n = len(rows)
+    frame = {"kind": np.full(n, "stats", dtype=object), "match_id": np.full(n, None, object)}
+    if rows[0].disjunctive:
+        frame["alternative"] = np.zeros(n, np.int32)
+    if spec.keys:
+        keys = pa.concat_tables([r.keys for r in rows])
+        for k in spec.keys:
+            frame[k] = keys.column(k).to_pandas()
+    nat = np.full(n, np.iinfo(np.int64).min).view("datetime64[ns]")
+    frame.update(start_ts=nat, end_ts=nat.copy(), n_events=np.zeros(n, np.int64),
+                 bindings=np.full(n, None, object), stats=[r.record for r in rows])
+    if rows[0].window:
+        frame["values"] = np.full(n, None, object)
+    return _typed(spec, pd.DataFrame(frame))
+
+
+FLUSH_ROWS = 10_000  # match rows of one input batch held before they are handed on
+
+
+def _joined(spec: Phase2Spec, pieces) -> Iterator[pd.DataFrame]:
+    """The match frames and stats rows of one input batch as few frames (Spark converts
+    each frame it gets to Arrow at a fixed cost): match frames joined up to ``FLUSH_ROWS``
+    rows, the stats rows in one frame at the end."""
+    import pandas as pd
+
+    frames, stats, rows = [], [], 0
+    for piece in pieces:
+        if isinstance(piece, _StatsRow):
+            stats.append(piece)
+            continue
+        frames.append(piece)
+        rows += len(piece)
+        if rows >= FLUSH_ROWS:
+            yield frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+            frames, rows = [], 0
+    if stats:
+        frames.append(_stats_frame(spec, stats))
+    if frames:
+        yield frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
 def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, t0
-                ) -> Iterator[pd.DataFrame]:
+                ) -> Iterator[pd.DataFrame | _StatsRow]:
     """A window pattern's rows for one group: its output windows starting in [lo, hi),
     bindings {first, buffer, last} and the select values as JSON, then a stats row."""
 
@@ -270,10 +316,10 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
             carry = pdf
             continue
         groups, carry = split(pdf, last_is_complete=False)
-        yield from process(pdf, groups)
+        yield from _joined(spec, process(pdf, groups))
     if carry is not None and len(carry):
         groups, _ = split(carry, last_is_complete=True)
-        yield from process(carry, groups)
+        yield from _joined(spec, process(carry, groups))
 
 
 PATTERNS_COLUMN = "__patterns"  # a source pass: bit i set when the event serves pattern i
@@ -327,7 +373,7 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
             rows = np.flatnonzero(mask)
             if not len(rows):
                 continue
-            for out in match_rows(s.spec, table.take(pa.array(rows))):
+            for out in _joined(s.spec, match_rows(s.spec, table.take(pa.array(rows)))):
                 yield out.assign(**{PATTERN: s.name})
 
     for pdf in batches:

@@ -9,9 +9,11 @@ pattern version) also deletes the old version's rows in the same commit; when th
 version's columns differ (other partition attributes), it replaces the table's files and
 schema in one commit instead.
 
-The rows never pass through the driver (``jobs.lake.delta_files``): the executors write the
-table's new Parquet files, and the driver commits add and remove actions through
-delta-rs, so its memory does not grow with the number of matches.
+A large run's rows never pass through the driver (``jobs.lake.delta_files``): the executors
+write the table's new Parquet files, and the driver commits add and remove actions through
+delta-rs, so its memory does not grow with the number of matches. A small run (at most
+``DRIVER_ROWS`` staged and published rows) takes the same steps with Arrow on the driver:
+a Spark job costs more than the whole of such a publish.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 from collections.abc import Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from jobs import runrecord
 from jobs.core.events import parse_ts, to_datetime
@@ -32,70 +35,142 @@ from jobs.runrecord import RunRecord
 
 RUN_KEY = "ses.run"  # commit metadata: the runs row of the run that made the commit
 COUNTS = ("ses.inserted", "ses.deleted")  # commit metadata: the commit's own counts
+# a run whose staged matches and published table hold at most this many rows each is
+# published by the driver with Arrow (no Spark job); larger ones by the executors
+DRIVER_ROWS = 1_000_000
 
 
 def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, staging: str,
-            rng: RunRange, run_row: dict | None = None) -> dict:
+            rng: RunRange, run_row: dict | None = None, engine: str = "auto") -> dict:
     """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}.
 
-    The executors write the new data files; the driver reads only the Delta log and the
-    files' statistics, counts in Spark, and commits. The table's files that can hold rows
-    of the run's scope (or rows with a staged ``match_id``) are *touched*: they are
-    replaced by files holding their rows minus the deleted ones, in the same commit that
-    adds the new matches. The commit carries ``run_row`` (the run's log row without its
-    counts) and the counts as custom metadata, so that a crash between this commit and
-    the runs row is repaired by the next run (``jobs.pipeline.reconcile``) from the table's own
-    history."""
-    from pyspark.sql import functions as F
+    The table's files that can hold rows of the run's scope (or rows with a staged
+    ``match_id``) are *touched*: they are replaced by files holding their rows minus the
+    deleted ones, in the same commit that adds the new matches. The commit carries
+    ``run_row`` (the run's log row without its counts) and the counts as custom metadata,
+    so that a crash between this commit and the runs row is repaired by the next run
+    (``jobs.pipeline.reconcile``) from the table's own history.
+
+    ``engine``: where the rows are joined and written. ``spark``: the executors write the
+    new data files and the driver reads only the Delta log and the files' statistics;
+    ``arrow``: the driver does the same steps with Arrow, without a Spark job; ``auto``
+    (the default): ``arrow`` when the staged and touched rows are at most
+    ``DRIVER_ROWS``. Both give the same rows, counts and commits (tests)."""
+    import pyarrow.dataset as pads
 
     rows = MatchRows.of(pattern, run_id)
     path = lake.matches(pattern.name)
-    staged = spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
     fs, folder = lake.filesystem(staging)
-    import pyarrow.dataset as pads
-
-    schema = rows.convert(pads.dataset(folder, filesystem=fs, format="parquet")
-                          .schema.empty_table()).schema
-    bounds = staged.agg(F.count(F.lit(1)).alias("n"), F.min("start_ts").alias("low"),
-                        F.max("start_ts").alias("high")).first()
-    n = int(bounds["n"])
+    dataset = pads.dataset(folder, filesystem=fs, format="parquet")
+    schema = rows.convert(dataset.schema.empty_table()).schema
     prefix = "part-" + "".join(c if c.isalnum() else "_" for c in run_id)
     meta = {RUN_KEY: json.dumps(run_row or {"run_id": run_id}, default=str)}
+    table = lake.read_table(path)
+    replace = table is None or (rng.full and _schema_changed(table, schema))
+    if engine == "auto":
+        small = dataset.count_rows(filter=pc.field("kind") == "match") <= DRIVER_ROWS
+        if small and not replace:
+            small = lake.count_rows(path, table=table) <= DRIVER_ROWS
+        engine = "arrow" if small else "spark"
+    rows_of = (_ArrowRows(lake, dataset) if engine == "arrow"
+               else _SparkRows(spark, lake, staging))
+    n, staged_span = rows_of.span()
     written: list[dict] = []
     try:
-        table = lake.read_table(path)
-        if table is None or (rng.full and _schema_changed(table, schema)):
+        if replace:
             before = table.count() if table is not None else 0
-            written = delta_files.write(staged, lake, path, prefix, schema, n, rows.convert)
+            written = rows_of.write(rows_of.staged, path, prefix, schema, n, rows.convert)
             delta_files.commit(lake, path, schema, written, [], _counts(meta, n, before),
                                replace_all=table is not None)
             return {"inserted": n, "deleted": before, "published": n}
-        staged_span = None if n == 0 else (parse_ts(bounds["low"]), parse_ts(bounds["high"]))
         touched = [f for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()
                    if _may_hold(f, pattern.version, rng, staged_span)]
-        inserted_rows, deleted, kept_rows, kept = staged, 0, 0, None
+        inserted_rows, deleted, kept_rows, kept = rows_of.staged, 0, 0, None
         if touched:
-            old = lake.read_spark(spark, path, only={lk.file_name(f["path"]) for f in touched})
-            mine = F.coalesce(_scope(F, pattern.version, rng), F.lit(False))
-            marked = old.join(staged.select("match_id").distinct()
-                              .withColumn("_staged", F.lit(True)), "match_id", "left")
-            inserted_rows = staged.join(old.select("match_id"), "match_id", "left_anti")
-            deleted = marked.where(mine & F.col("_staged").isNull()).count()
+            inserted_rows, deleted, kept = rows_of.diff(path, touched, pattern.version, rng)
             kept_rows = sum(int(f["num_records"] or 0) for f in touched) - deleted
-            kept = marked.where(~mine | F.col("_staged").isNotNull()).drop("_staged")
         # at most n rows are new; what the files hold is the count (a task without rows
         # writes no file, so a rerun writes nothing)
-        written = delta_files.write(inserted_rows, lake, path, prefix, schema, n, rows.convert)
+        written = rows_of.write(inserted_rows, path, prefix, schema, n, rows.convert)
         n = sum(int(f["rows"]) for f in written)
         if n == 0 and deleted == 0:  # a rerun: nothing to change, no commit
             return {"inserted": 0, "deleted": 0, "published": table.count()}
         if kept is not None:
-            written += delta_files.write(kept, lake, path, prefix, schema, kept_rows)
+            written += rows_of.write(kept, path, prefix, schema, kept_rows)
         delta_files.commit(lake, path, schema, written, touched, _counts(meta, n, deleted))
     except BaseException:
         delta_files.discard(lake, path, written)
         raise
     return {"inserted": n, "deleted": deleted, "published": lake.table(path).count()}
+
+
+class _SparkRows:
+    """The staged and published rows as Spark DataFrames: the executors join and write."""
+
+    def __init__(self, spark, lake: lk.Lake, staging: str):
+        from pyspark.sql import functions as F
+
+        self.spark, self.lake, self.F = spark, lake, F
+        self.staged = spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
+
+    def span(self) -> tuple[int, tuple[int, int] | None]:
+        """(staged matches, (first, last) start_ts in ns or None)."""
+        F = self.F
+        b = self.staged.agg(F.count(F.lit(1)).alias("n"), F.min("start_ts").alias("low"),
+                            F.max("start_ts").alias("high")).first()
+        n = int(b["n"])
+        return n, None if n == 0 else (parse_ts(b["low"]), parse_ts(b["high"]))
+
+    def diff(self, path: str, touched: list[dict], version: str, rng: RunRange):
+        """(staged rows not published yet, published rows to delete (a count), touched
+        rows to keep)."""
+        F = self.F
+        old = self.lake.read_spark(self.spark, path,
+                                   only={lk.file_name(f["path"]) for f in touched})
+        mine = F.coalesce(_scope(F, version, rng), F.lit(False))
+        marked = old.join(self.staged.select("match_id").distinct()
+                          .withColumn("_staged", F.lit(True)), "match_id", "left")
+        inserted = self.staged.join(old.select("match_id"), "match_id", "left_anti")
+        deleted = marked.where(mine & F.col("_staged").isNull()).count()
+        kept = marked.where(~mine | F.col("_staged").isNotNull()).drop("_staged")
+        return inserted, deleted, kept
+
+    def write(self, df, path, prefix, schema, rows, convert=None) -> list[dict]:
+        return delta_files.write(df, self.lake, path, prefix, schema, rows, convert)
+
+
+class _ArrowRows:
+    """The same steps as ``_SparkRows`` with Arrow tables on the driver (small runs)."""
+
+    def __init__(self, lake: lk.Lake, dataset):
+        self.lake = lake
+        self.staged = dataset.to_table(filter=pc.field("kind") == "match")
+
+    def span(self) -> tuple[int, tuple[int, int] | None]:
+        n = self.staged.num_rows
+        if n == 0:
+            return 0, None
+        ns = self.staged.column("start_ts").cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
+        mm = pc.min_max(ns)
+        return n, (mm["min"].as_py(), mm["max"].as_py())
+
+    def diff(self, path: str, touched: list[dict], version: str, rng: RunRange):
+        old = self.lake.read_arrow(path, only={lk.file_name(f["path"]) for f in touched})
+        staged_ids = self.staged.column("match_id")
+        published = pc.is_in(old.column("match_id"), value_set=staged_ids, skip_nulls=True)
+        mine = pc.fill_null(_arrow_scope(old, version, rng), False)
+        inserted = self.staged.filter(pc.invert(
+            pc.is_in(staged_ids, value_set=old.column("match_id"), skip_nulls=True)))
+        deleted = pc.sum(pc.and_(mine, pc.invert(published))).as_py() or 0
+        kept = old.filter(pc.or_(pc.invert(mine), published))
+        return inserted, deleted, kept
+
+    def write(self, t: pa.Table, path, prefix, schema, rows, convert=None) -> list[dict]:
+        if t.num_rows == 0:
+            return []
+        return [r for batch in delta_files.write_task(iter(t.to_batches()), self.lake, path,
+                                                      prefix, schema, convert)
+                for r in batch.to_pylist()]
 
 
 def _counts(meta: dict, inserted: int, deleted: int) -> dict:
@@ -111,6 +186,17 @@ def _scope(F, version: str, rng: RunRange):
     if rng.low is not None:
         mine &= F.col("start_ts") >= F.lit(to_datetime(rng.low))
     return mine | (F.col("pattern_version") != F.lit(version)) if rng.full else mine
+
+
+def _arrow_scope(old: pa.Table, version: str, rng: RunRange) -> pa.ChunkedArray:
+    """``_scope`` over an Arrow table of published rows (null where Spark's is null)."""
+    v, start = old.column("pattern_version"), old.column("start_ts")
+    mine = pc.and_kleene(pc.equal(v, version),
+                         pc.less(start, pa.scalar(to_datetime(rng.high), start.type)))
+    if rng.low is not None:
+        mine = pc.and_kleene(mine, pc.greater_equal(
+            start, pa.scalar(to_datetime(rng.low), start.type)))
+    return pc.or_kleene(mine, pc.not_equal(v, version)) if rng.full else mine
 
 
 def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | None) -> bool:

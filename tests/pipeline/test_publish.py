@@ -1,5 +1,5 @@
-"""Publish (executors write the files, the driver commits add and remove actions) against
-its oracle: the Delta MERGE on ``match_id`` that published before (rows of the run's scope
+"""Publish (executors or, for a small run, the driver write the files; the driver commits
+add and remove actions) against its oracle: the Delta MERGE on ``match_id`` that published before (rows of the run's scope
 replaced, rows that stay untouched, nothing duplicated). Random histories of runs over
 random table states; after every run the two tables hold the same rows and report the
 same counts."""
@@ -112,7 +112,8 @@ initial = st.lists(st.tuples(st.integers(0, UNIVERSE - 1), st.sampled_from([V, "
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck),
           phases=[Phase.explicit, Phase.reuse, Phase.generate])  # no shrinking: Spark is slow
 @given(initial=initial, history=runs)
-def test_publish_equals_the_merge(spark, initial, history):
+@pytest.mark.parametrize("engine", ["spark", "arrow"])
+def test_publish_equals_the_merge(spark, engine, initial, history):
     with tempfile.TemporaryDirectory() as tmp:
         ours, oracle = lk.Lake(tmp).matches(PATTERN.name), f"{tmp}/oracle"
         if initial:
@@ -131,7 +132,8 @@ def test_publish_equals_the_merge(spark, initial, history):
             pq.write_table(_staged(inside), staging / "part-0.parquet")
             run_id = f"r{k + 1}"
             before = DeltaTable(ours).version() if lk.Lake(tmp).exists(ours) else None
-            got = publish(spark, lk.Lake(tmp), PATTERN, run_id, str(staging), rng)
+            got = publish(spark, lk.Lake(tmp), PATTERN, run_id, str(staging), rng,
+                          engine=engine)
             want = merge_oracle(oracle, MatchRows.of(PATTERN, run_id).convert(
                 _staged(inside)), rng)
             assert (got["inserted"], got["deleted"]) == (want["inserted"], want["deleted"])
@@ -216,3 +218,20 @@ def test_a_full_recompute_with_other_columns_replaces_the_table(spark, lake, tmp
         t.schema().to_arrow().names
     assert sorted(r["match_id"] for r in t.to_pyarrow_table().to_pylist()) == \
         [_id(1, V), _id(4, V)]
+
+
+def test_a_small_run_is_published_without_a_spark_job(spark, lake, tmp_path, monkeypatch):
+    from jobs.pipeline import publish as publishing
+
+    tracker = spark.sparkContext.statusTracker()
+    rng = RunRange(None, 30 * DAY + EPOCH_NS, True)
+    spark.sparkContext.setJobGroup("publish-small", "a small publish")
+    _publish(spark, lake, tmp_path, [1, 2], "r1", rng)
+    _publish(spark, lake, tmp_path, [2, 5], "r2", RunRange(EPOCH_NS, rng.high, False))
+    assert tracker.getJobIdsForGroup("publish-small") == []
+    monkeypatch.setattr(publishing, "DRIVER_ROWS", 1)  # three staged rows: too many
+    spark.sparkContext.setJobGroup("publish-large", "a large publish")
+    out = _publish(spark, lake, tmp_path, [2, 5, 7], "r3", RunRange(EPOCH_NS, rng.high, False))
+    spark.sparkContext.setJobGroup("", "")
+    assert tracker.getJobIdsForGroup("publish-large")
+    assert (out["inserted"], out["deleted"], out["published"]) == (1, 0, 3)
