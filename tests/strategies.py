@@ -92,11 +92,12 @@ BOUNDS = ("+", "{1,2}", "{2,}", "{2,3}", "{2}", "{1,1}")
 @st.composite
 def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
-                      max_vars: int = 3, as_body: bool = False):
-    """Random patterns with the second step of the language: negated sets (leading,
-    between, trailing) with properties and relationships, Kleene bounds, contiguity, and
-    conditions with in / or / not / arithmetic, each on request. ``as_body``: the text of
-    its sets, conditions and contiguity (one alternative of a disjunction)."""
+                      aggregates: bool = False, max_vars: int = 3, as_body: bool = False):
+    """Random patterns with the second and third steps of the language: negated sets
+    (leading, between, trailing) with properties and relationships, Kleene bounds,
+    contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
+    group variables, each on request. ``as_body``: the text of its sets, conditions and
+    contiguity (one alternative of a disjunction)."""
     n_sets = draw(st.integers(1, 2))
     names = iter("abcd")
     sets, variables = [], []
@@ -138,6 +139,18 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
         x, y = draw(st.permutations(positive))[:2]
         conditions.append(f"{x}.value {draw(st.sampled_from(OPS))} {y}.value" if not rich
                           else f"{x}.value >= {y}.value * 2 or {x}.type = {y}.type")
+    groups = [v for v, group in variables if group]
+    singles = [v for v, group in variables if not group]
+    for _ in range(draw(st.integers(1, 2)) if aggregates and groups else 0):
+        g, op, x = draw(st.sampled_from(groups)), draw(st.sampled_from(OPS)), \
+            draw(st.integers(0, 6))
+        other = f"{draw(st.sampled_from(singles))}.value" if singles else str(x)
+        conditions.append(draw(st.sampled_from([
+            f"sum({g}.value) {op} {x}", f"count({g}) {op} {draw(st.integers(1, 3))}",
+            f"last({g}.value) {op} first({g}.value)", f"avg({g}.value) {op} {other}",
+            f"max({g}.type) {op} '{draw(st.sampled_from(TYPES))}'",
+            f"min({g}.value) + 1 {op} count({g}.value)",
+            f"not (sum({g}.value) > {x} and count({g}) < 3)"])))
     layout = [("pos", s) for s in sets]
     if negation:
         for n in "nq"[:draw(st.integers(1, 2))]:

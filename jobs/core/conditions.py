@@ -13,12 +13,16 @@ Grammar (docs/language.md; docs/language.md)::
     term      := unary (('*' | '/') unary)*
     unary     := '-' unary | primary
     primary   := literal | NAME '.' NAME | 'prev' '(' NAME '.' NAME ')' | '(' sum ')'
+               | 'count' '(' NAME ['.' NAME] ')' | AGG '(' NAME '.' NAME ')'
+    AGG       := sum | avg | min | max | first | last
     OP        := = | != | <> | < | <= | > | >=
 
 Each conjunct of an entry becomes one condition, classified by the variables it names
 (match-window paper, Def. 1): one variable, a *property*; two, a *relationship*; one
 variable under ``prev()``, a *prev relationship* between consecutive events of a group
-variable. Keywords are case-insensitive, attribute names are not.
+variable; a conjunct with an aggregate (``sum(p.value) > 300``, ``count(p) >= 3``) is an
+*aggregate condition*, which holds or not for a whole match (docs/semantics.md). Keywords
+are case-insensitive, attribute names are not.
 
 Evaluation follows SQL's three-valued logic: a comparison with a missing value is
 unknown, ``not`` of unknown is unknown, and a condition holds only when it is true. A
@@ -50,6 +54,8 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 ARITH = ("+", "-", "*", "/")
 KEYWORDS = {"and", "or", "not", "in", "prev"}
+AGGREGATES = ("count", "sum", "avg", "min", "max", "first", "last")
+NUMERIC_AGGREGATES = ("sum", "avg")  # the others also take text
 
 
 class ConditionSyntaxError(UserError, ValueError):
@@ -79,6 +85,22 @@ class Attr:
 
     def __str__(self) -> str:
         return f"prev({self.var}.{self.attr})" if self.prev else f"{self.var}.{self.attr}"
+
+
+@dataclass(frozen=True)
+class Agg:
+    """An aggregate over the events a match binds to group variable ``var``: ``count``
+    (of events, or of present values of ``attr``), ``sum``, ``avg``, ``min``, ``max``
+    (missing values skipped; over no values: missing), ``first`` and ``last`` (the value
+    of the first or last event in processing order)."""
+
+    func: str
+    var: str
+    attr: str | None  # None: count(v)
+
+    def __str__(self) -> str:
+        return f"{self.func}({self.var})" if self.attr is None else \
+            f"{self.func}({self.var}.{self.attr})"
 
 
 @dataclass(frozen=True)
@@ -148,7 +170,7 @@ class Truth:
         return "TRUE" if self.value else "FALSE"
 
 
-Expr = Union[Lit, Attr, Neg, Arith, Cmp, In, Not, BoolOp, Truth]
+Expr = Union[Lit, Attr, Agg, Neg, Arith, Cmp, In, Not, BoolOp, Truth]
 
 
 def _wrap(e: Expr, level: int) -> str:
@@ -184,6 +206,22 @@ def attributes_of(e: Expr):
             yield from attributes_of(x)
 
 
+def aggregates_of(e: Expr):
+    """Every ``Agg`` node of an expression."""
+    if isinstance(e, Agg):
+        yield e
+    elif isinstance(e, (Neg, Not)):
+        yield from aggregates_of(e.item)
+    elif isinstance(e, (Arith, Cmp)):
+        yield from aggregates_of(e.left)
+        yield from aggregates_of(e.right)
+    elif isinstance(e, In):
+        yield from aggregates_of(e.item)
+    elif isinstance(e, BoolOp):
+        for x in e.items:
+            yield from aggregates_of(x)
+
+
 def comparisons_of(e: Expr):
     """Every comparison (``Cmp`` and ``In``) of a boolean expression."""
     if isinstance(e, (Cmp, In)):
@@ -210,6 +248,8 @@ def value_of(e: Expr, env: dict) -> Any:
     if isinstance(e, Attr):
         v = env[(e.var, e.prev)].get(e.attr)
         return None if isinstance(v, float) and v != v else v
+    if isinstance(e, Agg):
+        return env[e]
     if isinstance(e, Neg):
         x = value_of(e.item, env)
         return -x if _is_number(x) else None
@@ -221,6 +261,34 @@ def value_of(e: Expr, env: dict) -> Any:
     out = {"+": operator.add, "-": operator.sub, "*": operator.mul,
            "/": operator.truediv}[e.op](float(a), float(b))
     return out if math.isfinite(out) else None
+
+
+def aggregate(func: str, attr: str | None, events: list[dict]) -> Any:
+    """The value of ``func(v.attr)`` (``count(v)``: ``attr`` None) over the attributes of
+    the events bound to v, in processing order: the reference for the engine's columns.
+    ``sum`` and ``avg`` read numbers (other values are skipped, as missing ones are);
+    ``min`` and ``max`` compare numbers when there is one, else text."""
+    if attr is None:
+        return len(events)
+    values = [a.get(attr) for a in events]
+    values = [None if isinstance(v, float) and v != v else v for v in values]
+    if func in ("first", "last"):
+        return (values[0] if func == "first" else values[-1]) if values else None
+    present = [v for v in values if v is not None]
+    if func == "count":
+        return len(present)
+    numbers = [v for v in present if _is_number(v)]
+    if func in NUMERIC_AGGREGATES:
+        if not numbers:
+            return None
+        total = 0.0
+        for v in numbers:
+            total += float(v)
+        return total if func == "sum" else total / len(numbers)
+    pool = numbers or [v for v in present if isinstance(v, str)]
+    if not pool:
+        return None
+    return min(pool) if func == "min" else max(pool)
 
 
 def compare3(op: str, left: Any, right: Any) -> bool | None:
@@ -385,7 +453,35 @@ class PrevRelationship:
         return str(self.expr)
 
 
-Condition = Property | Relationship | PrevRelationship
+@dataclass(frozen=True)
+class AggregateCondition:
+    """A condition with aggregates (``sum(p.value) > 300``, ``avg(p.value) < c.value``):
+    it holds or not for a whole match, read from every event the match binds
+    (docs/semantics.md, aggregates); ``variables``: the variables it names."""
+
+    expr: Expr
+    variables: tuple[str, ...]
+
+    def holds(self, binding: dict[str, list[dict]]) -> bool:
+        """``binding``: each variable's events (attribute dicts) in processing order."""
+        env: dict = {}
+        for a in attributes_of(self.expr):
+            env[(a.var, False)] = binding[a.var][0]
+        for g in aggregates_of(self.expr):
+            env[g] = aggregate(g.func, g.attr, binding[g.var])
+        return truth(self.expr, env) is True
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(
+            [a.attr for a in attributes_of(self.expr)]
+            + [g.attr for g in aggregates_of(self.expr) if g.attr is not None]))
+
+    def __str__(self) -> str:
+        return str(self.expr)
+
+
+Condition = Property | Relationship | PrevRelationship | AggregateCondition
 
 
 # --------------------------------------------------------------------------------------
@@ -653,10 +749,19 @@ class _Parser:
         if tok.kind == "name":
             nxt = self.peek(1)
             if nxt is not None and nxt.text == "(":
+                if tok.word in AGGREGATES:
+                    return self.aggregate(tok)
                 if tok.word != "prev":
-                    raise ConditionSyntaxError(f"unknown function {tok.text!r}: the only "
-                                               "function is prev(v.attr)", tok.column)
+                    raise ConditionSyntaxError(
+                        f"unknown function {tok.text!r}: the functions are prev(v.attr) "
+                        f"and the aggregates {', '.join(AGGREGATES)}", tok.column)
                 self.i += 2
+                inner = self.peek()
+                if inner is not None and inner.word in AGGREGATES and self.peek(1) is not None \
+                        and self.peek(1).text == "(":
+                    raise ConditionSyntaxError(
+                        f"prev() reads one attribute of the previous event; an aggregate "
+                        f"({inner.text}(...)) cannot be inside it", inner.column)
                 ref = self.ref()
                 self.take("punct", ")", "')' closing prev(")
                 return Attr(ref.var, ref.attr, prev=True)
@@ -667,6 +772,28 @@ class _Parser:
             return Attr(ref.var, ref.attr)
         raise ConditionSyntaxError(f"expected a variable, prev(...) or a literal, found "
                                    f"{tok.text!r}", tok.column)
+
+    def aggregate(self, tok: _Token) -> Agg:
+        """``count(v)``, ``count(v.attr)`` or ``func(v.attr)`` at ``tok``."""
+        func = tok.word
+        self.i += 2
+        inner = self.peek()
+        if inner is not None and inner.word == "prev":
+            raise ConditionSyntaxError(
+                f"{func}(prev(...)): running aggregates over the events bound so far are "
+                "not supported yet; aggregate over the whole group, e.g. "
+                f"{func}(p.value)", inner.column)
+        if inner is not None and inner.word in AGGREGATES:
+            raise ConditionSyntaxError(f"an aggregate inside {func}(): aggregates do not "
+                                       "nest", inner.column)
+        name = self.take("name", what="a variable name")
+        attr = None
+        if func != "count" or (self.peek() is not None and self.peek().text == "."):
+            self.take("punct", ".", f"'.' after {name.text} (write {func}({name.text}.attr))")
+            attr = self.take("name", what="an attribute name after '.'").text
+        self.take("punct", ")", f"')' closing {func}(")
+        self.used.append((name.text, name.column))
+        return Agg(func, name.text, attr)
 
     def ref(self) -> Ref:
         name = self.take("name", what="a variable name")
@@ -709,8 +836,10 @@ def _canonical(e: Expr) -> Expr:
     """A comparison written literal-first or prev-second is flipped (one form per
     condition: the pattern version does not depend on how it was written)."""
     if isinstance(e, Cmp):
-        left_attr = any(True for _ in attributes_of(e.left))
-        right_attr = any(True for _ in attributes_of(e.right))
+        left_attr = any(True for _ in attributes_of(e.left)) or \
+            any(True for _ in aggregates_of(e.left))
+        right_attr = any(True for _ in attributes_of(e.right)) or \
+            any(True for _ in aggregates_of(e.right))
         if right_attr and not left_attr:
             return Cmp(FLIPPED[e.op], e.right, e.left)
         if isinstance(e.right, Attr) and e.right.prev and not (
@@ -722,6 +851,14 @@ def _canonical(e: Expr) -> Expr:
 def classify(expr: Expr) -> Condition:
     """A conjunct as a property, relationship or prev relationship."""
     refs = list(attributes_of(expr))
+    aggs = list(aggregates_of(expr))
+    if aggs:
+        if any(a.prev for a in refs):
+            raise ConditionSyntaxError("prev() and an aggregate in one condition: prev() "
+                                       "compares consecutive events, an aggregate reads the "
+                                       "whole match; write them as two conditions")
+        return AggregateCondition(expr, tuple(dict.fromkeys(
+            [g.var for g in aggs] + [a.var for a in refs])))
     names = list(dict.fromkeys(a.var for a in refs))
     if not names:
         raise ConditionSyntaxError("a condition must name a variable (v.attr)")
@@ -755,7 +892,7 @@ def parse_conditions(text: str) -> list[tuple[Condition, list[tuple[str, int]]]]
         _check_types(item)
         item = _canonical(item)
         cond = classify(item)
-        names = {a.var for a in attributes_of(item)}
+        names = {a.var for a in attributes_of(item)} | {g.var for g in aggregates_of(item)}
         out.append((cond, [(v, c) for v, c in parser.used if v in names]))
     return out
 

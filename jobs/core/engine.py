@@ -26,6 +26,7 @@ from typing import ClassVar, Iterator
 import numpy as np
 
 from jobs.core import aot
+from jobs.core.aggregates import AggregateFilter
 from jobs.core.columns import EventColumns
 from jobs.core.compiled import OPS, CompiledDisjunction, CompiledPattern
 from jobs.core.conditions import FLIPPED
@@ -567,21 +568,29 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
     the events when they were numbered elsewhere (Spark's phase 1; for a disjunction, one
     array or None per alternative); by default they are counted on ``cols``. Negation
     filters the matches of P⁺ against all of ``cols``. A disjunction runs its
-    alternatives one after the other; each batch names its alternative."""
+    alternatives one after the other; each batch names its alternative. Aggregate
+    conditions are tested on each match the other conditions give (docs/semantics.md)."""
     if isinstance(c, CompiledDisjunction):
         yield from _execute_disjunction(c, cols, options, stats, batch_size, positions)
         return
     negation = NegationFilter(c, cols) if c.negated else None
+    aggregates = c.pattern.aggregate_conditions
+    totals = AggregateFilter(aggregates, cols, {v.name: k for k, v in enumerate(
+        c.pattern.variables)}, cols.row) if aggregates else None
     if c.contiguity != "none" and positions is None:
         positions = c.positions(cols)
     for batch in _execute(c, cols, options, stats, batch_size, positions):
+        before = len(batch)
         if negation is not None:
-            before = len(batch)
             batch = negation.filter(batch)
-            if stats is not None:
-                stats.matches -= before - len(batch)
-            if not len(batch):
-                continue
+        if totals is not None and len(batch):
+            keep = totals.keep(batch)
+            if not keep.all():
+                batch = batch_take(batch, np.flatnonzero(keep))
+        if stats is not None:
+            stats.matches -= before - len(batch)
+        if not len(batch):
+            continue
         yield batch
 
 

@@ -74,6 +74,16 @@ def sorted_matches(matches) -> list[Match]:
     return sorted(set(matches), key=Match.sort_key)
 
 
+def aggregates_hold(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
+    """Every aggregate condition of ``pattern`` holds for the match ``binding``
+    (docs/semantics.md, aggregates): each reads the attributes of the events bound to its
+    variables, in processing order."""
+    if not pattern.aggregate_conditions:
+        return True
+    attrs = {v: [e.attrs for e in sorted(es, key=lambda e: e.seq)] for v, es in binding.items()}
+    return all(c.holds(attrs) for c in pattern.aggregate_conditions)
+
+
 def is_match(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
     """Definition 2 (conditions 1-3) of the match-window paper, checked literally."""
     variables = pattern.variables

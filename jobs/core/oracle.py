@@ -10,6 +10,10 @@
 * ``meaning``: one of the first two by matcher; for a disjunction, the union over its
   alternatives.
 
+Aggregate conditions (docs/semantics.md) hold or not for a whole match: ``all_matches``
+checks them with the other conditions of Definition 2 on every complete binding;
+``ses_exec`` keeps an earliest-maximal match of the other conditions only if they hold.
+
 Nothing here prunes beyond what a definition states; these functions are the spec.
 """
 
@@ -18,7 +22,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 from jobs.core.events import Event
-from jobs.core.matches import Match, is_match, make_match, relationships_hold, set_order_holds
+from jobs.core.matches import (
+    Match,
+    aggregates_hold,
+    is_match,
+    make_match,
+    relationships_hold,
+    set_order_holds,
+)
 from jobs.core.pattern import Disjunction, Pattern, Variable
 
 
@@ -74,7 +85,8 @@ def matches_starting_at(pattern: Pattern, window: list[Event]) -> list[Match]:
 
     def search(i: int, binding: dict[str, list[Event]], used: set[int]):
         if i == len(variables):
-            if first.seq in used and is_match(pattern, binding):
+            if first.seq in used and is_match(pattern, binding) \
+                    and aggregates_hold(pattern, binding):
                 out.append(make_match(pattern, binding))
             return
         v = variables[i]
@@ -286,7 +298,8 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
             emit(buffer)
     if stats is not None:
         stats["max_instances"] = max(stats.get("max_instances", 0), peak)
-    return negation_filter(pattern, list(results.values()), events)
+    kept = [m for m in results.values() if aggregates_hold(pattern, dict(m.bindings))]
+    return negation_filter(pattern, kept, events)
 
 
 # --------------------------------------------------------------------------------------

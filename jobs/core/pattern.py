@@ -13,7 +13,14 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from jobs.core.conditions import Condition, PrevRelationship, Property, Ref, Relationship
+from jobs.core.conditions import (
+    AggregateCondition,
+    Condition,
+    PrevRelationship,
+    Property,
+    Ref,
+    Relationship,
+)
 
 UNITS_NS = {
     "ms": 1_000_000,
@@ -160,6 +167,12 @@ class Pattern:
         """Per negated variable, its relationships with the positive variables."""
         return {v.name: tuple(c for c in self.conditions if isinstance(c, Relationship)
                               and v.name in c.variables) for v in self.negated}
+
+    @cached_property
+    def aggregate_conditions(self) -> tuple[AggregateCondition, ...]:
+        """The conditions with aggregates: each holds or not for a whole match, so they
+        are tested on the matches of the other conditions (docs/semantics.md)."""
+        return tuple(c for c in self.conditions if isinstance(c, AggregateCondition))
 
     @cached_property
     def min_events(self) -> int:

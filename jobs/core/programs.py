@@ -16,7 +16,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from jobs.core.columns import MISSING, NUMBER, EventColumns
-from jobs.core.conditions import OPERATORS, Arith, Attr, BoolOp, Cmp, Expr, In, Lit, Neg, Not, Truth
+from jobs.core.conditions import (
+    OPERATORS,
+    Agg,
+    Arith,
+    Attr,
+    BoolOp,
+    Cmp,
+    Expr,
+    In,
+    Lit,
+    Neg,
+    Not,
+    Truth,
+)
 
 LOAD, CONST, ARITH, NEG, CMP, NOT, AND, OR = range(8)
 ARITH_CODES = {"+": 0, "-": 1, "*": 2, "/": 3}
@@ -106,11 +119,12 @@ class Programs:
 # --------------------------------------------------------------------------------------
 def vector_value(e: Expr, n: int, read, literal):
     """(values, kinds) of a value expression for ``n`` events: ``read(attr_node)`` gives
-    an attribute's encoded arrays, ``literal(value)`` a literal's encoding."""
+    an attribute's (or an aggregate's, for ``n`` matches) encoded arrays,
+    ``literal(value)`` a literal's encoding."""
     if isinstance(e, Lit):
         v, k = literal(e.value)
         return np.full(n, v), np.full(n, k, np.int8)
-    if isinstance(e, Attr):
+    if isinstance(e, (Attr, Agg)):
         return read(e)
     if isinstance(e, Neg):
         v, k = vector_value(e.item, n, read, literal)

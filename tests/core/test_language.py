@@ -27,7 +27,8 @@ OPERATORS = {
     "bounds": dict(bounds=True),
     "contiguity": dict(contiguity=True),
     "conditions": dict(rich=True),
-    "all": dict(negation=True, bounds=True, contiguity=True, rich=True),
+    "aggregates": dict(aggregates=True, bounds=True),
+    "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True),
 }
 
 
@@ -82,6 +83,47 @@ def test_reference_columns_and_programs_agree(rows):
         compiled = list(kernels.program_column(code, ptr[k], ptr[k + 1], cval, ckind,
                                                cols.values, cols.kinds, programs.depth + 1))
         assert reference == columns == compiled, text
+
+
+AGGREGATE_CONDITIONS = [
+    "sum(p.value) > 2", "avg(p.value) >= 1.5", "min(p.value) = 0", "max(p.value) < 'C'",
+    "count(p.value) = 2", "count(p) > 2", "first(p.value) = last(p.value)",
+    "last(p.other) > first(p.value)", "min(p.other) = 'A'", "max(p.other) >= 2",
+    "sum(p.other) / count(p) < c.value", "not avg(p.value) > c.other",
+]
+
+
+@given(st.lists(st.tuples(VALUES, VALUES), min_size=1, max_size=6))
+def test_aggregates_on_columns_equal_the_reference(rows):
+    """Missing values, NaN, text and a mix of numbers and text in one group: the engine's
+    per-match aggregates against ``conditions.aggregate`` (through the oracle)."""
+    events = order([Event("c0", 0, {"type": "C", "value": 1, "other": "B"})] + [
+        Event(f"e{i}", (i + 1) * 1000, {"type": "P", "value": v, "other": o})
+        for i, (v, o) in enumerate(rows)])
+    for text in AGGREGATE_CONDITIONS:
+        pattern = parse_pattern(
+            "name: agg\nsource: random\nwithin: 1d\nsets: [[c], [p+]]\nconditions:\n"
+            f"  - c.type = 'C'\n  - p.type = 'P'\n  - \"{text}\"\n", "<agg>")
+        for matcher in ("ses", "zstream"):
+            want = keys(oracle.meaning(pattern, events, matcher))
+            assert keys(run(pattern, events, MatchOptions(matcher=matcher))[0]) == want, text
+
+
+def test_aggregate_values_follow_sql():
+    from jobs.core.conditions import aggregate
+
+    rows = [{"v": 2}, {"v": None}, {"v": float("nan")}, {"v": 3.5}, {}]
+    assert aggregate("count", None, rows) == 5 and aggregate("count", "v", rows) == 2
+    assert aggregate("sum", "v", rows) == 5.5 and aggregate("avg", "v", rows) == 2.75
+    assert (aggregate("min", "v", rows), aggregate("max", "v", rows)) == (2, 3.5)
+    assert (aggregate("first", "v", rows), aggregate("last", "v", rows)) == (2, None)
+    assert aggregate("sum", "v", [{}, {"v": None}]) is None  # over no values: missing
+    assert aggregate("max", "v", [{"v": "B"}, {"v": "A"}]) == "B"
+    assert aggregate("min", "v", [{"v": "B"}, {"v": 7}]) == 7  # numbers before text
+    cond, _ = parse_condition("sum(p.v) > 1")
+    assert cond.holds({"p": [{"v": None}]}) is False  # unknown is not true
+    cond, _ = parse_condition("not sum(p.v) > 1")
+    assert cond.holds({"p": [{"v": None}]}) is False
 
 
 def test_three_valued_logic():
@@ -194,6 +236,22 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
     ("sets: [[a]]\nconditions:\n  - foo(a.x) > 1\n", 6, "unknown function 'foo'"),
     ("sets: [[a]]\nconditions:\n  - a.x * 'k' > 1\n", 6, "need numbers"),
     ("sets: [[a]]\ncontiguity: sometimes\n", 5, "use one of none, partition, strict"),
+    # aggregates (issue 30, item 6)
+    ("sets: [[a], [b]]\nconditions:\n  - sum(a.x) > 1\n", 6, "aggregates the singleton 'a'"),
+    ("sets: [[a], [not n]]\nconditions:\n  - count(n) > 1\n", 6,
+     "aggregates the negated variable 'n'"),
+    ("sets: [[a, p+], [not n]]\nconditions:\n  - sum(p.x) > n.x\n", 6,
+     "attribute of the negated variable 'n'"),
+    ("sets: [[a, p+]]\nconditions:\n  - sum(p.x) > p.x\n", 6, "e.g. last(p.x)"),
+    ("sets: [[p+]]\nconditions:\n  - prev(sum(p.x)) > 1\n", 6,
+     "an aggregate (sum(...)) cannot be inside it"),
+    ("sets: [[p+]]\nconditions:\n  - max(prev(p.x)) < p.x\n", 6,
+     "running aggregates over the events bound so far are not supported yet"),
+    ("sets: [[p+]]\nconditions:\n  - sum(count(p)) > 1\n", 6, "aggregates do not nest"),
+    ("sets: [[p+]]\nconditions:\n  - sum(p) > 1\n", 6, "write sum(p.attr)"),
+    ("sets: [[p+]]\nconditions:\n  - last(p.ts) - first(p.ts) > 5\n", 6,
+     "conditions on event times are not supported yet"),
+    ("sets: [[p+]]\nconditions:\n  - sum(q.x) > 1\n", 6, "unknown variable 'q'"),
 ])
 def test_language_mistakes(body, line, fragment):
     assert_problem(HEAD + body, line, fragment)
@@ -207,6 +265,22 @@ def test_type_mismatch_against_the_schema():
     found = [str(x) for x in check_schema(p, {"type": "string", "value": "number"})]
     assert any("f.yaml:6:" in x and "multiplies text" in x for x in found), found
     assert any("f.yaml:7:" in x and "the list after in has numbers" in x for x in found), found
+
+
+def test_aggregates_against_the_schema():
+    from jobs.core.patternfile import check_schema
+
+    p = parse_pattern(HEAD + "sets: [[c, p+]]\nconditions:\n  - avg(p.type) > 2\n"
+                      "  - max(p.type) > 3\n  - count(p.type) > 1\n  - sum(p.dose) > 1\n"
+                      "  - min(p.seen) < max(p.seen)\n", "f.yaml")
+    schema = {"type": "string", "value": "number", "seen": "timestamp"}
+    found = [str(x) for x in check_schema(p, schema)]
+    assert any("f.yaml:6:" in x and "avg needs numbers, but type holds strings" in x
+               for x in found), found
+    assert any("f.yaml:7:" in x and "compares a string with a number" in x for x in found), found
+    assert not any("f.yaml:8:" in x for x in found), found  # count takes any type
+    assert any("f.yaml:9:" in x and "no attribute 'dose'" in x for x in found), found
+    assert any("f.yaml:10:" in x and "seen holds timestamps" in x for x in found), found
 
 
 

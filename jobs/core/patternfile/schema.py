@@ -6,7 +6,17 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
-from jobs.core.conditions import Attr, Cmp, In, Lit, Neg, comparisons_of
+from jobs.core.conditions import (
+    NUMERIC_AGGREGATES,
+    Agg,
+    Attr,
+    Cmp,
+    In,
+    Lit,
+    Neg,
+    aggregates_of,
+    comparisons_of,
+)
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.core.patternfile.nodes import TIME_REFUSED, Problem
 from jobs.core.window_conditions import read_attributes
@@ -77,6 +87,11 @@ def _type_problems(expr, kind_of) -> list[str]:
     def kind(e):
         if isinstance(e, Lit):
             return "string" if isinstance(e.value, str) else "number"
+        if isinstance(e, Agg):
+            if e.attr is None or e.func == "count" or e.func in NUMERIC_AGGREGATES:
+                return "number"
+            k = kind_of(e.attr)
+            return k if k in ("string", "number") else None
         if isinstance(e, Attr):
             k = kind_of(e.attr)
             return k if k in ("string", "number") else None
@@ -88,6 +103,11 @@ def _type_problems(expr, kind_of) -> list[str]:
                 out.append(f"{e} {what} text ({p} holds strings): + - * / need numbers")
         return "number"
 
+    for g in aggregates_of(expr):
+        if g.func in NUMERIC_AGGREGATES and g.attr is not None \
+                and kind_of(g.attr) not in (None, "number"):
+            out.append(f"{g}: {g.func} needs numbers, but {g.attr} holds "
+                       f"{kind_of(g.attr)}s (count, min, max, first and last take any type)")
     for c in comparisons_of(expr):
         if isinstance(c, Cmp):
             kl, kr = kind(c.left), kind(c.right)

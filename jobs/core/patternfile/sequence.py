@@ -10,9 +10,11 @@ import yaml
 
 from jobs.core.conditions import (
     KEYWORDS,
+    AggregateCondition,
     ConditionSyntaxError,
     PrevRelationship,
     Relationship,
+    aggregates_of,
     attributes_of,
     parse_conditions,
 )
@@ -359,7 +361,8 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
 def _on_time(cond) -> str | None:
     """A condition that reads ``ts``, the event time. Conditions compare numbers and text
     only; refusing one on time beats accepting a condition that silently never holds."""
-    names = sorted({str(a) for a in attributes_of(cond.expr) if a.attr == "ts"})
+    names = sorted({str(a) for a in attributes_of(cond.expr) if a.attr == "ts"}
+                   | {str(g) for g in aggregates_of(cond.expr) if g.attr == "ts"})
     return f"{', '.join(names)}: {TIME_REFUSED}" if names else None
 
 
@@ -374,10 +377,36 @@ def _misuse(cond, variables: dict[str, Variable]) -> str | None:
         if not v.group:
             return (f"prev() needs a group variable, but {cond.var!r} is a singleton (write "
                     f"{cond.var}+ in sets to make it a group)")
+    if isinstance(cond, AggregateCondition):
+        return _aggregate_misuse(cond, variables)
     if isinstance(cond, Relationship) and all(variables[v].negated for v in cond.variables):
         a, b = cond.variables
         return (f"relates two negated variables ({a}, {b}): a negated variable may only be "
                 "related to positive ones")
+    return None
+
+
+def _aggregate_misuse(cond: AggregateCondition, variables: dict[str, Variable]) -> str | None:
+    """An aggregate reads the events of a positive group variable; the other attributes
+    of its condition must be of positive singletons (one event per match)."""
+    for g in aggregates_of(cond.expr):
+        v = variables[g.var]
+        if v.negated:
+            return (f"{g} aggregates the negated variable {v.name!r}: a negated variable "
+                    "binds no event of a match")
+        if not v.group:
+            return (f"{g} aggregates the singleton {v.name!r}, which binds one event: write "
+                    f"{v.name}.{g.attr or 'attr'} (or {v.name}+ in sets to make it a group)")
+    for a in attributes_of(cond.expr):
+        v = variables[a.var]
+        if v.negated:
+            return (f"{a} is an attribute of the negated variable {v.name!r} in a condition "
+                    "with aggregates, which holds for a whole match: a negated variable "
+                    "binds no event of it")
+        if v.group:
+            return (f"{a}: {v.name} is a group, and a condition with aggregates holds for "
+                    f"the whole match; name one value of the group, e.g. last({a}) or "
+                    f"max({a})")
     return None
 
 
