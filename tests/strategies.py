@@ -151,6 +151,14 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             f"max({g}.type) {op} '{draw(st.sampled_from(TYPES))}'",
             f"min({g}.value) + 1 {op} count({g}.value)",
             f"not (sum({g}.value) > {x} and count({g}) < 3)"])))
+    measures = []
+    if aggregates:
+        for k in range(draw(st.integers(0, 3))):
+            choices = [f"count({g})" for g in groups] + [f"sum({g}.value)" for g in groups] \
+                + [f"avg({g}.value) * 2" for g in groups] + [f"max({g}.type)" for g in groups] \
+                + [f"last({g}.value) - first({g}.value)" for g in groups] \
+                + [f"{v}.value + 1" for v in singles] + [f"{v}.type" for v in singles]
+            measures.append(f"m{k}: {draw(st.sampled_from(choices))}")
     layout = [("pos", s) for s in sets]
     if negation:
         for n in "nq"[:draw(st.integers(1, 2))]:
@@ -167,7 +175,8 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
     cont = draw(st.sampled_from(["none", "partition", "strict"])) if contiguity else "none"
     body = (f"sets: [{', '.join('[' + ', '.join(s) + ']' for _, s in layout)}]\n"
             + "conditions:\n" + "".join(f"  - \"{c}\"\n" for c in conditions)
-            + f"contiguity: {cont}\n")
+            + f"contiguity: {cont}\n"
+            + ("measures:\n" + "".join(f"  {m}\n" for m in measures) if measures else ""))
     if as_body:
         return body
     text = (f"name: random\nsource: random\nwithin: {draw(st.integers(1, 4))}d\n"

@@ -23,6 +23,7 @@ from jobs.core.columns import read_columns
 from jobs.core.engine import DEFAULT_MEMORY_BUDGET, MatchStats, compile_pattern, execute
 from jobs.core.errors import InputError, UserError
 from jobs.core.events import EventFileError, read_events
+from jobs.core.measures import batch_measures
 from jobs.core.output import bindings_of, json_lines, sort_batch
 from jobs.core.patternfile import PatternError, check_schema, load_pattern
 from jobs.core.planners import ALIASES, PLANNERS, planner
@@ -158,13 +159,18 @@ def cmd_match(args) -> int:
     else:
         st = MatchStats()
         id_rank = cols.id_rank()
+        columns = pattern.measure_names
         try:
             for batch in execute(compiled, cols, options, st):
                 alt = compiled.alternatives[batch.alternative]
                 names = [v.name for v in alt.variables]
                 batch = sort_batch(batch, cols, len(names), id_rank)
+                measures = None
+                if columns:
+                    own = batch_measures(alt.pattern, batch, cols)
+                    measures = {n: own.get(n, [None] * len(batch)) for n in columns}
                 write_bytes(json_lines(pattern.name, batch, bindings_of(batch, cols, names),
-                                       alt.pattern.alternative))
+                                       alt.pattern.alternative, measures))
         except MatchCapExceeded as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 3

@@ -12,6 +12,7 @@ from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile, load_sources
 from jobs.core.errors import InputError
+from jobs.core.measures import measure_types
 from jobs.core.planners import ALIASES, PLANNERS
 from jobs.core.planners import DEFAULT as DEFAULT_PLAN
 from jobs.lake.store import Lake
@@ -103,6 +104,18 @@ def cmd_explain(args) -> int:
         print(f"  {c.describe()}")
     for warning in unsatisfiable(counts):
         print(f"warning: {warning}")
+    aggregate_lines = [f"  {c}" for alt in pattern.alternatives for c in alt.aggregate_conditions]
+    if aggregate_lines:
+        print("conditions on each whole match (aggregates), tested after matching:")
+        print("\n".join(aggregate_lines))
+    if pattern.measure_names:
+        source = load_sources().get(pattern.source)
+        types = measure_types(pattern, dict(source.columns) if source else {})
+        print("measures (columns of the match table):")
+        for alt in pattern.alternatives:
+            for m in alt.measures:
+                where = f" (alternative {alt.alternative})" if alt.alternative else ""
+                print(f"  {m.name} {types[m.name]} = {m.expr}{where}")
     if args.partition or args.at:
         return _why_not(args, pattern, events)
     if pattern.matcher != "zstream":

@@ -222,6 +222,12 @@ def aggregates_of(e: Expr):
             yield from aggregates_of(x)
 
 
+def expr_attributes(e: Expr) -> tuple[str, ...]:
+    """The event attributes an expression reads (of attributes and aggregates)."""
+    return tuple(dict.fromkeys([a.attr for a in attributes_of(e)]
+                               + [g.attr for g in aggregates_of(e) if g.attr is not None]))
+
+
 def comparisons_of(e: Expr):
     """Every comparison (``Cmp`` and ``In``) of a boolean expression."""
     if isinstance(e, (Cmp, In)):
@@ -473,9 +479,7 @@ class AggregateCondition:
 
     @property
     def attributes(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(
-            [a.attr for a in attributes_of(self.expr)]
-            + [g.attr for g in aggregates_of(self.expr) if g.attr is not None]))
+        return expr_attributes(self.expr)
 
     def __str__(self) -> str:
         return str(self.expr)
@@ -895,6 +899,32 @@ def parse_conditions(text: str) -> list[tuple[Condition, list[tuple[str, int]]]]
         names = {a.var for a in attributes_of(item)} | {g.var for g in aggregates_of(item)}
         out.append((cond, [(v, c) for v, c in parser.used if v in names]))
     return out
+
+
+def parse_value(text: str) -> tuple[Expr, list[tuple[str, int]]]:
+    """A value expression (a measure: aggregates, attributes, literals, arithmetic) with
+    the variables it names and their columns. Raises ``ConditionSyntaxError``."""
+    if not isinstance(text, str) or not text.strip():
+        raise ConditionSyntaxError("empty expression")
+    parser = _Parser(text)
+    expr = parser.value()
+    tok = parser.peek()
+    if tok is not None:
+        raise ConditionSyntaxError(f"unexpected {tok.text!r}: a measure is one value such as "
+                                   "sum(p.value) or c.value, not a condition", tok.column)
+    _check_types(expr)
+    return expr, parser.used
+
+
+def measure_value(expr: Expr, binding: dict[str, list[dict]]) -> Any:
+    """The value of a measure for a match (the reference): ``binding`` maps each variable
+    to its events' attributes in processing order."""
+    env: dict = {}
+    for a in attributes_of(expr):
+        env[(a.var, False)] = binding[a.var][0]
+    for g in aggregates_of(expr):
+        env[g] = aggregate(g.func, g.attr, binding[g.var])
+    return value_of(expr, env)
 
 
 def parse_condition(text: str) -> tuple[Condition, list[tuple[str, int]]]:

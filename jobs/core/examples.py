@@ -36,18 +36,22 @@ class ExampleResult:
         return f"{path}:{self.example.line}: {self.message()}"
 
 
-def _canon(match: dict) -> tuple:
+def _canon(match: dict, measures: dict | None = None) -> tuple:
     """An expected or found match as a sortable key: its alternative (0 without), then
-    its bindings."""
+    its bindings, then the values of ``measures`` (those an expected match gives)."""
     alternative = match.get("alternative") or 0
-    return (alternative, tuple(sorted((v, tuple(ids)) for v, ids in match.items()
-                                      if v != "alternative")))
+    key = (alternative, tuple(sorted((v, tuple(ids)) for v, ids in match.items()
+                                     if v not in ("alternative", "measures"))))
+    if measures is None:
+        return key
+    return key + (tuple(sorted((k, _plain_value(v)) for k, v in measures.items())),)
 
 
 def _shown(key: tuple) -> dict:
-    alternative, bindings = key
+    alternative, bindings, *measures = key
     return ({"alternative": alternative} if alternative else {}) | \
-        {v: list(ids) for v, ids in bindings}
+        {v: list(ids) for v, ids in bindings} | \
+        ({"measures": dict(measures[0])} if measures else {})
 
 
 def example_events(example: Example) -> list[Event]:
@@ -61,9 +65,14 @@ def run_example(pattern: Pattern | Disjunction, example: Example) -> ExampleResu
     if pattern.kind == "window":
         return _window_example(pattern, example, events)
     matches, _ = run(pattern, events)
-    found = {_canon({"alternative": m.alternative} | {v: list(ids) for v, ids in m.key})
-             for m in matches}
-    expected = {_canon(m) for m in example.expect}
+    expected = {_canon(m, m.get("measures")) for m in example.expect}
+    given = {_canon(m): m["measures"] for m in example.expect if "measures" in m}
+    found = set()
+    for m in matches:
+        bindings = {"alternative": m.alternative} | {v: list(ids) for v, ids in m.key}
+        values = given.get(_canon(bindings))
+        found.add(_canon(bindings, None if values is None else
+                         {k: dict(m.measures or ()).get(k) for k in values}))
     return ExampleResult(example, tuple(_shown(x) for x in sorted(expected - found)),
                          tuple(_shown(x) for x in sorted(found - expected)))
 

@@ -15,10 +15,12 @@ Kleene bounds (docs/language.md): a variable ``p{lo,hi}`` binds lo to hi events.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import Any
 
 from jobs.core.events import Event, format_ts
+from jobs.core.measures import reference_measures
 from jobs.core.pattern import Pattern
 
 
@@ -27,6 +29,8 @@ class Match:
     pattern: str
     bindings: tuple[tuple[str, tuple[Event, ...]], ...]  # in the pattern's variable order
     alternative: int | None = None  # which alternative of a disjunction matched
+    # the pattern's measures ((name, value), ...; None: it has none): computed, not identity
+    measures: tuple[tuple[str, Any], ...] | None = field(default=None, compare=False)
 
     @cached_property
     def events(self) -> tuple[Event, ...]:
@@ -54,6 +58,8 @@ class Match:
             out["alternative"] = self.alternative
         out.update(start=format_ts(self.start.ts), end=format_ts(self.end.ts),
                    bindings={v: [e.id for e in es] for v, es in self.bindings})
+        if self.measures is not None:
+            out["measures"] = dict(self.measures)
         return json.dumps(out)
 
     def __hash__(self) -> int:
@@ -65,9 +71,23 @@ class Match:
 
 
 def make_match(pattern: Pattern, binding: dict[str, list[Event]]) -> Match:
-    return Match(pattern.name, tuple(
-        (v.name, tuple(sorted(binding[v.name], key=lambda e: e.seq))) for v in pattern.variables),
-        pattern.alternative)
+    """The match of ``binding``, with its measures by the reference evaluator."""
+    bindings = tuple((v.name, tuple(sorted(binding[v.name], key=lambda e: e.seq)))
+                     for v in pattern.variables)
+    measures = None
+    if pattern.measures:
+        values = reference_measures(pattern, {v: [e.attrs for e in es] for v, es in bindings})
+        measures = tuple(values.items())
+    return Match(pattern.name, bindings, pattern.alternative, measures)
+
+
+def with_measure_columns(m: Match, names: tuple[str, ...]) -> Match:
+    """A disjunction's match with every measure column of the file (None where its
+    alternative has no such measure)."""
+    if not names:
+        return m
+    own = dict(m.measures or ())
+    return replace(m, measures=tuple((n, own.get(n)) for n in names))
 
 
 def sorted_matches(matches) -> list[Match]:

@@ -29,6 +29,7 @@ from jobs.core.matches import (
     make_match,
     relationships_hold,
     set_order_holds,
+    with_measure_columns,
 )
 from jobs.core.pattern import Disjunction, Pattern, Variable
 
@@ -39,7 +40,10 @@ def meaning(pattern: Pattern | Disjunction, events: list[Event],
     of SESExec for ``ses``, every match of Definition 2 for ``zstream``. A disjunction
     means the union of its alternatives' matches, each tagged with its alternative."""
     run = ses_exec if (matcher or pattern.matcher) == "ses" else all_matches
-    return [m for alt in pattern.alternatives for m in run(alt, events)]
+    if isinstance(pattern, Disjunction):
+        return [with_measure_columns(m, pattern.measure_names)
+                for alt in pattern.alternatives for m in run(alt, events)]
+    return run(pattern, events)
 
 
 # --------------------------------------------------------------------------------------

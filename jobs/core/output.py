@@ -135,19 +135,21 @@ def _bindings_parts(b: Bindings) -> list:
     return parts
 
 
-def json_lines(name: str, batch: MatchBatch, b: Bindings, alternative: int | None = None
-               ) -> bytes:
+def json_lines(name: str, batch: MatchBatch, b: Bindings, alternative: int | None = None,
+               measures: dict[str, list] | None = None) -> bytes:
     """The ``match`` command's output for a batch: one JSON object per line, as
-    ``Match.to_json`` writes it (with the alternative of a disjunction's matches)."""
+    ``Match.to_json`` writes it (with the alternative of a disjunction's matches, and the
+    ``measures`` of a pattern that has them: column -> one value per match)."""
     if not len(batch):
         return b""
     head = {"pattern": name} | ({} if alternative is None else {"alternative": alternative})
-    if not b.plain:
-
+    if not b.plain or measures is not None:
+        rows = [{}] * len(batch) if measures is None else \
+            [{"measures": {c: measures[c][k] for c in measures}} for k in range(len(batch))]
         return "".join(json.dumps(head | {"start": format_ts(int(s)), "end": format_ts(int(e)),
-                                          "bindings": d}) + "\n"
-                       for s, e, d in zip(batch.start_ts, batch.end_ts, b.per_match())
-                       ).encode()
+                                          "bindings": d} | extra) + "\n"
+                       for s, e, d, extra in zip(batch.start_ts, batch.end_ts, b.per_match(),
+                                                 rows)).encode()
     parts = [pa.scalar(json.dumps(head)[:-1] + ', "start": "'),
              iso_timestamps(batch.start_ts), pa.scalar('", "end": "'),
              iso_timestamps(batch.end_ts), pa.scalar('", "bindings": '),

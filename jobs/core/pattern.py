@@ -20,6 +20,7 @@ from jobs.core.conditions import (
     Property,
     Ref,
     Relationship,
+    expr_attributes,
 )
 
 UNITS_NS = {
@@ -99,6 +100,19 @@ class Negation:
 
 
 @dataclass(frozen=True)
+class Measure:
+    """A computed column of the match table (``measures:``): ``name: expr`` over the
+    match (aggregates of group variables, attributes of singletons, arithmetic)."""
+
+    name: str
+    expr: object  # conditions.Expr
+    line: int = field(default=0, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.expr}"
+
+
+@dataclass(frozen=True)
 class Example:
     """A small example carried by a pattern file: given events, the expected matches."""
 
@@ -126,6 +140,7 @@ class Pattern:
     path: str | None = field(default=None, compare=False)
     condition_lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
     examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
+    measures: tuple[Measure, ...] = ()
 
     @property
     def alternatives(self) -> tuple[Pattern, ...]:
@@ -240,8 +255,13 @@ class Pattern:
 
     @cached_property
     def attributes(self) -> frozenset[str]:
-        """Every event attribute the conditions read."""
-        return frozenset(a for c in self.conditions for a in c.attributes)
+        """Every event attribute the conditions and measures read."""
+        return frozenset(a for c in self.conditions for a in c.attributes) | frozenset(
+            a for m in self.measures for a in expr_attributes(m.expr))
+
+    @cached_property
+    def measure_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.measures)
 
     @cached_property
     def linked_negations(self) -> frozenset[str]:
@@ -275,6 +295,8 @@ class Pattern:
             out["contiguity"] = self.contiguity
         if self.alternative is not None:
             out["alternative"] = self.alternative
+        if self.measures:
+            out["measures"] = [[m.name, str(m.expr)] for m in self.measures]
         return out
 
     @cached_property
@@ -324,6 +346,12 @@ class Disjunction:
     @cached_property
     def attributes(self) -> frozenset[str]:
         return frozenset().union(*(a.attributes for a in self.alternatives))
+
+    @cached_property
+    def measure_names(self) -> tuple[str, ...]:
+        """The measure columns of the match table: every alternative's, in order of first
+        appearance (an alternative without one of them has null there)."""
+        return tuple(dict.fromkeys(m.name for a in self.alternatives for m in a.measures))
 
     def normalized(self) -> dict:
         return {"name": self.name, "source": self.source, "tau_ns": self.tau,

@@ -24,6 +24,7 @@ from jobs.core.engine import (
 )
 from jobs.core.events import Event, order
 from jobs.core.matches import Match, sorted_matches
+from jobs.core.measures import batch_measures
 from jobs.core.pattern import MATCHER_NAMES, Disjunction, Pattern
 from jobs.core.patternfile import parse_pattern
 
@@ -50,16 +51,20 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
     cols = from_events(events, compiled.attributes)
     st = MatchStats()
     found = []
+    columns = pattern.measure_names
     for batch in execute(compiled, cols, options, st):
         alt = compiled.alternatives[batch.alternative]
         names = [v.name for v in alt.variables]
+        measures = batch_measures(alt.pattern, batch, cols) if columns else {}
         for k in range(len(batch)):
             a, b = batch.offsets[k], batch.offsets[k + 1]
             per_var: list[list[Event]] = [[] for _ in names]
             for row, var in zip(batch.rows[a:b], batch.variables[a:b]):
                 per_var[var].append(events[row])
             found.append(Match(pattern.name, tuple(zip(names, map(tuple, per_var))),
-                               alt.pattern.alternative))
+                               alt.pattern.alternative,
+                               tuple((n, measures[n][k] if n in measures else None)
+                                     for n in columns) if columns else None))
     matches = sorted_matches(found)
     st.matches = len(matches)
     return matches, st.as_dict()

@@ -16,6 +16,7 @@ import pyarrow as pa
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.config import load_sources
 from jobs.core.events import parse_ts
+from jobs.core.measures import measure_types
 from jobs.core.window import select_types
 
 BINDINGS = pa.map_(pa.string(), pa.list_(pa.string()))
@@ -31,17 +32,18 @@ class MatchRows:
     run_id: str
     keys: tuple[str, ...]  # partition attributes (a window pattern publishes none)
     disjunctive: bool  # a disjunction publishes which alternative matched (1, 2, ...)
-    select: tuple[tuple[str, str], ...] | None  # a window pattern: (value, type) per select
+    # (column, type) of a window pattern's select values or a sequence pattern's measures
+    select: tuple[tuple[str, str], ...] | None
 
     @classmethod
     def of(cls, pattern: Pattern | Disjunction, run_id: str) -> MatchRows:
         window = pattern.kind == "window"
         select = None
-        if window:
-
+        if window or pattern.measure_names:
             source = load_sources().get(pattern.source)
-            select = tuple(select_types(pattern, dict(source.columns) if source else {})
-                           .items())
+            columns = dict(source.columns) if source else {}
+            select = tuple((select_types(pattern, columns) if window
+                            else measure_types(pattern, columns)).items())
         return cls(pattern.name, pattern.version, run_id,
                    () if window else tuple(pattern.partition_attributes),
                    isinstance(pattern, Disjunction), select)
@@ -73,7 +75,8 @@ class MatchRows:
         return pa.table(cols)
 
     def _select_columns(self, values_json: list[str | None]) -> dict[str, pa.Array]:
-        """A window pattern's select values (JSON per window), one typed column each."""
+        """A window pattern's select values or a sequence pattern's measures (JSON per
+        match), one typed column each."""
 
         rows = [json.loads(v) if v else {} for v in values_json]
         out = {}

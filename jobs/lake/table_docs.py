@@ -29,9 +29,16 @@ COLUMNS = {
 def column_meanings(pattern, names: list[str]) -> dict[str, str]:
     """Column -> meaning, for the columns of a pattern's match table."""
     out = {}
+    measures = {} if pattern.kind == "window" else {
+        m.name: m.expr for alt in pattern.alternatives for m in alt.measures}
     for name in names:
         if name in COLUMNS:
             out[name] = COLUMNS[name]
+        elif name in measures:
+            only = "" if len(pattern.alternatives) == 1 or all(
+                any(m.name == name for m in a.measures) for a in pattern.alternatives) \
+                else " (null for the alternatives without it)"
+            out[name] = f"measure {name}: {measures[name]}, computed over each match{only}"
         elif pattern.kind == "window":
             out[name] = f"value {name!r} of the pattern's select, one per window"
         else:

@@ -156,15 +156,16 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
                       **({"limits": limits} if limits else {}))
     key_fields = [df.schema[k] for k in keys]
     disjunctive = isinstance(pattern, Disjunction)
+    valued = window or bool(pattern.measure_names)  # window select values, or measures
     schema = T.StructType([
         T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),
         *([T.StructField("alternative", T.IntegerType())] if disjunctive else []),
         *[T.StructField(f.name, f.dataType) for f in key_fields],
         T.StructField("start_ts", T.TimestampType()), T.StructField("end_ts", T.TimestampType()),
         T.StructField("n_events", T.LongType()), T.StructField("bindings", T.StringType()),
-        *([T.StructField("values", T.StringType())] if window else []),
+        *([T.StructField("values", T.StringType())] if valued else []),
         T.StructField("stats", T.StringType())])
-    assert [f.name for f in schema] == output_columns(tuple(keys), disjunctive, window)
+    assert [f.name for f in schema] == output_columns(tuple(keys), disjunctive, valued)
     staging = lake.staging(pattern.name, run_id)
     if sink == "noop":
         df.write.format("noop").mode("overwrite").save()

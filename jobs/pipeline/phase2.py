@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 from jobs.core.columns import from_arrow, processing_order
 from jobs.core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
+from jobs.core.measures import batch_measures
 from jobs.core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
 from jobs.core.pattern import Disjunction
 from jobs.core.patternfile import parse_pattern
@@ -74,12 +75,13 @@ def _driver_plan(plan: str | None, text: str):
     return plans_from_json(plan, _pattern(text))
 
 
-def output_columns(keys: tuple[str, ...], disjunctive: bool = False, window: bool = False
+def output_columns(keys: tuple[str, ...], disjunctive: bool = False, valued: bool = False
                    ) -> list[str]:
     """The staged rows; a disjunction's also say which alternative matched, a window
-    pattern's carry its select values (JSON)."""
+    pattern's carry its select values and a sequence pattern's its measures (``valued``:
+    ``values``, JSON)."""
     return ["kind", "match_id", *(["alternative"] if disjunctive else []), *keys,
-            "start_ts", "end_ts", "n_events", "bindings", *(["values"] if window else []),
+            "start_ts", "end_ts", "n_events", "bindings", *(["values"] if valued else []),
             "stats"]
 
 
@@ -107,6 +109,7 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
                  if position_column(a) in table.column_names else None
                  for a in pattern.alternatives]
     disjunctive = isinstance(pattern, Disjunction)
+    columns = pattern.measure_names
     for batch in execute(compiled, cols, options, st,
                          positions=positions if disjunctive else positions[0]):
         idx = _inside(batch, lo, hi)
@@ -118,14 +121,24 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
         alt = compiled.alternatives[batch.alternative]
         extra = {"alternative": np.full(len(batch), alt.pattern.alternative, np.int32)} \
             if disjunctive else {}
+        after = {"values": _measures_json(alt.pattern, batch, cols, columns)} if columns \
+            else None
         yield _frame(spec, table, cols, batch, alt.pattern.version,
-                     [v.name for v in alt.variables], extra)
+                     [v.name for v in alt.variables], extra, after)
     # events that passed the filter, each counted in one group only (the slice holding its
     # ts; copies in earlier, overlapping slices do not count), so the sum is exact
     if s_lo is not None:
         kept_ts = cols.ts[compiled.masks(cols) != 0]
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
-    yield _stats_row(spec, st, kept, t0, s_lo, table, disjunctive=disjunctive)
+    yield _stats_row(spec, st, kept, t0, s_lo, table, disjunctive=disjunctive,
+                     valued=bool(columns))
+
+
+def _measures_json(pattern, batch, cols, columns: tuple[str, ...]) -> list[str]:
+    """Each match's measures as JSON (null for a column its alternative does not have)."""
+    own = batch_measures(pattern, batch, cols)
+    return [json.dumps({c: own[c][k] if c in own else None for c in columns})
+            for k in range(len(batch))]
 
 
 def _start_range(spec: Phase2Spec, slice_value):
@@ -149,11 +162,11 @@ class _StatsRow:
     record: str  # the group's MatchStats (JSON)
     keys: pa.Table  # the group's first event's partition values (one row)
     disjunctive: bool
-    window: bool
+    valued: bool  # the staged rows have ``values`` (window select values, measures)
 
 
 def _stats_row(spec: Phase2Spec, st: MatchStats, kept: int, t0: float, s_lo, table,
-               disjunctive: bool = False, window: bool = False) -> _StatsRow:
+               disjunctive: bool = False, valued: bool = False) -> _StatsRow:
     st.matches = kept
     st.seconds = time.perf_counter() - t0
     if s_lo is not None:
@@ -162,7 +175,7 @@ def _stats_row(spec: Phase2Spec, st: MatchStats, kept: int, t0: float, s_lo, tab
               if k not in MatchStats.TEXT + ("plan_cost",)}
     # the first event's partition (sliced: the slice's partition)
     return _StatsRow(json.dumps(record), table.select(list(spec.keys)).slice(0, 1),
-                     disjunctive, window)
+                     disjunctive, valued)
 
 
 def _stats_frame(spec: Phase2Spec, rows: list[_StatsRow]) -> pd.DataFrame:
@@ -180,7 +193,7 @@ def _stats_frame(spec: Phase2Spec, rows: list[_StatsRow]) -> pd.DataFrame:
     nat = np.full(n, np.iinfo(np.int64).min).view("datetime64[ns]")
     frame.update(start_ts=nat, end_ts=nat.copy(), n_events=np.zeros(n, np.int64),
                  bindings=np.full(n, None, object), stats=[r.record for r in rows])
-    if rows[0].window:
+    if rows[0].valued:
         frame["values"] = np.full(n, None, object)
     return _typed(spec, pd.DataFrame(frame))
 
@@ -233,7 +246,7 @@ def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, 
     if s_lo is not None:
         kept_ts = cols.ts[relevant_rows(pattern, Evaluator(cols))] if cols.n else cols.ts
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
-    yield _stats_row(spec, st, kept, t0, s_lo, table, window=True)
+    yield _stats_row(spec, st, kept, t0, s_lo, table, valued=True)
 
 
 def _inside(batch, lo, hi) -> np.ndarray:

@@ -80,13 +80,15 @@ def shareable(pattern: Pattern | Disjunction) -> bool:
 
 def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
     """The passes of a night: shareable patterns grouped by source, X and output shape
-    (a disjunction's rows say which alternative matched), at most ``MAX_SHARED`` each;
+    (a disjunction's rows say which alternative matched, a pattern with measures has
+    their values), at most ``MAX_SHARED`` each;
     a group of one is no pass."""
     groups: dict[tuple, list[PassItem]] = {}
     for item in items:
         p = item.pattern
         if shareable(p):
-            key = (p.source, tuple(p.partition_attributes), isinstance(p, Disjunction))
+            key = (p.source, tuple(p.partition_attributes), isinstance(p, Disjunction),
+                   bool(p.measure_names))
             groups.setdefault(key, []).append(item)
     out = []
     for group in groups.values():
@@ -111,6 +113,7 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     path = lake.events(first.source)
     keys = list(first.partition_attributes)
     disjunctive = isinstance(first, Disjunction)
+    valued = bool(first.measure_names)
     lows = [i.read_low for i in items]
     read_low = None if any(v is None for v in lows) else min(lows)
     read_high = max(i.read_high for i in items)
@@ -153,8 +156,9 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
         *[T.StructField(f.name, f.dataType) for f in key_fields],
         T.StructField("start_ts", T.TimestampType()), T.StructField("end_ts", T.TimestampType()),
         T.StructField("n_events", T.LongType()), T.StructField("bindings", T.StringType()),
+        *([T.StructField("values", T.StringType())] if valued else []),
         T.StructField("stats", T.StringType()), T.StructField(PATTERN, T.StringType())])
-    assert [f.name for f in schema][:-1] == output_columns(tuple(keys), disjunctive)
+    assert [f.name for f in schema][:-1] == output_columns(tuple(keys), disjunctive, valued)
     shared = lk.join(lake.staging(PASS_FOLDER, run_id), f"{first.source}_{n}")
     out = df.mapInPandas(lambda it: run_shared_partition(specs, it), schema)
     out.write.mode("overwrite").partitionBy(PATTERN).parquet(lk.spark_uri(shared))

@@ -38,9 +38,14 @@ def combinations(matcher):
         for f, p, c in itertools.product([True, False], repeat=3)]
 
 
+def measured(matches) -> dict:
+    """Each match's bindings with its measures (None without)."""
+    return {tuple(sorted(m.key)): m.measures for m in matches}
+
+
 def expected(pattern, events):
-    return keys(oracle.ses_exec(pattern, events) if pattern.matcher == "ses"
-                else oracle.all_matches(pattern, events))
+    return measured(oracle.ses_exec(pattern, events) if pattern.matcher == "ses"
+                    else oracle.all_matches(pattern, events))
 
 
 @pytest.mark.parametrize("matcher", ["ses", "zstream"])
@@ -51,7 +56,7 @@ def test_every_operator_equals_the_oracle(operator, matcher, data):
     events = data.draw(event_tables(max_events=9, max_day=6))
     want = expected(pattern, events)
     for options in combinations(matcher):
-        assert keys(run(pattern, events, options)[0]) == want, options
+        assert measured(run(pattern, events, options)[0]) == want, options
 
 
 # -- one condition, three evaluators ------------------------------------------------------
@@ -319,12 +324,17 @@ def test_disjunction_equals_the_union_of_the_oracle(operators, matcher, data):
     events = data.draw(event_tables(max_events=9, max_day=6))
     want = set()
     for alt in pattern.alternatives:  # the union, each match tagged with its alternative
-        found = expected(alt, events)
+        found = keys(oracle.ses_exec(alt, events) if matcher == "ses"
+                     else oracle.all_matches(alt, events))
         assert all(k[0] == alt.alternative for k in found)
         want |= found
-    assert keys(oracle.meaning(pattern, events)) == want
+    meant = oracle.meaning(pattern, events)
+    assert keys(meant) == want
+    columns = {(m.alternative, tuple(sorted(m.key))): m.measures for m in meant}
     for options in combinations(matcher):
-        assert keys(run(pattern, events, options)[0]) == want, options
+        got = run(pattern, events, options)[0]
+        assert keys(got) == want, options
+        assert {(m.alternative, tuple(sorted(m.key))): m.measures for m in got} == columns
 
 
 EITHER = HEAD + """matcher: {matcher}

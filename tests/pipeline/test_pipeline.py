@@ -66,6 +66,35 @@ def test_every_pattern_spark_equals_local(nightly):
     assert any("tables:" in line for line in log)
 
 
+def test_measures_on_spark_equal_local(nightly):
+    """Every committed pattern with measures: its match table has one typed, documented
+    column per measure, with the values the local engine computes for each match."""
+    from jobs.config import load_sources
+    from jobs.core.measures import measure_types
+
+    profile = nightly[0]
+    checked = 0
+    for path in pattern_paths():
+        pattern = load_pattern(path)
+        if pattern.kind == "window" or not pattern.measure_names:
+            continue
+        checked += 1
+        events = events_from_lake(profile, pattern.source)
+        want = {match_id_of(pattern, m): dict(m.measures) for m in run(pattern, events)[0]}
+        table = DeltaTable(lk.Lake(profile.lake).matches(pattern.name))
+        schema = table.schema().to_arrow()
+        types = measure_types(pattern, dict(load_sources()[pattern.source].columns))
+        arrow = {"integer": pa.int64(), "double": pa.float64(), "string": pa.string()}
+        for name in pattern.measure_names:
+            field = pa.schema(schema).field(name)
+            assert field.type == arrow[types[name]], name
+            assert b"measure" in (field.metadata or {}).get(b"comment", b""), name
+        rows = table.to_pyarrow_table(columns=["match_id", *pattern.measure_names]).to_pylist()
+        got = {r.pop("match_id"): r for r in rows}
+        assert got == want, pattern.name
+    assert checked, "a committed pattern should have measures"
+
+
 def _staged(lake, name, run_id) -> list[tuple]:
     import pyarrow.dataset as pads
 

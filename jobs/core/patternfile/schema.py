@@ -16,6 +16,7 @@ from jobs.core.conditions import (
     Neg,
     aggregates_of,
     comparisons_of,
+    expr_attributes,
 )
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.core.patternfile.nodes import TIME_REFUSED, Problem
@@ -44,23 +45,26 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
         conditions = [(c, line) for p in pattern.alternatives
                       for c, line in zip(p.conditions,
                                          p.condition_lines or (0,) * len(p.conditions))]
+        conditions += [(_Measure(m), m.line) for p in pattern.alternatives for m in p.measures]
+        problems += _measure_conflicts(pattern, schema, path)
     for cond, line in conditions:
+        where = str(cond) if isinstance(cond, _Measure) else f"in condition '{cond}'"
         attrs = cond.attributes
         missing = [a for a in attrs if a not in schema]
         for a in missing:
             hint = difflib.get_close_matches(a, list(schema), n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
-            problems.append(Problem(path, line, f"in condition '{cond}': the source has no "
+            problems.append(Problem(path, line, f"{where}: the source has no "
                                     f"attribute {a!r} (columns: {columns}){extra}"))
         if missing:
             continue
         timed = [a for a in attrs if schema.get(a) == "timestamp"]
         if timed:
-            problems.append(Problem(path, line, f"in condition '{cond}': {', '.join(timed)} "
+            problems.append(Problem(path, line, f"{where}: {', '.join(timed)} "
                                     f"holds timestamps: {TIME_REFUSED}"))
             continue
-        for message in _type_problems(cond.expr, kind_of):
-            problems.append(Problem(path, line, f"in condition '{cond}': {message}"))
+        for message in _type_problems(cond.expr, kind_of, isinstance(cond, _Measure)):
+            problems.append(Problem(path, line, f"{where}: {message}"))
     return problems
 
 
@@ -79,9 +83,43 @@ class _Clause:
         return f"{self.name}: {self.expr}"
 
 
-def _type_problems(expr, kind_of) -> list[str]:
-    """Type mismatches of a condition against the source's column kinds: arithmetic on
-    text, a comparison of text with a number."""
+@dataclass(frozen=True)
+class _Measure:
+    """A sequence pattern's measure, checked like a condition."""
+
+    measure: object  # pattern.Measure
+
+    @property
+    def expr(self):
+        return self.measure.expr
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return expr_attributes(self.measure.expr)
+
+    def __str__(self) -> str:
+        return f"in measure '{self.measure.name}: {self.measure.expr}'"
+
+
+def _measure_conflicts(pattern, schema: dict[str, str], path: str) -> list[Problem]:
+    """A measure of a disjunction's alternatives is one column: one type in all of them."""
+    from jobs.core.measures import measure_type
+
+    seen: dict[str, str] = {}
+    out = []
+    for alt in pattern.alternatives:
+        for m in alt.measures:
+            kind = measure_type(m.expr, schema.get) or "double"
+            if seen.setdefault(m.name, kind) != kind:
+                out.append(Problem(path, m.line, f"measure {m.name!r} is {kind} here but "
+                                   f"{seen[m.name]} in an earlier alternative: one column has "
+                                   "one type"))
+    return out
+
+
+def _type_problems(expr, kind_of, value: bool = False) -> list[str]:
+    """Type mismatches of a condition (``value``: a measure) against the source's column
+    kinds: arithmetic on text, a comparison of text with a number, sum or avg of text."""
     out: list[str] = []
 
     def kind(e):
@@ -108,6 +146,8 @@ def _type_problems(expr, kind_of) -> list[str]:
                 and kind_of(g.attr) not in (None, "number"):
             out.append(f"{g}: {g.func} needs numbers, but {g.attr} holds "
                        f"{kind_of(g.attr)}s (count, min, max, first and last take any type)")
+    if value:
+        kind(expr)
     for c in comparisons_of(expr):
         if isinstance(c, Cmp):
             kl, kr = kind(c.left), kind(c.right)

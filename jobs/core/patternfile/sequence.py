@@ -17,6 +17,7 @@ from jobs.core.conditions import (
     aggregates_of,
     attributes_of,
     parse_conditions,
+    parse_value,
 )
 from jobs.core.pattern import (
     CONTIGUITY,
@@ -24,6 +25,7 @@ from jobs.core.pattern import (
     NAME,
     Disjunction,
     Example,
+    Measure,
     Negation,
     Pattern,
     Variable,
@@ -43,9 +45,13 @@ from jobs.core.planners import ALIASES, PLANNERS
 
 REQUIRED = ("name", "source", "within", "sets")
 OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity", "alternatives",
+            "measures",
             "plan", "kind")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
-BODY_KEYS = ("sets", "conditions", "contiguity")  # what each alternative has of its own
+BODY_KEYS = ("sets", "conditions", "contiguity", "measures")  # each alternative's own
+# the columns of every sequence pattern's match table (a measure may not take their names)
+MATCH_COLUMNS = ("kind", "match_id", "pattern", "pattern_version", "alternative", "start_ts",
+                 "end_ts", "n_events", "bindings", "values", "stats", "run_id")
 VARIABLE = re.compile(r"^(not\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$",
                       re.IGNORECASE)
 MAX_BOUND = 10_000
@@ -65,7 +71,7 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
         if key not in fields and not (key == "sets" and disjunctive):
             problems.append(Problem(path, line_of(root), f"missing field {key!r}"))
     if disjunctive:
-        for key in ("sets", "conditions"):
+        for key in ("sets", "conditions", "measures"):
             if key in fields:
                 problems.append(Problem(path, key_lines[key], f"{key!r} belongs inside each "
                                         "alternative when the file has alternatives: move "
@@ -106,22 +112,30 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
         own = {k: v for k, v in fields.items() if k != "contiguity"}  # checked above
         bodies = [_parse_body(own, matcher, contiguity, path, problems)]
     examples = _parse_examples(fields.get("examples"), [b.positives for b in bodies],
-                               disjunctive, path, problems)
+                               disjunctive, path, problems,
+                               [{m.name for m in b.measures} for b in bodies])
     if problems:
         raise PatternError(problems)
     patterns = tuple(Pattern(name=name, source=source, within=within, tau=tau, sets=b.sets,
                              conditions=tuple(b.conditions), matcher=matcher,
                              description=description, negations=b.negations,
                              contiguity=b.contiguity, alternative=k + 1 if disjunctive else None,
-                             plan=plan,
+                             plan=plan, measures=b.measures,
                              path=path, condition_lines=tuple(b.lines),
                              examples=() if disjunctive else tuple(examples))
                      for k, b in enumerate(bodies))
-    if not disjunctive:
-        return patterns[0]
-    return Disjunction(name=name, source=source, within=within, tau=tau, matcher=matcher,
-                       alternatives=patterns, description=description, plan=plan, path=path,
-                       examples=tuple(examples))
+    out = patterns[0] if not disjunctive else Disjunction(
+        name=name, source=source, within=within, tau=tau, matcher=matcher,
+        alternatives=patterns, description=description, plan=plan, path=path,
+        examples=tuple(examples))
+    for m in (m for p in patterns for m in p.measures):
+        if m.name in out.partition_attributes:
+            problems.append(Problem(path, m.line, f"measure {m.name!r}: the match table has "
+                                    f"a column {m.name!r} already (a partition attribute); "
+                                    "choose another name"))
+    if problems:
+        raise PatternError(problems)
+    return out
 
 
 @dataclass
@@ -133,6 +147,7 @@ class _Body:
     conditions: list
     lines: list
     contiguity: str
+    measures: tuple = ()
 
     @property
     def positives(self) -> dict[str, Variable]:
@@ -160,7 +175,8 @@ def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
                                         f"at most {MAX_SES_SET} (its automaton has 2^k "
                                         "states per set of k); split the set or use matcher "
                                         "zstream"))
-    return _Body(sets, negations, conditions, cond_lines, contiguity)
+    measures = _parse_measures(fields.get("measures"), variables, path, problems, broken)
+    return _Body(sets, negations, conditions, cond_lines, contiguity, measures)
 
 
 def _contiguity(node, default: str, path: str, problems: list[Problem]) -> str:
@@ -386,9 +402,10 @@ def _misuse(cond, variables: dict[str, Variable]) -> str | None:
     return None
 
 
-def _aggregate_misuse(cond: AggregateCondition, variables: dict[str, Variable]) -> str | None:
+def _aggregate_misuse(cond: AggregateCondition | Measure, variables: dict[str, Variable],
+                      what: str = "a condition with aggregates") -> str | None:
     """An aggregate reads the events of a positive group variable; the other attributes
-    of its condition must be of positive singletons (one event per match)."""
+    of its condition (or measure) must be of positive singletons (one event per match)."""
     for g in aggregates_of(cond.expr):
         v = variables[g.var]
         if v.negated:
@@ -400,40 +417,108 @@ def _aggregate_misuse(cond: AggregateCondition, variables: dict[str, Variable]) 
     for a in attributes_of(cond.expr):
         v = variables[a.var]
         if v.negated:
-            return (f"{a} is an attribute of the negated variable {v.name!r} in a condition "
-                    "with aggregates, which holds for a whole match: a negated variable "
-                    "binds no event of it")
+            return (f"{a} is an attribute of the negated variable {v.name!r} in {what}, "
+                    "which reads a whole match: a negated variable binds no event of it")
         if v.group:
-            return (f"{a}: {v.name} is a group, and a condition with aggregates holds for "
-                    f"the whole match; name one value of the group, e.g. last({a}) or "
-                    f"max({a})")
+            return (f"{a}: {v.name} is a group, and {what} reads the whole match; name one "
+                    f"value of the group, e.g. last({a}) or max({a})")
     return None
 
 
+def _parse_measures(node, variables: dict[str, Variable], path: str, problems: list[Problem],
+                    broken: set[str]) -> tuple[Measure, ...]:
+    """``measures``: a mapping of output column -> value expression over the match."""
+    if node is None or (isinstance(node, yaml.ScalarNode) and scalar(node) is None):
+        return ()
+    if not isinstance(node, yaml.MappingNode):
+        problems.append(Problem(path, line_of(node), "measures must be a mapping of column "
+                                "name to expression, e.g. total_dose: sum(p.value)"))
+        return ()
+    out: list[Measure] = []
+    known = ", ".join(variables) or "none"
+    for knode, vnode in node.value:
+        line = line_of(knode)
+        name = scalar(knode) if isinstance(knode, yaml.ScalarNode) else None
+        if not isinstance(name, str) or not NAME.fullmatch(name):
+            problems.append(Problem(path, line, f"measure name {name!r} must be lower case "
+                                    "letters, digits and _ (it names a column)"))
+            continue
+        if name in MATCH_COLUMNS:
+            problems.append(Problem(path, line, f"measure {name!r}: every match table has a "
+                                    f"column {name!r}; choose another name"))
+            continue
+        if any(m.name == name for m in out):
+            problems.append(Problem(path, line, f"measure {name!r} appears twice"))
+            continue
+        text = scalar(vnode) if isinstance(vnode, yaml.ScalarNode) else None
+        if isinstance(text, bool) or not isinstance(text, (str, int, float)):
+            problems.append(Problem(path, line, f"measure {name!r} must be an expression "
+                                    "such as sum(p.value)"))
+            continue
+        try:
+            expr, used = parse_value(str(text))
+        except ConditionSyntaxError as exc:
+            col = f" (column {exc.column})" if exc.column else ""
+            problems.append(Problem(path, line, f"in measure {name!r}{col}: {exc}"))
+            continue
+        bad = [v for v, _ in used if v not in variables]
+        if bad:
+            for v in dict.fromkeys(x for x in bad if x not in broken):
+                problems.append(Problem(path, line, f"in measure {name!r}: unknown variable "
+                                        f"{v!r} (the pattern's variables are {known})"))
+            continue
+        measure = Measure(name, expr, line)
+        if not used:
+            problems.append(Problem(path, line, f"measure {name!r} reads nothing of the "
+                                    "match: use an aggregate such as count(p) or an "
+                                    "attribute such as c.value"))
+            continue
+        message = _aggregate_misuse(measure, variables, "a measure") or _on_time(measure)
+        if message:
+            problems.append(Problem(path, line, f"in measure {name!r}: {message}"))
+            continue
+        out.append(measure)
+    return tuple(out)
+
+
 def _parse_examples(node, alternatives: list[dict[str, Variable]], disjunctive: bool,
-                    path: str, problems: list[Problem]) -> list[Example]:
+                    path: str, problems: list[Problem],
+                    measures: list[set[str]] | None = None) -> list[Example]:
     """``examples``: a list of {name, events: [rows], expect: [bindings]}. In a file with
-    alternatives, every expected match names its alternative (``alternative: 2``)."""
+    alternatives, every expected match names its alternative (``alternative: 2``). An
+    expected match may give some of its measures' values (``measures: {doses: 2}``)."""
     out = []
     for name, line, events, expect, expect_line in example_entries(
             node, path, problems, "matches such as {c: [e1], p: [e3, e9]}"):
         ids = {str(e["event_id"]) for e in events}
         for m in expect:
-            message = _expected_problem(m, alternatives, disjunctive, ids)
+            message = _expected_problem(m, alternatives, disjunctive, ids, measures)
             if message:
                 problems.append(Problem(path, expect_line,
                                         f"example {name!r}: expected match {m}: {message}"))
         out.append(Example(name, line, tuple(events), tuple(
-            {v: ids_ if v == "alternative" else
+            {v: ids_ if v in ("alternative", "measures") else
              [str(x) for x in (ids_ if isinstance(ids_, list) else [ids_])]
              for v, ids_ in m.items()} for m in expect)))
     return out
 
 
 def _expected_problem(m: dict, alternatives: list[dict[str, Variable]], disjunctive: bool,
-                      ids: set[str]) -> str | None:
+                      ids: set[str], measures: list[set[str]] | None = None) -> str | None:
     """What is wrong with one expected match of an example, if anything."""
     variables = alternatives[0] if alternatives else {}
+    if "measures" in m:
+        given = m["measures"]
+        k = m.get("alternative") if disjunctive else 1
+        own = (measures or [set()] * len(alternatives))[k - 1] \
+            if isinstance(k, int) and 1 <= k <= len(alternatives) else set()
+        if not isinstance(given, dict):
+            return "measures must be a mapping such as {doses: 2}"
+        unknown = sorted(map(str, set(given) - own))
+        if unknown:
+            return (f"unknown measure(s) {unknown} (the pattern's measures are "
+                    f"{', '.join(sorted(own)) or 'none'})")
+        m = {v: x for v, x in m.items() if v != "measures"}
     if disjunctive:
         k = m.get("alternative")
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= len(alternatives):
