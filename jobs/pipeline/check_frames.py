@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.core.columns import from_arrow
+from jobs.core.conditions import Agg
 from jobs.core.engine import compile_pattern
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
@@ -63,6 +64,17 @@ def prefix(pattern: Pattern) -> str:
     (``a2_n_p``): alternatives may use one variable name with other bounds. The column
     is null in the other alternatives' rows, which an expectation skips."""
     return "" if pattern.alternative is None else f"a{pattern.alternative}_"
+
+
+def counted_measures(pattern: Pattern) -> list[tuple[str, object]]:
+    """(measure, variable) of each ``count(v)`` measure: the suite checks it lies within
+    the variable's Kleene bounds (column ``<prefix>m_<measure>``)."""
+    out = []
+    for m in pattern.measures:
+        e = m.expr
+        if isinstance(e, Agg) and e.func == "count" and e.attr is None:
+            out.append((m.name, pattern.by_name[e.var]))
+    return out
 
 
 def checked_negations(pattern: Pattern):
@@ -117,8 +129,10 @@ class DriverFrames:
 
         fs, folder = self.lake.filesystem(self.lake.staging(run.pattern.name, run.run_id))
         disjunctive = isinstance(run.pattern, Disjunction)
+        counted = any(counted_measures(a) for a in run.pattern.alternatives) \
+            if run.pattern.kind != "window" else False
         names = ["match_id", *(["alternative"] if disjunctive else []), "start_ts", "end_ts",
-                 "n_events", "bindings"]
+                 "n_events", "bindings", *(["values"] if counted else [])]
         staged = pads.dataset(folder, filesystem=fs, format="parquet").to_table(
             columns=names, filter=pads.field("kind") == "match")
         for name in ("start_ts", "end_ts"):
@@ -222,13 +236,16 @@ class DriverFrames:
                              f"{quoted(pre + 'no_' + name + '_ok')}")
         counts = "".join(f", coalesce({quoted(v + '_n')}, 0) AS {quoted(pre + 'n_' + v)}"
                          for v in variables)
+        measures = "".join(f", CAST(json_extract_string(\"values\", {text('$.' + m)}) AS "
+                           f"BIGINT) AS {quoted(pre + 'm_' + m)}"
+                           for m, _ in counted_measures(pattern))
         return (
             "WITH " + ", ".join(ctes) + " SELECT match_id"
             + (", alternative" if pre else "") + BOUND_CHECKS
             + f", {' AND '.join(order) if order else 'true'} AS set_order_ok"
             + f", {'coalesce(' + ' AND '.join(part) + ', false)' if part else 'true'} AS partition_ok"
             + counts + (f", n_events AS {quoted(pre + 'n_events')}" if pre else "")
-            + "".join(negations) + " FROM df")
+            + measures + "".join(negations) + " FROM df")
 
 
 BOUND_CHECKS = (

@@ -32,6 +32,7 @@ from jobs.pipeline.check_frames import (
     DriverFrames,
     StagedMatches,
     checked_negations,
+    counted_measures,
     prefix,
 )
 from jobs.spark.predicates import col, event_date_filters, property_column
@@ -113,6 +114,11 @@ def matches_expectations(pattern: Pattern | Disjunction) -> list[dict]:
         for n in checked_negations(alt):
             suite.append({"type": "expect_column_values_to_be_in_set",
                           "kwargs": {"column": f"{pre}no_{n.var.name}_ok", "value_set": [True]}})
+        for name, v in counted_measures(alt):  # count(v) within v's Kleene bounds
+            kwargs = {"column": f"{pre}m_{name}", "min_value": v.min}
+            if v.max is not None:
+                kwargs["max_value"] = v.max
+            suite.append({"type": "expect_column_values_to_be_between", "kwargs": kwargs})
     return suite
 
 
@@ -126,9 +132,10 @@ def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Dis
 
 
     disjunctive = isinstance(pattern, Disjunction)
+    counted = pattern.kind != "window" and any(counted_measures(a) for a in pattern.alternatives)
     staged = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
               .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
-                      "end_ts", "n_events",
+                      "end_ts", "n_events", *(["values"] if counted else []),
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
     if events is None:
         events = check_events(spark, lake, [pattern], event_date_filters(low, high, pattern.tau))
@@ -232,6 +239,8 @@ def _alternative_frame(spark, lake: lk.Lake, staged, events, pattern: Pattern,
         *[F.coalesce(F.col(f"{v.name}_n"), F.lit(0)).alias(f"{pre}n_{v.name}")
           for v in pattern.variables],
         *([F.col("n_events").alias(f"{pre}n_events")] if pre else []),
+        *[F.get_json_object("values", f"$.{name}").cast("long").alias(f"{pre}m_{name}")
+          for name, _ in counted_measures(pattern)],
         *negation_cols,
     )
 

@@ -537,10 +537,16 @@ def _restaged(lake: Lake, pattern, run_id: str) -> int:
     t = DeltaTable(lake.matches(pattern.name)).to_pyarrow_table()
     keep = ["match_id", *(["alternative"] if "alternative" in t.column_names else []),
             "start_ts", "end_ts", "n_events"]
+    measures = [] if pattern.kind == "window" else list(pattern.measure_names)
     rows = [{"kind": "match", **{k: r[k] for k in keep},
-             "bindings": json.dumps(dict(r["bindings"]))} for r in t.to_pylist()]
+             "bindings": json.dumps(dict(r["bindings"])),
+             **({"values": json.dumps({m: r[m] for m in measures})} if measures else {})}
+            for r in t.to_pylist()]
     rows.sort(key=lambda r: r["match_id"])
     if len(rows) >= 6:
+        if measures:  # a count below its variable's minimum
+            v = json.loads(rows[0]["values"])
+            rows[0]["values"] = json.dumps(v | {k: 0 for k, x in v.items() if isinstance(x, int)})
         rows.append(dict(rows[0]))
         b = json.loads(rows[1]["bindings"])
         var = next(iter(b))
@@ -650,6 +656,7 @@ def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
     union = reduce(lambda a, b: a.unionByName(b, allowMissingColumns=True),
                    [df.withColumn("__pattern", F.lit(name)) for name, df in frames]).toArrow()
     flags = {"times_ok": 0, "events_found_ok": 0, "distinct_events_ok": 0}
+    counted = 0
     for s, (name, df) in zip(staged, frames):
         want = union.filter(pc.equal(union.column("__pattern"), name)).select(df.columns)
         got = driver.frame(s)
@@ -660,10 +667,13 @@ def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
         pd_testing.assert_frame_equal(a, b, obj=name)
         for flag in flags:
             flags[flag] += int((~a[flag]).sum())
+        measured = [c for c in a.columns if c.startswith("m_")]
+        counted += int(sum((a[c] == 0).sum() for c in measured))
         if name == negated.name:  # a negation's witnesses found and not found
             assert set(a["no_l_ok"]) == {True, False}
         lake.remove(lake.staging(name, "frames"))
     assert all(n > 0 for n in flags.values()), flags  # the broken rows were compared too
+    assert counted > 0  # a count measure out of its bounds too
 
 
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):
