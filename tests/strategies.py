@@ -92,12 +92,13 @@ BOUNDS = ("+", "{1,2}", "{2,}", "{2,3}", "{2}", "{1,1}")
 @st.composite
 def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
-                      aggregates: bool = False, max_vars: int = 3, as_body: bool = False):
+                      aggregates: bool = False, times: bool = False, max_vars: int = 3,
+                      as_body: bool = False):
     """Random patterns with the second and third steps of the language: negated sets
     (leading, between, trailing) with properties and relationships, Kleene bounds,
     contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
-    group variables, each on request. ``as_body``: the text of its sets, conditions and
-    contiguity (one alternative of a disjunction)."""
+    group variables, conditions on time (``times``), each on request. ``as_body``: the
+    text of its sets, conditions and contiguity (one alternative of a disjunction)."""
     n_sets = draw(st.integers(1, 2))
     names = iter("abcd")
     sets, variables = [], []
@@ -151,7 +152,25 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             f"max({g}.type) {op} '{draw(st.sampled_from(TYPES))}'",
             f"min({g}.value) + 1 {op} count({g}.value)",
             f"not (sum({g}.value) > {x} and count({g}) < 3)"])))
+    if times and len(positive) > 1:
+        x, y = draw(st.permutations(positive))[:2]
+        d = f"{draw(st.integers(0, 4))}{draw(st.sampled_from(['d', 'h']))}"
+        conditions.append(draw(st.sampled_from([
+            f"{y}.ts - {x}.ts {draw(st.sampled_from(OPS))} {d}",
+            f"{y}.ts {draw(st.sampled_from(OPS))} {x}.ts + {d}",
+            f"{x}.ts - {d} < {y}.ts or {x}.value = {y}.value"])))
+    for g in (groups if times else []):
+        if draw(st.booleans()):
+            conditions.append(draw(st.sampled_from([
+                f"{g}.ts - prev({g}.ts) {draw(st.sampled_from(OPS))} {draw(st.integers(0, 2))}d",
+                f"last({g}.ts) - first({g}.ts) {draw(st.sampled_from(OPS))} {draw(st.integers(0, 3))}d",
+                f"end_ts - start_ts {draw(st.sampled_from(OPS))} {draw(st.integers(0, 4))}d"])))
     measures = []
+    if times and draw(st.booleans()):
+        measures.append(draw(st.sampled_from(
+            ["span: end_ts - start_ts", "began: start_ts"]
+            + [f"gap: last({g}.ts) - first({g}.ts)" for g in groups]
+            + [f"at: {v}.ts" for v in singles])))
     if aggregates:
         for k in range(draw(st.integers(0, 3))):
             choices = [f"count({g})" for g in groups] + [f"sum({g}.value)" for g in groups] \
@@ -166,12 +185,15 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             layout.insert(at, ("neg", [f"not {n}"]))
             c = prop(n) or f"{n}.type = '{draw(st.sampled_from(TYPES))}'"
             conditions.append(c)
-            link = draw(st.sampled_from(["patient", "value", "none"]))
+            link = draw(st.sampled_from(["patient", "value", "none"] + ["time"] * times))
             target = draw(st.sampled_from(positive))
             if link == "patient":
                 conditions.append(f"{n}.patient = {target}.patient")
             elif link == "value":
                 conditions.append(f"{n}.value {draw(st.sampled_from(OPS))} {target}.value")
+            elif link == "time":  # the witness within some hours of a bound event
+                conditions.append(f"{target}.ts - {n}.ts {draw(st.sampled_from(OPS))} "
+                                  f"{draw(st.integers(-2, 2))}d")
     cont = draw(st.sampled_from(["none", "partition", "strict"])) if contiguity else "none"
     body = (f"sets: [{', '.join('[' + ', '.join(s) + ']' for _, s in layout)}]\n"
             + "conditions:\n" + "".join(f"  - \"{c}\"\n" for c in conditions)

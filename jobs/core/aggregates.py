@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from jobs.core.columns import MISSING, NUMBER, STRING, EventColumns
-from jobs.core.conditions import Agg, AggregateCondition, Attr
+from jobs.core.conditions import Agg, AggregateCondition, Attr, MatchTime
 from jobs.core.programs import TRUE, vector_truth3
 
 
@@ -32,7 +32,12 @@ class BatchValues:
         return self.match_of[sel], self.batch.rows[sel]
 
     def read(self, node) -> tuple[np.ndarray, np.ndarray]:
-        """(values, kinds) of a singleton's attribute or of an aggregate, per match."""
+        """(values, kinds) of a singleton's attribute, an aggregate or the match's first or
+        last event time (encoded as the columns encode ``ts``), per match."""
+        if isinstance(node, MatchTime):
+            ns = self.batch.start_ts if node.which == "start_ts" else self.batch.end_ts
+            return ((ns - self.cols.time_base) // self.cols.time_unit).astype(np.float64), \
+                np.full(self.n, NUMBER, np.int8)
         if isinstance(node, Attr):  # a positive singleton: one row per match
             _, rows = self._bound(node.var)
             r = self.row_of(node.attr)

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.core.conditions import TIME, Duration
 from jobs.core.events import Event, EventFileError, format_ts, read_events
 
 MISSING, NUMBER, STRING = 0, 1, 2
@@ -31,6 +32,9 @@ class EventColumns:
     values: np.ndarray  # float64 [len(names), n]
     kinds: np.ndarray  # int8 [len(names), n]
     dictionary: pa.Array  # sorted strings; a string's code is its index
+    # the attribute ``ts`` (conditions on time): (ts - time_base) / time_unit, exact
+    time_base: int = 0
+    time_unit: int = 1  # ns per unit: 1000 when every time is whole microseconds
 
     @property
     def n(self) -> int:
@@ -44,6 +48,8 @@ class EventColumns:
         dictionary gets a code between its neighbours, so < and > still hold."""
         if value is None:
             return np.nan, MISSING
+        if isinstance(value, Duration):  # in the unit of the time attribute
+            return float(int(value) / self.time_unit), NUMBER
         if isinstance(value, str):
             pos = int(np.searchsorted(self.dictionary.to_numpy(zero_copy_only=False), value))
             if pos < len(self.dictionary) and self.dictionary[pos].as_py() == value:
@@ -61,7 +67,12 @@ class EventColumns:
 
     def take(self, index: np.ndarray) -> EventColumns:
         return EventColumns(self.ts[index], self.ids.take(pa.array(index)), self.names,
-                            self.values[:, index], self.kinds[:, index], self.dictionary)
+                            self.values[:, index], self.kinds[:, index], self.dictionary,
+                            self.time_base, self.time_unit)
+
+    def time_ns(self, values: np.ndarray) -> np.ndarray:
+        """Encoded times (or durations, ``base`` 0) back to nanoseconds."""
+        return np.rint(values).astype(np.int64) * self.time_unit + self.time_base
 
     def id_rank(self) -> np.ndarray:
         """Each event's rank among the ids in string order (for Python-equal sorting)."""
@@ -148,6 +159,9 @@ def from_arrow(table: pa.Table, attributes: Iterable[str], id_column: str = "eve
     names = tuple(a for a in dict.fromkeys(attributes))
     raw = {}
     for name in names:
+        if name == TIME:  # the event time: encoded from ``ts`` by ``_encode``
+            raw[name] = pa.nulls(table.num_rows, pa.float64())
+            continue
         if name not in table.column_names:
             raw[name] = pa.nulls(table.num_rows, pa.float64())
             continue
@@ -211,12 +225,37 @@ def _encode(ts, ids, names, raw: dict, ordered: bool) -> EventColumns:
         ok = ~np.isnan(num)
         values[r, ok] = num[ok]
         kinds[r, ok] = NUMBER
-    cols = EventColumns(np.asarray(ts, dtype=np.int64), ids, names, values, kinds, dictionary)
+    ts = np.asarray(ts, dtype=np.int64)
+    base, unit = 0, 1
+    if TIME in names:
+        base, unit = _time_encoding(ts)
+        r = names.index(TIME)
+        values[r] = (ts - base) // unit
+        kinds[r] = NUMBER
+    cols = EventColumns(ts, ids, names, values, kinds, dictionary, base, unit)
     if not ordered:
         order = _processing_order(cols.ts, ids)
         if not np.array_equal(order, np.arange(n)):
             cols = cols.take(order)
     return cols
+
+
+EXACT = 2 ** 53  # integers up to this are exact as float64
+
+
+def _time_encoding(ts: np.ndarray) -> tuple[int, int]:
+    """(base, unit) that make every time an exact float64 ``(ts - base) / unit``: whole
+    microseconds (Spark's and the lake's times) span up to 285 years, nanoseconds up to
+    104 days; a longer span of nanosecond times is refused rather than rounded."""
+    if not len(ts):
+        return 0, 1
+    base = int(ts.min())
+    unit = 1000 if not (ts % 1000).any() else 1
+    if (int(ts.max()) - base) // unit >= EXACT:
+        raise EventFileError("event times with nanoseconds spanning more than 104 days cannot "
+                             "be compared exactly in conditions on ts: round the times to "
+                             "microseconds")
+    return base, unit
 
 
 def from_events(events: list[Event], attributes: Iterable[str]) -> EventColumns:
@@ -227,6 +266,9 @@ def from_events(events: list[Event], attributes: Iterable[str]) -> EventColumns:
     ids = pa.array([e.id for e in events], pa.string())
     raw = {}
     for name in names:
+        if name == TIME:  # the event time: encoded from ``ts`` by ``_encode``
+            raw[name] = pa.nulls(len(events), pa.float64())
+            continue
         vals = [e.attrs.get(name) for e in events]
         kinds = {type(v) for v in vals if v is not None}
         if kinds and kinds <= {str}:

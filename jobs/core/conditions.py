@@ -12,9 +12,11 @@ Grammar (docs/language.md; docs/language.md)::
     sum       := term (('+' | '-') term)*
     term      := unary (('*' | '/') unary)*
     unary     := '-' unary | primary
-    primary   := literal | NAME '.' NAME | 'prev' '(' NAME '.' NAME ')' | '(' sum ')'
-               | 'count' '(' NAME ['.' NAME] ')' | AGG '(' NAME '.' NAME ')'
+    primary   := literal | DURATION | NAME '.' NAME | 'prev' '(' NAME '.' NAME ')'
+               | '(' sum ')' | 'count' '(' NAME ['.' NAME] ')' | AGG '(' NAME '.' NAME ')'
+               | 'start_ts' | 'end_ts'
     AGG       := sum | avg | min | max | first | last
+    DURATION  := INTEGER UNIT (no space between: 9d, 36h, 30min, 10s, 500ms)
     OP        := = | != | <> | < | <= | > | >=
 
 Each conjunct of an entry becomes one condition, classified by the variables it names
@@ -54,6 +56,10 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 ARITH = ("+", "-", "*", "/")
 KEYWORDS = {"and", "or", "not", "in", "prev"}
+TIME = "ts"  # the attribute that is each event's time
+MATCH_TIMES = ("start_ts", "end_ts")  # the first and the last event time of a match
+DURATION_UNITS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9,
+                  "d": 86400 * 10**9}
 AGGREGATES = ("count", "sum", "avg", "min", "max", "first", "last")
 NUMERIC_AGGREGATES = ("sum", "avg")  # the others also take text
 
@@ -85,6 +91,34 @@ class Attr:
 
     def __str__(self) -> str:
         return f"prev({self.var}.{self.attr})" if self.prev else f"{self.var}.{self.attr}"
+
+
+class Duration(int):
+    """A duration in nanoseconds: the value of a literal such as ``9d`` and of the
+    difference of two times (docs/semantics.md, time)."""
+
+    def __repr__(self) -> str:
+        for unit, ns in sorted(DURATION_UNITS.items(), key=lambda u: -u[1]):
+            if self % ns == 0:
+                return f"{int(self) // ns}{unit}"
+        return f"{int(self)}ns"  # pragma: no cover - literals are whole milliseconds
+
+    __str__ = __repr__
+
+
+class Instant(int):
+    """An event time in nanoseconds since the epoch (``v.ts``, ``first(p.ts)``,
+    ``start_ts``) in the reference evaluator."""
+
+
+@dataclass(frozen=True)
+class MatchTime:
+    """``start_ts`` or ``end_ts``: the time of a match's first or last event."""
+
+    which: str
+
+    def __str__(self) -> str:
+        return self.which
 
 
 @dataclass(frozen=True)
@@ -170,7 +204,7 @@ class Truth:
         return "TRUE" if self.value else "FALSE"
 
 
-Expr = Union[Lit, Attr, Agg, Neg, Arith, Cmp, In, Not, BoolOp, Truth]
+Expr = Union[Lit, Attr, Agg, MatchTime, Neg, Arith, Cmp, In, Not, BoolOp, Truth]
 
 
 def _wrap(e: Expr, level: int) -> str:
@@ -222,6 +256,22 @@ def aggregates_of(e: Expr):
             yield from aggregates_of(x)
 
 
+def match_times_of(e: Expr):
+    """Every ``MatchTime`` node (``start_ts``, ``end_ts``) of an expression."""
+    if isinstance(e, MatchTime):
+        yield e
+    elif isinstance(e, (Neg, Not)):
+        yield from match_times_of(e.item)
+    elif isinstance(e, (Arith, Cmp)):
+        yield from match_times_of(e.left)
+        yield from match_times_of(e.right)
+    elif isinstance(e, In):
+        yield from match_times_of(e.item)
+    elif isinstance(e, BoolOp):
+        for x in e.items:
+            yield from match_times_of(x)
+
+
 def expr_attributes(e: Expr) -> tuple[str, ...]:
     """The event attributes an expression reads (of attributes and aggregates)."""
     return tuple(dict.fromkeys([a.attr for a in attributes_of(e)]
@@ -254,12 +304,16 @@ def value_of(e: Expr, env: dict) -> Any:
     if isinstance(e, Attr):
         v = env[(e.var, e.prev)].get(e.attr)
         return None if isinstance(v, float) and v != v else v
-    if isinstance(e, Agg):
+    if isinstance(e, (Agg, MatchTime)):
         return env[e]
     if isinstance(e, Neg):
         x = value_of(e.item, env)
+        if isinstance(x, Duration):
+            return Duration(-x)
         return -x if _is_number(x) else None
     a, b = value_of(e.left, env), value_of(e.right, env)
+    if isinstance(a, (Instant, Duration)) or isinstance(b, (Instant, Duration)):
+        return _time_arith(e.op, a, b)
     if not (_is_number(a) and _is_number(b)):
         return None
     if e.op == "/" and b == 0:
@@ -267,6 +321,24 @@ def value_of(e: Expr, env: dict) -> Any:
     out = {"+": operator.add, "-": operator.sub, "*": operator.mul,
            "/": operator.truediv}[e.op](float(a), float(b))
     return out if math.isfinite(out) else None
+
+
+def _time_arith(op: str, a: Any, b: Any) -> Any:
+    """Exact arithmetic on times and durations (the loader allows only these forms):
+    time - time is a duration, time ± duration a time, duration ± duration a duration."""
+    if a is None or b is None:
+        return None
+    ta, tb = isinstance(a, Instant), isinstance(b, Instant)
+    da, db = isinstance(a, Duration), isinstance(b, Duration)
+    if op == "-" and ta and tb:
+        return Duration(a - b)
+    if op in "+-" and ta and db:
+        return Instant(a + b if op == "+" else a - b)
+    if op == "+" and da and tb:
+        return Instant(a + b)
+    if op in "+-" and da and db:
+        return Duration(a + b if op == "+" else a - b)
+    return None
 
 
 def aggregate(func: str, attr: str | None, events: list[dict]) -> Any:
@@ -469,13 +541,9 @@ class AggregateCondition:
     variables: tuple[str, ...]
 
     def holds(self, binding: dict[str, list[dict]]) -> bool:
-        """``binding``: each variable's events (attribute dicts) in processing order."""
-        env: dict = {}
-        for a in attributes_of(self.expr):
-            env[(a.var, False)] = binding[a.var][0]
-        for g in aggregates_of(self.expr):
-            env[g] = aggregate(g.func, g.attr, binding[g.var])
-        return truth(self.expr, env) is True
+        """``binding``: each variable's events (attribute dicts, with the time under
+        ``ts``) in processing order."""
+        return truth(self.expr, match_env(self.expr, binding)) is True
 
     @property
     def attributes(self) -> tuple[str, ...]:
@@ -729,6 +797,8 @@ class _Parser:
             self.i += 1
             self.node(tok)
             inner = self.unary()
+            if isinstance(inner, Lit) and isinstance(inner.value, Duration):
+                return Lit(Duration(-inner.value))
             if isinstance(inner, Lit) and _is_number(inner.value):
                 return Lit(-inner.value)
             return Neg(inner)
@@ -744,6 +814,10 @@ class _Parser:
             return Lit(tok.text[1:-1].replace("''", "'"))
         if tok.kind == "number":
             self.i += 1
+            unit = self.peek()
+            if unit is not None and unit.kind == "name" and \
+                    unit.column == tok.column + len(tok.text):
+                return self.duration(tok, unit)
             return Lit(_number(tok))
         if tok.text == "(":
             self.i += 1
@@ -772,10 +846,26 @@ class _Parser:
             if tok.word in KEYWORDS - {"prev"}:
                 raise ConditionSyntaxError(f"expected a value, found the keyword "
                                            f"{tok.text!r}", tok.column)
+            if tok.text in MATCH_TIMES and (nxt is None or nxt.text != "."):
+                self.i += 1
+                return MatchTime(tok.text)
             ref = self.ref()
             return Attr(ref.var, ref.attr)
         raise ConditionSyntaxError(f"expected a variable, prev(...) or a literal, found "
                                    f"{tok.text!r}", tok.column)
+
+    def duration(self, number: _Token, unit: _Token) -> Lit:
+        """A duration literal: an integer written right before its unit (``9d``)."""
+        if unit.text not in DURATION_UNITS:
+            raise ConditionSyntaxError(f"bad unit {unit.text!r} in {number.text}{unit.text}: "
+                                       f"use one of {', '.join(DURATION_UNITS)}", unit.column)
+        if not re.fullmatch(r"\d+", number.text) or len(number.text) > 12:
+            raise ConditionSyntaxError(f"the duration {number.text}{unit.text} must be a whole "
+                                       f"number (of at most 12 digits) of {unit.text}: use a "
+                                       "smaller unit, e.g. 90min instead of 1.5h",
+                                       number.column)
+        self.i += 1
+        return Lit(Duration(int(number.text) * DURATION_UNITS[unit.text]))
 
     def aggregate(self, tok: _Token) -> Agg:
         """``count(v)``, ``count(v.attr)`` or ``func(v.attr)`` at ``tok``."""
@@ -836,14 +926,112 @@ def _check_types(e: Expr) -> None:
             _check_types(x)
 
 
+def time_problems(e: Expr) -> list[str]:
+    """What is wrong with the times and durations of an expression (docs/language.md,
+    time): a time or a duration compared with a number or text, arithmetic that mixes
+    them with numbers, ``*`` and ``/`` on them, ``sum``/``avg`` of ``ts``. Times compare
+    with times, durations with durations; time - time is a duration, time ± duration a
+    time. An empty list when nothing is wrong."""
+    out: list[str] = []
+
+    def kind(x) -> str:
+        if isinstance(x, Lit):
+            return "duration" if isinstance(x.value, Duration) else "value"
+        if isinstance(x, MatchTime):
+            return "time"
+        if isinstance(x, Attr):
+            return "time" if x.attr == TIME else "value"
+        if isinstance(x, Agg):
+            if x.attr != TIME or x.func == "count":
+                return "value"
+            if x.func in NUMERIC_AGGREGATES:
+                out.append(f"{x}: {x.func} of times is not defined; use first, last, min or "
+                           "max, or subtract two times for a duration")
+                return "value"
+            return "time"
+        if isinstance(x, Neg):
+            k = kind(x.item)
+            if k == "time":
+                out.append(f"{x}: a time cannot be negated")
+            return k
+        if isinstance(x, Arith):
+            kl, kr = kind(x.left), kind(x.right)
+            if kl == kr == "value":
+                return "value"
+            if x.op in "*/":
+                out.append(f"{x}: times and durations can only be added and subtracted")
+                return "value"
+            if x.op == "-" and kl == kr == "time":
+                return "duration"
+            if {kl, kr} == {"time", "duration"} and not (x.op == "-" and kl == "duration"):
+                return "time"
+            if kl == kr == "duration":
+                return "duration"
+            if "value" in (kl, kr):
+                other = kl if kr == "value" else kr
+                out.append(f"{x}: a {other} {'plus' if x.op == '+' else 'minus'} a number; "
+                           "write a duration with its unit, e.g. 2h or 9d")
+            else:
+                out.append(f"{x}: a duration minus a time is not a time; write the time "
+                           "first, e.g. c.ts - 2h")
+            return "value"
+        return "value"
+
+    for c in comparisons_of(e):
+        if isinstance(c, In):
+            if kind(c.item) != "value":
+                out.append(f"{c}: a list after in holds values, not times or durations")
+            continue
+        kl, kr = kind(c.left), kind(c.right)
+        if kl == kr:
+            continue
+        pair = {kl, kr}
+        if pair == {"time", "duration"}:
+            out.append(f"{c} compares a time with a duration: subtract two times for a "
+                       "duration, e.g. b.ts - c.ts <= 9d")
+        elif "duration" in pair:
+            out.append(f"{c} compares a duration with a number: write the number with its "
+                       "unit, e.g. 10d or 36h")
+        else:
+            out.append(f"{c} compares a time with a number or text: compare it with another "
+                       "time, e.g. b.ts > c.ts + 2h")
+    if not out and not any(True for _ in comparisons_of(e)):
+        kind(e)  # a measure: a value expression
+    return list(dict.fromkeys(out))
+
+
+def value_kind(e: Expr) -> str:
+    """'time', 'duration' or 'value' for a well-typed value expression (``time_problems``
+    found nothing)."""
+    if isinstance(e, Lit):
+        return "duration" if isinstance(e.value, Duration) else "value"
+    if isinstance(e, MatchTime):
+        return "time"
+    if isinstance(e, Attr):
+        return "time" if e.attr == TIME else "value"
+    if isinstance(e, Agg):
+        return "time" if e.attr == TIME and e.func not in ("count",) else "value"
+    if isinstance(e, Neg):
+        return value_kind(e.item)
+    if isinstance(e, Arith):
+        kl, kr = value_kind(e.left), value_kind(e.right)
+        if kl == kr == "time":
+            return "duration"
+        if "time" in (kl, kr):
+            return "time"
+        return "duration" if "duration" in (kl, kr) else "value"
+    return "value"
+
+
 def _canonical(e: Expr) -> Expr:
     """A comparison written literal-first or prev-second is flipped (one form per
     condition: the pattern version does not depend on how it was written)."""
     if isinstance(e, Cmp):
         left_attr = any(True for _ in attributes_of(e.left)) or \
-            any(True for _ in aggregates_of(e.left))
+            any(True for _ in aggregates_of(e.left)) or any(True for _ in match_times_of(e.left))
         right_attr = any(True for _ in attributes_of(e.right)) or \
-            any(True for _ in aggregates_of(e.right))
+            any(True for _ in aggregates_of(e.right)) or \
+            any(True for _ in match_times_of(e.right))
         if right_attr and not left_attr:
             return Cmp(FLIPPED[e.op], e.right, e.left)
         if isinstance(e.right, Attr) and e.right.prev and not (
@@ -855,14 +1043,14 @@ def _canonical(e: Expr) -> Expr:
 def classify(expr: Expr) -> Condition:
     """A conjunct as a property, relationship or prev relationship."""
     refs = list(attributes_of(expr))
-    aggs = list(aggregates_of(expr))
+    aggs = list(aggregates_of(expr)) + list(match_times_of(expr))
     if aggs:
         if any(a.prev for a in refs):
             raise ConditionSyntaxError("prev() and an aggregate in one condition: prev() "
                                        "compares consecutive events, an aggregate reads the "
                                        "whole match; write them as two conditions")
         return AggregateCondition(expr, tuple(dict.fromkeys(
-            [g.var for g in aggs] + [a.var for a in refs])))
+            [g.var for g in aggs if isinstance(g, Agg)] + [a.var for a in refs])))
     names = list(dict.fromkeys(a.var for a in refs))
     if not names:
         raise ConditionSyntaxError("a condition must name a variable (v.attr)")
@@ -919,12 +1107,22 @@ def parse_value(text: str) -> tuple[Expr, list[tuple[str, int]]]:
 def measure_value(expr: Expr, binding: dict[str, list[dict]]) -> Any:
     """The value of a measure for a match (the reference): ``binding`` maps each variable
     to its events' attributes in processing order."""
+    return value_of(expr, match_env(expr, binding))
+
+
+def match_env(expr: Expr, binding: dict[str, list[dict]]) -> dict:
+    """The values ``expr`` reads of a whole match: singletons' attributes, aggregates and
+    the match's first and last event times."""
     env: dict = {}
     for a in attributes_of(expr):
         env[(a.var, False)] = binding[a.var][0]
     for g in aggregates_of(expr):
         env[g] = aggregate(g.func, g.attr, binding[g.var])
-    return value_of(expr, env)
+    wanted = list(match_times_of(expr))
+    times = [e[TIME] for es in binding.values() for e in es] if wanted else []
+    for t in wanted:
+        env[t] = (min(times) if t.which == "start_ts" else max(times)) if times else None
+    return env
 
 
 def parse_condition(text: str) -> tuple[Condition, list[tuple[str, int]]]:

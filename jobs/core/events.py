@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, Iterable
 
+from jobs.core.conditions import TIME, Instant
 from jobs.core.errors import UserError
 
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -23,13 +24,23 @@ class EventFileError(UserError, ValueError):
 
 
 class Event:
-    __slots__ = ("id", "ts", "attrs", "seq")
+    __slots__ = ("id", "ts", "attrs", "seq", "_values")
 
     def __init__(self, id: str, ts: int, attrs: dict[str, Any], seq: int = 0):
         self.id = id
         self.ts = ts
         self.attrs = attrs
         self.seq = seq
+        self._values = None
+
+    @property
+    def values(self) -> dict[str, Any]:
+        """What conditions read of the event (the reference evaluator): its attributes,
+        and its time under ``ts`` (an exact ``conditions.Instant``), whatever the file's
+        time column was called or held."""
+        if self._values is None:
+            self._values = {**self.attrs, TIME: Instant(self.ts)}
+        return self._values
 
     def __repr__(self) -> str:
         return f"Event({self.id!r}, {format_ts(self.ts)})"

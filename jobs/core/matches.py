@@ -76,7 +76,7 @@ def make_match(pattern: Pattern, binding: dict[str, list[Event]]) -> Match:
                      for v in pattern.variables)
     measures = None
     if pattern.measures:
-        values = reference_measures(pattern, {v: [e.attrs for e in es] for v, es in bindings})
+        values = reference_measures(pattern, {v: [e.values for e in es] for v, es in bindings})
         measures = tuple(values.items())
     return Match(pattern.name, bindings, pattern.alternative, measures)
 
@@ -100,7 +100,7 @@ def aggregates_hold(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
     variables, in processing order."""
     if not pattern.aggregate_conditions:
         return True
-    attrs = {v: [e.attrs for e in sorted(es, key=lambda e: e.seq)] for v, es in binding.items()}
+    attrs = {v: [e.values for e in sorted(es, key=lambda e: e.seq)] for v, es in binding.items()}
     return all(c.holds(attrs) for c in pattern.aggregate_conditions)
 
 
@@ -123,11 +123,11 @@ def is_match(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
     # condition 1
     for v in variables:
         for prop in pattern.properties[v.name]:
-            if not all(prop.holds(e.attrs) for e in ordered[v.name]):
+            if not all(prop.holds(e.values) for e in ordered[v.name]):
                 return False
         for prev in pattern.prev_relationships[v.name]:
             seq = ordered[v.name]
-            if not all(prev.holds(a.attrs, b.attrs) for a, b in zip(seq, seq[1:])):
+            if not all(prev.holds(a.values, b.values) for a, b in zip(seq, seq[1:])):
                 return False
     if not relationships_hold(pattern, ordered):
         return False
@@ -147,7 +147,7 @@ def relationships_hold(pattern: Pattern, binding: dict[str, list[Event]]) -> boo
         if x in binding and y in binding:
             for a in binding[x]:
                 for b in binding[y]:
-                    if not rel.holds(a.attrs, b.attrs):
+                    if not rel.holds(a.values, b.values):
                         return False
     return True
 

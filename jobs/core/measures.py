@@ -18,7 +18,8 @@ import numpy as np
 
 from jobs.core.aggregates import BatchValues
 from jobs.core.columns import NUMBER, STRING, EventColumns
-from jobs.core.conditions import Agg, Arith, Attr, Lit, Neg, measure_value
+from jobs.core.conditions import Agg, Arith, Attr, Lit, Neg, measure_value, value_kind
+from jobs.core.events import format_ts
 from jobs.core.programs import vector_value
 
 TYPES = ("integer", "double", "string")
@@ -26,9 +27,12 @@ NUMERIC = {"integer": "integer", "double": "double", "number": "double"}
 
 
 def measure_type(expr, column_type: Callable[[str], str | None] = lambda _: None) -> str | None:
-    """The kind of a measure's values (integer, double, string) from the kinds of the
-    source's columns (``column_type``: a column's schema kind, None when unknown); None
-    when it depends on data with no schema."""
+    """The kind of a measure's values (integer, double, string, timestamp, duration) from
+    the kinds of the source's columns (``column_type``: a column's schema kind, None when
+    unknown); None when it depends on data with no schema."""
+    time = value_kind(expr)
+    if time != "value":
+        return "timestamp" if time == "time" else "duration"
     if isinstance(expr, Lit):
         v = expr.value
         return "string" if isinstance(v, str) else "integer" if isinstance(v, int) else "double"
@@ -65,14 +69,20 @@ def measure_types(pattern, columns: dict[str, str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for alt in pattern.alternatives:
         for m in alt.measures:
-            out.setdefault(m.name, measure_type(m.expr, columns.get) or "double")
+            kind = measure_type(m.expr, columns.get) or "double"
+            out.setdefault(m.name, "double" if kind == "duration" else kind)  # seconds
     return out
 
 
 def plain(value: Any, kind: str | None) -> Any:
-    """A value as the measure's kind gives it: int for integer, float for other numbers."""
+    """A value as the measure's kind gives it: int for integer, float for other numbers,
+    ISO text for a time, seconds (float) for a duration."""
     if value is None or isinstance(value, str):
         return value
+    if kind == "timestamp":
+        return format_ts(int(value))
+    if kind == "duration":
+        return int(value) / 1e9
     if isinstance(value, float) and value != value:
         return None
     return int(value) if kind == "integer" else float(value)
@@ -96,7 +106,14 @@ def batch_measures(pattern, batch, cols: EventColumns) -> dict[str, list[Any]]:
         v, k = vector_value(m.expr, len(batch), values.read, cols.encode_literal)
         kind = measure_type(m.expr)
         column: list[Any] = [None] * len(batch)
-        for i in np.flatnonzero(k == NUMBER).tolist():
+        number = np.flatnonzero(k == NUMBER)
+        if kind in ("timestamp", "duration"):  # encoded in the unit of ``ts`` (exact)
+            ns = cols.time_ns(v[number]) if kind == "timestamp" else \
+                np.rint(v[number]).astype(np.int64) * cols.time_unit
+            for i, x in zip(number.tolist(), ns.tolist()):
+                column[i] = plain(x, kind)
+            number = number[:0]
+        for i in number.tolist():
             column[i] = plain(v[i], kind)
         for i in np.flatnonzero(k == STRING).tolist():
             code = v[i]

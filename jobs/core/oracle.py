@@ -70,7 +70,7 @@ def _group_sequences(var: Variable, pattern: Pattern, candidates: list[Event]):
             return
         for i in range(start, len(candidates)):
             e = candidates[i]
-            if all(p.holds(seq[-1].attrs, e.attrs) for p in prevs):
+            if all(p.holds(seq[-1].values, e.values) for p in prevs):
                 yield from extend(seq + [e], i + 1)
 
     for i, e in enumerate(candidates):
@@ -82,7 +82,7 @@ def matches_starting_at(pattern: Pattern, window: list[Event]) -> list[Match]:
     if not window:
         return []
     first = window[0]
-    cands = {v.name: [e for e in window if all(p.holds(e.attrs) for p in pattern.properties[v.name])]
+    cands = {v.name: [e for e in window if all(p.holds(e.values) for p in pattern.properties[v.name])]
              for v in pattern.variables}
     out: list[Match] = []
     variables = pattern.variables
@@ -141,7 +141,7 @@ def positions(pattern: Pattern, events: list[Event]) -> dict[int, int]:
     out: dict[int, int] = {}
     counters: dict[tuple, int] = defaultdict(int)
     for e in events:
-        key = tuple(e.attrs.get(a) for a in pattern.partition_attributes)
+        key = tuple(e.values.get(a) for a in pattern.partition_attributes)
         if any(v is None or v != v for v in key):
             continue
         out[e.seq] = counters[key]
@@ -179,13 +179,13 @@ def negation_holds(pattern: Pattern, m: Match, events: list[Event]) -> bool:
         for e in events:
             if not ((e.ts > lo or (lo_in and e.ts == lo)) and (e.ts < hi or (hi_in and e.ts == hi))):
                 continue
-            if not all(p.holds(e.attrs) for p in pattern.properties[n]):
+            if not all(p.holds(e.values) for p in pattern.properties[n]):
                 continue
             ok = True
             for rel in pattern.negation_relationships[n]:
                 x, y = rel.variables
                 for b in binding[y if x == n else x]:
-                    if not (rel.holds(e.attrs, b.attrs) if x == n else rel.holds(b.attrs, e.attrs)):
+                    if not (rel.holds(e.values, b.values) if x == n else rel.holds(b.values, e.values)):
                         ok = False
                         break
                 if not ok:
@@ -230,10 +230,10 @@ def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
         bound[name].append(e)
     mine = bound[var.name]
     for prop in pattern.properties[var.name]:
-        if not all(prop.holds(e.attrs) for e in mine):
+        if not all(prop.holds(e.values) for e in mine):
             return False
     for prev in pattern.prev_relationships[var.name]:
-        if not all(prev.holds(a.attrs, b.attrs) for a, b in zip(mine, mine[1:])):
+        if not all(prev.holds(a.values, b.values) for a, b in zip(mine, mine[1:])):
             return False
     for rel in pattern.relationships + pattern.equality_closure:
         if var.name in rel.variables:
@@ -242,7 +242,7 @@ def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
             if other in bound:
                 for a in bound[x]:
                     for b in bound[y]:
-                        if not rel.holds(a.attrs, b.attrs):
+                        if not rel.holds(a.values, b.values):
                             return False
     if new_set:  # concatenation: v'.T < v.T for every v' of the preceding sets
         for name, e in buffer:
@@ -313,7 +313,7 @@ def partitions(pattern: Pattern, events: list[Event]) -> dict[tuple, list[Event]
     """Events grouped by their values of the partition attributes X (Def. 6)."""
     groups: dict[tuple, list[Event]] = defaultdict(list)
     for e in events:
-        groups[tuple(e.attrs.get(a) for a in pattern.partition_attributes)].append(e)
+        groups[tuple(e.values.get(a) for a in pattern.partition_attributes)].append(e)
     return groups
 
 

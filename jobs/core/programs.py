@@ -26,6 +26,7 @@ from jobs.core.conditions import (
     Expr,
     In,
     Lit,
+    MatchTime,
     Neg,
     Not,
     Truth,
@@ -124,7 +125,7 @@ def vector_value(e: Expr, n: int, read, literal):
     if isinstance(e, Lit):
         v, k = literal(e.value)
         return np.full(n, v), np.full(n, k, np.int8)
-    if isinstance(e, (Attr, Agg)):
+    if isinstance(e, (Attr, Agg, MatchTime)):
         return read(e)
     if isinstance(e, Neg):
         v, k = vector_value(e.item, n, read, literal)

@@ -323,3 +323,47 @@ def test_help_and_match_do_not_load_the_pipeline():
     assert "jobs.cli.patterns" in loaded
     for heavy in ("jobs.pipeline.run", "jobs.prcheck", "jobs.site", "jobs.cli.steps"):
         assert heavy not in loaded, (heavy, loaded)
+
+
+TIMED = """name: timed
+source: chemo_mw
+within: 15d
+sets: [[c, p+], [b]]
+conditions:
+  - c.type = 'C'
+  - p.type = 'P'
+  - b.type = 'B'
+  - c.patient = p.patient
+  - p.patient = b.patient
+  - b.ts - c.ts <= 8d
+  - last(p.ts) - first(p.ts) >= 1d or count(p) = 1
+measures:
+  gap: b.ts - c.ts
+  first_p: first(p.ts)
+  span: end_ts - start_ts
+"""
+
+
+def test_time_conditions_on_csv_and_parquet_equal_the_oracle(tmp_path, capsys):
+    """A condition on ts used to be silently false (a CSV's ts was text): the same pattern
+    with time conditions and time measures over the committed CSV, as Parquet with a
+    timestamp column (microseconds) and by the oracle, gives the same lines; one match
+    lies exactly 8 days apart (the bound holds)."""
+    import pandas as pd
+
+    pattern = tmp_path / "timed.yaml"
+    pattern.write_text(TIMED)
+    csv = next((ROOT / "data" / "landing" / "chemo_mw").glob("*.csv"))
+    frame = pd.read_csv(csv)
+    frame["ts"] = pd.to_datetime(frame["ts"]).dt.tz_localize("UTC").astype("datetime64[us, UTC]")
+    parquet = tmp_path / "events.parquet"
+    frame.to_parquet(parquet)
+    outputs = []
+    for events, matcher in ((csv, "ses"), (parquet, "ses"), (csv, "bruteforce")):
+        code, out, err = run_cli(capsys, "match", str(pattern), str(events), "--matcher", matcher)
+        assert code == 0, err
+        outputs.append(out)
+    assert outputs[0] == outputs[1] == outputs[2]
+    lines = [json.loads(x) for x in outputs[0].splitlines()]
+    assert lines and all(m["measures"]["gap"] <= 8 * 86400 for m in lines)
+    assert {m["measures"]["gap"] for m in lines} & {8 * 86400.0}  # exactly on the bound

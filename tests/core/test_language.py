@@ -28,7 +28,9 @@ OPERATORS = {
     "contiguity": dict(contiguity=True),
     "conditions": dict(rich=True),
     "aggregates": dict(aggregates=True, bounds=True),
-    "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True),
+    "times": dict(times=True, bounds=True, negation=True),
+    "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True,
+                times=True),
 }
 
 
@@ -255,7 +257,8 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
     ("sets: [[p+]]\nconditions:\n  - sum(count(p)) > 1\n", 6, "aggregates do not nest"),
     ("sets: [[p+]]\nconditions:\n  - sum(p) > 1\n", 6, "write sum(p.attr)"),
     ("sets: [[p+]]\nconditions:\n  - last(p.ts) - first(p.ts) > 5\n", 6,
-     "conditions on event times are not supported yet"),
+     "compares a duration with a number"),
+    ("sets: [[p+]]\nconditions:\n  - sum(p.ts) > 5\n", 6, "sum of times is not defined"),
     ("sets: [[p+]]\nconditions:\n  - sum(q.x) > 1\n", 6, "unknown variable 'q'"),
 ])
 def test_language_mistakes(body, line, fragment):
@@ -289,13 +292,32 @@ def test_aggregates_against_the_schema():
 
 
 
-@pytest.mark.parametrize("condition", ["b.ts - a.ts < 864000", "a.ts > 5",
-                                       "a.x = 1 or not (b.ts >= 2)", "prev(a.ts) < a.ts"])
-def test_a_condition_on_the_event_time_is_refused(condition):
-    """A condition on ts used to be accepted and never hold: it is refused with its line."""
-    sets = "sets: [[a+], [b]]\n" if "prev" in condition else "sets: [[a], [b]]\n"
-    assert_problem(HEAD + sets + f"conditions:\n  - a.x = 1\n  - {condition}\n", 7,
-                   "conditions on event times are not supported yet")
+@pytest.mark.parametrize("condition, fragment", [
+    ("b.ts - a.ts < 864000", "compares a duration with a number: write the number with its unit"),
+    ("a.ts > 5", "compares a time with a number or text"),
+    ("a.x = 1 or not (b.ts >= 2)", "compares a time with a number or text"),
+    ("b.ts > 2h", "compares a time with a duration"),
+    ("b.ts * 2 > a.ts", "can only be added and subtracted"),
+    ("b.ts + 1 > a.ts", "a time plus a number"),
+    ("b.ts - a.ts > a.x", "compares a duration with a number"),
+    ("b.ts in (1, 2)", "not times or durations"),
+    ("b.ts - b.ts >= 0d", "reads only b's own time"),
+    ("b.ts + 1.5h > a.ts", "use a smaller unit, e.g. 90min instead of 1.5h"),
+    ("b.ts > a.ts + 2w", "bad unit 'w' in 2w"),
+])
+def test_a_condition_on_time_must_compare_times_or_durations(condition, fragment):
+    """A condition on ts used to be accepted and never hold: now times compare with times
+    and durations (with a unit) with durations, or the file is refused with its line."""
+    assert_problem(HEAD + f"sets: [[a], [b]]\nconditions:\n  - a.x = 1\n  - {condition}\n", 7,
+                   fragment)
+
+
+@pytest.mark.parametrize("condition", [
+    "b.ts - a.ts <= 9d", "b.ts > a.ts + 2h", "-2h <= b.ts - a.ts", "a.ts + 30min < b.ts",
+    "b.ts - a.ts = 1d or b.ts - a.ts >= 48h", "end_ts - start_ts < 3d"])
+def test_conditions_on_time_are_accepted(condition):
+    p = parse_pattern(HEAD + f"sets: [[a], [b]]\nconditions:\n  - {condition}\n")
+    assert "ts" in p.attributes or "start_ts" in str(p.conditions[0])
 
 
 def test_a_timestamp_column_in_a_condition_is_refused_against_the_schema():

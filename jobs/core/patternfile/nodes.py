@@ -274,6 +274,5 @@ def example_entries(node, path: str, problems: list[Problem], shape: str) -> lis
     return out
 
 
-TIME_REFUSED = ("conditions on event times are not supported yet (such a condition would "
-                "never hold): bound the whole match with `within:` instead "
-                "(docs/language.md, Conditions)")
+TIME_REFUSED = ("only the event time ts is compared in conditions (e.g. b.ts - c.ts <= 9d); "
+                "other timestamp columns are not supported there (docs/language.md, Time)")

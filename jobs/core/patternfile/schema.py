@@ -8,16 +8,20 @@ from dataclasses import dataclass
 
 from jobs.core.conditions import (
     NUMERIC_AGGREGATES,
+    TIME,
     Agg,
     Attr,
     Cmp,
+    Duration,
     In,
     Lit,
+    MatchTime,
     Neg,
     aggregates_of,
     comparisons_of,
     expr_attributes,
 )
+from jobs.core.measures import measure_type
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.core.patternfile.nodes import TIME_REFUSED, Problem
 from jobs.core.window_conditions import read_attributes
@@ -50,7 +54,7 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
     for cond, line in conditions:
         where = str(cond) if isinstance(cond, _Measure) else f"in condition '{cond}'"
         attrs = cond.attributes
-        missing = [a for a in attrs if a not in schema]
+        missing = [a for a in attrs if a not in schema and a != TIME]
         for a in missing:
             hint = difflib.get_close_matches(a, list(schema), n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
@@ -58,7 +62,7 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
                                     f"attribute {a!r} (columns: {columns}){extra}"))
         if missing:
             continue
-        timed = [a for a in attrs if schema.get(a) == "timestamp"]
+        timed = [a for a in attrs if schema.get(a) == "timestamp" and a != TIME]
         if timed:
             problems.append(Problem(path, line, f"{where}: {', '.join(timed)} "
                                     f"holds timestamps: {TIME_REFUSED}"))
@@ -103,8 +107,6 @@ class _Measure:
 
 def _measure_conflicts(pattern, schema: dict[str, str], path: str) -> list[Problem]:
     """A measure of a disjunction's alternatives is one column: one type in all of them."""
-    from jobs.core.measures import measure_type
-
     seen: dict[str, str] = {}
     out = []
     for alt in pattern.alternatives:
@@ -125,6 +127,9 @@ def _type_problems(expr, kind_of, value: bool = False) -> list[str]:
     def kind(e):
         if isinstance(e, Lit):
             return "string" if isinstance(e.value, str) else "number"
+        if isinstance(e, MatchTime) or (isinstance(e, Lit) and isinstance(e.value, Duration)) \
+                or (isinstance(e, (Attr, Agg)) and e.attr == TIME):
+            return None  # times and durations: conditions.time_problems checks them
         if isinstance(e, Agg):
             if e.attr is None or e.func == "count" or e.func in NUMERIC_AGGREGATES:
                 return "number"

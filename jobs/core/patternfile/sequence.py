@@ -10,14 +10,18 @@ import yaml
 
 from jobs.core.conditions import (
     KEYWORDS,
+    TIME,
     AggregateCondition,
     ConditionSyntaxError,
     PrevRelationship,
+    Property,
     Relationship,
     aggregates_of,
     attributes_of,
+    match_times_of,
     parse_conditions,
     parse_value,
+    time_problems,
 )
 from jobs.core.pattern import (
     CONTIGUITY,
@@ -31,7 +35,6 @@ from jobs.core.pattern import (
     Variable,
 )
 from jobs.core.patternfile.nodes import (
-    TIME_REFUSED,
     PatternError,
     Problem,
     example_entries,
@@ -375,11 +378,16 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
 
 
 def _on_time(cond) -> str | None:
-    """A condition that reads ``ts``, the event time. Conditions compare numbers and text
-    only; refusing one on time beats accepting a condition that silently never holds."""
-    names = sorted({str(a) for a in attributes_of(cond.expr) if a.attr == "ts"}
-                   | {str(g) for g in aggregates_of(cond.expr) if g.attr == "ts"})
-    return f"{', '.join(names)}: {TIME_REFUSED}" if names else None
+    """What is wrong with the times of a condition or measure: times compare with times
+    and durations with durations (``conditions.time_problems``); a property cannot read
+    its own event's time (there is no time literal to compare it with)."""
+    problems = time_problems(cond.expr)
+    if problems:
+        return problems[0]
+    if isinstance(cond, Property) and any(a.attr == TIME for a in attributes_of(cond.expr)):
+        return (f"reads only {cond.var}'s own time: relate it to another variable's time, "
+                f"e.g. b.ts - {cond.var}.ts <= 9d, or bound the whole match with within")
+    return None
 
 
 def _misuse(cond, variables: dict[str, Variable]) -> str | None:
@@ -468,7 +476,7 @@ def _parse_measures(node, variables: dict[str, Variable], path: str, problems: l
                                         f"{v!r} (the pattern's variables are {known})"))
             continue
         measure = Measure(name, expr, line)
-        if not used:
+        if not used and not any(True for _ in match_times_of(expr)):
             problems.append(Problem(path, line, f"measure {name!r} reads nothing of the "
                                     "match: use an aggregate such as count(p) or an "
                                     "attribute such as c.value"))
