@@ -42,17 +42,22 @@ def test_validate_reports_path_line_message(capsys, tmp_path):
 
 
 def test_match_refuses_a_condition_on_ts(capsys, tmp_path):
-    """`b.ts - c.ts < 864000` used to give 0 matches with no error."""
+    """`b.ts - c.ts < 864000` used to give 0 matches with no error: a duration compared
+    with a number is refused (with a unit, `b.ts - c.ts < 10d`, it is a condition)."""
     text = Path(P1).read_text().split("examples:")[0].replace(
         "  - prev(p.value) < p.value\n", "  - prev(p.value) < p.value\n  - b.ts - c.ts < 864000\n")
     f = tmp_path / "gap.yaml"
     f.write_text(text)
     code, out, err = run_cli(capsys, "match", str(f), MW)
     assert code == 2 and out == ""
-    assert f"{f}:19: in condition 'b.ts - c.ts < 864000': b.ts, c.ts: conditions on event " \
-           "times are not supported yet" in err
+    assert f"{f}:19: in condition 'b.ts - c.ts < 864000': b.ts - c.ts < 864000 compares a " \
+           "duration with a number: write the number with its unit, e.g. 10d" in err
     code, out, err = run_cli(capsys, "validate", str(f))
-    assert code == 1 and "conditions on event times are not supported yet" in err
+    assert code == 1 and "compares a duration with a number" in err
+    f.write_text(text.replace("< 864000", "< 10d"))
+    code, out, err = run_cli(capsys, "match", str(f), MW)
+    # P1 has 3 matches; the one with 14 days from C (e1) to the count (e11) is out
+    assert code == 0 and len(out.splitlines()) == 2 and '"c": ["e1"]' not in out, err
 
 
 def test_validate_checks_schema_and_source(capsys, tmp_path):
