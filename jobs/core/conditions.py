@@ -224,52 +224,35 @@ def _literal(value: Any) -> str:
     return repr(value)
 
 
-def attributes_of(e: Expr):
-    """Every ``Attr`` node of an expression."""
-    if isinstance(e, Attr):
+def nodes_of(e: Expr, kind: type):
+    """Every node of type ``kind`` in an expression, in reading order."""
+    if isinstance(e, kind):
         yield e
     elif isinstance(e, (Neg, Not)):
-        yield from attributes_of(e.item)
+        yield from nodes_of(e.item, kind)
     elif isinstance(e, (Arith, Cmp)):
-        yield from attributes_of(e.left)
-        yield from attributes_of(e.right)
+        yield from nodes_of(e.left, kind)
+        yield from nodes_of(e.right, kind)
     elif isinstance(e, In):
-        yield from attributes_of(e.item)
+        yield from nodes_of(e.item, kind)
     elif isinstance(e, BoolOp):
         for x in e.items:
-            yield from attributes_of(x)
+            yield from nodes_of(x, kind)
+
+
+def attributes_of(e: Expr):
+    """Every ``Attr`` node of an expression."""
+    return nodes_of(e, Attr)
 
 
 def aggregates_of(e: Expr):
     """Every ``Agg`` node of an expression."""
-    if isinstance(e, Agg):
-        yield e
-    elif isinstance(e, (Neg, Not)):
-        yield from aggregates_of(e.item)
-    elif isinstance(e, (Arith, Cmp)):
-        yield from aggregates_of(e.left)
-        yield from aggregates_of(e.right)
-    elif isinstance(e, In):
-        yield from aggregates_of(e.item)
-    elif isinstance(e, BoolOp):
-        for x in e.items:
-            yield from aggregates_of(x)
+    return nodes_of(e, Agg)
 
 
 def match_times_of(e: Expr):
     """Every ``MatchTime`` node (``start_ts``, ``end_ts``) of an expression."""
-    if isinstance(e, MatchTime):
-        yield e
-    elif isinstance(e, (Neg, Not)):
-        yield from match_times_of(e.item)
-    elif isinstance(e, (Arith, Cmp)):
-        yield from match_times_of(e.left)
-        yield from match_times_of(e.right)
-    elif isinstance(e, In):
-        yield from match_times_of(e.item)
-    elif isinstance(e, BoolOp):
-        for x in e.items:
-            yield from match_times_of(x)
+    return nodes_of(e, MatchTime)
 
 
 def expr_attributes(e: Expr) -> tuple[str, ...]:
