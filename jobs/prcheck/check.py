@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.config import CONF, ROOT, Profile, load_sources
-from jobs.core.patternfile import load_pattern
+from jobs.core.patternfile import PatternError, load_pattern, parse_pattern
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
@@ -268,6 +268,18 @@ def diff_tables(before: pa.Table | None, after: pa.Table | None
             order(r for k, r in old.items() if k not in new))
 
 
+def _measure_names(change) -> tuple[str, ...]:
+    """The measure columns of a changed pattern (its head's, else its base's)."""
+    for side in (change.head, change.base):
+        if side is not None and side.name is not None:
+            try:
+                pattern = parse_pattern(side.text, side.path)
+            except PatternError:
+                continue
+            return () if pattern.kind == "window" else pattern.measure_names
+    return ()
+
+
 def _months(t: pa.Table | None) -> Counter:
     if t is None or t.num_rows == 0:
         return Counter()
@@ -282,6 +294,9 @@ def _compare(d: PatternDiff, cap: int, shown: int) -> None:
     added, removed = diff_tables(before, after)
     d.n_added, d.n_removed = len(added), len(removed)
     d.added, d.removed = added[:shown], removed[:shown]
+    measures = _measure_names(d.change)
+    for row in d.added + d.removed if measures else []:  # shown with each match
+        row["measures"] = {n: row[n] for n in measures if n in row}
     b, a = _months(before), _months(after)
     d.months = [(m, b.get(m, 0), a.get(m, 0)) for m in sorted(set(b) | set(a))]
     if d.after is not None and d.after.status == SUCCESS:

@@ -129,8 +129,9 @@ def describe_match(row: dict, events: dict) -> str:
             shown.append(f"{e} ({what})" if what else e)
         parts.append(f"{var} = {', '.join(shown) or '(none)'}")
     extra = "".join(f", {k} {row[k]}" for k in ("alternative",) if row.get(k) is not None)
+    measures = "".join(f"; {k} = {_fmt(v)}" for k, v in (row.get("measures") or {}).items())
     return f"from {_when(row.get('start_ts'))} to {_when(row.get('end_ts'))}{extra}: " \
-        + "; ".join(parts)
+        + "; ".join(parts) + measures
 
 
 def headline(check: PrCheck) -> str:

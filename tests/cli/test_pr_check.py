@@ -322,3 +322,23 @@ def test_workflow_runs_validate_pattern_tests_and_pr_check():
     dry = subprocess.run(["make", "-n", "pr-check", "BASE=origin/main"], cwd=ROOT,
                          capture_output=True, text=True).stdout
     assert ".venv/bin/ses pr-check --base origin/main" in dry  # the installed command
+
+
+def test_added_and_removed_matches_show_their_measures():
+    from jobs.prcheck.check import PatternDiff, Side, _compare
+    from jobs.prcheck.report import describe_match
+    from jobs.project.changes import PatternChange, PatternFile
+
+    path = "patterns/sepsis_crp_run_high_average.yaml"
+    text = (ROOT / path).read_text()
+    head = PatternFile(path, text, "sepsis_crp_run_high_average", None)
+    bindings = pa.map_(pa.string(), pa.list_(pa.string()))
+    t = pa.table({"match_id": ["a", "b"], "start_ts": pa.array([0, 1], pa.timestamp("us", tz="UTC")),
+                  "bindings": pa.array([[("c", ["e1", "e2"])], [("c", ["e3", "e4"])]], bindings),
+                  "tests": [2, 2], "mean_crp": [120.0, 150.5], "ward": ["Admission IC", None]})
+    d = PatternDiff(PatternChange("sepsis_crp_run_high_average", CHANGED, head, head),
+                    before=Side("success", {}, t.slice(0, 1)), after=Side("success", {}, t.slice(1)))
+    _compare(d, cap=100, shown=5)
+    assert d.added[0]["measures"] == {"tests": 2, "mean_crp": 150.5, "ward": None}
+    assert describe_match(d.added[0], {}).endswith("; tests = 2; mean_crp = 150.5; ward = —")
+    assert "mean_crp = 120.0" in describe_match(d.removed[0], {})
