@@ -12,7 +12,6 @@ from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile, load_sources
 from jobs.core.errors import InputError
-from jobs.core.measures import measure_types
 from jobs.core.planners import ALIASES, PLANNERS
 from jobs.core.planners import DEFAULT as DEFAULT_PLAN
 from jobs.lake.store import Lake
@@ -23,7 +22,7 @@ from jobs.project.patterns import load_catalog
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 from jobs.spark.session import build_session
 from jobs.spark.sql import check_read_only
-from jobs.tools.explain import describe_range, why_not, why_not_events
+from jobs.tools.explain import describe_range, whole_match_lines, why_not, why_not_events
 from jobs.tools.output_formats import write_rows
 from jobs.tools.query import READS, QueryFailed, duckdb_views, run_duckdb, run_spark, spark_views
 from jobs.tools.runlog import HEADER, all_succeeded, published, run_line, run_rows
@@ -104,18 +103,9 @@ def cmd_explain(args) -> int:
         print(f"  {c.describe()}")
     for warning in unsatisfiable(counts):
         print(f"warning: {warning}")
-    aggregate_lines = [f"  {c}" for alt in pattern.alternatives for c in alt.aggregate_conditions]
-    if aggregate_lines:
-        print("conditions on each whole match (aggregates), tested after matching:")
-        print("\n".join(aggregate_lines))
-    if pattern.measure_names:
-        source = load_sources().get(pattern.source)
-        types = measure_types(pattern, dict(source.columns) if source else {})
-        print("measures (columns of the match table):")
-        for alt in pattern.alternatives:
-            for m in alt.measures:
-                where = f" (alternative {alt.alternative})" if alt.alternative else ""
-                print(f"  {m.name} {types[m.name]} = {m.expr}{where}")
+    source = load_sources().get(pattern.source)
+    for line in whole_match_lines(pattern, dict(source.columns) if source else {}):
+        print(line)
     if args.partition or args.at:
         return _why_not(args, pattern, events)
     if pattern.matcher != "zstream":

@@ -23,6 +23,7 @@ from jobs.core.columns import from_events
 from jobs.core.engine import MatchOptions, compile_pattern, group_events, scan
 from jobs.core.errors import InputError
 from jobs.core.events import Event, events_from_arrow, format_ts, parse_ts
+from jobs.core.measures import measure_types
 from jobs.core.runner import run
 
 
@@ -133,6 +134,25 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
             if not blamed:
                 rep.unexplained += 1
     return reports
+
+
+def whole_match_lines(pattern, columns: dict[str, str]) -> list[str]:
+    """What ``explain`` says of a sequence pattern's aggregate conditions (tested on each
+    whole match, after matching) and its measures with their types (``columns``: the
+    source's schema)."""
+    lines = []
+    aggregates = [f"  {c}" for alt in pattern.alternatives for c in alt.aggregate_conditions]
+    if aggregates:
+        lines += ["conditions on each whole match (aggregates), tested after matching:",
+                  *aggregates]
+    if pattern.measure_names:
+        types = measure_types(pattern, columns)
+        lines.append("measures (columns of the match table):")
+        for alt in pattern.alternatives:
+            for m in alt.measures:
+                where = f" (alternative {alt.alternative})" if alt.alternative else ""
+                lines.append(f"  {m.name} {types[m.name]} = {m.expr}{where}")
+    return lines
 
 
 def describe_range(low: int | None, high: int | None) -> str:

@@ -93,3 +93,21 @@ def test_variable_counts_name_the_nearest_known_values(spark, tmp_path):
     [warning] = unsatisfiable(list(counts.values()))
     assert warning.startswith("variable i can never bind: 0 event(s) with i.kind = 'Admission ICU'")
     assert "known: 'Admission IC', 'Admission NC'" in warning
+
+
+def test_explain_lists_aggregate_conditions_and_typed_measures():
+    from jobs.config import load_sources
+    from jobs.tools.explain import whole_match_lines
+
+    from ..conftest import ROOT
+
+    pattern = load_pattern(ROOT / "patterns" / "sepsis_crp_run_high_average.yaml")
+    lines = whole_match_lines(pattern, dict(load_sources()["sepsis"].columns))
+    assert lines[:3] == ["conditions on each whole match (aggregates), tested after matching:",
+                         "  avg(c.value) > 100", "  w.ts - last(c.ts) <= 12h"]
+    assert "measures (columns of the match table):" in lines
+    for line in ("  tests integer = count(c)", "  mean_crp double = avg(c.value)",
+                 "  ward string = w.event_type", "  wait double = w.ts - last(c.ts)"):
+        assert line in lines, lines
+    plain = load_pattern(ROOT / "patterns" / "mw_chemo_p1.yaml")
+    assert whole_match_lines(plain, {}) == []
