@@ -152,6 +152,12 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             f"max({g}.type) {op} '{draw(st.sampled_from(TYPES))}'",
             f"min({g}.value) + 1 {op} count({g}.value)",
             f"not (sum({g}.value) > {x} and count({g}) < 3)"])))
+    for g in (groups if aggregates else []):  # running aggregates over the group so far
+        if draw(st.booleans()):
+            conditions.append(draw(st.sampled_from([
+                f"{g}.value > max(prev({g}.value))", f"{g}.value >= max(prev({g}.value))",
+                f"min(prev({g}.value)) > {g}.value", f"{g}.value <= min(prev({g}.value))",
+                f"{g}.ts > max(prev({g}.ts))"])))
     if times and len(positive) > 1:
         x, y = draw(st.permutations(positive))[:2]
         d = f"{draw(st.integers(0, 4))}{draw(st.sampled_from(['d', 'h']))}"

@@ -131,8 +131,11 @@ class Agg:
     func: str
     var: str
     attr: str | None  # None: count(v)
+    running: bool = False  # func(prev(v.attr)): over the events bound to v before this one
 
     def __str__(self) -> str:
+        if self.running:
+            return f"{self.func}(prev({self.var}.{self.attr}))"
         return f"{self.func}({self.var})" if self.attr is None else \
             f"{self.func}({self.var}.{self.attr})"
 
@@ -536,7 +539,62 @@ class AggregateCondition:
         return str(self.expr)
 
 
-Condition = Property | Relationship | PrevRelationship | AggregateCondition
+RUNNING = {("max", ">"), ("max", ">="), ("min", "<"), ("min", "<=")}  # the supported forms
+
+
+@dataclass(frozen=True)
+class RunningCondition:
+    """A condition on each event bound to group variable ``var`` (but its first) against
+    an aggregate of the events bound to ``var`` before it (docs/semantics.md, running
+    aggregates): ``p.value > max(prev(p.value))``."""
+
+    var: str
+    expr: Expr
+
+    def holds(self, earlier: list[dict], current: dict) -> bool:
+        """``earlier``: the attributes of the events bound to ``var`` before ``current``."""
+        env: dict = {(self.var, False): current}
+        for g in aggregates_of(self.expr):
+            env[g] = aggregate(g.func, g.attr, earlier)
+        return truth(self.expr, env) is True
+
+    def as_prev(self) -> PrevRelationship:
+        """The equivalent prev relationship (``prev(p.a) < p.a`` for ``p.a >
+        max(prev(p.a))``): over a sequence, each event above every earlier one is each
+        event above the one before it (docs/semantics.md proves it)."""
+        attr, op = self.expr.left, self.expr.op
+        return PrevRelationship(self.var, Cmp(FLIPPED[op], Attr(self.var, attr.attr, prev=True),
+                                              Attr(self.var, attr.attr)))
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        return expr_attributes(self.expr)
+
+    def __str__(self) -> str:
+        return str(self.expr)
+
+
+def _running(expr: Expr, refs: list, aggs: list) -> RunningCondition:
+    """A condition with a running aggregate, in one of the forms the engine runs exactly:
+    ``p.a > max(prev(p.a))`` (or >=), ``p.a < min(prev(p.a))`` (or <=)."""
+    running = [g for g in aggs if isinstance(g, Agg) and g.running]
+    if len(running) != len(aggs):
+        raise ConditionSyntaxError("a running aggregate (max(prev(p.a))) cannot be mixed with "
+                                   "aggregates of the whole match in one condition")
+    if isinstance(expr, Cmp) and isinstance(expr.right, Attr) and isinstance(expr.left, Agg):
+        expr = Cmp(FLIPPED[expr.op], expr.right, expr.left)
+    ok = (isinstance(expr, Cmp) and isinstance(expr.left, Attr) and not expr.left.prev
+          and isinstance(expr.right, Agg) and (expr.right.func, expr.op) in RUNNING
+          and expr.left.var == expr.right.var and expr.left.attr == expr.right.attr)
+    if not ok:
+        raise ConditionSyntaxError(
+            f"running aggregates are supported as p.a > max(prev(p.a)) (or >=) and p.a < "
+            f"min(prev(p.a)) (or <=): each event above (below) every earlier one of its "
+            f"group; {expr} is not one of them yet")
+    return RunningCondition(expr.left.var, expr)
+
+
+Condition = Property | Relationship | PrevRelationship | AggregateCondition | RunningCondition
 
 
 # --------------------------------------------------------------------------------------
@@ -856,10 +914,12 @@ class _Parser:
         self.i += 2
         inner = self.peek()
         if inner is not None and inner.word == "prev":
-            raise ConditionSyntaxError(
-                f"{func}(prev(...)): running aggregates over the events bound so far are "
-                "not supported yet; aggregate over the whole group, e.g. "
-                f"{func}(p.value)", inner.column)
+            self.i += 1
+            self.take("punct", "(", "'(' after prev")
+            ref = self.ref()
+            self.take("punct", ")", "')' closing prev(")
+            self.take("punct", ")", f"')' closing {func}(")
+            return Agg(func, ref.var, ref.attr, running=True)
         if inner is not None and inner.word in AGGREGATES:
             raise ConditionSyntaxError(f"an aggregate inside {func}(): aggregates do not "
                                        "nest", inner.column)
@@ -1027,6 +1087,8 @@ def classify(expr: Expr) -> Condition:
     """A conjunct as a property, relationship or prev relationship."""
     refs = list(attributes_of(expr))
     aggs = list(aggregates_of(expr)) + list(match_times_of(expr))
+    if any(isinstance(g, Agg) and g.running for g in aggs):
+        return _running(expr, refs, aggs)
     if aggs:
         if any(a.prev for a in refs):
             raise ConditionSyntaxError("prev() and an aggregate in one condition: prev() "

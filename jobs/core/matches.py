@@ -125,9 +125,13 @@ def is_match(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
         for prop in pattern.properties[v.name]:
             if not all(prop.holds(e.values) for e in ordered[v.name]):
                 return False
-        for prev in pattern.prev_relationships[v.name]:
-            seq = ordered[v.name]
+        seq = ordered[v.name]
+        for prev in pattern.declared_prev_relationships[v.name]:
             if not all(prev.holds(a.values, b.values) for a, b in zip(seq, seq[1:])):
+                return False
+        for r in pattern.running_conditions[v.name]:
+            if not all(r.holds([x.values for x in seq[:i]], seq[i].values)
+                       for i in range(1, len(seq))):
                 return False
     if not relationships_hold(pattern, ordered):
         return False

@@ -57,7 +57,8 @@ def _partial_ok(pattern: Pattern, binding: dict[str, list[Event]]) -> bool:
 def _group_sequences(var: Variable, pattern: Pattern, candidates: list[Event]):
     """Every subsequence of ``candidates`` whose consecutive pairs satisfy prev and whose
     length is within the variable's bounds."""
-    prevs = pattern.prev_relationships[var.name]
+    prevs = pattern.declared_prev_relationships[var.name]
+    running = pattern.running_conditions[var.name]
     if not var.group:
         for e in candidates:
             yield [e]
@@ -70,7 +71,8 @@ def _group_sequences(var: Variable, pattern: Pattern, candidates: list[Event]):
             return
         for i in range(start, len(candidates)):
             e = candidates[i]
-            if all(p.holds(seq[-1].values, e.values) for p in prevs):
+            if all(p.holds(seq[-1].values, e.values) for p in prevs) and all(
+                    r.holds([x.values for x in seq], e.values) for r in running):
                 yield from extend(seq + [e], i + 1)
 
     for i, e in enumerate(candidates):
@@ -232,8 +234,12 @@ def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
     for prop in pattern.properties[var.name]:
         if not all(prop.holds(e.values) for e in mine):
             return False
-    for prev in pattern.prev_relationships[var.name]:
+    for prev in pattern.declared_prev_relationships[var.name]:
         if not all(prev.holds(a.values, b.values) for a, b in zip(mine, mine[1:])):
+            return False
+    for r in pattern.running_conditions[var.name]:  # each event against all before it
+        if not all(r.holds([x.values for x in mine[:i]], mine[i].values)
+                   for i in range(1, len(mine))):
             return False
     for rel in pattern.relationships + pattern.equality_closure:
         if var.name in rel.variables:

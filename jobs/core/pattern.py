@@ -20,6 +20,7 @@ from jobs.core.conditions import (
     Property,
     Ref,
     Relationship,
+    RunningCondition,
     expr_attributes,
 )
 
@@ -196,8 +197,24 @@ class Pattern:
 
     @cached_property
     def prev_relationships(self) -> dict[str, tuple[PrevRelationship, ...]]:
+        """What the engine checks between consecutive events of each group: the declared
+        prev relationships and those the running conditions are equivalent to."""
+        return {v.name: self.declared_prev_relationships[v.name] + tuple(
+            c.as_prev() for c in self.running_conditions[v.name]) for v in self.variables}
+
+    @cached_property
+    def declared_prev_relationships(self) -> dict[str, tuple[PrevRelationship, ...]]:
+        """The prev relationships the file writes (the oracle checks these and the running
+        conditions literally)."""
         return {v.name: tuple(c for c in self.conditions
                               if isinstance(c, PrevRelationship) and c.var == v.name)
+                for v in self.variables}
+
+    @cached_property
+    def running_conditions(self) -> dict[str, tuple[RunningCondition, ...]]:
+        """Per group variable, its conditions on running aggregates (``p.a > max(prev(p.a))``)."""
+        return {v.name: tuple(c for c in self.conditions
+                              if isinstance(c, RunningCondition) and c.var == v.name)
                 for v in self.variables}
 
     # -- Def. 6 -------------------------------------------------------------------------

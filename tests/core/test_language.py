@@ -116,6 +116,29 @@ def test_aggregates_on_columns_equal_the_reference(rows):
             assert keys(run(pattern, events, MatchOptions(matcher=matcher))[0]) == want, text
 
 
+def test_running_aggregates_match_each_event_against_all_before_it():
+    """``p.value > max(prev(p.value))``: each dose above every earlier one (the engine runs
+    it as the equivalent prev relationship; the oracle reads it literally)."""
+    text = ("name: r\nsource: s\nwithin: 9d\nsets: [[p+], [b]]\nconditions:\n"
+            "  - p.type = 'P'\n  - b.type = 'B'\n  - {cond}\nmatcher: {matcher}\n")
+    events = order([Event("e1", 0, {"type": "P", "value": 1}),
+                    Event("e2", DAY, {"type": "P", "value": 3}),
+                    Event("e3", 2 * DAY, {"type": "P", "value": 2}),
+                    Event("e4", 3 * DAY, {"type": "P", "value": 4}),
+                    Event("e5", 4 * DAY, {"type": "B"})])
+    for matcher in ("ses", "zstream"):
+        p = parse_pattern(text.format(cond="p.value > max(prev(p.value))", matcher=matcher))
+        got = {m.key for m in run(p, events)[0]}
+        assert got == {m.key for m in oracle.meaning(p, events)}
+        assert all(tuple(ids) != ("e1", "e2", "e3", "e4") for v, ids in
+                   (kv for k in got for kv in k))  # 2 is not above 3
+        if matcher == "ses":  # the automaton skips e3: 1, 3, 4 rise above all before
+            assert (("p", ("e1", "e2", "e4")), ("b", ("e5",))) in got
+    cond, _ = parse_condition("p.value >= max(prev(p.value))")
+    assert cond.holds([{"value": 1}, {"value": 5}], {"value": 5})
+    assert not cond.holds([{"value": None}], {"value": 5})  # max of no values: unknown
+
+
 def test_aggregate_values_follow_sql():
     from jobs.core.conditions import aggregate
 
@@ -252,8 +275,11 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
     ("sets: [[a, p+]]\nconditions:\n  - sum(p.x) > p.x\n", 6, "e.g. last(p.x)"),
     ("sets: [[p+]]\nconditions:\n  - prev(sum(p.x)) > 1\n", 6,
      "an aggregate (sum(...)) cannot be inside it"),
-    ("sets: [[p+]]\nconditions:\n  - max(prev(p.x)) < p.x\n", 6,
-     "running aggregates over the events bound so far are not supported yet"),
+    ("sets: [[p+]]\nconditions:\n  - sum(prev(p.x)) < p.x\n", 6,
+     "running aggregates are supported as p.a > max(prev(p.a))"),
+    ("sets: [[p+]]\nconditions:\n  - p.x > max(prev(p.y))\n", 6, "is not one of them yet"),
+    ("sets: [[a, p+]]\nconditions:\n  - a.x > max(prev(a.x))\n", 6,
+     "but 'a' is the singleton"),
     ("sets: [[p+]]\nconditions:\n  - sum(count(p)) > 1\n", 6, "aggregates do not nest"),
     ("sets: [[p+]]\nconditions:\n  - sum(p) > 1\n", 6, "write sum(p.attr)"),
     ("sets: [[p+]]\nconditions:\n  - last(p.ts) - first(p.ts) > 5\n", 6,

@@ -16,6 +16,7 @@ from jobs.core.conditions import (
     PrevRelationship,
     Property,
     Relationship,
+    RunningCondition,
     aggregates_of,
     attributes_of,
     match_times_of,
@@ -403,6 +404,12 @@ def _misuse(cond, variables: dict[str, Variable]) -> str | None:
                     f"{cond.var}+ in sets to make it a group)")
     if isinstance(cond, AggregateCondition):
         return _aggregate_misuse(cond, variables)
+    if isinstance(cond, RunningCondition):
+        v = variables[cond.var]
+        if v.negated or not v.group:
+            what = "the negated variable" if v.negated else "the singleton"
+            return (f"a running aggregate compares each event of a group with the ones bound "
+                    f"before it, but {v.name!r} is {what}")
     if isinstance(cond, Relationship) and all(variables[v].negated for v in cond.variables):
         a, b = cond.variables
         return (f"relates two negated variables ({a}, {b}): a negated variable may only be "
