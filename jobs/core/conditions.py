@@ -978,12 +978,9 @@ def time_problems(e: Expr) -> list[str]:
     out: list[str] = []
 
     def kind(x) -> str:
-        if isinstance(x, Lit):
-            return "duration" if isinstance(x.value, Duration) else "value"
-        if isinstance(x, MatchTime):
-            return "time"
-        if isinstance(x, Attr):
-            return "time" if x.attr == TIME else "value"
+        leaf = _leaf_kind(x)
+        if leaf is not None:
+            return leaf
         if isinstance(x, Agg):
             if x.attr != TIME or x.func == "count":
                 return "value"
@@ -1043,15 +1040,24 @@ def time_problems(e: Expr) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def value_kind(e: Expr) -> str:
-    """'time', 'duration' or 'value' for a well-typed value expression (``time_problems``
-    found nothing)."""
+def _leaf_kind(e: Expr) -> str | None:
+    """'time', 'duration' or 'value' of a literal, an attribute or a match time (None for
+    the other nodes)."""
     if isinstance(e, Lit):
         return "duration" if isinstance(e.value, Duration) else "value"
     if isinstance(e, MatchTime):
         return "time"
     if isinstance(e, Attr):
         return "time" if e.attr == TIME else "value"
+    return None
+
+
+def value_kind(e: Expr) -> str:
+    """'time', 'duration' or 'value' for a well-typed value expression (``time_problems``
+    found nothing)."""
+    leaf = _leaf_kind(e)
+    if leaf is not None:
+        return leaf
     if isinstance(e, Agg):
         return "time" if e.attr == TIME and e.func not in ("count",) else "value"
     if isinstance(e, Neg):
