@@ -23,7 +23,7 @@ from jobs.core.columns import read_columns
 from jobs.core.engine import DEFAULT_MEMORY_BUDGET, MatchStats, compile_pattern, execute
 from jobs.core.errors import InputError, UserError
 from jobs.core.events import EventFileError, read_events
-from jobs.core.measures import batch_measures
+from jobs.core.measures import measure_columns
 from jobs.core.output import bindings_of, json_lines, sort_batch
 from jobs.core.patternfile import PatternError, check_schema, load_pattern
 from jobs.core.planners import ALIASES, PLANNERS, planner
@@ -165,10 +165,8 @@ def cmd_match(args) -> int:
                 alt = compiled.alternatives[batch.alternative]
                 names = [v.name for v in alt.variables]
                 batch = sort_batch(batch, cols, len(names), id_rank)
-                measures = None
-                if columns:
-                    own = batch_measures(alt.pattern, batch, cols)
-                    measures = {n: own.get(n, [None] * len(batch)) for n in columns}
+                measures = measure_columns(alt.pattern, batch, cols, columns) if columns \
+                    else None
                 write_bytes(json_lines(pattern.name, batch, bindings_of(batch, cols, names),
                                        alt.pattern.alternative, measures))
         except MatchCapExceeded as exc:

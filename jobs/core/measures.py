@@ -120,3 +120,12 @@ def batch_measures(pattern, batch, cols: EventColumns) -> dict[str, list[Any]]:
             column[i] = words[int(code)] if code == int(code) else None
         out[m.name] = column
     return out
+
+
+def measure_columns(pattern, batch, cols: EventColumns, columns: tuple[str, ...]
+                    ) -> dict[str, list[Any]]:
+    """Every measure column of a file (``columns``: a disjunction's are all its
+    alternatives') for the matches of one alternative ``pattern``: None where it has no
+    such measure."""
+    own = batch_measures(pattern, batch, cols)
+    return {c: own.get(c, [None] * len(batch)) for c in columns}

@@ -24,7 +24,7 @@ from jobs.core.engine import (
 )
 from jobs.core.events import Event, order
 from jobs.core.matches import Match, sorted_matches
-from jobs.core.measures import batch_measures
+from jobs.core.measures import measure_columns
 from jobs.core.pattern import MATCHER_NAMES, Disjunction, Pattern
 from jobs.core.patternfile import parse_pattern
 
@@ -55,7 +55,7 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
     for batch in execute(compiled, cols, options, st):
         alt = compiled.alternatives[batch.alternative]
         names = [v.name for v in alt.variables]
-        measures = batch_measures(alt.pattern, batch, cols) if columns else {}
+        measures = measure_columns(alt.pattern, batch, cols, columns) if columns else {}
         for k in range(len(batch)):
             a, b = batch.offsets[k], batch.offsets[k + 1]
             per_var: list[list[Event]] = [[] for _ in names]
@@ -63,8 +63,8 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
                 per_var[var].append(events[row])
             found.append(Match(pattern.name, tuple(zip(names, map(tuple, per_var))),
                                alt.pattern.alternative,
-                               tuple((n, measures[n][k] if n in measures else None)
-                                     for n in columns) if columns else None))
+                               tuple((n, measures[n][k]) for n in columns)
+                               if columns else None))
     matches = sorted_matches(found)
     st.matches = len(matches)
     return matches, st.as_dict()

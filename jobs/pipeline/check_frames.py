@@ -77,6 +77,12 @@ def counted_measures(pattern: Pattern) -> list[tuple[str, object]]:
     return out
 
 
+def has_counted_measures(pattern) -> bool:
+    """Whether some alternative of a sequence pattern has a ``count(v)`` measure (its
+    check frame then reads the staged ``values``)."""
+    return pattern.kind != "window" and any(counted_measures(a) for a in pattern.alternatives)
+
+
 def checked_negations(pattern: Pattern):
     """The negated variables the suite can check exactly: linked to the partition
     attributes and related to the positive variables by those equalities only (no event
@@ -129,8 +135,7 @@ class DriverFrames:
 
         fs, folder = self.lake.filesystem(self.lake.staging(run.pattern.name, run.run_id))
         disjunctive = isinstance(run.pattern, Disjunction)
-        counted = any(counted_measures(a) for a in run.pattern.alternatives) \
-            if run.pattern.kind != "window" else False
+        counted = has_counted_measures(run.pattern)
         names = ["match_id", *(["alternative"] if disjunctive else []), "start_ts", "end_ts",
                  "n_events", "bindings", *(["values"] if counted else [])]
         staged = pads.dataset(folder, filesystem=fs, format="parquet").to_table(

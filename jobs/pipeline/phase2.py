@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 from jobs.core.columns import from_arrow, processing_order
 from jobs.core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
-from jobs.core.measures import batch_measures
+from jobs.core.measures import measure_columns
 from jobs.core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
 from jobs.core.pattern import Disjunction
 from jobs.core.patternfile import parse_pattern
@@ -136,9 +136,8 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
 
 def _measures_json(pattern, batch, cols, columns: tuple[str, ...]) -> list[str]:
     """Each match's measures as JSON (null for a column its alternative does not have)."""
-    own = batch_measures(pattern, batch, cols)
-    return [json.dumps({c: own[c][k] if c in own else None for c in columns})
-            for k in range(len(batch))]
+    values = measure_columns(pattern, batch, cols, columns)
+    return [json.dumps({c: values[c][k] for c in columns}) for k in range(len(batch))]
 
 
 def _start_range(spec: Phase2Spec, slice_value):

@@ -33,6 +33,7 @@ from jobs.pipeline.check_frames import (
     StagedMatches,
     checked_negations,
     counted_measures,
+    has_counted_measures,
     prefix,
 )
 from jobs.spark.predicates import col, event_date_filters, property_column
@@ -132,7 +133,7 @@ def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Dis
 
 
     disjunctive = isinstance(pattern, Disjunction)
-    counted = pattern.kind != "window" and any(counted_measures(a) for a in pattern.alternatives)
+    counted = has_counted_measures(pattern)
     staged = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
               .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
                       "end_ts", "n_events", *(["values"] if counted else []),
