@@ -195,7 +195,7 @@ def _move(lake: lk.Lake, source: str, target: str, schema) -> None:
     for f in files:
         fs.move(f.path, f"{dst}/{f.base_name}")
     if not files:
-        columns = to_arrow_schema(schema)
+        columns = to_arrow_schema(schema, timezone="UTC")
         columns = pa.schema([f for f in columns if f.name != PATTERN])
         pq.write_table(columns.empty_table(), f"{dst}/part-00000-empty.parquet",
                        filesystem=fs, coerce_timestamps="us")
