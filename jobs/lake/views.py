@@ -64,16 +64,14 @@ def view_names(lake: lk.Lake) -> list[str]:
     """Every view a query can read (the tables, the derived views, the reference tables),
     without opening a table's data."""
     tables = lake_tables(lake)
-    refs = [f"reference_{p.stem}" for p in (sorted(REFERENCES.glob("*.csv"))
-                                             if REFERENCES.is_dir() else [])]
-    return [*tables, *derived_views(lake, tables, "duckdb"), *refs]
+    return [*tables, *derived_views(lake, tables, "duckdb"), *_references()]
 
 
 def broken_named(lake: lk.Lake, sql: str) -> None:
     """``BrokenTable`` for the first table ``sql`` names whose log or data files cannot be
     read (called when a query failed, to say why in one line)."""
     for view, path in lake_tables(lake).items():
-        if view in _named(sql, [view]):
+        if view in views_named(sql, [view]):
             lake.check_files(path)
 
 
@@ -118,27 +116,54 @@ def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str) -> dict[s
     return out
 
 
-def register_spark(spark, lake: lk.Lake) -> list[str]:
+def register_spark(spark, lake: lk.Lake, only: set[str] | None = None) -> list[str]:
     """Every view of the lake on a Spark session, instead of those of a lake registered
-    before (a table one lake has and the other not must not leak); returns their names."""
+    before (a table one lake has and the other not must not leak); returns their names.
+    ``only``: just these views and those they read (each view costs a read of its table's
+    log and file list)."""
 
     prefixes = tuple(f"{k}_" for k in KINDS) + ("match_events",)
     for t in spark.catalog.listTables():
         if t.isTemporary and (t.name.startswith(prefixes) or t.name in SINGLES):
             spark.catalog.dropTempView(t.name)
     tables = lake_tables(lake)
+    refs = _references()
+    if only is not None:
+        wanted = _with_what_they_read(only, tables, derived_views(lake, tables, "spark"), refs)
+        tables = {v: p for v, p in tables.items() if v in wanted}
+        refs = {v: p for v, p in refs.items() if v in wanted}
     for view, path in list(tables.items()):
         try:
             lake.read_spark(spark, path).createOrReplaceTempView(view)
         except lk.BrokenTable:
             del tables[view]  # a query that reads it is told why (broken_named)
     derived = derived_views(lake, tables, "spark")
+    if only is not None:
+        derived = {v: sql for v, sql in derived.items() if v in wanted}
     for view, sql in derived.items():
         spark.sql(sql).createOrReplaceTempView(view)
-    return list(tables) + list(derived) + register_references(spark)
+    return list(tables) + list(derived) + register_references(spark, refs)
 
 
-def _named(sql: str, names) -> set[str]:
+def _references() -> dict[str, object]:
+    """View name -> file of the reference tables (``conf/reference/*.csv``)."""
+    return {f"reference_{p.stem}": p
+            for p in (sorted(REFERENCES.glob("*.csv")) if REFERENCES.is_dir() else [])}
+
+
+def _with_what_they_read(wanted: set[str], tables: dict, derived: dict[str, str],
+                         refs: dict) -> set[str]:
+    """``wanted`` and the views the derived ones among them read (``match_events`` reads
+    every ``match_events_<pattern>``, and each of those a match and an events table)."""
+    names = [*tables, *derived, *refs]
+    out = set(wanted)
+    for view in reversed(derived):  # match_events comes last and reads the ones before
+        if view in out:
+            out |= views_named(derived[view], names)
+    return out
+
+
+def views_named(sql: str, names) -> set[str]:
     words = set(re.findall(r"[a-z_][a-z0-9_]*", sql.lower()))
     return {n for n in names if n.lower() in words}
 
@@ -158,13 +183,10 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None):
     con.execute("SET TimeZone = 'UTC'")
     tables = lake_tables(lake)
     derived = derived_views(lake, tables, "duckdb")
-    refs = {f"reference_{p.stem}": p
-            for p in (sorted(REFERENCES.glob("*.csv")) if REFERENCES.is_dir() else [])}
+    refs = _references()
     names = [*tables, *derived, *refs]
-    wanted = set(names) if sql is None else _named(sql, names)
-    for view in reversed(derived):  # and what they read (match_events reads the others)
-        if view in wanted:
-            wanted |= _named(derived[view], names)
+    wanted = set(names) if sql is None else \
+        _with_what_they_read(views_named(sql, names), tables, derived, refs)
     for view, path in tables.items():
         if view in wanted:
             con.register(f"_t_{view}", lake.table(path).to_pyarrow_dataset())
@@ -181,12 +203,11 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None):
     return con, names
 
 
-def register_references(spark, folder: Path = REFERENCES) -> list[str]:
-    """``conf/reference/<name>.csv`` (with a header) as the view ``reference_<name>``."""
-    views = []
-    for path in sorted(folder.glob("*.csv")) if folder.is_dir() else []:
-        name = f"reference_{path.stem}"
+def register_references(spark, refs: dict | None = None) -> list[str]:
+    """``conf/reference/<name>.csv`` (with a header) as the view ``reference_<name>``;
+    ``refs``: only these (view name -> file)."""
+    refs = _references() if refs is None else refs
+    for name, path in refs.items():
         (spark.read.option("header", True).option("inferSchema", True).csv(str(path))
          .createOrReplaceTempView(name))
-        views.append(name)
-    return views
+    return list(refs)

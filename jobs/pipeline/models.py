@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jobs.lake.views import register_spark
-from jobs.pipeline.quality import run_suite
+from jobs.lake.views import register_spark, view_names, views_named
+from jobs.pipeline.quality import DRIVER_ROWS, build_docs, run_suite
 from jobs.project.models import expectations, load_models
 from jobs.spark.sql import check_read_only
 from jobs.status import FAILED, SKIPPED, SUCCESS
@@ -20,12 +20,20 @@ class ModelFailed(RuntimeError):
 def run_models(spark, lake, select: list[str] | None = None, folder: Path | None = None,
                echo=print) -> list[dict]:
     """Build, test and publish the models in dependency order; one row per model
-    (status success, failed or skipped: ``jobs.status``)."""
+    (status success, failed or skipped: ``jobs.status``). Only the views the models name
+    are registered; a model's table small enough for the driver (``DRIVER_ROWS``) is
+    tested there (GX's pandas engine: the rows are collected to be written anyway), and
+    the Data Docs of all models' tests are built once at the end."""
 
     models = load_models(folder, select)
     failed: set[str] = set()
-    rows = []
-    views = set(register_spark(spark, lake)) if models else set()
+    rows, results = [], []
+    if models:
+        names = view_names(lake)
+        views = set(register_spark(spark, lake, only=set().union(
+            *(views_named(m.sql, names) for m in models))))
+    else:
+        views = set()
     for m in models:
         t0 = time.perf_counter()
         blocked = [d for d in m.depends_on if d in failed]
@@ -43,11 +51,15 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             check_read_only(spark, m.sql, catalogue=False,
                             what=f"{m.path}: a model is one query")  # before spark.sql runs it
             df = spark.sql(m.sql)
-            outcome = run_suite(lake, f"model_{m.name}", expectations(m), df, {}) \
-                if m.tests else None
+            table = df.toArrow()
+            outcome = None
+            if m.tests:
+                frame = table.to_pandas() if table.num_rows <= DRIVER_ROWS else df
+                outcome = run_suite(lake, f"model_{m.name}", expectations(m), frame, {},
+                                    docs=False)
+                results.append(outcome.result_id)
             if outcome is not None and not outcome.success:
                 raise ModelFailed(f"tests failed, previous version kept: {outcome.describe()}")
-            table = df.toArrow()
             lake.write(lake.model(m.name), table, mode="overwrite", schema_mode="overwrite")
             # the models after it read the new version
             lake.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
@@ -61,4 +73,5 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             message = str(exc).strip().splitlines()[0][:500]
             rows.append({"model": m.name, "status": FAILED, "message": message})
             echo(f"FAILED model {m.name}: {message}")
+    build_docs(lake, results)
     return rows

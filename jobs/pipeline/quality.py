@@ -335,7 +335,8 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
     )
 
     ctx = context(lake)
-    if hasattr(df, "sparkSession"):
+    engine = "spark" if hasattr(df, "sparkSession") else "driver"
+    if engine == "spark":
         ds = ctx.data_sources.add_or_update_spark(name="lake")
     else:
         ds = ctx.data_sources.add_or_update_pandas(name="lake_driver")
@@ -349,10 +350,12 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
         batch = asset.add_batch_definition_whole_dataframe("all")
     suite = ctx.suites.add_or_update(ExpectationSuite(name=name, expectations=[
         ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"]) for e in expectations]))
+    # one validation definition and checkpoint per engine: a stored one that names the
+    # other engine's in-memory asset cannot be loaded by a later process
     vd = ctx.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name=name, data=batch, suite=suite))
+        gx.ValidationDefinition(name=f"{name}_{engine}", data=batch, suite=suite))
     checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
-        name=name, validation_definitions=[vd],
+        name=f"{name}_{engine}", validation_definitions=[vd],
         actions=[UpdateDataDocsAction(name="docs")] if docs else []))
     result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters,
                             run_id=RunIdentifier(run_name=run_name or new_run_id()))

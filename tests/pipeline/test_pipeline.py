@@ -751,7 +751,10 @@ def test_example_4_model_joins_windows_with_room_states(nightly):
 
 
 def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark, nightly,
-                                                                           tmp_path):
+                                                                           tmp_path,
+                                                                           monkeypatch):
+    from jobs.pipeline import models as model_step
+    from jobs.pipeline import quality
     from jobs.pipeline.models import run_models
 
     profile = nightly[0]
@@ -775,6 +778,16 @@ def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark
     assert [(r["model"], r["status"]) for r in rows] == [("a_counts", "failed"),
                                                          ("b_top", "skipped")]
     assert "expect_column_values_to_be_unique(person)" in rows[0]["message"]
+    assert DeltaTable(lake.model("a_counts")).version() == before
+    # the same tests on GX's Spark engine (a model too large for the driver), then on the
+    # driver's again with a new process's GX context: the same verdicts
+    for driver_rows in (-1, 10**6):
+        monkeypatch.setattr(model_step, "DRIVER_ROWS", driver_rows)
+        quality._CONTEXTS.clear()
+        rows = run_models(spark, lake, folder=folder, echo=log.append)
+        assert [(r["model"], r["status"]) for r in rows] == [("a_counts", "failed"),
+                                                             ("b_top", "skipped")]
+        assert "expect_column_values_to_be_unique(person)" in rows[0]["message"], rows
     assert DeltaTable(lake.model("a_counts")).version() == before
 
 
