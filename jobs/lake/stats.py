@@ -47,11 +47,17 @@ def needed_attributes(patterns) -> tuple[set[str], set[str]]:
     return attrs, keys
 
 
-def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str, str],
-                 echo=print) -> dict:
-    """Bring ``stats/<source>`` up to date; returns {'dates': recomputed, 'rows': written}."""
-    from pyspark.sql import functions as F
+# a source with at most this many events gets its statistics on the driver (Arrow, numpy
+# and DataSketches' HLL, the library Spark's hll_sketch_agg uses), without a Spark job
+DRIVER_EVENTS = 1_000_000
+HLL_LG_K = 12  # Spark's default lgConfigK: the sketches of both engines merge
 
+
+def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str, str],
+                 echo=print, engine: str = "auto") -> dict:
+    """Bring ``stats/<source>`` up to date; returns {'dates': recomputed, 'rows': written}.
+    ``engine``: ``driver`` (up to ``DRIVER_EVENTS`` events, ``auto``'s choice) or
+    ``spark``; both give the same rows (tested)."""
     events_path = lake.events(source)
     if not lake.exists(events_path):
         return {"dates": 0, "rows": 0}
@@ -59,62 +65,216 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     attrs = {a for a in attrs if a in columns}
     keys = {k for k in keys if k in columns}
     wanted = {"*"} | attrs | {"@" + k for k in keys}
-    events = lake.read_spark(spark, events_path)  # partition discovery types the date
-    events = events.withColumn("event_date", F.col("event_date").cast("string"))
-    latest = {r["event_date"]: r["ingested"] for r in events.groupBy("event_date").agg(
-        F.unix_micros(F.max("ingested_at")).alias("ingested")).collect()}
+    if engine == "auto":
+        engine = "driver" if spark is None or lake.count_rows(events_path) <= DRIVER_EVENTS \
+            else "spark"
+    rows = _DriverStats(lake, events_path) if engine == "driver" else \
+        _SparkStats(spark, lake, events_path)
+    latest = rows.latest()
     done = computed_dates(lake, source)
     stale = sorted(d for d, ingested in latest.items()
                    if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
     if not stale:
         return {"dates": 0, "rows": 0}
     echo(f"stats {source}: {len(stale)} date(s) to compute")
-    # the stale dates' columns, cached: every aggregate below reads them once from memory
-    df = (events.where(F.col("event_date").isin(stale))
-          .select("event_date", "ts", *[F.col(f"`{c}`") for c in sorted(attrs | keys)])
-          .cache())
-    now = datetime.now(timezone.utc)
-    parts = [df.groupBy("event_date").agg(
-        F.lit("*").alias("attribute"), F.lit(",".join(sorted(wanted))).alias("value"),
-        F.count(F.lit(1)).alias("events"), F.lit(None).cast("long").alias("distinct"),
-        F.lit(None).cast("array<double>").alias("quantiles"),
-        F.lit(None).cast("binary").alias("sketch"),
-        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"))]
-    for a in sorted(attrs):
-        c = F.col(f"`{a}`")
-        if columns[a] in ("number", "integer", "double"):
-            agg = df.where(c.isNotNull()).groupBy("event_date").agg(
-                F.lit(a).alias("attribute"), F.lit(None).cast("string").alias("value"),
-                F.count(F.lit(1)).alias("events"), F.lit(None).cast("long").alias("distinct"),
-                F.percentile_approx(c.cast("double"), QUANTILES, 1000).alias("quantiles"))
-        else:
-            agg = df.where(c.isNotNull()).groupBy("event_date", c.cast("string").alias("value")).agg(
-                F.lit(a).alias("attribute"), F.count(F.lit(1)).alias("events"),
-                F.lit(None).cast("long").alias("distinct"),
-                F.lit(None).cast("array<double>").alias("quantiles"))
-        parts.append(agg.withColumn("sketch", F.lit(None).cast("binary"))
-                     .withColumn("first_ts", F.lit(None).cast("timestamp"))
-                     .withColumn("last_ts", F.lit(None).cast("timestamp")))
-    for k in sorted(keys):
-        c = F.col(f"`{k}`")
-        parts.append(df.groupBy("event_date").agg(
-            F.lit("@" + k).alias("attribute"), F.lit(None).cast("string").alias("value"),
-            F.count(F.lit(1)).alias("events"), F.countDistinct(c).alias("distinct"),
-            F.lit(None).cast("array<double>").alias("quantiles"),
-            F.hll_sketch_agg(c.cast("string")).alias("sketch"),
-            F.lit(None).cast("timestamp").alias("first_ts"),
-            F.lit(None).cast("timestamp").alias("last_ts")))
-    names = [f.name for f in SCHEMA if f.name != "computed_at"]
-    rows = []
-    try:
-        for part in parts:
-            rows.extend(part.select(*names).collect())
-    finally:
-        df.unpersist()
-    table = pa.Table.from_pylist(
-        [{**r.asDict(), "computed_at": now} for r in rows], schema=SCHEMA)
+    table = rows.compute(stale, attrs, keys, columns, ",".join(sorted(wanted)))
+    now = pa.array([datetime.now(timezone.utc)] * table.num_rows, SCHEMA.field("computed_at").type)
+    table = table.append_column("computed_at", now).select(SCHEMA.names).cast(SCHEMA)
     write_stats(lake, source, table, stale)
     return {"dates": len(stale), "rows": table.num_rows}
+
+
+def _numeric(kind: str) -> bool:
+    return kind in ("number", "integer", "double")
+
+
+class _SparkStats:
+    """The statistics computed by Spark (a source too large for the driver)."""
+
+    def __init__(self, spark, lake: lk.Lake, path: str):
+        from pyspark.sql import functions as F
+
+        # partition discovery types the date
+        self.events = lake.read_spark(spark, path).withColumn(
+            "event_date", F.col("event_date").cast("string"))
+
+    def latest(self) -> dict[str, int]:
+        """Per event date, when its last event was ingested (µs)."""
+        from pyspark.sql import functions as F
+
+        return {r["event_date"]: r["ingested"] for r in self.events.groupBy("event_date").agg(
+            F.unix_micros(F.max("ingested_at")).alias("ingested")).collect()}
+
+    def compute(self, stale: list[str], attrs: set[str], keys: set[str],
+                columns: dict[str, str], computed: str) -> pa.Table:
+        from pyspark.sql import functions as F
+
+        # the stale dates' columns, cached: every aggregate below reads them once from memory
+        df = (self.events.where(F.col("event_date").isin(stale))
+              .select("event_date", "ts", *[F.col(f"`{c}`") for c in sorted(attrs | keys)])
+              .cache())
+        parts = [df.groupBy("event_date").agg(
+            F.lit("*").alias("attribute"), F.lit(computed).alias("value"),
+            F.count(F.lit(1)).alias("events"), F.lit(None).cast("long").alias("distinct"),
+            F.lit(None).cast("array<double>").alias("quantiles"),
+            F.lit(None).cast("binary").alias("sketch"),
+            F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"))]
+        for a in sorted(attrs):
+            c = F.col(f"`{a}`")
+            if _numeric(columns[a]):
+                agg = df.where(c.isNotNull()).groupBy("event_date").agg(
+                    F.lit(a).alias("attribute"), F.lit(None).cast("string").alias("value"),
+                    F.count(F.lit(1)).alias("events"), F.lit(None).cast("long").alias("distinct"),
+                    F.percentile_approx(c.cast("double"), QUANTILES, 1000).alias("quantiles"))
+            else:
+                agg = df.where(c.isNotNull()).groupBy("event_date", c.cast("string").alias("value")).agg(
+                    F.lit(a).alias("attribute"), F.count(F.lit(1)).alias("events"),
+                    F.lit(None).cast("long").alias("distinct"),
+                    F.lit(None).cast("array<double>").alias("quantiles"))
+            parts.append(agg.withColumn("sketch", F.lit(None).cast("binary"))
+                         .withColumn("first_ts", F.lit(None).cast("timestamp"))
+                         .withColumn("last_ts", F.lit(None).cast("timestamp")))
+        for k in sorted(keys):
+            c = F.col(f"`{k}`")
+            parts.append(df.groupBy("event_date").agg(
+                F.lit("@" + k).alias("attribute"), F.lit(None).cast("string").alias("value"),
+                F.count(F.lit(1)).alias("events"), F.countDistinct(c).alias("distinct"),
+                F.lit(None).cast("array<double>").alias("quantiles"),
+                F.hll_sketch_agg(c.cast("string"), HLL_LG_K).alias("sketch"),
+                F.lit(None).cast("timestamp").alias("first_ts"),
+                F.lit(None).cast("timestamp").alias("last_ts")))
+        names = [f.name for f in SCHEMA if f.name != "computed_at"]
+        rows = []
+        try:
+            for part in parts:
+                rows.extend(r.asDict() for r in part.select(*names).collect())
+        finally:
+            df.unpersist()
+        return pa.Table.from_pylist(rows, schema=pa.schema([SCHEMA.field(n) for n in names]))
+
+
+class _DriverStats:
+    """The same statistics on the driver: the events' columns read with delta-rs, counts
+    and extremes by Arrow, quantiles as Spark's ``percentile_approx`` gives them on fewer
+    than its 1000 accuracy (the smallest value with at least the fraction of values at or
+    below it: numpy's ``inverted_cdf``), HLL sketches with DataSketches."""
+
+    def __init__(self, lake: lk.Lake, path: str):
+        self.lake, self.path = lake, path
+
+    def latest(self) -> dict[str, int]:
+        t = self.lake.read_arrow(self.path, columns=["event_date", "ingested_at"])
+        t = t.group_by("event_date").aggregate([("ingested_at", "max")])
+        micros = t.column("ingested_at_max").cast(pa.timestamp("us", "UTC")).cast(pa.int64())
+        return dict(zip(t.column("event_date").cast(pa.string()).to_pylist(), micros.to_pylist()))
+
+    def compute(self, stale: list[str], attrs: set[str], keys: set[str],
+                columns: dict[str, str], computed: str) -> pa.Table:
+        import pyarrow.compute as pc
+
+        t = self.lake.read_arrow(self.path, columns=["event_date", "ts", *sorted(attrs | keys)],
+                                 filter=pc.field("event_date").isin(stale))
+        t = t.set_column(0, "event_date", t.column("event_date").cast(pa.string()))
+        parts = []
+        g = t.group_by("event_date").aggregate([
+            ("ts", "count", pc.CountOptions(mode="all")), ("ts", "min"), ("ts", "max")])
+        parts.append({"event_date": g.column("event_date"), "attribute": "*", "value": computed,
+                      "events": g.column("ts_count"), "first_ts": g.column("ts_min"),
+                      "last_ts": g.column("ts_max")})
+        for a in sorted(attrs):
+            present = t.filter(pc.is_valid(t.column(a)))
+            if _numeric(columns[a]):
+                dates, counts, quantiles = _quantiles(present.column("event_date"),
+                                                      present.column(a))
+                parts.append({"event_date": dates, "attribute": a, "events": counts,
+                              "quantiles": quantiles})
+            else:
+                pairs = pa.table({"event_date": present.column("event_date"),
+                                  "value": present.column(a).cast(pa.string())})
+                g = pairs.group_by(["event_date", "value"]).aggregate(
+                    [("value", "count", pc.CountOptions(mode="all"))])
+                parts.append({"event_date": g.column("event_date"), "attribute": a,
+                              "value": g.column("value"), "events": g.column("value_count")})
+        for k in sorted(keys):
+            dates, counts, distinct, sketches = _sketches(t.column("event_date"), t.column(k))
+            parts.append({"event_date": dates, "attribute": "@" + k, "events": counts,
+                          "distinct": distinct, "sketch": sketches})
+        names = [f.name for f in SCHEMA if f.name != "computed_at"]
+        return pa.concat_tables(_part(p, names) for p in parts)
+
+
+def _part(columns: dict, names: list[str]) -> pa.Table:
+    """One kind of stats rows as a table of the stats columns (a str: the same in every
+    row; a missing column: null)."""
+    n = len(columns["event_date"])
+    out = {}
+    for name in names:
+        kind = SCHEMA.field(name).type
+        v = columns.get(name)
+        if v is None:
+            out[name] = pa.nulls(n, kind)
+        elif isinstance(v, str):
+            out[name] = pa.array([v] * n, kind)
+        else:
+            out[name] = pa.array(v, kind) if not isinstance(v, (pa.Array, pa.ChunkedArray)) \
+                else v.cast(kind)
+    return pa.table(out)
+
+
+def _by_date(dates: pa.ChunkedArray, values) -> tuple[list[str], list]:
+    """The rows' dates and values, grouped by date (dates sorted)."""
+    import numpy as np
+
+    d = np.asarray(dates.to_numpy(zero_copy_only=False), dtype=object)
+    order = np.argsort(d, kind="stable")
+    d = d[order]
+    starts = np.flatnonzero(np.r_[True, d[1:] != d[:-1]]) if len(d) else np.array([], int)
+    ends = np.r_[starts[1:], len(d)]
+    vals = values[order]
+    return list(d[starts]), [vals[a:b] for a, b in zip(starts, ends)]
+
+
+def _quantiles(dates: pa.ChunkedArray, column: pa.ChunkedArray):
+    """Per date: the count of values and the ``QUANTILES`` (``percentile_approx``'s)."""
+    import numpy as np
+
+    values = column.cast(pa.float64()).to_numpy()
+    days, groups = _by_date(dates, values)
+    return days, [len(g) for g in groups], [
+        np.quantile(g, QUANTILES, method="inverted_cdf").tolist() for g in groups]
+
+
+def _sketches(dates: pa.ChunkedArray, column: pa.ChunkedArray):
+    """Per date: all events, the distinct non-null values and their HLL sketch (the bytes
+    ``hll_sketch_agg`` gives)."""
+    import datasketches
+    import numpy as np
+
+    values = np.asarray(column.cast(pa.string()).to_pylist(), dtype=object)
+    days, groups = _by_date(dates, values)
+    counts, distinct, sketches = [], [], []
+    for g in groups:
+        sketch = datasketches.hll_sketch(HLL_LG_K, datasketches.tgt_hll_type.HLL_8)
+        for v in g:  # in the rows' order, as Spark adds them
+            if v is not None:
+                sketch.update(v)
+        counts.append(len(g))
+        distinct.append(len({v for v in g if v is not None}))
+        sketches.append(sketch.serialize_updatable())
+    return days, counts, distinct, sketches
+
+
+def distinct_estimate(sketches) -> int | None:
+    """The distinct values of the union of HLL sketches (``hll_union_agg`` then
+    ``hll_sketch_estimate``, on the driver); None without a sketch."""
+    import datasketches
+
+    union, seen = datasketches.hll_union(HLL_LG_K), False
+    for b in sketches:
+        if b is not None:
+            union.update(datasketches.hll_sketch.deserialize(bytes(b)))
+            seen = True
+    return round(union.get_result().get_estimate()) if seen else None
 
 
 def computed_dates(lake: lk.Lake, source: str) -> dict[str, tuple[set[str], int]]:

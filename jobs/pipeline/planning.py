@@ -38,6 +38,7 @@ from jobs.core.plan_json import tree_to_json
 from jobs.core.planners import DEFAULT, PLANNERS, plan_cost, planner
 from jobs.core.plans import PlanStatistics, TreePlan
 from jobs.lake import store as lk
+from jobs.lake.stats import distinct_estimate
 from jobs.spark.predicates import col, event_date_filters, filter_column, read_range
 from jobs.status import SUCCESS
 
@@ -161,24 +162,24 @@ def property_fraction(expr, ds: DateStats, kinds: dict[str, str]) -> float:
     return UNKNOWN_SELECTIVITY
 
 
-def partition_shape(spark, lake: lk.Lake, source: str, keys: tuple[str, ...],
+def partition_shape(lake: lk.Lake, source: str, keys: tuple[str, ...],
                     low: int | None, high: int | None, tau: int) -> tuple[float, float] | None:
-    """(P, D): distinct partitions over the run's dates (merged HLL sketches) and their
-    mean active days."""
-    from pyspark.sql import functions as F
-
+    """(P, D): distinct partitions over the run's dates (the HLL sketches of the dates
+    merged on the driver: the stats table has a few rows per date) and their mean active
+    days."""
+    import pyarrow.compute as pc
 
     path = lake.stats(source)
     if not keys or not lake.exists(path):
         return None
     dates = event_date_filters(None if low is None else low - tau, high, tau)
-    df = lake.read_spark(spark, path, dates).where(F.col("attribute") == "@" + keys[0])
-    row = df.agg(F.hll_sketch_estimate(F.hll_union_agg("sketch")).alias("p"),
-                 F.sum("distinct").alias("days")).first()
-    if row is None or not row["p"]:
+    rows = lake.read_arrow(path, columns=["sketch", "distinct"], partition_filters=dates,
+                           filter=pc.field("attribute") == "@" + keys[0])
+    p = distinct_estimate(rows.column("sketch").to_pylist()) if rows is not None else None
+    if not p:
         return None
-    p = float(row["p"])
-    return p, float(row["days"] or p) / p
+    days = pc.sum(rows.column("distinct")).as_py()
+    return float(p), float(days or p) / p
 
 
 def leaf_estimates(pattern: Pattern, ds: DateStats, shape, kinds: dict[str, str]
@@ -288,7 +289,7 @@ def choose_plan(spark, lake: lk.Lake, pattern: Pattern | Disjunction, low: int |
     gen = planner(name)
     sampled = sample_statistics(spark, lake, pattern, low, high, small)
     ds = None if observed else read_date_stats(lake, pattern.source, low, high, pattern.tau)
-    shape = None if ds is None else partition_shape(spark, lake, pattern.source,
+    shape = None if ds is None else partition_shape(lake, pattern.source,
                                                     pattern.partition_attributes, low, high,
                                                     pattern.tau)
     choice = PlanChoice(name, replanned="observed" if observed else "")

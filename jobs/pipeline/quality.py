@@ -371,9 +371,16 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
                    result_id)
 
 
+_DOCS_URLS: dict[str, str | None] = {}
+
+
 def docs_url(lake: lk.Lake) -> str | None:
-    urls = context(lake).get_docs_sites_urls()
-    return urls[0]["site_url"] if urls else None
+    """Where the lake's Data Docs open (asked of GX once per lake and process)."""
+    root = str(lake.local_home())
+    if root not in _DOCS_URLS:
+        urls = context(lake).get_docs_sites_urls()
+        _DOCS_URLS[root] = urls[0]["site_url"] if urls else None
+    return _DOCS_URLS[root]
 
 
 def build_docs(lake: lk.Lake, result_ids: list) -> None:
@@ -394,21 +401,23 @@ def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
     return _events_suite(lake, source, df, ts_range)
 
 
-def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range) -> Outcome:
+def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range,
+                          docs: bool = True) -> Outcome:
     """The events suite on a typed batch that is not committed yet (an Arrow table): with
     GX's pandas engine on the driver up to ``DRIVER_ROWS`` rows (a Spark job per
-    expectation costs seconds on a batch of any size), on Spark above."""
+    expectation costs seconds on a batch of any size), on Spark above. ``docs=False``:
+    the caller builds the Data Docs of several batches at once (``build_docs``)."""
     if events.num_rows <= DRIVER_ROWS:
-        return _events_suite(lake, source, driver_frame(events), ts_range, PANDAS_TYPES)
-    return _events_suite(lake, source, spark.createDataFrame(events), ts_range)
+        return _events_suite(lake, source, driver_frame(events), ts_range, PANDAS_TYPES, docs)
+    return _events_suite(lake, source, spark.createDataFrame(events), ts_range, docs=docs)
 
 
 def _events_suite(lake: lk.Lake, source: Source, df, ts_range,
-                  types: dict[str, str] = SPARK_TYPES) -> Outcome:
+                  types: dict[str, str] = SPARK_TYPES, docs: bool = True) -> Outcome:
     params = {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
               "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
     return run_suite(lake, f"events_{source.name}", events_expectations(source, types), df,
-                     params)
+                     params, docs=docs)
 
 
 def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str,

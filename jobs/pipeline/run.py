@@ -32,6 +32,7 @@ from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan
 from jobs.pipeline.publish import all_runs, log_run, previous_runs, publish
 from jobs.pipeline.quality import (
+    build_docs,
     validate_events,
     validate_events_frame,
     validate_staged,
@@ -59,12 +60,14 @@ def pipeline_catalog(paths: list[str] | None = None) -> tuple[PatternCatalog, li
     return catalog, runnable
 
 
-def events_gate(spark, ctx: RunContext):
-    """The events suite on a typed batch before it is committed (``ingest``'s gate)."""
+def events_gate(spark, ctx: RunContext, results: list):
+    """The events suite on a typed batch before it is committed (``ingest``'s gate); each
+    result's id goes to ``results``, for one build of the Data Docs after the ingest."""
     def gate(source, events) -> None:
 
         outcome = validate_events_frame(spark, ctx.lake, source, events,
-                                        ctx.profile.ts_range())
+                                        ctx.profile.ts_range(), docs=False)
+        results.append(outcome.result_id)
         if not outcome.success:
             raise ValidationFailed(f"events of {source.name}: {outcome.describe()}; nothing of "
                                    "this batch was committed: fix or retract the bad rows' "
@@ -77,7 +80,8 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
     """Ingest each source on its own: a source whose files cannot be read or whose batch
     fails the events suite is reported in the returned {source: message} and nothing of it
     is written; the others are ingested."""
-    gate = events_gate(spark, ctx) if spark is not None else None
+    checked: list = []  # the events suites' results
+    gate = events_gate(spark, ctx, checked) if spark is not None else None
     results, failed = [], {}
     ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics
@@ -98,6 +102,7 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
             if patterns is None:  # the whole catalogue's: stats serve every pattern
                 patterns = [p for _, p in pipeline_catalog()[1]]
             stats_step(spark, ctx, name, source, patterns, echo)
+    build_docs(ctx.lake, checked)
     return results, failed
 
 

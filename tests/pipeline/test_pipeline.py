@@ -318,7 +318,43 @@ def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nigh
         assert outcome.evaluated > 15  # the common checks and each alternative's own
 
 
-def test_lake_statistics_are_incremental(spark, nightly, tmp_path):
+def _stats_rows(lake, source: str) -> list[tuple]:
+    """The stats rows without their time of computing, a sketch as its estimate."""
+    from jobs.lake.stats import distinct_estimate
+
+    rows = lake.read_arrow(lake.stats(source)).drop_columns(["computed_at"]).to_pylist()
+    return sorted(tuple((k, distinct_estimate([v]) if k == "sketch" else v)
+                        for k, v in r.items()) for r in rows)
+
+
+def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path):
+    """Every source's statistics, computed by Spark and on the driver from the same events:
+    the same rows (counts, values, quantiles, first and last ts, distinct partitions and
+    their sketches' estimates), and the sketches of one engine merge with the other's."""
+    from pyspark.sql import functions as F
+
+    from jobs.config import load_sources
+    from jobs.lake.stats import distinct_estimate, update_stats
+
+    patterns = [load_pattern(p) for p in pattern_paths()]
+    lakes = {e: lk.Lake(str(tmp_path / e)) for e in ("spark", "driver")}
+    for name, source in load_sources().items():
+        if not Path(lk.Lake(nightly[0].lake).events(name)).exists():
+            continue
+        for engine, lake in lakes.items():
+            shutil.copytree(lk.Lake(nightly[0].lake).events(name), lake.events(name))
+            out = update_stats(spark, lake, name, patterns, source.columns, engine=engine)
+            assert out["dates"] > 0, (name, engine)
+        assert _stats_rows(lakes["spark"], name) == _stats_rows(lakes["driver"], name), name
+    keyed = lakes["driver"].read_arrow(lakes["driver"].stats("hospital"))
+    keyed = keyed.filter(pc.equal(keyed.column("attribute"), "@patient"))
+    on_spark = spark.createDataFrame(keyed.select(["sketch"]).to_pandas()).agg(
+        F.hll_sketch_estimate(F.hll_union_agg("sketch"))).first()[0]
+    assert on_spark == distinct_estimate(keyed.column("sketch").to_pylist()) > 100
+
+
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
     from jobs.config import load_sources
     from jobs.lake.stats import update_stats
 
@@ -336,14 +372,14 @@ def test_lake_statistics_are_incremental(spark, nightly, tmp_path):
     copy = lk.Lake(str(tmp_path / "lake"))
     shutil.copytree(profile.lake, copy.root)
     sepsis, patterns = load_sources()["sepsis"], [load_pattern(p) for p in pattern_paths()]
-    assert update_stats(spark, copy, "sepsis", patterns, sepsis.columns) == \
+    assert update_stats(spark, copy, "sepsis", patterns, sepsis.columns, engine=engine) == \
         {"dates": 0, "rows": 0}
     events = copy.read_arrow(copy.events("sepsis"))
     late = events.slice(0, 1).to_pylist()[0]
     late.update(event_id="late-1", ingested_at=late["ingested_at"].replace(year=2100))
     copy.append(copy.events("sepsis"), pa.Table.from_pylist([late], schema=events.schema),
               partition_by=["event_date"])
-    out = update_stats(spark, copy, "sepsis", patterns, sepsis.columns)
+    out = update_stats(spark, copy, "sepsis", patterns, sepsis.columns, engine=engine)
     assert out["dates"] == 1
     after = {r["event_date"]: r["events"] for r in copy.read_arrow(copy.stats("sepsis")).to_pylist()
              if r["attribute"] == "*"}
