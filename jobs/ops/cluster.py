@@ -51,11 +51,13 @@ def _env() -> dict:
 
 
 def status(timeout: float = 2.0) -> dict | None:
-    """The master's status (``workers``, ``aliveworkers``, ...), or None when it is down."""
+    """The master's status (``workers``, ``aliveworkers``, ...), or None when it is down
+    or still starting (its web UI may answer with an HTML page before the JSON one is
+    served)."""
     try:
         with urllib.request.urlopen(f"http://{HOST}:{MASTER_UI}/json/", timeout=timeout) as r:
             return json.loads(r.read())
-    except OSError:
+    except (OSError, ValueError):
         return None
 
 
