@@ -7,6 +7,8 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
+from contextlib import contextmanager
 
 from jobs.config import CONF, ROOT, ConfigError, Profile
 from jobs.core.errors import UserError
@@ -83,12 +85,56 @@ def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
     builder = SparkSession.builder.master(profile.spark_master).appName(app_name)
     for key, value in session_conf(profile).items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    if profile.spark_master.startswith("local"):  # the workers' stderr is this console
+        with jvm_stderr_without(WORKER_BANNERS):
+            spark = builder.getOrCreate()
+    else:
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     require_object_store(spark, profile)
     if not profile.spark_master.startswith("local"):  # executors in other processes
         spark.sparkContext.addPyFile(project_zip())
     return spark
+
+
+# what every new Python worker prints when spark.executor.pyspark.memory is set (the
+# limit that keeps a worker from taking the machine): noise on the console of `ses run`
+WORKER_BANNERS = (b"Current mem limits:", b"Setting mem limits to ")
+
+
+@contextmanager
+def jvm_stderr_without(prefixes: tuple[bytes, ...]):
+    """A JVM started inside this block (and the Python workers it starts) writes its
+    stderr through a pipe that drops the lines starting with ``prefixes`` and passes every
+    other byte on to this process's stderr, at once (a partial line too, unless it could
+    still become a dropped one). This process's own stderr is left as it is."""
+    read, write = os.pipe()
+    saved = os.dup(2)
+    target = os.dup(2)  # where the JVM's other lines go, for its whole life
+    os.dup2(write, 2)
+    os.close(write)
+    threading.Thread(target=_pass_lines, args=(read, target, prefixes), daemon=True,
+                     name="jvm stderr").start()
+    try:
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _pass_lines(read: int, target: int, prefixes: tuple[bytes, ...]) -> None:
+    pending = b""
+    while chunk := os.read(read, 65536):
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        out = b"".join(line + b"\n" for line in lines if not line.startswith(prefixes))
+        if pending and not any(p.startswith(pending) or pending.startswith(p)
+                               for p in prefixes):
+            out, pending = out + pending, b""
+        if out:
+            os.write(target, out)
+    if pending and not pending.startswith(prefixes):
+        os.write(target, pending)
 
 
 def session_conf(profile: Profile) -> dict[str, str]:

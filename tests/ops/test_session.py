@@ -2,8 +2,13 @@
 ``python -m jobs`` would, one at a time, their output streams back, their exit codes
 come back, and a client without a server is told so (it then runs the step itself)."""
 
+import os
+import subprocess
+import sys
 import threading
 import time
+
+import pytest
 
 from jobs.cli.main import main
 from jobs.ops.session import ask, serve, socket_path
@@ -49,3 +54,42 @@ def test_steps_run_in_the_session_one_at_a_time(spark, tmp_path):
 def test_no_session_means_the_caller_runs_the_step(tmp_path):
     assert ask(tmp_path / "none.sock", ["validate"], print) is None
     assert socket_path("20261122T020000Z-abcdef").name == "ses-20261122T020000Z-abcdef.sock"
+
+
+WORKER_SCRIPT = """
+import sys
+from pathlib import Path
+from jobs.config import Profile
+from jobs.spark.session import build_session
+
+tmp = Path(sys.argv[1])
+conf = {"spark.executor.pyspark.memory": "1g", "spark.ui.enabled": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true"}
+spark = build_session(Profile(name="t", landing=str(tmp), lake=str(tmp / "lake"),
+                              spark_master="local[1]", spark_conf=conf), "banners")
+
+def said(batches):
+    for b in batches:
+        print("a line of the worker", file=sys.stderr, flush=True)
+        yield b
+
+print(spark.range(3).mapInPandas(said, "id long").count())
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+def test_a_local_run_drops_the_python_workers_memory_banners(tmp_path):
+    """With spark.executor.pyspark.memory set, every new Python worker prints its memory
+    limit; on a local master that reached the console of `ses run`. It is dropped there,
+    and any other line of a worker still comes through."""
+    script = tmp_path / "banners.py"
+    script.write_text(WORKER_SCRIPT)
+    out = subprocess.run([sys.executable, str(script), str(tmp_path)], cwd=ROOT,
+                         env=dict(os.environ, PYTHONPATH=str(ROOT)), capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "3"
+    assert "a line of the worker" in out.stderr
+    assert "mem limits" not in out.stderr
