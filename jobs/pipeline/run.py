@@ -223,11 +223,13 @@ def run_plan(spark, ctx: RunContext, planned: PlannedRun, small: SmallSources | 
 
 
 def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool = False,
-               shared: tuple | None = None, diagnostics: tuple | None = None) -> dict:
+               shared: tuple | None = None, diagnostics: tuple | None = None,
+               small: SmallSources | None = None) -> dict:
     """Phase 1 + 2 on Spark into staging; the range, counters and the step's wall time
     (``match_seconds``) go to ``_stats.json``. ``shared``: the pattern's result of a
     source pass and its plan (``source_passes``), when one matched it already;
-    ``diagnostics``: the night's ``night_diagnostics``."""
+    ``diagnostics``: the night's ``night_diagnostics``; ``small``: the night's
+    ``SmallSources`` (for a plan)."""
     profile = ctx.profile
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
@@ -238,7 +240,7 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
         result, choice = shared
         staging, stats = result.staging, dict(result.stats)
     else:
-        choice = run_plan(spark, ctx, planned)
+        choice = run_plan(spark, ctx, planned, small)
         result = run_match_job(spark, planned.pattern, planned.text, ctx.lake, ctx.run_id,
                                planned.rng.low, planned.rng.high, profile.slice_length,
                                profile.max_partition_events, profile.max_matches_per_window,
@@ -525,7 +527,8 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
                                          runs=history[pattern.name])
         except Exception as exc:  # noqa: BLE001 - reported with its pattern below
             planned[pattern.name] = exc
-    shared = {} if force_slices else source_passes(spark, ctxs, planned, echo)
+    small = SmallSources(ctxs[0].lake) if ctxs else None  # read once, for every plan
+    shared = {} if force_slices else source_passes(spark, ctxs, planned, small, echo)
     try:
         diagnostics = night_diagnostics(spark, ctxs, planned) if ctxs else None
     except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
@@ -540,7 +543,7 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
                  f"{describe_range(one.rng)}) ...")
             with progress(f"match {pattern.name}", spark, echo):
                 stats = match_step(spark, ctx, one, force_slices, shared.get(pattern.name),
-                                   diagnostics)
+                                   diagnostics, small)
             for warning in stats.get("warnings") or []:
                 echo(f"warning: {pattern.name}: {warning}")
             matched.append(ctx)
@@ -561,14 +564,15 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
     return [rows[ctx.pattern.name] for ctx in ctxs]
 
 
-def source_passes(spark, ctxs: list[RunContext], planned: dict, echo=print) -> dict:
+def source_passes(spark, ctxs: list[RunContext], planned: dict,
+                  small: SmallSources | None = None, echo=print) -> dict:
     """Match the patterns that share a source and its partition attributes in one Spark
     job per group (``jobs.pipeline.source_pass``): {pattern: (result, plan)}. A pass that
     fails is reported and its patterns run alone, so that an error stays with its own
     pattern."""
     by_name = {ctx.pattern.name: ctx for ctx in ctxs}
     items, choices = [], {}
-    small = SmallSources(ctxs[0].lake) if ctxs else None
+    small = small if small is not None or not ctxs else SmallSources(ctxs[0].lake)
     for name, one in planned.items():
         if isinstance(one, Exception) or one.rng.empty or not shareable(one.pattern):
             continue
