@@ -353,6 +353,25 @@ def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path):
     assert on_spark == distinct_estimate(keyed.column("sketch").to_pylist()) > 100
 
 
+def test_a_tables_spark_frame_is_reused_while_its_files_are_the_same(spark, tmp_path):
+    """``read_spark`` keeps the frame of a snapshot's files (Spark lists every file of a
+    new one): the same files give the same frame, a new commit a new one with its rows,
+    and a data file lost since still fails as a broken table, in one line."""
+    lake = lk.Lake(str(tmp_path / "lake"))
+    path = lk.join(lake.root, "events", "t")
+    lake.write(path, pa.table({"x": [1, 2], "d": ["a", "b"]}), partition_by=["d"])
+    first = lake.read_spark(spark, path)
+    assert lake.read_spark(spark, path) is first and first.count() == 2
+    lake.append(path, pa.table({"x": [3], "d": ["c"]}), partition_by=["d"])
+    again = lake.read_spark(spark, path)
+    assert again is not first and again.count() == 3
+    assert lake.read_spark(spark, path, [("d", "=", "a")]).count() == 1
+    lost = next(Path(path, "d=b").glob("*.parquet"))
+    lost.unlink()
+    with pytest.raises(lk.BrokenTable, match="missing"):
+        lake.read_spark(spark, path)
+
+
 @pytest.mark.parametrize("engine", ["driver", "spark"])
 def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
     from jobs.config import load_sources
