@@ -250,7 +250,11 @@ def _sketches(dates: pa.ChunkedArray, column: pa.ChunkedArray):
     import datasketches
     import numpy as np
 
-    values = np.asarray(column.cast(pa.string()).to_pylist(), dtype=object)
+    if pa.types.is_floating(column.type):  # as Spark casts a double: 1.0, not Arrow's 1
+        values = np.asarray([None if v is None else str(v) for v in column.to_pylist()],
+                            dtype=object)
+    else:
+        values = np.asarray(column.cast(pa.string()).to_pylist(), dtype=object)
     days, groups = _by_date(dates, values)
     counts, distinct, sketches = [], [], []
     for g in groups:

@@ -351,6 +351,14 @@ def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path):
     on_spark = spark.createDataFrame(keyed.select(["sketch"]).to_pandas()).agg(
         F.hll_sketch_estimate(F.hll_union_agg("sketch"))).first()[0]
     assert on_spark == distinct_estimate(keyed.column("sketch").to_pylist()) > 100
+    # a partition attribute of doubles is hashed as Spark writes it (1.0, not Arrow's 1)
+    from jobs.lake.stats import HLL_LG_K, _sketches
+
+    values = [1.0, 2.5, 12345.0, 0.001, None]
+    theirs = spark.createDataFrame([(v,) for v in values], "x double").agg(
+        F.hll_sketch_agg(F.col("x").cast("string"), HLL_LG_K)).first()[0]
+    mine = _sketches(pa.chunked_array([["d"] * len(values)]), pa.chunked_array([values]))
+    assert mine[3] == [bytes(theirs)] and mine[2] == [4]
 
 
 def test_a_tables_spark_frame_is_reused_while_its_files_are_the_same(spark, tmp_path):
