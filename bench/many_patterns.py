@@ -5,7 +5,8 @@ committed sequence patterns of the hospital and sepsis sources (another window `
 a renamed copy), so every pattern reads real events and finds real matches. Each N runs
 `ses run` (the `make run` code) on the committed data into a fresh lake, twice: the
 first night (every pattern new: a full recompute) and the next night (incremental), and
-reads the step times from the run's summary and the runs table.
+reads the step times from the run's summary and the runs table, and the peak resident
+memory of the Python driver process (``driver_mb``).
 
     python bench/many_patterns.py [--n 18,50,100,200] [--nights 2]
 
@@ -65,13 +66,23 @@ def conf(lake: Path, site: Path) -> Path:
     return path
 
 
+# `python -m jobs` that reports the peak resident memory of its own process (the Python
+# driver, not the JVM it starts) on exit
+# (a __main__ without a file is taken by pyspark.sql.connect for a doctest run: it exits)
+DRIVER_RSS = ("import resource, sys\n"
+              "sys.modules['__main__'].__file__ = 'many_patterns-driver'\n"
+              "from jobs.cli.main import exit_now, main\n"
+              "code = main(sys.argv[1:])\n"
+              "print('driver_max_rss_kb=%d' % resource.getrusage(resource.RUSAGE_SELF)"
+              ".ru_maxrss, file=sys.stderr)\n"
+              "exit_now(code)")
 SUMMARY = re.compile(r"^(\S+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)"
                      r"\s+([\d.]+)\s+success$")
 
 
 def night(n: int, day: str, files: list[Path], env: dict) -> dict:
     """One `ses run` of the n patterns: its wall time and the summary's step sums."""
-    cmd = [sys.executable, "-m", "jobs", "run", "--logical-date", day]
+    cmd = [sys.executable, "-c", DRIVER_RSS, "run", "--logical-date", day]
     for f in files:
         cmd += ["--pattern", str(f)]
     t0 = time.perf_counter()
@@ -79,6 +90,7 @@ def night(n: int, day: str, files: list[Path], env: dict) -> dict:
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise SystemExit(f"N={n} {day}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
+    rss = re.findall(r"^driver_max_rss_kb=(\d+)$", proc.stderr, re.M)
     rows = [m.groups() for line in proc.stdout.splitlines() if (m := SUMMARY.match(line))]
     run_line = next(line for line in proc.stdout.splitlines() if line.startswith("run "))
     run_seconds = float(run_line.split("(")[1].split(" s")[0])
@@ -89,6 +101,7 @@ def night(n: int, day: str, files: list[Path], env: dict) -> dict:
            "validate": round(sum(float(r[7]) for r in rows), 1),
            "publish": round(sum(float(r[8]) for r in rows), 1)}
     out["other"] = round(out["wall"] - out["match"] - out["validate"] - out["publish"], 1)
+    out["driver_mb"] = round(int(rss[-1]) / 1024) if rss else None
     return out
 
 
