@@ -31,6 +31,7 @@ SCHEMA = pa.schema([
     ("events", pa.int64()), ("distinct", pa.int64()), ("quantiles", pa.list_(pa.float64())),
     ("sketch", pa.binary()), ("first_ts", pa.timestamp("us", tz="UTC")),
     ("last_ts", pa.timestamp("us", tz="UTC")), ("computed_at", pa.timestamp("us", tz="UTC"))])
+ROW_COLUMNS = [n for n in SCHEMA.names if n != "computed_at"]  # what each engine computes
 
 
 def needed_attributes(patterns) -> tuple[set[str], set[str]]:
@@ -143,14 +144,13 @@ class _SparkStats:
                 F.hll_sketch_agg(c.cast("string"), HLL_LG_K).alias("sketch"),
                 F.lit(None).cast("timestamp").alias("first_ts"),
                 F.lit(None).cast("timestamp").alias("last_ts")))
-        names = [f.name for f in SCHEMA if f.name != "computed_at"]
         rows = []
         try:
             for part in parts:
-                rows.extend(r.asDict() for r in part.select(*names).collect())
+                rows.extend(r.asDict() for r in part.select(*ROW_COLUMNS).collect())
         finally:
             df.unpersist()
-        return pa.Table.from_pylist(rows, schema=pa.schema([SCHEMA.field(n) for n in names]))
+        return pa.Table.from_pylist(rows, schema=pa.schema([SCHEMA.field(n) for n in ROW_COLUMNS]))
 
 
 class _DriverStats:
@@ -199,16 +199,15 @@ class _DriverStats:
             dates, counts, distinct, sketches = _sketches(t.column("event_date"), t.column(k))
             parts.append({"event_date": dates, "attribute": "@" + k, "events": counts,
                           "distinct": distinct, "sketch": sketches})
-        names = [f.name for f in SCHEMA if f.name != "computed_at"]
-        return pa.concat_tables(_part(p, names) for p in parts)
+        return pa.concat_tables(_part(p) for p in parts)
 
 
-def _part(columns: dict, names: list[str]) -> pa.Table:
+def _part(columns: dict) -> pa.Table:
     """One kind of stats rows as a table of the stats columns (a str: the same in every
     row; a missing column: null)."""
     n = len(columns["event_date"])
     out = {}
-    for name in names:
+    for name in ROW_COLUMNS:
         kind = SCHEMA.field(name).type
         v = columns.get(name)
         if v is None:
@@ -259,11 +258,11 @@ def _sketches(dates: pa.ChunkedArray, column: pa.ChunkedArray):
     counts, distinct, sketches = [], [], []
     for g in groups:
         sketch = datasketches.hll_sketch(HLL_LG_K, datasketches.tgt_hll_type.HLL_8)
-        for v in g:  # in the rows' order, as Spark adds them
-            if v is not None:
-                sketch.update(v)
+        present = [v for v in g if v is not None]
+        for v in present:  # in the rows' order, as Spark adds them
+            sketch.update(v)
         counts.append(len(g))
-        distinct.append(len({v for v in g if v is not None}))
+        distinct.append(len(set(present)))
         sketches.append(sketch.serialize_updatable())
     return days, counts, distinct, sketches
 

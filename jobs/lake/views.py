@@ -116,11 +116,11 @@ def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str) -> dict[s
     return out
 
 
-def register_spark(spark, lake: lk.Lake, only: set[str] | None = None) -> list[str]:
+def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
     """Every view of the lake on a Spark session, instead of those of a lake registered
     before (a table one lake has and the other not must not leak); returns their names.
-    ``only``: just these views and those they read (each view costs a read of its table's
-    log and file list)."""
+    With ``sql``, only the views it names and those they read, as ``duckdb_connection``
+    does (each view costs a read of its table's log and file list)."""
 
     prefixes = tuple(f"{k}_" for k in KINDS) + ("match_events",)
     for t in spark.catalog.listTables():
@@ -128,8 +128,10 @@ def register_spark(spark, lake: lk.Lake, only: set[str] | None = None) -> list[s
             spark.catalog.dropTempView(t.name)
     tables = lake_tables(lake)
     refs = _references()
-    if only is not None:
-        wanted = _with_what_they_read(only, tables, derived_views(lake, tables, "spark"), refs)
+    if sql is not None:
+        derived = derived_views(lake, tables, "spark")
+        wanted = _with_what_they_read(views_named(sql, [*tables, *derived, *refs]), tables,
+                                      derived, refs)
         tables = {v: p for v, p in tables.items() if v in wanted}
         refs = {v: p for v, p in refs.items() if v in wanted}
     for view, path in list(tables.items()):
@@ -137,11 +139,11 @@ def register_spark(spark, lake: lk.Lake, only: set[str] | None = None) -> list[s
             lake.read_spark(spark, path).createOrReplaceTempView(view)
         except lk.BrokenTable:
             del tables[view]  # a query that reads it is told why (broken_named)
-    derived = derived_views(lake, tables, "spark")
-    if only is not None:
-        derived = {v: sql for v, sql in derived.items() if v in wanted}
-    for view, sql in derived.items():
-        spark.sql(sql).createOrReplaceTempView(view)
+    derived = derived_views(lake, tables, "spark")  # of the tables that could be read
+    if sql is not None:
+        derived = {v: body for v, body in derived.items() if v in wanted}
+    for view, body in derived.items():
+        spark.sql(body).createOrReplaceTempView(view)
     return list(tables) + list(derived) + register_references(spark, refs)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jobs.lake.views import register_spark, view_names, views_named
+from jobs.lake.views import register_spark
 from jobs.pipeline.quality import DRIVER_ROWS, build_docs, run_suite
 from jobs.project.models import expectations, load_models
 from jobs.spark.sql import check_read_only
@@ -28,12 +28,8 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
     models = load_models(folder, select)
     failed: set[str] = set()
     rows, results = [], []
-    if models:
-        names = view_names(lake)
-        views = set(register_spark(spark, lake, only=set().union(
-            *(views_named(m.sql, names) for m in models))))
-    else:
-        views = set()
+    views = set(register_spark(spark, lake, sql="\n".join(m.sql for m in models))) \
+        if models else set()
     for m in models:
         t0 = time.perf_counter()
         blocked = [d for d in m.depends_on if d in failed]
@@ -58,8 +54,9 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
                 outcome = run_suite(lake, f"model_{m.name}", expectations(m), frame, {},
                                     docs=False)
                 results.append(outcome.result_id)
-            if outcome is not None and not outcome.success:
-                raise ModelFailed(f"tests failed, previous version kept: {outcome.describe()}")
+                if not outcome.success:
+                    raise ModelFailed(f"tests failed, previous version kept: "
+                                      f"{outcome.describe()}")
             lake.write(lake.model(m.name), table, mode="overwrite", schema_mode="overwrite")
             # the models after it read the new version
             lake.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")

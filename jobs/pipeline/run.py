@@ -564,15 +564,14 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
     return [rows[ctx.pattern.name] for ctx in ctxs]
 
 
-def source_passes(spark, ctxs: list[RunContext], planned: dict,
-                  small: SmallSources | None = None, echo=print) -> dict:
+def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSources | None,
+                  echo=print) -> dict:
     """Match the patterns that share a source and its partition attributes in one Spark
     job per group (``jobs.pipeline.source_pass``): {pattern: (result, plan)}. A pass that
     fails is reported and its patterns run alone, so that an error stays with its own
-    pattern."""
+    pattern. ``small``: the night's ``SmallSources`` (for the plans)."""
     by_name = {ctx.pattern.name: ctx for ctx in ctxs}
     items, choices = [], {}
-    small = small if small is not None or not ctxs else SmallSources(ctxs[0].lake)
     for name, one in planned.items():
         if isinstance(one, Exception) or one.rng.empty or not shareable(one.pattern):
             continue
