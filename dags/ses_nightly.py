@@ -1,24 +1,39 @@
-"""The nightly SES pipeline: ingest -> one task per pattern (match, validate, publish) -> summary.
+"""The nightly SES pipeline: ingest -> one task per source (match, validate, publish its
+patterns) -> summary -> models -> catalogue.
 
 Thin on purpose: parsing this file reads ``conf/pipeline.yaml`` (schedule, retries) and
 nothing else; the work runs in the project's jobs, started from the project's venv with
 spark-submit as ``make run`` does (``spark_entry.py``). Patterns are listed when a run
-starts (``patterns/*.yaml`` and ``*.yml``), so a new pattern file joins the next run without touching
-this file. Each pattern's task matches, validates and publishes it, so a pattern's table
-is published as soon as it passes, and the task shows the pattern's name. The steps of
-one DAG run share one warm Spark application (``spark_session``, a setup task; see
-``jobs/ops/session.py``), which ``stop_session`` ends; a step that finds no session runs with
-its own spark-submit on the profile's Spark master (``jobs.spark.session.submit_command``).
-Every step is idempotent: publishing replaces, by match_id, the matches of the range the
-logical date closes (the run's own date when a trigger gives none).
+starts (``patterns/*.yaml`` and ``*.yml``), so a new pattern file joins the next run
+without touching this file.
 
-After the pattern tasks, one task per SQL model of ``models/`` (in dependency order):
+Why one task per source, not per pattern: the patterns that read one source are matched
+in one Spark pass over its events, validated in one Great Expectations run and published
+one after another (``ses run-patterns``, the code ``make run`` runs after its ingest), so
+that a night's cost follows the data, not the number of pattern files. A pattern stays a
+visible unit where that costs nothing: its row in the ``runs`` table, its line in the
+source task's log and in the ``summary`` task, its page in the catalogue. A pattern that
+fails fails alone: the others of its source are published, and the source's task fails
+with an ``error:`` line that names the failed patterns and why. A failure a retry cannot
+mend (a pattern file, a failed suite, a match limit) is not retried; any other is, and
+the retry matches only the patterns this run has not published. A pattern file that does
+not load gets a task of its own, named after the file, that fails with the file's line.
+
+The steps of one DAG run share one warm Spark application (``spark_session``, a setup
+task; see ``jobs/ops/session.py``), which ``stop_session`` ends; a step that finds no
+session runs with its own spark-submit on the profile's Spark master
+(``jobs.spark.session.submit_command``). Every step is idempotent: publishing replaces,
+by match_id, the matches of the range the logical date closes (the run's own date when a
+trigger gives none).
+
+After the source tasks, one task per SQL model of ``models/`` (in dependency order):
 each builds, tests and publishes its table; a model's task waits for the models it reads.
 Last, ``catalogue`` rebuilds the catalogue site (``ses docs``).
 
 Environment: SES_PROFILE (profile in conf/pipeline.yaml), SES_PIPELINE_CONF (another
-pipeline.yaml), SES_PATTERNS (a glob, relative to the project, instead of patterns/*.yaml and
-*.yml), SES_MODELS (a folder, relative to the project, instead of models/).
+pipeline.yaml), SES_PATTERNS (a glob, relative to the project or absolute, instead of
+patterns/*.yaml and *.yml), SES_MODELS (a folder, relative to the project, instead of
+models/).
 """
 
 from __future__ import annotations
@@ -131,12 +146,12 @@ def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
 )
 def ses_nightly():
     @task
-    def list_patterns() -> list[str]:
-        """Every pattern file (``*.yaml`` and ``*.yml``): a file that does not load or
-        whose name another file uses fails its own match task, with a row in the log."""
-        from jobs.project.patterns import pattern_paths
+    def list_groups() -> list[dict]:
+        """The pattern files (``*.yaml`` and ``*.yml``) by the source they read; a file that
+        does not load, or whose name another file uses, is a group of its own that fails."""
+        from jobs.project.patterns import pattern_paths, source_groups
 
-        return [str(p) for p in pattern_paths(glob=os.environ.get("SES_PATTERNS"))]
+        return source_groups(pattern_paths(glob=os.environ.get("SES_PATTERNS")))
 
     @task
     def spark_session() -> bool:
@@ -164,41 +179,41 @@ def ses_nightly():
         ask(socket_path(run_id), ["stop"], print)
 
     @task
-    def ingest(paths: list[str]) -> str:
+    def ingest(groups: list[dict]) -> str:
         """Raw files of the patterns' sources -> events/<source>; each batch passes the
         events suite before it is committed."""
         from airflow.sdk import get_current_context
 
-        from jobs.project.patterns import load_catalog
-
         run_id, day = _run(get_current_context())
-        sources = sorted({p.source for _, p in load_catalog(paths).patterns})
+        sources = sorted(g["source"] for g in groups if g["source"])
         _job(run_id, "ingest", "--logical-date", day, "--run-id", run_id,
              *[arg for s in sources for arg in ("--source", s)])
         return run_id
 
-    @task(map_index_template="{{ pattern_name }}")
-    def run_pattern(path: str) -> str:
-        """Match, validate and publish one pattern in one Spark application: its table is
-        published as soon as its matches pass their suite (a failed suite publishes
-        nothing and is not retried)."""
+    @task(map_index_template="{{ group_name }}")
+    def run_source(group: dict) -> list[str]:
+        """Match, validate and publish the patterns of one source together (one pass over
+        its events, one validation): each pattern's table is published when its matches
+        pass their suite; a pattern that fails leaves the others published, and fails the
+        task with its name and reason (see the module's docstring on retries)."""
         from airflow.sdk import get_current_context
 
         context = get_current_context()
-        context["pattern_name"] = Path(path).stem
+        context["group_name"] = group["name"]
         run_id, day = _run(context)
-        _job(run_id, "run-pattern", path, "--run-id", run_id, "--logical-date", day)
-        return path
+        _job(run_id, "run-patterns", *group["paths"], "--run-id", run_id, "--logical-date", day)
+        return group["paths"]
 
     @task(trigger_rule="all_done", retries=0)
-    def summary(paths: list[str]) -> str:
-        """The run log of this DAG run, also when some step failed; the run fails unless
-        every pattern was published (read by ``jobs runs`` in its own process)."""
+    def summary(groups: list[dict]) -> str:
+        """The run log of this DAG run, one line per pattern, also when some step failed;
+        the run fails unless every pattern was published (read by ``jobs runs`` in its own
+        process)."""
         from airflow.sdk import get_current_context
 
         run_id, _ = _run(get_current_context())
         return _job(run_id, "runs", "--run-id", run_id, "--last", "1000",
-                    "--expect", str(len(paths)), spark=False)
+                    "--expect", str(sum(len(g["paths"]) for g in groups)), spark=False)
 
     @task(retries=0)
     def model(name: str) -> str:
@@ -219,11 +234,11 @@ def ses_nightly():
 
         return _job(_run(get_current_context())[0], "docs", spark=False)
 
-    paths = list_patterns()
-    runs = run_pattern.expand(path=paths)
-    done = summary(paths)
+    groups = list_groups()
+    runs = run_source.expand(group=groups)
+    done = summary(groups)
     session = spark_session()
-    session >> ingest(paths) >> runs >> done
+    session >> ingest(groups) >> runs >> done
     # teardowns: they run also after failures, and do not decide the run's state (the
     # summary and the models do)
     site = catalogue().as_teardown(setups=session)
@@ -232,7 +247,7 @@ def ses_nightly():
     if problem:
         runs >> models_invalid.override(trigger_rule="all_done")(problem) >> site
     built = {}
-    for name, deps in models:  # in dependency order; after every pattern group
+    for name, deps in models:  # in dependency order; after every source task
         t = model.override(task_id=f"model_{name}",
                            trigger_rule="all_success" if deps else "all_done")(name)
         if deps:

@@ -26,7 +26,7 @@ COMMANDS = {
     "retract": "pipeline", "docs": "pipeline",
     "query": "tables", "runs": "tables", "explain": "tables",
     "pr-check": "operate", "cluster": "operate",
-    "run-pattern": "steps", "match-job": "steps", "validate-run": "steps",
+    "run-patterns": "steps", "run-pattern": "steps", "match-job": "steps", "validate-run": "steps",
     "validate-events": "steps", "publish": "steps", "serve": "steps",
 }
 SUMMARIES = {
@@ -41,6 +41,7 @@ SUMMARIES = {
     "explain": "what a pattern can bind on the lake's events, its plan, why not",
     "pr-check": "what the branch's pattern and model changes do to the published tables",
     "cluster": "a Spark standalone cluster on this machine",
+    "run-patterns": "match, validate and publish several pattern files: one pass per source",
     "run-pattern": "match, validate and publish one pattern in one Spark application",
     "match-job": "one pattern on Spark into staging",
     "validate-run": "Great Expectations on a staged run",

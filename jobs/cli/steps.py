@@ -1,9 +1,11 @@
-"""The internal step commands: what the nightly DAG runs as its tasks (``run-pattern``,
-``match-job``, ``validate-run``, ``validate-events``, ``publish``) and the warm session
-that serves them (``serve``). ``run`` does all of them for a user."""
+"""The internal step commands: what the nightly DAG runs as its tasks (``run-patterns``,
+one per source; ``run-pattern``, ``match-job``, ``validate-run``, ``validate-events``,
+``publish`` for one pattern) and the warm session that serves them (``serve``). ``run``
+does all of them for a user."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from dataclasses import replace
@@ -13,17 +15,20 @@ from pathlib import Path
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile
+from jobs.core.errors import UserError
 from jobs.core.patternfile import PatternError
 from jobs.lake.locks import pattern_lock
 from jobs.lake.store import Lake
 from jobs.ops.session import serve
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.publish import all_runs
 from jobs.pipeline.run import (
     ValidationFailed,
     log_failure,
     match_step,
     plan,
     publish_step,
+    run_catalog,
     run_pattern,
     short_error,
     staged_run,
@@ -33,6 +38,7 @@ from jobs.pipeline.run import (
 )
 from jobs.project.patterns import load_catalog
 from jobs.spark.session import build_session
+from jobs.status import SUCCESS
 
 
 def pattern_step(step):
@@ -80,6 +86,48 @@ def cmd_run_pattern(args, ctx) -> int:
     row = run_pattern(build_session(ctx.profile), ctx, args.slices)
     print(summary(ctx.profile, [row], ctx.run_id, None))
     return 0
+
+
+# a pattern's failure that a retry cannot mend: its file, its data, its suite, its limits
+FINAL = ("MatchCapExceeded", "MatchBudgetExceeded")
+
+
+def final(exc: Exception) -> bool:
+    return isinstance(exc, UserError) or any(m in str(exc) for m in FINAL)
+
+
+@user_errors
+def cmd_run_patterns(args) -> int:
+    """Match, validate and publish several pattern files together in one Spark application:
+    one pass per source and one validation for them all, as ``run`` does after its ingest
+    (the nightly DAG's task per source). Each pattern fails alone, with its row in the run
+    log; patterns already published by this run (a retried task) are skipped. Exit 0 when
+    every pattern was published, 2 when those that failed cannot be mended by a retry
+    (their file, their events, their suite, their limits), 1 otherwise."""
+    profile = load_profile(args.profile)
+    lake = Lake.of_profile(profile)
+    ctx = RunContext(profile, lake, args.run_id, args.logical_date or date.today().isoformat())
+    catalog = load_catalog([Path(p) for p in args.patterns])
+    done = {r["pattern"] for r in all_runs(lake)
+            if r["run_id"] == args.run_id and r["status"] == SUCCESS}
+    patterns = [(path, p) for path, p in catalog.patterns if p.name not in done]
+    for name in sorted(done & {p.name for _, p in catalog.patterns}):
+        print(f"{name}: already published by run {args.run_id}, skipped")
+    names = sorted({p.name for _, p in patterns} | {r.name for r in catalog.rejected})
+    errors: dict[str, Exception] = {}
+    with contextlib.ExitStack() as locks:
+        for name in names:  # in one order, so two steps never wait for each other
+            locks.enter_context(pattern_lock(profile.lake, name, f"run-patterns {args.run_id}",
+                                             profile.lock_dir))
+        rows = run_catalog(build_session(profile), ctx, catalog, patterns, {}, args.slices,
+                           errors=errors)
+    print(summary(profile, rows, ctx.run_id, None))
+    if not errors:
+        return 0
+    failed = ", ".join(f"{name} ({short_error(exc)[:200]})" for name, exc in errors.items())
+    print(f"error: {len(errors)} of {len(names)} pattern(s) failed, the others were "
+          f"published: {failed}", file=sys.stderr)
+    return 2 if all(final(exc) for exc in errors.values()) else 1
 
 
 @user_errors
@@ -131,6 +179,15 @@ def register(r: Registry, main) -> None:
         j.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
         j.add_argument("--slices", action="store_true", help="cut time into slices even with "
                                                              "partition attributes")
+
+    g = r.add("steps", "run-patterns", "match, validate and publish several pattern files "
+              "together: one pass per source (the nightly DAG's task per source)",
+              cmd_run_patterns)
+    g.add_argument("patterns", nargs="+", metavar="pattern")
+    g.add_argument("--run-id", required=True)
+    g.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+    g.add_argument("--slices", action="store_true", help="cut time into slices even with "
+                                                         "partition attributes")
 
     w = r.add("steps", "validate-run", "Great Expectations on a staged run (before "
               "publish)", cmd_validate_run)

@@ -19,6 +19,7 @@ from jobs.config import Profile, load_sources
 from jobs.core.errors import InputError, UserError
 from jobs.core.events import format_ts
 from jobs.core.pattern import Pattern
+from jobs.core.patternfile import PatternError
 from jobs.failpoints import reached
 from jobs.lake.locks import lake_lock
 from jobs.lake.stats import update_stats
@@ -443,15 +444,9 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         start_run(lake, run_id, logical_date,
                   [{"pattern": p.name, "pattern_version": p.version, "source": p.source,
                     "matcher": p.matcher} for _, p in patterns])
-        rows = []
-        for r in catalog.rejected:
-            log_failure(ctx, r.message, name=r.name)
-            echo(f"FAILED {r.name}: {r.message}")
-            rows.append(RunRecord(run_id, pattern=r.name, status=FAILED, message=r.message))
         ingested, bad_sources = ingest_sources(spark, ctx, sorted({p.source for _, p in patterns}),
                                                echo)
-        rows += run_patterns(spark, [ctx.for_pattern(path, pattern) for path, pattern in patterns],
-                             bad_sources, force_slices, echo)
+        rows = run_catalog(spark, ctx, catalog, patterns, bad_sources, force_slices, echo)
         finish_run(lake, run_id)
         echo(summary(profile, rows, run_id, time.perf_counter() - t0))
         model_rows = models_step(spark, ctx, echo) if paths is None else []
@@ -485,6 +480,23 @@ def models_step(spark, ctx: RunContext, echo=print, select: list[str] | None = N
         return [{"model": "*", "status": FAILED, "message": str(exc)}]
 
 
+def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
+                bad_sources: dict[str, str], force_slices: bool = False, echo=print,
+                errors: dict[str, Exception] | None = None) -> list[RunRecord]:
+    """The files of ``catalog`` that did not load get a failed row each; ``patterns``
+    ((path, pattern) pairs) are matched, validated and published together
+    (``run_patterns``). What ``run`` does after its ingest, and the DAG's task per source."""
+    rows = []
+    for r in catalog.rejected:
+        log_failure(ctx, r.message, name=r.name)
+        echo(f"FAILED {r.name}: {r.message}")
+        rows.append(RunRecord(ctx.run_id, pattern=r.name, status=FAILED, message=r.message))
+        if errors is not None:
+            errors[r.name] = PatternError(list(r.problems))
+    return rows + run_patterns(spark, [ctx.for_pattern(path, pattern) for path, pattern in patterns],
+                               bad_sources, force_slices, echo, errors=errors)
+
+
 def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) -> RunRecord:
     """Match, validate and publish one pattern in one go (the DAG's task per pattern);
     raises when it fails."""
@@ -494,11 +506,13 @@ def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) 
 
 def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
                  force_slices: bool = False, echo=print, isolate: bool = True,
-                 ranges: dict[str, RunRange] | None = None) -> list[RunRecord]:
+                 ranges: dict[str, RunRange] | None = None,
+                 errors: dict[str, Exception] | None = None) -> list[RunRecord]:
     """Match every pattern, validate all staged runs in one pass (``validate_steps``),
     then publish each one that passed. A pattern that fails (its file, its source, its
-    match, its suite, its publish) fails alone with a row in ``runs``; ``isolate=False``
-    raises its error instead. ``ranges``: a fixed range per pattern (backfill)."""
+    match, its suite, its publish) fails alone with a row in ``runs`` (and its exception
+    in ``errors``, when given); ``isolate=False`` raises its error instead. ``ranges``: a
+    fixed range per pattern (backfill)."""
     rows: dict[str, RunRecord] = {}
     matched = []
     history: dict[str, list[RunRecord]] = {ctx.pattern.name: [] for ctx in ctxs}
@@ -511,6 +525,8 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         if not isolate:
             raise exc
         message = short_error(exc)
+        if errors is not None:
+            errors[ctx.pattern.name] = exc
         if not getattr(exc, "logged", False):
             log_failure(ctx, message)
         echo(f"FAILED {ctx.pattern.name}: {message}")

@@ -10,6 +10,7 @@ line and is not run; every other pattern is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from glob import glob as globfiles
 from pathlib import Path
 
 from jobs.config import ROOT, load_sources
@@ -21,9 +22,10 @@ SUFFIXES = ("*.yaml", "*.yml")
 
 
 def pattern_paths(folder: Path | None = None, glob: str | None = None) -> list[Path]:
-    """The pattern files of a folder (default ``patterns/``): ``*.yaml`` and ``*.yml``."""
+    """The pattern files of a folder (default ``patterns/``): ``*.yaml`` and ``*.yml``;
+    or those a glob names (relative to the project, or absolute)."""
     if glob:
-        return sorted(ROOT.glob(glob))
+        return sorted(Path(p) for p in globfiles(str(ROOT / glob)))
     folder = folder or ROOT / "patterns"
     return sorted(p for suffix in SUFFIXES for p in folder.glob(suffix))
 
@@ -96,6 +98,20 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
         else:
             ok.append((p, pattern))
     return PatternCatalog(tuple(ok), tuple(sorted(rejected, key=lambda r: str(r.path))))
+
+
+def source_groups(paths: list[str | Path] | None = None) -> list[dict]:
+    """The pattern files by the source they read, each group matched in one pass (the
+    nightly DAG's task per source): ``{"name", "source", "paths"}``, by source; a file
+    that does not load is a group of its own, named after the file (``source`` None)."""
+    catalog = load_catalog(paths)
+    by_source: dict[str, list[str]] = {}
+    for path, pattern in catalog.patterns:
+        by_source.setdefault(pattern.source, []).append(str(path))
+    groups = [{"name": source, "source": source, "paths": files}
+              for source, files in sorted(by_source.items())]
+    return groups + [{"name": f"{r.path.name} (not loaded)", "source": None,
+                      "paths": [str(r.path)]} for r in catalog.rejected]
 
 
 def _name_of(path: Path) -> str:

@@ -80,3 +80,33 @@ def test_a_second_run_is_refused_while_one_holds_the_lake(lake, spark):
     after = lake.here(spark, "run", "--logical-date", DATE, "--pattern", P1)  # the lock is gone
     assert after.returncode == 0, after.stderr[-2000:]
     check(str(lake.root))
+
+
+def test_a_source_task_killed_midway_is_retried_for_the_patterns_it_did_not_publish(
+        lake, spark, tmp_path):
+    """The DAG's task per source (``run-patterns``) dies after its first pattern: the
+    retry, with the same run id, skips what that run published and does the rest; a file
+    that does not load fails alone, and the exit code says a retry would not mend it."""
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    text = Path(P1).read_text()
+    (folder / "a.yaml").write_text(text.replace("name: mw_chemo_p1", "name: first_p1"))
+    (folder / "b.yaml").write_text(text.replace("name: mw_chemo_p1", "name: second_p1"))
+    (folder / "broken.yaml").write_text("name: broken\nsource: chemo_mw\nsets: [[\n")
+    assert lake.here(spark, "ingest", "--logical-date", DATE, "--run-id", "r1",
+                     "--source", "chemo_mw").returncode == 0
+    args = ["run-patterns", folder / "a.yaml", folder / "b.yaml", folder / "broken.yaml",
+            "--run-id", "r1", "--logical-date", DATE]
+    killed = lake.jobs(*args, failpoint="run:after-pattern")
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert {(r["pattern"], r["status"]) for r in runs(lake)} == {("broken", "failed"),
+                                                                 ("first_p1", "success")}
+    again = lake.here(spark, *args)
+    assert again.returncode == 2, again.stdout[-2000:] + again.stderr[-2000:]
+    assert "first_p1: already published by run r1, skipped" in again.stdout
+    assert "error: 1 of 2 pattern(s) failed, the others were published: broken (" in again.stderr
+    assert sorted((r["pattern"], r["status"]) for r in runs(lake)) == [
+        ("broken", "failed"), ("broken", "failed"), ("first_p1", "success"),
+        ("second_p1", "success")]
+    counts = check(str(lake.root))
+    assert counts["matches/first_p1"] == counts["matches/second_p1"] == 3

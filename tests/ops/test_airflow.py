@@ -42,7 +42,7 @@ def test_dag_imports_with_expected_tasks(airflow_env):
         dag = bag.get_dag("ses_nightly")
         print(json.dumps({"errors": {k: str(v) for k, v in bag.import_errors.items()},
                           "tasks": sorted(t.task_id for t in dag.tasks),
-                          "map_index": dag.get_task("run_pattern").map_index_template,
+                          "map_index": dag.get_task("run_source").map_index_template,
                           "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
                           "retries": dag.default_args["retries"],
                           "schedule": repr(dag.timetable)}))
@@ -50,10 +50,10 @@ def test_dag_imports_with_expected_tasks(airflow_env):
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["errors"] == {}
-    assert info["tasks"] == ["catalogue", "ingest", "list_patterns", "model_lab_to_home_passes",
+    assert info["tasks"] == ["catalogue", "ingest", "list_groups", "model_lab_to_home_passes",
                              "model_paper_ex4_room_state", "model_sepsis_episodes",
-                             "run_pattern", "spark_session", "stop_session", "summary"]
-    assert info["map_index"] == "{{ pattern_name }}"  # mapped tasks show the pattern's name
+                             "run_source", "spark_session", "stop_session", "summary"]
+    assert info["map_index"] == "{{ group_name }}"  # mapped tasks show the source's name
     assert info["catchup"] is False and info["max_active_runs"] == 1 and info["retries"] == 2
     assert "expression='0 2 * * *'" in info["schedule"]
 
@@ -95,7 +95,7 @@ DAG_TEST = """
     run = dag.test(**({"logical_date": None, "run_after": when} if %s else {"logical_date": when}))
     states = {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
     names = sorted(ti.rendered_map_index for ti in run.get_task_instances()
-                   if ti.task_id == "run_pattern")
+                   if ti.task_id == "run_source")
     print("RESULT", run.state, states)
     print("MAPPED", names)
 """
@@ -119,7 +119,7 @@ def test_dag_test_runs_the_whole_pipeline(airflow_env, tmp_path):
         [("2010-08-30", "success", 3)]
     assert RUN_ID.match(runs[0]["run_id"]), runs[0]["run_id"]
     assert runs[0]["match_seconds"] > 0 and runs[0]["publish_seconds"] > 0
-    assert "MAPPED ['mw_chemo_p1']" in proc.stdout  # the mapped task is named by its pattern
+    assert "MAPPED ['chemo_mw']" in proc.stdout  # the mapped task is named by its source
     assert " INFO " not in proc.stdout + proc.stderr  # Spark logs at WARN
     # the model tasks ran after the pattern group, the dependent one after its parent
     assert "'model_chemo_counts': 'success'" in result[0]
@@ -128,14 +128,39 @@ def test_dag_test_runs_the_whole_pipeline(airflow_env, tmp_path):
     assert sum(counts.column("matches").to_pylist()) == 3
 
 
-def test_dag_triggered_without_a_logical_date_uses_the_runs_own_time(airflow_env, tmp_path):
-    """An API trigger gives no logical date: the run's own time names the day."""
-    env = dict(airflow_env, **_profile(tmp_path))
+ANY_P = """\
+name: mw_chemo_any_p
+source: chemo_mw
+within: 15d
+sets: [[c, p+], [b]]
+conditions: [c.type = 'C', p.type = 'P', b.type = 'B', c.patient = p.patient,
+             p.patient = b.patient]
+"""
+
+
+def test_dag_without_a_logical_date_one_task_per_source_a_bad_file_fails_alone(
+        airflow_env, tmp_path):
+    """An API trigger gives no logical date: the run's own time names the day. The two
+    patterns of chemo_mw run in one task (one pass); a file that does not load fails its
+    own task, named after it, and the summary; the others are published."""
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    shutil.copy(ROOT / "patterns" / "mw_chemo_p1.yaml", folder)
+    (folder / "any_p.yaml").write_text(ANY_P)
+    (folder / "broken.yaml").write_text("name: broken\nsource: chemo_mw\nwithin: 2d\nsets: [[\n")
+    env = dict(airflow_env, **dict(_profile(tmp_path), SES_PATTERNS=str(folder / "*.yaml")))
     proc = python(env, dag_test(no_date=True))
+    out = proc.stdout + proc.stderr
     result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
-    assert result and result[0].startswith("RESULT success"), proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert result and result[0].startswith("RESULT failed"), out[-6000:]
+    assert "'summary': 'failed'" in result[0] and "'model_chemo_counts': 'success'" in result[0]
+    assert "MAPPED ['broken.yaml (not loaded)', 'chemo_mw']" in proc.stdout
+    assert "match 2 patterns of chemo_mw in one pass" in out
+    assert "broken.yaml:5: not valid YAML" in out
     runs = DeltaTable(str(tmp_path / "lake" / "runs")).to_pyarrow_table().to_pylist()
-    assert [(r["logical_date"], r["status"]) for r in runs] == [("2010-08-30", "success")]
+    assert sorted((r["pattern"], r["logical_date"], r["status"]) for r in runs) == [
+        ("broken", "2010-08-30", "failed"), ("mw_chemo_any_p", "2010-08-30", "success"),
+        ("mw_chemo_p1", "2010-08-30", "success")]
 
 
 def test_dag_unreadable_landing_file_publishes_nothing(airflow_env, tmp_path):
@@ -144,7 +169,7 @@ def test_dag_unreadable_landing_file_publishes_nothing(airflow_env, tmp_path):
     proc = python(env, dag_test())
     result = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT")]
     assert result and result[0].startswith("RESULT failed"), proc.stdout[-3000:]
-    assert "'ingest': 'failed'" in result[0] and "'run_pattern': 'upstream_failed'" in result[0]
+    assert "'ingest': 'failed'" in result[0] and "'run_source': 'upstream_failed'" in result[0]
     assert "'summary': 'failed'" in result[0]
     assert "broken.csv.gz: cannot be read as csv" in proc.stdout + proc.stderr
     assert not (tmp_path / "lake" / "matches" / "mw_chemo_p1").exists()
