@@ -320,54 +320,73 @@ def context(lake: lk.Lake):
     return _CONTEXTS[root]
 
 
+_BATCHES: dict[tuple[str, str], object] = {}  # (GX project, engine) -> batch definition
+
+
+def _batch_definition(lake: lk.Lake, engine: str):
+    """The whole-frame batch definition of the engine's one in-memory asset (``frames``),
+    made once per GX project: every suite validates a frame given at run time."""
+    key = (str(lake.local_home()), engine)
+    if key not in _BATCHES:
+        ctx = context(lake)
+        ds = (ctx.data_sources.add_or_update_spark(name="lake") if engine == "spark"
+              else ctx.data_sources.add_or_update_pandas(name="lake_driver"))
+        try:
+            asset = ds.get_asset("frames")
+        except LookupError:
+            asset = ds.add_dataframe_asset(name="frames")
+        try:
+            _BATCHES[key] = asset.get_batch_definition("all")
+        except KeyError:
+            _BATCHES[key] = asset.add_batch_definition_whole_dataframe("all")
+    return _BATCHES[key]
+
+
 def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
               parameters: dict, run_name: str | None = None, docs: bool = True) -> Outcome:
     """Validate ``df`` (a Spark or a pandas frame: GX's Spark or pandas engine) with the
-    suite ``name``; the result is kept (and shown in the catalogue) under ``run_name``:
-    the pipeline's run id, or a new id of the same shape. ``docs=False`` leaves the Data
-    Docs to one ``build_docs`` over a batch of results (``Outcome.result_id``)."""
-    import great_expectations as gx
-    from great_expectations.checkpoint import UpdateDataDocsAction
+    suite ``name``; the result is kept in the GX project's validation results store (and
+    shown in the catalogue and the Data Docs) under ``run_name``: the pipeline's run id,
+    or a new id of the same shape. The suite is validated by GX's validator on the
+    engine's one asset, without a validation definition or a checkpoint per suite (their
+    store writes cost more than the checks of a small frame). ``docs=False`` leaves the
+    Data Docs to one ``build_docs`` over a batch of results (``Outcome.result_id``)."""
     from great_expectations.core.expectation_suite import ExpectationSuite
     from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+        ValidationResultIdentifier,
+    )
     from great_expectations.expectations.expectation_configuration import (
         ExpectationConfiguration,
     )
+    from great_expectations.validator.v1_validator import Validator
 
     ctx = context(lake)
     engine = "spark" if hasattr(df, "sparkSession") else "driver"
-    if engine == "spark":
-        ds = ctx.data_sources.add_or_update_spark(name="lake")
-    else:
-        ds = ctx.data_sources.add_or_update_pandas(name="lake_driver")
-    try:
-        asset = ds.get_asset(name)
-    except LookupError:
-        asset = ds.add_dataframe_asset(name=name)
-    try:
-        batch = asset.get_batch_definition("all")
-    except KeyError:
-        batch = asset.add_batch_definition_whole_dataframe("all")
     suite = ctx.suites.add_or_update(ExpectationSuite(name=name, expectations=[
         ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"]) for e in expectations]))
-    # one validation definition and checkpoint per engine: a stored one that names the
-    # other engine's in-memory asset cannot be loaded by a later process
-    vd = ctx.validation_definitions.add_or_update(
-        gx.ValidationDefinition(name=f"{name}_{engine}", data=batch, suite=suite))
-    checkpoint = ctx.checkpoints.add_or_update(gx.Checkpoint(
-        name=f"{name}_{engine}", validation_definitions=[vd],
-        actions=[UpdateDataDocsAction(name="docs")] if docs else []))
-    result = checkpoint.run(batch_parameters={"dataframe": df}, expectation_parameters=parameters,
-                            run_id=RunIdentifier(run_name=run_name or new_run_id()))
-    result_id, run = list(result.run_results.items())[0]
+    run_id = RunIdentifier(run_name=run_name or new_run_id(),
+                           run_time=datetime.now(timezone.utc))
+    validator = Validator(batch_definition=_batch_definition(lake, engine),
+                          batch_parameters={"dataframe": df}, result_format="BASIC")
+    result = validator.validate_expectation_suite(suite, parameters)
+    result.meta.update(run_id=run_id, validation_time=run_id.run_time,
+                       batch_parameters={"dataframe": "<in-memory frame>"})
+    result_id = ValidationResultIdentifier(
+        expectation_suite_identifier=ExpectationSuiteIdentifier(name=name), run_id=run_id,
+        batch_identifier=validator.active_batch_id)
+    ctx.validation_results_store.set(result_id, result)
+    if docs:
+        build_docs(lake, [result_id])
     failed = []
-    for r in run.results:
+    for r in result.results:
         if not r.success:
             cfg = r.expectation_config
             column = cfg.kwargs.get("column") or f"{cfg.kwargs.get('column_A')}/{cfg.kwargs.get('column_B')}"
             count = (r.result or {}).get("unexpected_count")
             failed.append(f"{cfg.type}({column})" + (f": {count} row(s)" if count else ""))
-    return Outcome(name, bool(result.success), failed, docs_url(lake), len(run.results),
+    return Outcome(name, bool(result.success), failed, docs_url(lake), len(result.results),
                    result_id)
 
 
