@@ -1,8 +1,8 @@
 """Many patterns over 10M events (issue 28): a night of 1, 5 and 20 patterns.
 
-The events are the 10M-event table of ``bench/spark_pipeline.py`` (the BPI 2011 hospital
-log 67 times, with shifted patient ids: ``bench/out/lake/events/hospital10m``, written
-once). The patterns are the committed hospital sequence patterns and variations of them
+The events are the 10M events of ``bench/spark_pipeline.py``'s ``10m`` set (the BPI 2011
+hospital log 67 times, with shifted patient ids), with the ingest's ``ingested_at``
+column: ``bench/out/lake/events/hospital10m_night``, written once. The patterns are the committed hospital sequence patterns and variations of them
 with another ``within`` (``bench/many_patterns.py``'s ``variants``), on that table. Each N
 runs the night's own code after its ingest (``pipeline.run.run_patterns``: one pass per
 source, one validation, publish) in one warm Spark session, on a lake whose matches and
@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
 
 from many_patterns import variants  # noqa: E402
-from spark_pipeline import OUT, ensure_table  # noqa: E402
+from spark_pipeline import OUT, SCALE, hospital_copies  # noqa: E402
 
 from jobs.config import load_profile  # noqa: E402
 from jobs.core.patternfile import load_pattern  # noqa: E402
@@ -42,6 +42,22 @@ from jobs.spark.session import build_session  # noqa: E402
 from jobs.status import new_run_id  # noqa: E402
 
 DAY = "2026-11-24"
+SOURCE = "hospital10m_night"
+
+
+def ensure_events(lake: lk.Lake) -> int:
+    """events/hospital10m_night: the 10M events of ``spark_pipeline``'s ``10m`` set, with
+    the ingest's lineage column ``ingested_at`` (the statistics read it), written once."""
+    import pyarrow as pa
+
+    path = lake.events(SOURCE)
+    if not lake.exists(path):
+        now = pa.scalar(time.time_ns() // 1000, pa.timestamp("us", tz="UTC"))
+        for month in hospital_copies(SCALE["10m"]):
+            month = month.append_column("ingested_at", pa.array([now.value] * month.num_rows,
+                                                                pa.timestamp("us", tz="UTC")))
+            lake.write(path, month, partition_by=["event_date"], mode="append")
+    return lake.table(path).count()
 COLUMNS = {"patient": "string", "event_type": "string", "activity_code": "string"}
 
 
@@ -94,7 +110,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     root = OUT / "lake"
     lake = lk.Lake(str(root))
-    source, events = ensure_table(lake, "10m")
+    source, events = SOURCE, ensure_events(lake)
     profile = replace(load_profile("local"), lake=str(root), site=None)
     spark = build_session(profile, "ses-bench-many-10m")
     work = OUT / "many_10m"

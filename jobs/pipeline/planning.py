@@ -32,7 +32,7 @@ import pyarrow as pa
 from jobs.core.columns import from_arrow, processing_order
 from jobs.core.conditions import Attr, BoolOp, Cmp, In, Lit, Not
 from jobs.core.engine import MatchOptions, compile_pattern, estimate_statistics, group_events
-from jobs.core.events import format_ts
+from jobs.core.events import format_ts, to_datetime
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.core.plan_json import tree_to_json
 from jobs.core.planners import DEFAULT, PLANNERS, plan_cost, planner
@@ -224,6 +224,7 @@ class SmallSources:
 
     def __init__(self, lake: lk.Lake):
         self.lake, self.tables, self.stats_tables = lake, {}, {}
+        self.samples: dict[tuple, pa.Table] = {}  # Spark samples taken together (sample_many)
 
     def stats(self, source: str) -> pa.Table | None:
         """``stats/<source>`` whole, read once per night (a few rows per date and
@@ -263,12 +264,14 @@ def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,
     events are never sampled down, so the statistics are the same as Spark's."""
     compiled = compile_pattern(pattern)
     keys = list(pattern.partition_attributes)
-    cols_needed = list(dict.fromkeys(["event_id", "ts",
-                                      *sorted(set(compiled.attributes) | set(keys))]))
+    cols_needed = _sample_columns(pattern)
     whole = small.events(pattern.source) if small is not None else None
+    taken = small.samples.get(_sample_key(pattern, low, high)) if small is not None else None
     if whole is not None and set(cols_needed) <= set(whole.column_names):
         table = _whole_range(whole.select(cols_needed),
                              None if low is None else low - pattern.tau, high, pattern.tau)
+    elif taken is not None:
+        table = taken
     else:
         table = _spark_sample(spark, lake, pattern, low, high, keys, cols_needed)
     table = table.take(processing_order(table))
@@ -300,6 +303,85 @@ def _spark_sample(spark, lake: lk.Lake, pattern, low, high, keys: list[str],
     elif total > SAMPLE_EVENTS:
         df = df.orderBy("ts").limit(SAMPLE_EVENTS)
     return df.select(*[col(c) for c in cols_needed]).toArrow()
+
+
+def _sample_key(pattern: Pattern | Disjunction, low: int | None, high: int | None) -> tuple:
+    return pattern.name, pattern.version, low, high
+
+
+def _sample_columns(pattern: Pattern | Disjunction) -> list[str]:
+    keys = set(pattern.partition_attributes)
+    return list(dict.fromkeys(["event_id", "ts", *sorted(set(compile_pattern(pattern).attributes)
+                                                         | keys)]))
+
+
+MAX_SAMPLED = 62  # patterns sampled by one Spark job: one bit each of a long
+
+
+def sample_many(spark, lake: lk.Lake, small: SmallSources,
+                runs: list[tuple[Pattern | Disjunction, int | None, int | None]]) -> int:
+    """The Spark samples of a night's ZStream patterns (``_spark_sample``: each pattern's
+    filtered range, hash-sampled by X down to about ``SAMPLE_EVENTS``), taken together for
+    the patterns of one source and X: one job counts every pattern's filtered range, one
+    reads the union of the sampled rows, each tagged with the patterns it serves; each
+    pattern's rows are then exactly its own ``_spark_sample`` (tested), kept in
+    ``small.samples`` for ``sample_statistics``. Two Spark jobs per source instead of two
+    per pattern. Returns the patterns sampled."""
+    from pyspark.sql import functions as F
+
+    groups: dict[tuple, list] = {}
+    for pattern, low, high in runs:
+        if (pattern.matcher == "zstream" and pattern.partition_attributes
+                and small.events(pattern.source) is None
+                and _sample_key(pattern, low, high) not in small.samples):
+            key = (pattern.source, tuple(pattern.partition_attributes))
+            groups.setdefault(key, []).append((pattern, low, high))
+    done = 0
+    for (source, keys), all_items in groups.items():
+        for start in range(0, len(all_items), MAX_SAMPLED):
+            items = all_items[start:start + MAX_SAMPLED]
+            if len(items) < 2:  # one pattern: its own sample, as before
+                continue
+            lows = [None if low is None else low - p.tau for p, low, _ in items]
+            highs = [None if high is None else high + p.tau for p, _, high in items]
+            df = read_range(spark, lake, lake.events(source),
+                            None if None in lows else min(lows),
+                            None if None in highs else max(highs), 0)
+            ts = F.col("ts")
+            tags = []
+            for b, ((pattern, _, _), lo, hi) in enumerate(zip(items, lows, highs)):
+                cond = [c for c in (filter_column(pattern),
+                                    None if lo is None else ts >= F.lit(to_datetime(lo)),
+                                    None if hi is None else ts <= F.lit(to_datetime(hi)))
+                        if c is not None]
+                keep = functools.reduce(lambda a, c: a & c, cond) if cond else F.lit(True)
+                tags.append(F.when(keep, F.lit(1 << b).cast("long")).otherwise(F.lit(0).cast("long")))
+            df = df.withColumn("_serves", functools.reduce(lambda a, c: a + c, tags))
+            df = df.where(F.col("_serves") != 0)
+            counts = df.agg(*[F.sum(F.when((F.col("_serves").bitwiseAND(1 << b)) != 0, 1)
+                                    .otherwise(0)).alias(f"n{b}")
+                              for b in range(len(items))]).collect()[0]
+            hashed = F.hash(*[col(k) for k in keys])
+            sampled = []
+            for b in range(len(items)):
+                total = counts[f"n{b}"] or 0
+                mine = (F.col("_serves").bitwiseAND(1 << b)) != 0
+                if total > SAMPLE_EVENTS:
+                    buckets = max(2, math.ceil(total / SAMPLE_EVENTS))
+                    mine = mine & (F.pmod(hashed, F.lit(buckets)) == 0)
+                sampled.append(F.when(mine, F.lit(1 << b).cast("long"))
+                               .otherwise(F.lit(0).cast("long")))
+            df = df.withColumn("_sampled", functools.reduce(lambda a, c: a + c, sampled))
+            needed = {b: _sample_columns(p) for b, (p, _, _) in enumerate(items)}
+            columns = list(dict.fromkeys(c for cs in needed.values() for c in cs))
+            table = df.where(F.col("_sampled") != 0).select(
+                *[col(c) for c in columns], "_sampled").toArrow()
+            tagged = table.column("_sampled").to_numpy()
+            for b, (pattern, low, high) in enumerate(items):
+                rows = table.filter(pa.array((tagged & (1 << b)) != 0))
+                small.samples[_sample_key(pattern, low, high)] = rows.select(needed[b])
+                done += 1
+    return done
 
 
 def choose_plan(spark, lake: lk.Lake, pattern: Pattern | Disjunction, low: int | None,

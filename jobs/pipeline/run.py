@@ -30,7 +30,7 @@ from jobs.pipeline.horizons import RunRange, backfill_range, plan_range
 from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.models import run_models
 from jobs.pipeline.phase1 import run_match_job
-from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan
+from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan, sample_many
 from jobs.pipeline.publish import all_runs, log_run, previous_runs, publish
 from jobs.pipeline.quality import (
     build_docs,
@@ -544,6 +544,13 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         except Exception as exc:  # noqa: BLE001 - reported with its pattern below
             planned[pattern.name] = exc
     small = SmallSources(ctxs[0].lake) if ctxs else None  # read once, for every plan
+    if small is not None:
+        try:  # the Spark samples of the plans, two jobs per source
+            sample_many(spark, small.lake, small, [
+                (one.pattern, one.rng.low, one.rng.high) for one in planned.values()
+                if not isinstance(one, Exception) and not one.rng.empty])
+        except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
+            small.samples.clear()
     shared = {} if force_slices else source_passes(spark, ctxs, planned, small, echo)
     try:
         diagnostics = night_diagnostics(spark, ctxs, planned) if ctxs else None

@@ -28,7 +28,7 @@ from jobs.pipeline.ingest import IngestError, ingest
 from jobs.pipeline.run import backfill, match_step, plan, publish_step, run_all
 from jobs.project.patterns import pattern_paths
 
-from ..conftest import LOGICAL_DATE, make_profile
+from ..conftest import LOGICAL_DATE, ROOT, make_profile
 
 
 def events_from_lake(profile, source: str) -> list[Event]:
@@ -697,6 +697,47 @@ def test_plan_samples_of_small_sources_on_the_driver_equal_spark_samples(spark, 
                 sample_statistics(spark, lake, pattern, low, high), (pattern.name, low, high)
             checked += 1
     assert checked >= 20  # every committed sequence pattern's source is small
+
+
+def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, monkeypatch):
+    """A large source's ZStream patterns are sampled by two Spark jobs in all
+    (``sample_many``); each pattern's rows equal its own ``_spark_sample``, whether its
+    range is hash-sampled (over ``SAMPLE_EVENTS``) or taken whole, and so do its plan
+    statistics."""
+    import re
+
+    from jobs.core.events import parse_ts
+    from jobs.core.patternfile import parse_pattern
+    from jobs.pipeline import planning
+
+    monkeypatch.setattr(planning, "SAMPLE_EVENTS", 400)  # the hospital's events are "large"
+    lake = Lake.of_profile(nightly[0])
+    text = (ROOT / "patterns" / "hospital_crossmatch_transfusion.yaml").read_text()
+    text = text.split("\nexamples:")[0] + "\n"
+    patterns = [parse_pattern(re.sub(r"(?m)^within: .*$", f"within: {w}", text).replace(
+        "name: hospital_crossmatch_transfusion", f"name: crossmatch_{w}"), f"<{w}>")
+        for w in ("1d", "3d", "9d")]
+    other = load_pattern(ROOT / "patterns" / "sepsis_high_marker_then_admission.yaml")
+    ts = lake.read_arrow(lake.events("hospital"), columns=["ts"]).column("ts")
+    lo, hi = (parse_ts(x.as_py()) for x in (pc.min(ts), pc.max(ts)))
+    runs = [(patterns[0], None, None), (patterns[1], (lo + hi) // 2, hi),
+            (patterns[2], hi - 30 * 86400 * 10**9, hi), (other, None, None)]
+    small = planning.SmallSources(lake)
+    assert small.events("hospital") is None  # sampled by Spark
+    assert planning.sample_many(spark, lake, small, runs) == 3  # the lone sepsis one: alone
+    assert planning._sample_key(other, None, None) not in small.samples
+    sizes = []
+    for pattern, low, high in runs[:3]:
+        together = small.samples[planning._sample_key(pattern, low, high)]
+        alone = planning._spark_sample(spark, lake, pattern, low, high,
+                                       list(pattern.partition_attributes),
+                                       planning._sample_columns(pattern))
+        order = [("event_id", "ascending")]
+        assert together.sort_by(order).equals(alone.sort_by(order)), pattern.name
+        sizes.append(together.num_rows)
+        assert planning.sample_statistics(spark, lake, pattern, low, high, small) == \
+            planning.sample_statistics(spark, lake, pattern, low, high)
+    assert sizes[0] > 0 and len(set(sizes)) == 3
 
 
 def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
