@@ -10,7 +10,7 @@ runs tables are emptied before each N (every pattern a full recompute); the stat
 are built once, as the ingest would. A first N=1 night warms the JVM and the workers and
 is not reported.
 
-    python bench/many_patterns_10m.py [--n 1,5,20]
+    python bench/many_patterns_10m.py [--n 1,5,20] [--conf KEY=VALUE ...]
 
 Writes bench/out/many_patterns_10m.json; the figures go into docs/benchmarks.md by hand.
 """
@@ -107,11 +107,16 @@ def night(spark, profile, lake: lk.Lake, files: list[Path]) -> dict:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", default="1,5,20", help="numbers of patterns, comma-separated")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="a Spark setting over the local profile's (repeatable)")
+    ap.add_argument("--out", default="many_patterns_10m.json", help="file in bench/out")
     args = ap.parse_args(argv)
     root = OUT / "lake"
     lake = lk.Lake(str(root))
     source, events = SOURCE, ensure_events(lake)
-    profile = replace(load_profile("local"), lake=str(root), site=None)
+    profile = load_profile("local")
+    profile = replace(profile, lake=str(root), site=None, spark_conf={
+        **profile.spark_conf, **dict(kv.split("=", 1) for kv in args.conf)})
     spark = build_session(profile, "ses-bench-many-10m")
     work = OUT / "many_10m"
     ns = [int(x) for x in args.n.split(",")]
@@ -133,7 +138,7 @@ def main(argv=None) -> int:
     one = next((r for r in results if r["n"] == 1), None)
     for r in results:
         r["vs_one"] = round(r["wall"] / one["wall"], 2) if one else None
-    path = OUT / "many_patterns_10m.json"
+    path = OUT / args.out
     path.write_text(json.dumps(results, indent=1))
     print("| N | wall | match | validate | publish | other | matches | passes | vs N=1 |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")

@@ -95,6 +95,7 @@ class Profile:
     max_partition_events: int = 1_000_000
     max_matches_per_window: int = 1_000_000
     memory_budget: int = 2 * 1024**3  # bytes per matcher call (instances, matches, events)
+    parallel_jobs: int = 2  # match jobs of patterns outside a source pass run at once
     earliest: str = "1900-01-01"  # events before this date are quarantined at ingest
     max_future: int = 86400 * 10**9  # ... and events later than now + this (ns)
     lock_dir: str | None = None  # where the lake lock lives for an object-store lake
@@ -197,6 +198,8 @@ def load_profile(name: str | None = None, path: Path | None = None) -> Profile:
         max_matches_per_window=int(match.get("max_matches_per_window", 1_000_000)),
         memory_budget=_setting(path, name, "match.memory_budget", parse_bytes,
                                match.get("memory_budget", "2GB")),
+        parallel_jobs=_setting(path, name, "match.parallel_jobs", _positive,
+                               match.get("parallel_jobs", 2)),
         earliest=_setting(path, name, "ingest.earliest", _date_text,
                           ingest.get("earliest", "1900-01-01")),
         max_future=_setting(path, name, "ingest.max_future", parse_duration,
@@ -225,6 +228,12 @@ def _date_text(value) -> str:
     from datetime import date
 
     return date.fromisoformat(str(value)).isoformat()
+
+
+def _positive(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{value!r} is not a whole number of at least 1")
+    return value
 
 
 def _setting(path, profile: str, key: str, parse, value):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an obj
 # night reads one table for many patterns. Delta data files never change, so the same
 # files are the same rows.
 _FRAMES: OrderedDict = OrderedDict()
+_FRAMES_LOCK = threading.Lock()
 FRAMES_KEPT = 64
 
 
@@ -231,11 +233,13 @@ class Lake:
             schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
             return spark.createDataFrame([], schema)
         key = (id(spark), path, tuple(files))
-        if key in _FRAMES and _FRAMES[key][0] is spark:
-            if all(os.path.exists(f) for f in files):  # a file lost since: BrokenTable below
-                _FRAMES.move_to_end(key)
-                return _FRAMES[key][1]
-            del _FRAMES[key]
+        with _FRAMES_LOCK:  # the night's match jobs may read from several threads
+            hit = _FRAMES.get(key)
+            if hit is not None and hit[0] is spark:
+                if all(os.path.exists(f) for f in files):  # a file lost: BrokenTable below
+                    _FRAMES.move_to_end(key)
+                    return hit[1]
+                del _FRAMES[key]
         try:
             df = spark.read.option("basePath", spark_uri(path)).parquet(
                 *(spark_uri(f) for f in files))
@@ -243,9 +247,10 @@ class Lake:
             self.check_files(path)  # a data file gone: BrokenTable says so in one line
             raise
         if self.local:  # an object store would be asked for every file on each hit
-            _FRAMES[key] = (spark, df)
-            while len(_FRAMES) > FRAMES_KEPT:
-                _FRAMES.popitem(last=False)
+            with _FRAMES_LOCK:
+                _FRAMES[key] = (spark, df)
+                while len(_FRAMES) > FRAMES_KEPT:
+                    _FRAMES.popitem(last=False)
         return df
 
     # -- other files (pyarrow filesystems) -----------------------------------------------

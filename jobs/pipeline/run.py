@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 from pathlib import Path
@@ -556,22 +557,41 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         diagnostics = night_diagnostics(spark, ctxs, planned) if ctxs else None
     except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
         diagnostics = None
-    for ctx in ctxs:
+    def match_one(ctx: RunContext) -> None:
         pattern = ctx.pattern
+        if isinstance(planned[pattern.name], Exception):
+            raise planned[pattern.name]
+        one = planned[pattern.name]
+        echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
+             f"{describe_range(one.rng)}) ...")
+        with progress(f"match {pattern.name}", spark, echo):
+            stats = match_step(spark, ctx, one, force_slices, shared.get(pattern.name),
+                               diagnostics, small)
+        for warning in stats.get("warnings") or []:
+            echo(f"warning: {pattern.name}: {warning}")
+
+    # the patterns outside a source pass each run a Spark job of their own: up to
+    # ``match.parallel_jobs`` of them at once, on threads of this driver (Spark schedules
+    # jobs of several threads side by side), while this thread takes the others in order
+    alone = [ctx for ctx in ctxs if ctx.pattern.name not in shared
+             and not isinstance(planned[ctx.pattern.name], Exception)
+             and not planned[ctx.pattern.name].rng.empty]
+    workers = min(ctxs[0].profile.parallel_jobs, len(alone)) if ctxs else 0
+    with ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="match") as pool:
+        running = {ctx.pattern.name: pool.submit(match_one, ctx)
+                   for ctx in alone} if workers > 1 else {}
         try:
-            if isinstance(planned[pattern.name], Exception):
-                raise planned[pattern.name]
-            one = planned[pattern.name]
-            echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
-                 f"{describe_range(one.rng)}) ...")
-            with progress(f"match {pattern.name}", spark, echo):
-                stats = match_step(spark, ctx, one, force_slices, shared.get(pattern.name),
-                                   diagnostics, small)
-            for warning in stats.get("warnings") or []:
-                echo(f"warning: {pattern.name}: {warning}")
-            matched.append(ctx)
-        except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
-            failed(ctx, exc)
+            for ctx in ctxs:
+                try:
+                    if ctx.pattern.name in running:
+                        running[ctx.pattern.name].result()
+                    else:
+                        match_one(ctx)
+                    matched.append(ctx)
+                except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
+                    failed(ctx, exc)
+        finally:  # a raised error (isolate=False) does not wait for jobs not started
+            pool.shutdown(wait=True, cancel_futures=True)
     if matched:
         with progress(f"validate {len(matched)} pattern(s)", spark, echo):
             verdicts = validate_steps(spark, matched)

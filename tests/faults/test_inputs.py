@@ -269,3 +269,18 @@ def test_catalog_lists_yml_like_the_dag(tmp_path):
 
 if __name__ == "__main__":  # pragma: no cover
     pytest.main([__file__])
+
+
+def test_a_bad_parallel_jobs_setting_is_named(tmp_path):
+    from jobs.config import ConfigError, load_profile
+
+    conf = tmp_path / "pipeline.yaml"
+    for value, ok in (("4", 4), ("0", None), ("two", None), ("true", None)):
+        conf.write_text(f"profiles:\n  t:\n    landing: l\n    lake: k\n"
+                        f"    match: {{parallel_jobs: {value}}}\n")
+        if ok:
+            assert load_profile("t", conf).parallel_jobs == ok
+        else:
+            with pytest.raises(ConfigError, match=r"profile 't': match.parallel_jobs: .* is "
+                                                  r"not a whole number of at least 1"):
+                load_profile("t", conf)
