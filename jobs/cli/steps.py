@@ -81,7 +81,7 @@ def cmd_match_job(args, ctx) -> int:
 @user_errors
 @pattern_step
 def cmd_run_pattern(args, ctx) -> int:
-    """Match, validate and publish one pattern in one Spark application (the DAG's task)."""
+    """Match, validate and publish one pattern in one Spark application."""
     ctx = replace(ctx, logical_date=ctx.logical_date or date.today().isoformat())
     row = run_pattern(build_session(ctx.profile), ctx, args.slices)
     print(summary(ctx.profile, [row], ctx.run_id, None))
@@ -170,8 +170,8 @@ def cmd_publish(args, ctx) -> int:
 def register(r: Registry, main) -> None:
     """``main`` runs one step's argv: ``serve`` hands it to the session server."""
     for name, help_text, func in (
-            ("run-pattern", "match, validate and publish one pattern in one Spark application "
-                            "(the nightly DAG's task per pattern)", cmd_run_pattern),
+            ("run-pattern", "match, validate and publish one pattern in one Spark application",
+             cmd_run_pattern),
             ("match-job", "one pattern on Spark into staging (phases 1 and 2)", cmd_match_job)):
         j = r.add("steps", name, help_text, func)
         j.add_argument("pattern")

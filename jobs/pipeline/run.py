@@ -499,7 +499,7 @@ def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
 
 
 def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print) -> RunRecord:
-    """Match, validate and publish one pattern in one go (the DAG's task per pattern);
+    """Match, validate and publish one pattern in one go (``run-pattern``, ``pr-check``);
     raises when it fails."""
     row = run_patterns(spark, [ctx], {}, force_slices, echo, isolate=False)[0]
     return row
@@ -557,6 +557,7 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         diagnostics = night_diagnostics(spark, ctxs, planned) if ctxs else None
     except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
         diagnostics = None
+
     def match_one(ctx: RunContext) -> None:
         pattern = ctx.pattern
         if isinstance(planned[pattern.name], Exception):
