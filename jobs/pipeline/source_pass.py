@@ -10,9 +10,16 @@ exactly the rows its own match job would give it, so its matches and counters ar
 same. The output is written once, partitioned by pattern, and each pattern's files are
 moved to its own staging folder, where validate and publish find them as before.
 
-Which patterns share a pass (``shareable``): sequence patterns with partition attributes,
-no contiguity (its positions are numbered per pattern before any filter) and no negated
-variable outside X; window patterns, slices and the rest keep their own match job. A
+Which patterns share a pass (``shareable``): sequence patterns with partition attributes
+and no negated variable outside X, without contiguity or with partition contiguity
+(``numbered``); window patterns, slices and the rest keep their own match job. A pattern's
+own job numbers the positions of partition contiguity within X over its read range,
+before any filter; a pass of such patterns numbers them once over the union of their
+ranges. Within a partition, a pattern's range is an interval of that order, so its
+numbers are its own job's plus a constant, and the matcher only compares positions with
+each other (consecutive or not): the same matches. Patterns with and without numbering
+are in separate passes, so that a pass without contiguity still filters before its
+shuffle. A
 pass whose partitions exceed ``max_partition_events`` (they would be sliced) is not
 run: its patterns run alone (``NotShared``).
 """
@@ -29,6 +36,7 @@ from jobs.lake import store as lk
 from jobs.pipeline.phase1 import (
     MatchJobResult,
     leading_negation,
+    positions_column,
     staged_counters,
     unlinked_negation,
 )
@@ -36,6 +44,7 @@ from jobs.pipeline.phase2 import (
     MAX_SHARED,
     PATTERN,
     PATTERNS_COLUMN,
+    POSITION,
     Phase2Spec,
     SharedSpec,
     output_columns,
@@ -72,10 +81,17 @@ class PassItem:
         return self.high + self.pattern.tau
 
 
+def numbered(pattern: Pattern | Disjunction) -> bool:
+    """A sequence pattern (one alternative) with partition contiguity: its positions are
+    numbered within X (``phase1.positions_column``)."""
+    return not isinstance(pattern, Disjunction) and pattern.contiguity == "partition"
+
+
 def shareable(pattern: Pattern | Disjunction) -> bool:
-    return (pattern.kind != "window" and bool(pattern.partition_attributes)
-            and not unlinked_negation(pattern)
-            and all(alt.contiguity == "none" for alt in pattern.alternatives))
+    if pattern.kind == "window" or not pattern.partition_attributes \
+            or unlinked_negation(pattern):
+        return False
+    return numbered(pattern) or all(alt.contiguity == "none" for alt in pattern.alternatives)
 
 
 def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
@@ -88,7 +104,7 @@ def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
         p = item.pattern
         if shareable(p):
             key = (p.source, tuple(p.partition_attributes), isinstance(p, Disjunction),
-                   bool(p.measure_names))
+                   bool(p.measure_names), numbered(p))
             groups.setdefault(key, []).append(item)
     out = []
     for group in groups.values():
@@ -118,6 +134,9 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     read_low = None if any(v is None for v in lows) else min(lows)
     read_high = max(i.read_high for i in items)
     df = read_range(spark, lake, path, read_low, read_high, 0)
+    numbering = numbered(first)
+    if numbering:  # before any filter, over the union of the ranges (see the module doc)
+        df = df.withColumn(POSITION, positions_column(first))
     scanned = {i.pattern.name: lake.count_rows(path, event_date_filters(i.read_low, i.high,
                                                                          i.pattern.tau))
                for i in items}
@@ -131,7 +150,8 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     for k in keys:
         df = df.where(col(k).isNotNull())
     attributes = set().union(*(i.pattern.attributes for i in items))
-    needed = ["event_id", "ts", *sorted(attributes | set(keys)), PATTERNS_COLUMN]
+    needed = ["event_id", "ts", *sorted(attributes | set(keys)),
+              *([POSITION] if numbering else []), PATTERNS_COLUMN]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
     if max_partition_events and max(scanned.values()) > max_partition_events:
         big = (df.groupBy(*[col(k) for k in keys]).count()

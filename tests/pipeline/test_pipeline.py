@@ -121,8 +121,20 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
             horizon(middle, 0, 0) + k * 86400 * 10**9
         items.append(PassItem(pattern, Path(path).read_text(), low,
                               horizon(LOGICAL_DATE, pattern.tau, 0)))
+    # partition contiguity: a variant of the committed pattern, with its own range, shares
+    # a pass with it (positions numbered once over the union of their ranges)
+    from jobs.core.patternfile import parse_pattern
+
+    text = (ROOT / "patterns" / "sepsis_triage_next_is_treatment.yaml").read_text()
+    text = text.replace("name: sepsis_triage_next_is_treatment", "name: triage_next_3h")
+    text = text.replace("within: 2h", "within: 3h")
+    variant = parse_pattern(text, "<variant>")
+    assert variant.contiguity == "partition"
+    items.insert(0, PassItem(variant, text, horizon("2014-09-01", 0, 0),
+                             horizon(LOGICAL_DATE, variant.tau, 0)))
     groups = pass_groups(items)
     assert {g[0].pattern.source for g in groups} >= {"sepsis", "hospital"}
+    assert any(i.pattern.name == "triage_next_3h" for g in groups for i in g)
     # the last pattern of each pass reads a range without events (a quiet night): no rows
     future = horizon("2030-01-01", 0, 0)
     groups = [g[:-1] + [replace(g[-1], low=future, high=future + 86400 * 10**9)]
