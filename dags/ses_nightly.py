@@ -78,11 +78,13 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
     from airflow.sdk.exceptions import AirflowFailException
 
     from jobs.ops.session import ask, socket_path
+    from jobs.spark.session import WORKER_BANNERS
 
+    banners = tuple(b.decode() for b in WORKER_BANNERS)
     lines = []
 
     def echo(line: str) -> None:
-        if line.strip() and not line.startswith(("Current mem limits", "Setting mem limits")):
+        if line.strip() and not line.startswith(banners):
             print(line, flush=True)
             lines.append(line)
 

@@ -39,7 +39,7 @@ from jobs.core.planners import DEFAULT, PLANNERS, plan_cost, planner
 from jobs.core.plans import PlanStatistics, TreePlan
 from jobs.lake import store as lk
 from jobs.lake.stats import distinct_estimate
-from jobs.spark.predicates import col, filter_column, read_range
+from jobs.spark.predicates import col, filter_column, has_tag, read_range, tag_column
 from jobs.status import SUCCESS
 
 SAMPLE_EVENTS = 50_000
@@ -347,31 +347,20 @@ def sample_many(spark, lake: lk.Lake, small: SmallSources,
             df = read_range(spark, lake, lake.events(source),
                             None if None in lows else min(lows),
                             None if None in highs else max(highs), 0)
-            ts = F.col("ts")
-            tags = []
-            for b, ((pattern, _, _), lo, hi) in enumerate(zip(items, lows, highs)):
-                cond = [c for c in (filter_column(pattern),
-                                    None if lo is None else ts >= F.lit(to_datetime(lo)),
-                                    None if hi is None else ts <= F.lit(to_datetime(hi)))
-                        if c is not None]
-                keep = functools.reduce(lambda a, c: a & c, cond) if cond else F.lit(True)
-                tags.append(F.when(keep, F.lit(1 << b).cast("long")).otherwise(F.lit(0).cast("long")))
-            df = df.withColumn("_serves", functools.reduce(lambda a, c: a + c, tags))
+            df = df.withColumn("_serves", tag_column([
+                _in_range(filter_column(p), lo, hi) for (p, _, _), lo, hi in zip(items, lows, highs)]))
             df = df.where(F.col("_serves") != 0)
-            counts = df.agg(*[F.sum(F.when((F.col("_serves").bitwiseAND(1 << b)) != 0, 1)
-                                    .otherwise(0)).alias(f"n{b}")
+            counts = df.agg(*[F.sum(has_tag("_serves", b).cast("long")).alias(f"n{b}")
                               for b in range(len(items))]).collect()[0]
             hashed = F.hash(*[col(k) for k in keys])
             sampled = []
             for b in range(len(items)):
+                mine = has_tag("_serves", b)
                 total = counts[f"n{b}"] or 0
-                mine = (F.col("_serves").bitwiseAND(1 << b)) != 0
-                if total > SAMPLE_EVENTS:
-                    buckets = max(2, math.ceil(total / SAMPLE_EVENTS))
-                    mine = mine & (F.pmod(hashed, F.lit(buckets)) == 0)
-                sampled.append(F.when(mine, F.lit(1 << b).cast("long"))
-                               .otherwise(F.lit(0).cast("long")))
-            df = df.withColumn("_sampled", functools.reduce(lambda a, c: a + c, sampled))
+                if total > SAMPLE_EVENTS:  # as _spark_sample: a hash of X, to about that many
+                    mine &= F.pmod(hashed, F.lit(max(2, math.ceil(total / SAMPLE_EVENTS)))) == 0
+                sampled.append(mine)
+            df = df.withColumn("_sampled", tag_column(sampled))
             needed = {b: _sample_columns(p) for b, (p, _, _) in enumerate(items)}
             columns = list(dict.fromkeys(c for cs in needed.values() for c in cs))
             table = df.where(F.col("_sampled") != 0).select(
@@ -382,6 +371,17 @@ def sample_many(spark, lake: lk.Lake, small: SmallSources,
                 small.samples[_sample_key(pattern, low, high)] = rows.select(needed[b])
                 done += 1
     return done
+
+
+def _in_range(keep, low: int | None, high: int | None):
+    """``keep`` (None: every event) and ts in [low, high] (None: open)."""
+    from pyspark.sql import functions as F
+
+    ts = F.col("ts")
+    conditions = [c for c in (keep, None if low is None else ts >= F.lit(to_datetime(low)),
+                              None if high is None else ts <= F.lit(to_datetime(high)))
+                  if c is not None]
+    return functools.reduce(lambda a, c: a & c, conditions) if conditions else None
 
 
 def choose_plan(spark, lake: lk.Lake, pattern: Pattern | Disjunction, low: int | None,

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from functools import reduce
 
 from jobs.core.engine import MATCHER_CLASSES
 from jobs.core.pattern import Disjunction, Pattern
@@ -50,7 +49,13 @@ from jobs.pipeline.phase2 import (
     output_columns,
     run_shared_partition,
 )
-from jobs.spark.predicates import col, event_date_filters, filter_column, read_range
+from jobs.spark.predicates import (
+    col,
+    event_date_filters,
+    filter_column,
+    read_range,
+    tag_column,
+)
 
 PASS_FOLDER = "_pass"  # staging/_pass/<run_id>/<source>_<n>: a pass's output, then moved
 
@@ -140,12 +145,7 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     scanned = {i.pattern.name: lake.count_rows(path, event_date_filters(i.read_low, i.high,
                                                                          i.pattern.tau))
                for i in items}
-    bits = []
-    for b, item in enumerate(items):
-        keep = filter_column(item.pattern)
-        bit = F.lit(1 << b).cast("long")
-        bits.append(bit if keep is None else F.when(keep, bit).otherwise(F.lit(0).cast("long")))
-    df = df.withColumn(PATTERNS_COLUMN, reduce(lambda a, b: a + b, bits))
+    df = df.withColumn(PATTERNS_COLUMN, tag_column([filter_column(i.pattern) for i in items]))
     df = df.where(F.col(PATTERNS_COLUMN) != 0)
     for k in keys:
         df = df.where(col(k).isNotNull())

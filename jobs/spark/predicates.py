@@ -104,6 +104,25 @@ def filter_column(pattern: Pattern | Disjunction):
     return F.coalesce(reduce(lambda a, b: a | b, terms), F.lit(False))
 
 
+def tag_column(conditions: list):
+    """One bit per condition, summed into a long: bit i is set where condition i holds
+    (None: everywhere; a null condition does not hold). What a source pass tags each
+    event with (the patterns it serves), at most 63 conditions."""
+    from pyspark.sql import functions as F
+
+    zero = F.lit(0).cast("long")
+    bits = [F.lit(1 << i).cast("long") if c is None else F.when(c, F.lit(1 << i).cast("long"))
+            .otherwise(zero) for i, c in enumerate(conditions)]
+    return reduce(lambda a, b: a + b, bits)
+
+
+def has_tag(column: str, i: int):
+    """Whether bit ``i`` of a ``tag_column`` is set."""
+    from pyspark.sql import functions as F
+
+    return F.col(column).bitwiseAND(1 << i) != 0
+
+
 def event_date_filters(low: int | None, high: int | None, tau: int) -> list | None:
     """The ``event_date`` partitions that hold events with ts in [low, high + τ]."""
     filters = []
