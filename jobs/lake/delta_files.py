@@ -153,16 +153,20 @@ def remove_actions(files: list[dict]):
 
 
 def commit(lake: Lake, path: str, schema: pa.Schema, added: list[dict], removed: list[dict],
-           metadata: dict[str, str], replace_all: bool = False) -> None:
+           metadata: dict[str, str], replace_all: bool = False,
+           create: tuple[str, str, pa.Schema] | None = None) -> None:
     """One commit: ``added`` files in, ``removed`` files out (``replace_all``: every file
-    out and ``schema`` the table's new schema); creates the table when there is none."""
+    out and ``schema`` the table's new schema); creates the table when there is none,
+    with ``create`` (name, description, schema with the columns' comments) when given."""
     from deltalake import CommitProperties, Schema
     from deltalake.transaction import create_table_with_add_actions
 
     props = CommitProperties(custom_metadata=metadata)
     if not lake.exists(path):
-        create_table_with_add_actions(path, Schema.from_arrow(schema), add_actions(added),
-                                      mode="error", commit_properties=props,
+        name, description, documented = create or (None, None, schema)
+        create_table_with_add_actions(path, Schema.from_arrow(documented), add_actions(added),
+                                      mode="error", name=name, description=description,
+                                      commit_properties=props,
                                       storage_options=lake.storage_options)
         return
     dt = lake.table(path)

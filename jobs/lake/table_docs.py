@@ -55,13 +55,26 @@ def table_properties(pattern) -> dict[str, str]:
             SOURCE_KEY: pattern.source or ""}
 
 
+def description_of(pattern) -> str:
+    return (pattern.description or f"matches of pattern {pattern.name}").strip()
+
+
+def documented_schema(pattern, schema: pa.Schema) -> pa.Schema:
+    """``schema`` with each column's meaning as its ``comment``: what a new match table
+    is created with, so that its first commit documents it (``document_match_table``
+    then only adds the properties, which Delta accepts only on an existing table)."""
+    meanings = column_meanings(pattern, schema.names)
+    return pa.schema([f.with_metadata({**(f.metadata or {}), b"comment": meanings[f.name]})
+                      if f.name in meanings else f for f in schema], metadata=schema.metadata)
+
+
 def document_match_table(lake: Lake, pattern) -> bool:
     """Write the pattern's description, file, version and the columns' meanings into the
     table's metadata where they differ (no commit when nothing changed); True if written."""
     dt = lake.table(lake.matches(pattern.name))
     meta = dt.metadata()
     changed = False
-    description = (pattern.description or f"matches of pattern {pattern.name}").strip()
+    description = description_of(pattern)
     if meta.name != pattern.name:
         dt.alter.set_table_name(pattern.name)
         changed = True

@@ -346,11 +346,31 @@ _NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 class SharedSpec:
     """One pattern of a source pass (``jobs.pipeline.source_pass``): its phase-2 spec and
     the events it reads alone, ts in [read_low, read_high] (None: open), so that its
-    matcher sees exactly the events of its own match job."""
+    matcher sees exactly the events of its own match job; in a pass by time slices (its
+    spec has a ``slice_length``), the reach of its events into earlier slices (τ) and
+    later ones (τ after a leading negated set), as its own job explodes them."""
     name: str
     spec: Phase2Spec
     read_low: int | None
     read_high: int | None
+    reach_back: int = 0
+    reach_ahead: int = 0
+
+    def in_slice(self, ts: np.ndarray, slices: np.ndarray) -> np.ndarray:
+        """Whether each event (ns) belongs to the slice of its row in this pattern's own
+        job: the slices from ⌊(ts − τ − origin) / L⌋ to ⌊(ts + ahead − origin) / L⌋, in
+        the floating-point division phase 1 computes them with."""
+        spec = self.spec
+        first = np.floor((ts - self.reach_back - spec.slice_origin) / spec.slice_length)
+        last = np.floor((ts + self.reach_ahead - spec.slice_origin) / spec.slice_length)
+        return (first <= slices) & (slices <= last)
+
+
+def _group_starts(pdf: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """The first row of each run of equal values of ``columns`` (rows sorted by them)."""
+    key = pdf[columns[0]].astype(str).to_numpy() if len(columns) == 1 else \
+        pdf[columns].astype(str).agg("\x1f".join, axis=1).to_numpy()
+    return np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
 
 
 def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.DataFrame]
@@ -358,35 +378,41 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
     """mapInPandas body of a source pass: rows sorted by (X, ts, event_id), each tagged
     with the patterns it serves; the complete partitions of each batch are matched once
     per pattern, on the rows of its tag and its own read range (as ``run_partition``
-    does for one pattern, whose partitions are never sliced here)."""
+    does for one pattern, whose partitions are never sliced here). A pass of patterns
+    without X has rows sorted by (time slice, ts, event_id): each slice is matched once
+    per pattern, on the rows its own job puts in that slice."""
     import pandas as pd
 
-    keys = list(specs[0].spec.keys)
+    sliced = specs[0].spec.slice_length is not None
+    group = [SLICE] if sliced else list(specs[0].spec.keys)
     carry: pd.DataFrame | None = None
 
     def complete(pdf: pd.DataFrame) -> int:
-        """Rows of the batch up to its last (possibly incomplete) partition."""
-        key = pdf[keys[0]].astype(str).to_numpy() if len(keys) == 1 else \
-            pdf[keys].astype(str).agg("\x1f".join, axis=1).to_numpy()
-        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-        return int(starts[-1])
+        """Rows of the batch up to its last (possibly incomplete) group."""
+        return int(_group_starts(pdf, group)[-1])
 
     def process(pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
         tags = pdf[PATTERNS_COLUMN].to_numpy().astype(np.int64)
         table = pa.Table.from_pandas(pdf.drop(columns=[PATTERNS_COLUMN]), preserve_index=False)
         column = table.column("ts")
         ts = column.cast(pa.int64()).to_numpy() * _NS[column.type.unit]
+        slices = pdf[SLICE].to_numpy().astype(np.int64) if sliced else None
+        bounds = (_group_starts(pdf, group).tolist() if sliced else [0]) + [len(pdf)]
         for i, s in enumerate(specs):
             mask = ((tags >> i) & 1).astype(np.bool_)
             if s.read_low is not None:
                 mask &= ts >= s.read_low
             if s.read_high is not None:
                 mask &= ts <= s.read_high
-            rows = np.flatnonzero(mask)
-            if not len(rows):
-                continue
-            for out in _joined(s.spec, match_rows(s.spec, table.take(pa.array(rows)))):
-                yield out.assign(**{PATTERN: s.name})
+            if sliced:
+                mask &= s.in_slice(ts, slices)
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                rows = np.flatnonzero(mask[a:b]) + a
+                if not len(rows):
+                    continue
+                one = None if slices is None else slices[a]
+                for out in _joined(s.spec, match_rows(s.spec, table.take(pa.array(rows)), one)):
+                    yield out.assign(**{PATTERN: s.name})
 
     for pdf in batches:
         if carry is not None and len(carry):

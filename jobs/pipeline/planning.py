@@ -90,11 +90,12 @@ def _stats_of_dates(lake: lk.Lake, source: str, low: int | None, high: int | Non
     read from the lake."""
     import pyarrow.compute as pc
 
+    first, last = _date_bounds(low, high, tau)
     dates = pc.scalar(True)
-    if low is not None:
-        dates &= pc.field("event_date") >= format_ts(low - tau)[:10]
-    if high is not None:
-        dates &= pc.field("event_date") <= format_ts(high + tau)[:10]
+    if first is not None:
+        dates &= pc.field("event_date") >= first
+    if last is not None:
+        dates &= pc.field("event_date") <= last
     if only is not None:
         dates &= only
     if small is not None:
@@ -106,8 +107,31 @@ def _stats_of_dates(lake: lk.Lake, source: str, low: int | None, high: int | Non
     return lake.read_arrow(path, columns=columns, filter=dates)
 
 
+def _date_bounds(low: int | None, high: int | None, tau: int) -> tuple[str | None, str | None]:
+    """The first and last ``event_date`` of a run's events (ts in [low - τ, high + τ])."""
+    return (None if low is None else format_ts(low - tau)[:10],
+            None if high is None else format_ts(high + tau)[:10])
+
+
+def _per_dates(small: SmallSources | None, key: tuple, low, high, tau, compute):
+    """``compute()``, once per night (``small``) for the same source and dates: the
+    variations of a pattern over one source read the same stats rows."""
+    if small is None:
+        return compute()
+    key = (*key, _date_bounds(low, high, tau))
+    if key not in small.per_dates:
+        small.per_dates[key] = compute()
+    return small.per_dates[key]
+
+
 def read_date_stats(lake: lk.Lake, source: str, low: int | None, high: int | None,
                     tau: int, small: SmallSources | None = None) -> DateStats | None:
+    return _per_dates(small, ("stats", source), low, high, tau,
+                      lambda: _read_date_stats(lake, source, low, high, tau, small))
+
+
+def _read_date_stats(lake: lk.Lake, source: str, low: int | None, high: int | None,
+                     tau: int, small: SmallSources | None) -> DateStats | None:
     table = _stats_of_dates(lake, source, low, high, tau,
                             ["event_date", "attribute", "value", "events", "quantiles",
                              "first_ts", "last_ts"], small=small)
@@ -184,10 +208,17 @@ def partition_shape(lake: lk.Lake, source: str, keys: tuple[str, ...],
     """(P, D): distinct partitions over the run's dates (the HLL sketches of the dates
     merged on the driver: the stats table has a few rows per date) and their mean active
     days."""
-    import pyarrow.compute as pc
-
     if not keys:
         return None
+    return _per_dates(small, ("shape", source, keys[0]), low, high, tau,
+                      lambda: _partition_shape(lake, source, keys, low, high, tau, small))
+
+
+def _partition_shape(lake: lk.Lake, source: str, keys: tuple[str, ...], low: int | None,
+                     high: int | None, tau: int, small: SmallSources | None
+                     ) -> tuple[float, float] | None:
+    import pyarrow.compute as pc
+
     rows = _stats_of_dates(lake, source, low, high, tau, ["sketch", "distinct"],
                            pc.field("attribute") == "@" + keys[0], small)
     p = distinct_estimate(rows.column("sketch").to_pylist()) if rows is not None else None
@@ -225,6 +256,7 @@ class SmallSources:
     def __init__(self, lake: lk.Lake):
         self.lake, self.tables, self.stats_tables = lake, {}, {}
         self.samples: dict[tuple, pa.Table] = {}  # Spark samples taken together (sample_many)
+        self.per_dates: dict[tuple, object] = {}  # stats read for a source's dates
 
     def stats(self, source: str) -> pa.Table | None:
         """``stats/<source>`` whole, read once per night (a few rows per date and

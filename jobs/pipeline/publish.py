@@ -30,6 +30,7 @@ from jobs.core.pattern import Disjunction, Pattern
 from jobs.lake import delta_files
 from jobs.lake import store as lk
 from jobs.lake.match_rows import MatchRows
+from jobs.lake.table_docs import description_of, documented_schema
 from jobs.pipeline.horizons import RunRange
 from jobs.runrecord import RunRecord
 
@@ -42,7 +43,8 @@ DRIVER_ROWS = 1_000_000
 
 def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, staging: str,
             rng: RunRange, run_row: dict | None = None, engine: str = "auto") -> dict:
-    """Publish a run's staged matches; returns {'inserted', 'deleted', 'published'}.
+    """Publish a run's staged matches; returns {'inserted', 'deleted', 'published',
+    'committed'} (whether a commit was made: a rerun that changes nothing makes none).
 
     The table's files that can hold rows of the run's scope (or rows with a staged
     ``match_id``) are *touched*: they are replaced by files holding their rows minus the
@@ -81,8 +83,10 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
             before = table.count() if table is not None else 0
             written = rows_of.write(rows_of.staged, path, prefix, schema, n, rows.convert)
             delta_files.commit(lake, path, schema, written, [], _counts(meta, n, before),
-                               replace_all=table is not None)
-            return {"inserted": n, "deleted": before, "published": n}
+                               replace_all=table is not None, create=(
+                                   pattern.name, description_of(pattern),
+                                   documented_schema(pattern, schema)))
+            return {"inserted": n, "deleted": before, "published": n, "committed": True}
         touched = [f for f in pa.table(table.get_add_actions(flatten=True)).to_pylist()
                    if _may_hold(f, pattern.version, rng, staged_span)]
         inserted_rows, deleted, kept_rows, kept = rows_of.staged, 0, 0, None
@@ -94,14 +98,16 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
         written = rows_of.write(inserted_rows, path, prefix, schema, n, rows.convert)
         n = sum(int(f["rows"]) for f in written)
         if n == 0 and deleted == 0:  # a rerun: nothing to change, no commit
-            return {"inserted": 0, "deleted": 0, "published": table.count()}
+            return {"inserted": 0, "deleted": 0, "published": table.count(),
+                    "committed": False}
         if kept is not None:
             written += rows_of.write(kept, path, prefix, schema, kept_rows)
         delta_files.commit(lake, path, schema, written, touched, _counts(meta, n, deleted))
     except BaseException:
         delta_files.discard(lake, path, written)
         raise
-    return {"inserted": n, "deleted": deleted, "published": lake.table(path).count()}
+    return {"inserted": n, "deleted": deleted, "published": lake.table(path).count(),
+            "committed": True}
 
 
 class _SparkRows:
@@ -229,6 +235,41 @@ def log_run(lake: lk.Lake, record: RunRecord | Mapping) -> None:
     if not isinstance(record, RunRecord):
         record = RunRecord.from_row(record)
     lake.append(lake.runs(), runrecord.to_arrow([record]))
+
+
+class RunsLog:
+    """The runs table of one batch of runs (``run_patterns``): kept open between appends
+    (opening it re-reads its log, which costs as much as the append), and with the rows
+    of runs that committed nothing held back until ``flush`` (one append for all of
+    them). Losing held rows in a crash loses no work: their runs changed nothing, so the
+    next run plans the same range again (and ``reconcile`` logs them as aborted). A run
+    that committed is logged at once: its row is what a retry checks first."""
+
+    def __init__(self, lake: lk.Lake):
+        self.lake, self.table, self.held = lake, None, []
+
+    def append(self, record: RunRecord, hold: bool = False) -> None:
+        if hold:
+            self.held.append(record)
+        else:
+            self._write([record])
+
+    def flush(self) -> None:
+        rows, self.held = self.held, []
+        if rows:
+            self._write(rows)
+
+    def _write(self, records: list[RunRecord]) -> None:
+        from deltalake import write_deltalake
+
+        data = runrecord.to_arrow(records)
+        if self.table is None:
+            self.table = self.lake.read_table(self.lake.runs())
+        if self.table is None:  # the first row of the lake: the table is created
+            self.lake.append(self.lake.runs(), data)
+            return
+        # a commit after another process's is retried by delta-rs (appends never conflict)
+        write_deltalake(self.table, data, mode="append", schema_mode="merge")
 
 
 def all_runs(lake: lk.Lake) -> list[RunRecord]:

@@ -8,7 +8,9 @@ untidiness; each is repaired from what the lake itself records:
    MERGE's own counts; the row is appended from them.
 2. *planned, not finished*: ``run`` writes ``_runs/<run_id>.json`` (its patterns) when it
    starts and removes it when it ends; a file left behind names a run that died, and each
-   of its patterns without a row gets an ``aborted`` row.
+   of its patterns without a row gets an ``aborted`` row. That includes a pattern whose
+   run had finished without committing anything: its row is held until the end of the
+   batch (``publish.RunsLog``), and its range is planned again.
 3. *staging left behind*: the staging folders of published or aborted runs are removed
    (and the output of source passes, ``staging/_pass``),
    and the ``_temporary`` folders of every run (a killed Spark write).
@@ -96,8 +98,8 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
                 continue
             log_run(lake, dict(p, run_id=plan["run_id"], logical_date=plan["logical_date"],
                                status=ABORTED, started_at=now, finished_at=now,
-                               message="the run stopped before this pattern finished "
-                                       "(killed?); nothing of it was published"))
+                               message="the run stopped before this pattern was logged "
+                                       "(killed?); it published nothing"))
             logged.add((plan["run_id"], p["pattern"]))
             notes.append(f"reconciled: {p['pattern']} of run {plan['run_id']} was "
                          "interrupted; logged as aborted")

@@ -14,6 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
+from functools import partial
 from pathlib import Path
 
 from jobs.config import Profile, load_sources
@@ -32,7 +33,7 @@ from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.models import run_models
 from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan, sample_many
-from jobs.pipeline.publish import all_runs, log_run, previous_runs, publish
+from jobs.pipeline.publish import RunsLog, all_runs, log_run, previous_runs, publish
 from jobs.pipeline.quality import (
     build_docs,
     validate_events,
@@ -372,10 +373,11 @@ def staged_run(ctx: RunContext) -> tuple[dict, dict]:
     return stats, verdict
 
 
-def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
-                 ) -> RunRecord:
+def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None,
+                 log: RunsLog | None = None) -> RunRecord:
     """Publish a staged, validated run (``staged``: its ``staged_run``, when the caller
-    checked it already) and append its record to the runs log."""
+    checked it already) and append its record to the runs log (``log``: the batch's
+    ``RunsLog``, which holds back the row of a run that committed nothing)."""
     pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
     stats, verdict = staged or staged_run(ctx)
     rng = RunRange(stats["low"], stats["high"], stats["full"])
@@ -388,7 +390,7 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
         validate_seconds=verdict.get("seconds"),
         started_at=datetime.fromisoformat(stats["started_at"]))
     if stats.get("matches", 0) == 0 and rng.empty:
-        outcome = {"inserted": 0, "deleted": 0}
+        outcome = {"inserted": 0, "deleted": 0, "committed": False}
     else:
         outcome = publish(spark, lake, pattern, run_id, staging, rng, run_row=row.as_row())
         reached("publish:after-merge")
@@ -396,7 +398,10 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
     row.seconds = float(stats.get("seconds", 0.0)) + time.perf_counter() - t0
     row.publish_seconds = round(time.perf_counter() - t0, 3)
     row.finished_at = datetime.now(timezone.utc)
-    log_run(lake, row)
+    if log is not None:
+        log.append(row, hold=not outcome["committed"])
+    else:
+        log_run(lake, row)
     if lake.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
         document_match_table(lake, pattern)
     lake.remove(staging)
@@ -404,12 +409,12 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
 
 
 def log_failure(ctx: RunContext, message: str, name: str | None = None,
-                logical_date: str | None = None) -> None:
+                logical_date: str | None = None, log: RunsLog | None = None) -> None:
     """A failed row in the run log for the context's pattern (None: a file that did not
     load; ``name`` then names it)."""
     now = datetime.now(timezone.utc)
     pattern = ctx.pattern
-    log_run(ctx.lake, RunRecord(
+    (log.append if log is not None else partial(log_run, ctx.lake))(RunRecord(
         ctx.run_id, run_kind=ctx.run_kind,
         logical_date=(ctx.logical_date if logical_date is None else logical_date) or None,
         pattern=pattern.name if pattern else name,
@@ -513,7 +518,21 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
     then publish each one that passed. A pattern that fails (its file, its source, its
     match, its suite, its publish) fails alone with a row in ``runs`` (and its exception
     in ``errors``, when given); ``isolate=False`` raises its error instead. ``ranges``: a
-    fixed range per pattern (backfill)."""
+    fixed range per pattern (backfill). The rows of runs that committed nothing are
+    appended together at the end (``RunsLog``)."""
+    log = RunsLog(ctxs[0].lake) if ctxs else None
+    try:
+        return _run_patterns(spark, ctxs, bad_sources, force_slices, echo, isolate, ranges,
+                             errors, log)
+    finally:
+        if log is not None:
+            log.flush()
+
+
+def _run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
+                  force_slices: bool, echo, isolate: bool, ranges: dict[str, RunRange] | None,
+                  errors: dict[str, Exception] | None, log: RunsLog | None
+                  ) -> list[RunRecord]:
     rows: dict[str, RunRecord] = {}
     matched = []
     history: dict[str, list[RunRecord]] = {ctx.pattern.name: [] for ctx in ctxs}
@@ -529,7 +548,7 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         if errors is not None:
             errors[ctx.pattern.name] = exc
         if not getattr(exc, "logged", False):
-            log_failure(ctx, message)
+            log_failure(ctx, message, log=log)
         echo(f"FAILED {ctx.pattern.name}: {message}")
         rows[ctx.pattern.name] = RunRecord(ctx.run_id, pattern=ctx.pattern.name,
                                            status=FAILED, message=message)
@@ -601,7 +620,7 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
             if isinstance(verdicts[ctx.pattern.name], Exception):
                 raise verdicts[ctx.pattern.name]
             with progress(f"publish {ctx.pattern.name}", None, echo):
-                rows[ctx.pattern.name] = publish_step(spark, ctx)
+                rows[ctx.pattern.name] = publish_step(spark, ctx, log=log)
         except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
             failed(ctx, exc)
         reached("run:after-pattern")
@@ -640,7 +659,8 @@ def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSour
                     profile.max_partition_events, profile.max_matches_per_window,
                     profile.memory_budget,
                     limits=f"match.max_matches_per_window and match.memory_budget in "
-                           f"conf/pipeline.yaml (profile {profile.name})")
+                           f"conf/pipeline.yaml (profile {profile.name})",
+                    slice_length=profile.slice_length)
         except Exception as exc:  # noqa: BLE001 - retried pattern by pattern
             echo(f"warning: the pass over {source} did not finish ({short_error(exc)}); "
                  "its patterns are matched one by one")

@@ -12,7 +12,13 @@ moved to its own staging folder, where validate and publish find them as before.
 
 Which patterns share a pass (``shareable``): sequence patterns with partition attributes
 and no negated variable outside X, without contiguity or with partition contiguity
-(``numbered``); window patterns, slices and the rest keep their own match job. A pattern's
+(``numbered``); and sequence patterns without partition attributes and without
+contiguity, whose own jobs cut the source into time slices (``match.slice_length``): their
+pass explodes each event into every slice some pattern puts it in, sorts by slice, and
+gives each pattern, slice by slice, the rows its own job puts there (an event belongs
+to the slices from ⌊(ts − τ) / L⌋ to ⌊(ts + τ') / L⌋, τ' = τ after a leading negated
+set, else 0). Window patterns, patterns whose negated variables are not linked to X and
+the rest keep their own match job. A pattern's
 own job numbers the positions of partition contiguity within X over its read range,
 before any filter; a pass of such patterns numbers them once over the union of their
 ranges. Within a partition, a pattern's range is an interval of that order, so its
@@ -29,6 +35,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from jobs.config import Profile
 from jobs.core.engine import MATCHER_CLASSES
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
@@ -44,6 +51,7 @@ from jobs.pipeline.phase2 import (
     PATTERN,
     PATTERNS_COLUMN,
     POSITION,
+    SLICE,
     Phase2Spec,
     SharedSpec,
     output_columns,
@@ -85,6 +93,12 @@ class PassItem:
     def read_high(self) -> int:
         return self.high + self.pattern.tau
 
+    @property
+    def lookahead(self) -> int:
+        """How far an event reaches into a later time slice: a leading negated set's
+        witness looks back τ from the match's first event (``phase1``'s slices)."""
+        return self.pattern.tau if leading_negation(self.pattern) else 0
+
 
 def numbered(pattern: Pattern | Disjunction) -> bool:
     """A sequence pattern (one alternative) with partition contiguity: its positions are
@@ -93,9 +107,10 @@ def numbered(pattern: Pattern | Disjunction) -> bool:
 
 
 def shareable(pattern: Pattern | Disjunction) -> bool:
-    if pattern.kind == "window" or not pattern.partition_attributes \
-            or unlinked_negation(pattern):
+    if pattern.kind == "window" or unlinked_negation(pattern):
         return False
+    if not pattern.partition_attributes:  # a pass by time slices (``sliced``)
+        return all(alt.contiguity == "none" for alt in pattern.alternatives)
     return numbered(pattern) or all(alt.contiguity == "none" for alt in pattern.alternatives)
 
 
@@ -121,11 +136,12 @@ def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
 
 def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n: int,
                     max_partition_events: int, max_matches_per_window: int,
-                    memory_budget: int, limits: str | None = None
-                    ) -> dict[str, MatchJobResult]:
+                    memory_budget: int, limits: str | None = None,
+                    slice_length: int = Profile.slice_length) -> dict[str, MatchJobResult]:
     """Match ``items`` (one group of ``pass_groups``) in one Spark job into each pattern's
     staging folder; per pattern its staging and counters, as ``run_match_job`` returns
-    them. ``n`` numbers the passes of a run."""
+    them. ``n`` numbers the passes of a run; ``slice_length``: the time slices of a pass
+    of patterns without partition attributes (``match.slice_length``)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -153,22 +169,32 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     needed = ["event_id", "ts", *sorted(attributes | set(keys)),
               *([POSITION] if numbering else []), PATTERNS_COLUMN]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
-    if max_partition_events and max(scanned.values()) > max_partition_events:
+    sliced = not keys
+    if sliced:  # every slice any pattern puts the event in (each takes its own in phase 2)
+        ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
+        back = max(i.pattern.tau for i in items)
+        ahead = max(i.lookahead for i in items)
+        df = df.withColumn(SLICE, F.explode(F.sequence(
+            F.floor((ts_ns - F.lit(back)) / F.lit(slice_length)).cast("long"),
+            F.floor((ts_ns + F.lit(ahead)) / F.lit(slice_length)).cast("long"))))
+    elif max_partition_events and max(scanned.values()) > max_partition_events:
         big = (df.groupBy(*[col(k) for k in keys]).count()
                .where(F.col("count") > max_partition_events))
         if big.limit(1).count():
             raise NotShared(f"a partition of {first.source} has more than "
                             f"{max_partition_events} events: sliced, pattern by pattern")
+    group = [SLICE] if sliced else keys
     n_parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    df = df.repartition(n_parts, *[col(k) for k in keys])
-    df = df.sortWithinPartitions(*[col(k) for k in keys], "ts", "event_id")
+    df = df.repartition(n_parts, *[col(k) for k in group])
+    df = df.sortWithinPartitions(*[col(k) for k in group], "ts", "event_id")
     specs = tuple(SharedSpec(
         item.pattern.name,
         Phase2Spec(pattern_text=item.text, keys=tuple(keys), low=item.low, high=item.high,
+                   slice_length=slice_length if sliced else None,
                    max_matches_per_window=max_matches_per_window,
                    memory_budget=memory_budget, plan=item.plan_json,
                    **({"limits": limits} if limits else {})),
-        item.read_low, item.read_high) for item in items)
+        item.read_low, item.read_high, item.pattern.tau, item.lookahead) for item in items)
     key_fields = [df.schema[k] for k in keys]
     schema = T.StructType([
         T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),
@@ -190,7 +216,7 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
         _move(lake, lk.join(shared, f"{PATTERN}={name}"), staging, schema)
         stats = {"events": scanned[name], **staged_counters(lake, staging, keys),
                  "work_item": MATCHER_CLASSES[item.pattern.matcher].work_item,
-                 "sliced": "no", "shared_pass": len(items),
+                 "sliced": "all" if sliced else "no", "shared_pass": len(items),
                  "seconds": round(seconds, 3)}
         results[name] = MatchJobResult(staging, stats)
     lake.remove(shared)

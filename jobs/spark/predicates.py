@@ -35,10 +35,32 @@ def _value_column(e: Expr):
     return {"+": left + right, "-": left - right, "*": left * right}[e.op]
 
 
+def _built_once(key: str, build):
+    """A Spark column built once per Spark context and ``key``: each costs py4j round
+    trips (about 20 ms for a pattern's filter), and a night of many patterns builds the
+    same conditions again and again (its variations of one pattern, the late events, the
+    variable counts, the passes). A column is an immutable expression: reusing it in
+    several frames is safe."""
+    from pyspark import SparkContext
+
+    sc = SparkContext._active_spark_context
+    if sc is None:
+        return build()
+    built = sc.__dict__.setdefault("_ses_columns", {})
+    if key not in built:
+        if len(built) >= 4096:  # a bound for long-lived processes
+            built.clear()
+        built[key] = build()
+    return built[key]
+
+
 def condition_column(e: Expr):
     """A property as a Spark predicate, in SQL's three-valued logic as in the matcher (a
     row is kept when the predicate is true; division by zero is null, not an error)."""
+    return _built_once(f"condition {e!r}", lambda: _condition_column(e))
 
+
+def _condition_column(e: Expr):
     if isinstance(e, Cmp):
         left, right = _value_column(e.left), _value_column(e.right)
         return {"=": left == right, "!=": left != right, "<": left < right,
@@ -65,8 +87,8 @@ def window_filter_column(pattern):
 
     if pattern.uses_iter:
         return None
-
-    return F.coalesce(relevance(pattern, *window_analysis()), F.lit(False))
+    return _built_once(f"window {sorted(pattern.conditions.items())!r}", lambda: F.coalesce(
+        relevance(pattern, *window_analysis()), F.lit(False)))
 
 
 def window_analysis():
@@ -94,14 +116,15 @@ def filter_column(pattern: Pattern | Disjunction):
 
     if pattern.kind == "window":
         return window_filter_column(pattern)
-    terms = []
-    for alt in pattern.alternatives:
-        for v in alt.variables + alt.negated:
-            props = alt.properties[v.name]
-            if not props:
-                return None
-            terms.append(reduce(lambda a, b: a & b, map(property_column, props)))
-    return F.coalesce(reduce(lambda a, b: a | b, terms), F.lit(False))
+    variables = [alt.properties[v.name] for alt in pattern.alternatives
+                 for v in alt.variables + alt.negated]
+    if not all(variables):
+        return None
+
+    def build():
+        terms = [reduce(lambda a, b: a & b, map(property_column, props)) for props in variables]
+        return F.coalesce(reduce(lambda a, b: a | b, terms), F.lit(False))
+    return _built_once(f"filter {[[p.expr for p in props] for props in variables]!r}", build)
 
 
 def tag_column(conditions: list):

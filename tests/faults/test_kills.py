@@ -110,3 +110,30 @@ def test_a_source_task_killed_midway_is_retried_for_the_patterns_it_did_not_publ
         ("second_p1", "success")]
     counts = check(str(lake.root))
     assert counts["matches/first_p1"] == counts["matches/second_p1"] == 3
+
+
+def test_a_kill_loses_only_the_rows_of_runs_that_committed_nothing(lake, spark, tmp_path):
+    """A rerun's rows are held back and appended together at the end (their runs commit
+    nothing): killed before that, the rows are lost but no work is; the next run logs the
+    killed run's patterns as aborted and publishes nothing twice."""
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    text = Path(P1).read_text()
+    (folder / "a.yaml").write_text(text.replace("name: mw_chemo_p1", "name: first_p1"))
+    (folder / "b.yaml").write_text(text.replace("name: mw_chemo_p1", "name: second_p1"))
+    args = ["run", "--logical-date", DATE, "--pattern", folder / "a.yaml",
+            "--pattern", folder / "b.yaml"]
+    assert lake.here(spark, *args).returncode == 0
+    assert len(runs(lake)) == 2
+    killed = lake.jobs(*args, failpoint="run:after-pattern")  # after first_p1's publish
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    assert len(runs(lake)) == 2  # first_p1's row of the rerun was held, not written
+    again = lake.here(spark, *args)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "first_p1 of run" in again.stdout and "logged as aborted" in again.stdout
+    statuses = sorted((r["pattern"], r["status"]) for r in runs(lake))
+    assert statuses == [("first_p1", "aborted"), ("first_p1", "success"),
+                        ("first_p1", "success"), ("second_p1", "aborted"),
+                        ("second_p1", "success"), ("second_p1", "success")]
+    counts = check(str(lake.root))
+    assert counts["matches/first_p1"] == counts["matches/second_p1"] == 3

@@ -167,7 +167,8 @@ def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
     row = {"run_id": "r1", "pattern": PATTERN.name}
     got = publish(spark, s3_lake, PATTERN, "r1", str(staging), rng, run_row=row)
     want = publish(spark, local, PATTERN, "r1", str(staging), rng, run_row=row)
-    assert got == want == {"inserted": 5, "deleted": 0, "published": 5}
+    assert got == want == {"inserted": 5, "deleted": 0, "published": 5,
+                           "committed": True}
     path = s3_lake.matches(PATTERN.name)
     table = s3_lake.table(path)
     assert all(u.startswith("s3://") for u in table.file_uris())

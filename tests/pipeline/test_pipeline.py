@@ -132,18 +132,33 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
     assert variant.contiguity == "partition"
     items.insert(0, PassItem(variant, text, horizon("2014-09-01", 0, 0),
                              horizon(LOGICAL_DATE, variant.tau, 0)))
+    # patterns without partition attributes share a pass by time slices: variants of the
+    # committed one (a leading negated set) with other windows and their own ranges
+    text = (ROOT / "patterns" / "sepsis_antibiotics_without_prior_lactate.yaml").read_text()
+    for k, within in enumerate(("3d", "6h")):
+        body = text.replace("name: sepsis_antibiotics_without_prior_lactate",
+                            f"name: no_lactate_{within}").replace("within: 1d", f"within: {within}")
+        one = parse_pattern(body, "<variant>")
+        assert not one.partition_attributes
+        items.insert(0, PassItem(one, body, None if k else horizon("2014-11-01", 0, 0),
+                                 horizon(LOGICAL_DATE, one.tau, 0)))
     groups = pass_groups(items)
     assert {g[0].pattern.source for g in groups} >= {"sepsis", "hospital"}
     assert any(i.pattern.name == "triage_next_3h" for g in groups for i in g)
+    assert any(i.pattern.name == "no_lactate_3d" for g in groups for i in g)
     # the last pattern of each pass reads a range without events (a quiet night): no rows
     future = horizon("2030-01-01", 0, 0)
     groups = [g[:-1] + [replace(g[-1], low=future, high=future + 86400 * 10**9)]
               for g in groups]
     for n, group in enumerate(groups):
-        shared = run_source_pass(spark, lake, group, "pass", n, 10**6, 10**6, 2 * 1024**3)
+        # short time slices, so that many events are in two of them
+        length = 20 * 86400 * 10**9 if not group[0].pattern.partition_attributes \
+            else 90 * 86400 * 10**9
+        shared = run_source_pass(spark, lake, group, "pass", n, 10**6, 10**6, 2 * 1024**3,
+                                 slice_length=length)
         for item in group:
             alone = run_match_job(spark, item.pattern, item.text, lake, "alone", item.low,
-                                  item.high, 90 * 86400 * 10**9, 10**6, 10**6)
+                                  item.high, length, 10**6, 10**6)
             name = item.pattern.name
             assert _staged(lake, name, "pass") == _staged(lake, name, "alone"), name
             for c in COUNTERS:
@@ -199,12 +214,15 @@ def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
     names = [load_pattern(p).name for p in pattern_paths()]
     before = {n: DeltaTable(lake.matches(n)).version() for n in names}
     events_before = DeltaTable(lake.events("hospital")).version()
+    runs_before = DeltaTable(lake.runs()).version()
     rows = run_all(spark, profile, LOGICAL_DATE, echo=lambda *_: None)
     assert all(r["inserted"] == 0 and r["deleted"] == 0 for r in rows if "pattern" in r)
     assert {n: DeltaTable(lake.matches(n)).version() for n in names} == before
     assert DeltaTable(lake.events("hospital")).version() == events_before
     runs = DeltaTable(lake.runs()).to_pyarrow_table().to_pylist()
     assert len(runs) == 2 * len(names) and {r["status"] for r in runs} == {"success"}
+    # runs that committed nothing are logged together: one append for all their rows
+    assert DeltaTable(lake.runs()).version() == runs_before + 1
 
 
 def test_incremental_nights_late_events_and_backfill(spark, tmp_path):

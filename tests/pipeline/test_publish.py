@@ -173,6 +173,7 @@ def test_a_rerun_commits_nothing_and_keeps_the_first_run_id(spark, lake, tmp_pat
     version = DeltaTable(path).version()
     again = _publish(spark, lake, tmp_path, [1, 2, 3], "r2", RunRange(None, full.high, False))
     assert (again["inserted"], again["deleted"], again["published"]) == (0, 0, 3)
+    assert again["committed"] is False
     assert DeltaTable(path).version() == version
     assert {r["run_id"] for r in DeltaTable(path).to_pyarrow_table().to_pylist()} == {"r1"}
 
