@@ -88,6 +88,8 @@ def night(n: int, day: str, files: list[Path], env: dict) -> dict:
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    log = OUT / f"n{n}" / f"night-{day}.log"  # the run's own lines (step times)
+    log.write_text(proc.stdout + proc.stderr, encoding="utf-8")
     if proc.returncode != 0:
         raise SystemExit(f"N={n} {day}: exit {proc.returncode}\n{proc.stderr[-3000:]}")
     rss = re.findall(r"^driver_max_rss_kb=(\d+)$", proc.stderr, re.M)

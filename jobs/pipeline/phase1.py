@@ -40,6 +40,7 @@ from jobs.spark.predicates import (
     read_range,
     window_analysis,
 )
+from jobs.spark.session import match_tasks
 
 
 def leading_negation(pattern: Pattern | Disjunction) -> bool:
@@ -142,7 +143,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
                 F.array(F.lit(NOT_SLICED).cast("long")))
         df = df.withColumn(SLICE, F.explode(slices)).drop("__big")
     group = ([] if unlinked else keys) + ([SLICE] if slicing else [])
-    n_parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    n_parts = match_tasks(spark, scanned)
     if group:
         df = df.repartition(n_parts, *[col(c) for c in group])
     else:  # pragma: no cover - without X every event is sliced

@@ -64,6 +64,7 @@ from jobs.spark.predicates import (
     read_range,
     tag_column,
 )
+from jobs.spark.session import match_tasks
 
 PASS_FOLDER = "_pass"  # staging/_pass/<run_id>/<source>_<n>: a pass's output, then moved
 
@@ -158,9 +159,14 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     numbering = numbered(first)
     if numbering:  # before any filter, over the union of the ranges (see the module doc)
         df = df.withColumn(POSITION, positions_column(first))
-    scanned = {i.pattern.name: lake.count_rows(path, event_date_filters(i.read_low, i.high,
-                                                                         i.pattern.tau))
-               for i in items}
+    counts: dict[tuple, int] = {}  # by date partitions: variations share them
+    scanned = {}
+    for i in items:
+        dates = event_date_filters(i.read_low, i.high, i.pattern.tau)
+        key = tuple(dates or ())
+        if key not in counts:
+            counts[key] = lake.count_rows(path, dates)
+        scanned[i.pattern.name] = counts[key]
     df = df.withColumn(PATTERNS_COLUMN, tag_column([filter_column(i.pattern) for i in items]))
     df = df.where(F.col(PATTERNS_COLUMN) != 0)
     for k in keys:
@@ -184,8 +190,7 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
             raise NotShared(f"a partition of {first.source} has more than "
                             f"{max_partition_events} events: sliced, pattern by pattern")
     group = [SLICE] if sliced else keys
-    n_parts = int(spark.conf.get("spark.sql.shuffle.partitions"))
-    df = df.repartition(n_parts, *[col(k) for k in group])
+    df = df.repartition(match_tasks(spark, max(scanned.values())), *[col(k) for k in group])
     df = df.sortWithinPartitions(*[col(k) for k in group], "ts", "event_id")
     specs = tuple(SharedSpec(
         item.pattern.name,

@@ -199,3 +199,28 @@ def project_zip() -> str:
             if p.is_file() and "__pycache__" not in p.parts:
                 z.write(p, p.relative_to(ROOT))
     return str(out)
+
+
+EVENTS_PER_TASK = 250_000  # events per phase-2 task, at least
+
+
+def match_tasks(spark, events: int) -> int:
+    """The phase-2 tasks of a match job or source pass over ``events``: one per core at
+    least, one per ``EVENTS_PER_TASK`` events, at most
+    ``spark.sql.shuffle.partitions``. Each task costs each pattern a matcher call per
+    batch and an output file, so a small source gets as many tasks as cores, not the
+    shuffle's default."""
+    most = int(spark.conf.get("spark.sql.shuffle.partitions"))
+    return max(1, min(most, max(cores(spark), -(-events // EVENTS_PER_TASK))))
+
+
+def cores(spark) -> int:
+    """The task slots of the session: local[N] (``*``: this machine's cores), else the
+    cluster's default parallelism."""
+    sc = spark.sparkContext
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", sc.master)
+    if m is None:
+        return sc.defaultParallelism
+    if m.group(1) == "*":
+        return os.cpu_count() or 1
+    return int(m.group(1) or 1)
