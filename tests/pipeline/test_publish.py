@@ -9,6 +9,7 @@ import os
 import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from unittest import mock
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -236,3 +237,27 @@ def test_a_small_run_is_published_without_a_spark_job(spark, lake, tmp_path, mon
     spark.sparkContext.setJobGroup("", "")
     assert tracker.getJobIdsForGroup("publish-large")
     assert (out["inserted"], out["deleted"], out["published"]) == (1, 0, 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_bindings_are_read_as_one_json_per_match_would_read_them(data):
+    """The published ``bindings`` map, parsed with Arrow's JSON reader one alternative
+    at a time, is what ``json.loads`` of each match gives, in order: for a pattern, a
+    disjunction and a window (an empty buffer), with ids that JSON must escape."""
+    escalation = parse_pattern((ROOT / "patterns" / "sepsis_escalation_either_way.yaml")
+                               .read_text())
+    window = parse_pattern((ROOT / "patterns" / "paper_ex2_next_after_lab.yaml").read_text())
+    pattern = data.draw(st.sampled_from([PATTERN, escalation, window]))
+    rows = MatchRows.of(pattern, "r1")
+    ids = st.lists(st.text(alphabet='ab"\\\n\tü€ 1', min_size=1, max_size=4),
+                   min_size=0 if pattern is window else 1, max_size=3)
+    texts, alternatives = [], []
+    for _ in range(data.draw(st.integers(1, 30))):
+        number, names = data.draw(st.sampled_from(rows.variables))
+        texts.append(json.dumps({v: data.draw(ids) for v in names}))
+        alternatives.append(number or 1)
+    staged = pa.table({"bindings": texts, "alternative": pa.array(alternatives, pa.int32())})
+    want = [list(json.loads(t).items()) for t in texts]
+    with mock.patch("jobs.lake.match_rows._bindings_per_row", side_effect=AssertionError):
+        assert rows.bindings(staged).to_pylist() == want  # without the per-row fallback
