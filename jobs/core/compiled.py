@@ -16,7 +16,7 @@ from functools import cached_property
 
 import numpy as np
 
-from jobs.core.columns import MISSING, EventColumns
+from jobs.core.columns import MISSING, EventColumns, dense_ranks
 from jobs.core.conditions import FLIPPED, Attr
 from jobs.core.errors import UserError
 from jobs.core.pattern import Disjunction, Pattern
@@ -182,10 +182,7 @@ class CompiledPattern:
             if rows is not None:
                 kinds, values = kinds[rows], values[rows]
             present &= kinds != 0
-            _, inv = np.unique(np.stack([kinds.astype(np.float64), values]), axis=1,
-                               return_inverse=True)
-            _, code = np.unique(np.stack([code, inv.ravel()]), axis=1, return_inverse=True)
-            code = code.ravel()
+            code = dense_ranks(code, dense_ranks(kinds, values))
         return code, present
 
     # -- Theorem 1: property masks ---------------------------------------------------

@@ -23,7 +23,7 @@ from typing import Iterator
 
 import numpy as np
 
-from jobs.core.columns import MISSING, NUMBER, STRING, EventColumns, from_events
+from jobs.core.columns import MISSING, NUMBER, STRING, EventColumns, dense_ranks, from_events
 from jobs.core.conditions import OPERATORS, Cmp, Expr, In, Lit, Neg, Not, Truth
 from jobs.core.engine import MatchBatch, MatchOptions, MatchStats, batch_take
 from jobs.core.events import format_ts
@@ -247,10 +247,9 @@ def partition_groups(pattern: WindowPattern, ev: Evaluator, rows: np.ndarray,
         rows = rows[present]
         if not len(rows):
             return []
-    stacked = np.stack([c for r in idx for c in (cols.kinds[r, rows], cols.values[r, rows])])
-    _, inverse = np.unique(stacked, axis=1, return_inverse=True)
-    order = np.lexsort((rows, inverse.ravel()))
-    bounds = np.flatnonzero(np.diff(inverse.ravel()[order])) + 1
+    inverse = dense_ranks(*[c for r in idx for c in (cols.kinds[r, rows], cols.values[r, rows])])
+    order = np.lexsort((rows, inverse))
+    bounds = np.flatnonzero(np.diff(inverse[order])) + 1
     groups = np.split(rows[order], bounds)
     if len(extra):  # in processing order (rows are numbered in it) within each group
         groups = [np.union1d(g, extra) for g in groups]
