@@ -354,9 +354,10 @@ def sample_many(spark, lake: lk.Lake, small: SmallSources,
                 runs: list[tuple[Pattern | Disjunction, int | None, int | None]]) -> int:
     """The Spark samples of a night's ZStream patterns (``_spark_sample``: each pattern's
     filtered range, hash-sampled by X down to about ``SAMPLE_EVENTS``), taken together for
-    the patterns of one source and X: one job counts every pattern's filtered range, one
-    reads the union of the sampled rows, each tagged with the patterns it serves; each
-    pattern's rows are then exactly its own ``_spark_sample`` (tested), kept in
+    the patterns of one source and X: one job counts every pattern's filtered range and
+    caches those rows, one reads the union of the sampled rows from that cache, each
+    tagged with the patterns it serves; each pattern's rows are then exactly its own
+    ``_spark_sample`` (tested), kept in
     ``small.samples`` for ``sample_statistics``. Two Spark jobs per source instead of two
     per pattern. Returns the patterns sampled."""
     from pyspark.sql import functions as F
@@ -381,22 +382,27 @@ def sample_many(spark, lake: lk.Lake, small: SmallSources,
                             None if None in highs else max(highs), 0)
             df = df.withColumn("_serves", tag_column([
                 _in_range(filter_column(p), lo, hi) for (p, _, _), lo, hi in zip(items, lows, highs)]))
-            df = df.where(F.col("_serves") != 0)
-            counts = df.agg(*[F.sum(has_tag("_serves", b).cast("long")).alias(f"n{b}")
-                              for b in range(len(items))]).collect()[0]
-            hashed = F.hash(*[col(k) for k in keys])
-            sampled = []
-            for b in range(len(items)):
-                mine = has_tag("_serves", b)
-                total = counts[f"n{b}"] or 0
-                if total > SAMPLE_EVENTS:  # as _spark_sample: a hash of X, to about that many
-                    mine &= F.pmod(hashed, F.lit(max(2, math.ceil(total / SAMPLE_EVENTS)))) == 0
-                sampled.append(mine)
-            df = df.withColumn("_sampled", tag_column(sampled))
             needed = {b: _sample_columns(p) for b, (p, _, _) in enumerate(items)}
             columns = list(dict.fromkeys(c for cs in needed.values() for c in cs))
-            table = df.where(F.col("_sampled") != 0).select(
-                *[col(c) for c in columns], "_sampled").toArrow()
+            # the filtered rows, kept by the count for the sample's read (one scan)
+            df = df.where(F.col("_serves") != 0).select(
+                *[col(c) for c in columns], "_serves").persist()
+            try:
+                counts = df.agg(*[F.sum(has_tag("_serves", b).cast("long")).alias(f"n{b}")
+                                  for b in range(len(items))]).collect()[0]
+                hashed = F.hash(*[col(k) for k in keys])
+                sampled = []
+                for b in range(len(items)):
+                    mine = has_tag("_serves", b)
+                    total = counts[f"n{b}"] or 0
+                    if total > SAMPLE_EVENTS:  # as _spark_sample: a hash of X, to about that many
+                        mine &= F.pmod(hashed, F.lit(max(2, math.ceil(total / SAMPLE_EVENTS)))) == 0
+                    sampled.append(mine)
+                table = df.withColumn("_sampled", tag_column(sampled)).where(
+                    F.col("_sampled") != 0).select(*[col(c) for c in columns],
+                                                   "_sampled").toArrow()
+            finally:
+                df.unpersist()
             tagged = table.column("_sampled").to_numpy()
             for b, (pattern, low, high) in enumerate(items):
                 rows = table.filter(pa.array((tagged & (1 << b)) != 0))
