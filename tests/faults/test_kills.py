@@ -19,6 +19,16 @@ def runs(lake):
     return DeltaTable(str(path)).to_pyarrow_table().to_pylist() if path.exists() else []
 
 
+def two_patterns(tmp_path) -> Path:
+    """A folder with two copies of P1: a.yaml (first_p1) and b.yaml (second_p1)."""
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    text = Path(P1).read_text()
+    for file, name in (("a.yaml", "first_p1"), ("b.yaml", "second_p1")):
+        (folder / file).write_text(text.replace("name: mw_chemo_p1", f"name: {name}"))
+    return folder
+
+
 def test_kill_between_the_matches_merge_and_the_runs_row(lake, spark):
     killed = lake.jobs("run", "--logical-date", DATE, "--pattern", P1,
                        failpoint="publish:after-merge")
@@ -49,11 +59,7 @@ def test_kill_between_the_events_and_the_ingest_log(lake, spark):
 
 
 def test_kill_between_patterns_logs_the_rest_as_aborted(lake, spark, tmp_path):
-    folder = tmp_path / "patterns"
-    folder.mkdir()
-    text = Path(P1).read_text()
-    (folder / "a.yaml").write_text(text.replace("name: mw_chemo_p1", "name: first_p1"))
-    (folder / "b.yaml").write_text(text.replace("name: mw_chemo_p1", "name: second_p1"))
+    folder = two_patterns(tmp_path)
     args = ["run", "--logical-date", DATE, "--pattern", folder / "a.yaml",
             "--pattern", folder / "b.yaml"]
     killed = lake.jobs(*args, failpoint="run:after-pattern")
@@ -87,11 +93,7 @@ def test_a_source_task_killed_midway_is_retried_for_the_patterns_it_did_not_publ
     """The DAG's task per source (``run-patterns``) dies after its first pattern: the
     retry, with the same run id, skips what that run published and does the rest; a file
     that does not load fails alone, and the exit code says a retry would not mend it."""
-    folder = tmp_path / "patterns"
-    folder.mkdir()
-    text = Path(P1).read_text()
-    (folder / "a.yaml").write_text(text.replace("name: mw_chemo_p1", "name: first_p1"))
-    (folder / "b.yaml").write_text(text.replace("name: mw_chemo_p1", "name: second_p1"))
+    folder = two_patterns(tmp_path)
     (folder / "broken.yaml").write_text("name: broken\nsource: chemo_mw\nsets: [[\n")
     assert lake.here(spark, "ingest", "--logical-date", DATE, "--run-id", "r1",
                      "--source", "chemo_mw").returncode == 0
@@ -116,11 +118,7 @@ def test_a_kill_loses_only_the_rows_of_runs_that_committed_nothing(lake, spark, 
     """A rerun's rows are held back and appended together at the end (their runs commit
     nothing): killed before that, the rows are lost but no work is; the next run logs the
     killed run's patterns as aborted and publishes nothing twice."""
-    folder = tmp_path / "patterns"
-    folder.mkdir()
-    text = Path(P1).read_text()
-    (folder / "a.yaml").write_text(text.replace("name: mw_chemo_p1", "name: first_p1"))
-    (folder / "b.yaml").write_text(text.replace("name: mw_chemo_p1", "name: second_p1"))
+    folder = two_patterns(tmp_path)
     args = ["run", "--logical-date", DATE, "--pattern", folder / "a.yaml",
             "--pattern", folder / "b.yaml"]
     assert lake.here(spark, *args).returncode == 0
