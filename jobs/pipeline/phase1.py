@@ -47,6 +47,24 @@ def leading_negation(pattern: Pattern | Disjunction) -> bool:
     return any(n.before is None for alt in pattern.alternatives for n in alt.negations)
 
 
+def lookback(pattern: Pattern | Disjunction) -> int:
+    """How far before a match's first event its job reads: τ after a leading negated set
+    (its witnesses), else 0; so also how far an event reaches into a later time slice."""
+    return pattern.tau if leading_negation(pattern) else 0
+
+
+def slices_column(reach_back: int, reach_ahead: int, length: int, origin: int = 0):
+    """The time slices an event goes to: ⌊(ts − reach_back − origin) / L⌋ to
+    ⌊(ts + reach_ahead − origin) / L⌋ (``phase2.SharedSpec.in_slice`` takes the same in
+    numpy, with the same floating-point division)."""
+    from pyspark.sql import functions as F
+
+    ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
+    first = F.floor((ts_ns - F.lit(reach_back) - F.lit(origin)) / F.lit(length)).cast("long")
+    last = F.floor((ts_ns + F.lit(reach_ahead) - F.lit(origin)) / F.lit(length)).cast("long")
+    return F.sequence(first, last)
+
+
 def unlinked_negation(pattern: Pattern | Disjunction) -> bool:
     """Whether some negated variable may find its witness outside the match's group of
     the partition attributes (then groups are time slices over all partitions). For a
@@ -91,7 +109,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     path = lake.events(pattern.source)
     tau = pattern.tau
     # a leading negated set looks back τ before a match's first event
-    read_low = None if low is None else low - (tau if leading_negation(pattern) else 0)
+    read_low = None if low is None else low - lookback(pattern)
     filters = event_date_filters(read_low, high, tau)
     df = read_range(spark, lake, path, read_low, high, tau)
     keep = filter_column(pattern)
@@ -132,12 +150,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
             df = df.join(F.broadcast(flag), on=keys, how="left")
     origin = 0
     if slicing:
-        L = slice_length
-        ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
-        first = F.floor((ts_ns - F.lit(tau) - F.lit(origin)) / F.lit(L)).cast("long")
-        back = tau if leading_negation(pattern) else 0  # the next slice looks back τ
-        own = F.floor((ts_ns + F.lit(back) - F.lit(origin)) / F.lit(L)).cast("long")
-        slices = F.sequence(first, own)
+        slices = slices_column(tau, lookback(pattern), slice_length, origin)
         if slicing == "big":  # only the large partitions; the others are one group each
             slices = F.when(F.col("__big"), slices).otherwise(
                 F.array(F.lit(NOT_SLICED).cast("long")))

@@ -284,6 +284,13 @@ def _typed(spec: Phase2Spec, frame: pd.DataFrame) -> pd.DataFrame:
     return out.assign(n_events=out["n_events"].astype("int64"))
 
 
+def _group_starts(pdf: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """The first row of each run of equal values of ``columns`` (rows sorted by them)."""
+    key = pdf[columns[0]].astype(str).to_numpy() if len(columns) == 1 else \
+        pdf[columns].astype(str).agg("\x1f".join, axis=1).to_numpy()
+    return np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+
+
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """mapInPandas body: split the sorted stream of rows into groups and match each."""
     group_cols = (list(spec.keys) if spec.group_by_keys else []) + \
@@ -292,12 +299,7 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
 
     def split(pdf: pd.DataFrame, last_is_complete: bool):
         """The complete groups of a batch (row ranges) and the rows to carry over."""
-        if group_cols:
-            key = pdf[group_cols[0]].astype(str).to_numpy() if len(group_cols) == 1 else \
-                pdf[group_cols].astype(str).agg("\x1f".join, axis=1).to_numpy()
-            starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]]).tolist()
-        else:
-            starts = [0]
+        starts = _group_starts(pdf, group_cols).tolist() if group_cols else [0]
         bounds = starts + [len(pdf)]
         groups = list(zip(bounds[:-1], bounds[1:]))
         if last_is_complete:
@@ -364,13 +366,6 @@ class SharedSpec:
         first = np.floor((ts - self.reach_back - spec.slice_origin) / spec.slice_length)
         last = np.floor((ts + self.reach_ahead - spec.slice_origin) / spec.slice_length)
         return (first <= slices) & (slices <= last)
-
-
-def _group_starts(pdf: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """The first row of each run of equal values of ``columns`` (rows sorted by them)."""
-    key = pdf[columns[0]].astype(str).to_numpy() if len(columns) == 1 else \
-        pdf[columns].astype(str).agg("\x1f".join, axis=1).to_numpy()
-    return np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
 
 
 def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.DataFrame]

@@ -14,7 +14,6 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
-from functools import partial
 from pathlib import Path
 
 from jobs.config import Profile, load_sources
@@ -414,14 +413,18 @@ def log_failure(ctx: RunContext, message: str, name: str | None = None,
     load; ``name`` then names it)."""
     now = datetime.now(timezone.utc)
     pattern = ctx.pattern
-    (log.append if log is not None else partial(log_run, ctx.lake))(RunRecord(
+    row = RunRecord(
         ctx.run_id, run_kind=ctx.run_kind,
         logical_date=(ctx.logical_date if logical_date is None else logical_date) or None,
         pattern=pattern.name if pattern else name,
         pattern_version=pattern.version if pattern else None,
         source=pattern.source if pattern else None,
         matcher=pattern.matcher if pattern else None, status=FAILED,
-        message=message[:2000], started_at=now, finished_at=now))
+        message=message[:2000], started_at=now, finished_at=now)
+    if log is not None:
+        log.append(row)
+    else:
+        log_run(ctx.lake, row)
 
 
 def validate_events_step(spark, ctx: RunContext, source: str, ingest_run: str | None):

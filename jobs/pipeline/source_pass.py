@@ -18,16 +18,16 @@ pass explodes each event into every slice some pattern puts it in, sorts by slic
 gives each pattern, slice by slice, the rows its own job puts there (an event belongs
 to the slices from ⌊(ts − τ) / L⌋ to ⌊(ts + τ') / L⌋, τ' = τ after a leading negated
 set, else 0). Window patterns, patterns whose negated variables are not linked to X and
-the rest keep their own match job. A pattern's
-own job numbers the positions of partition contiguity within X over its read range,
-before any filter; a pass of such patterns numbers them once over the union of their
-ranges. Within a partition, a pattern's range is an interval of that order, so its
+the rest keep their own match job.
+
+A pattern's own job numbers the positions of partition contiguity within X over its read
+range, before any filter; a pass of such patterns numbers them once over the union of
+their ranges. Within a partition, a pattern's range is an interval of that order, so its
 numbers are its own job's plus a constant, and the matcher only compares positions with
 each other (consecutive or not): the same matches. Patterns with and without numbering
 are in separate passes, so that a pass without contiguity still filters before its
-shuffle. A
-pass whose partitions exceed ``max_partition_events`` (they would be sliced) is not
-run: its patterns run alone (``NotShared``).
+shuffle. A pass whose partitions exceed ``max_partition_events`` (they would be sliced)
+is not run: its patterns run alone (``NotShared``).
 """
 
 from __future__ import annotations
@@ -41,8 +41,9 @@ from jobs.core.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.pipeline.phase1 import (
     MatchJobResult,
-    leading_negation,
+    lookback,
     positions_column,
+    slices_column,
     staged_counters,
     unlinked_negation,
 )
@@ -88,17 +89,12 @@ class PassItem:
         """The first event its own job reads: a leading negated set looks back τ."""
         if self.low is None:
             return None
-        return self.low - (self.pattern.tau if leading_negation(self.pattern) else 0)
+        return self.low - lookback(self.pattern)
 
     @property
     def read_high(self) -> int:
         return self.high + self.pattern.tau
 
-    @property
-    def lookahead(self) -> int:
-        """How far an event reaches into a later time slice: a leading negated set's
-        witness looks back τ from the match's first event (``phase1``'s slices)."""
-        return self.pattern.tau if leading_negation(self.pattern) else 0
 
 
 def numbered(pattern: Pattern | Disjunction) -> bool:
@@ -110,9 +106,10 @@ def numbered(pattern: Pattern | Disjunction) -> bool:
 def shareable(pattern: Pattern | Disjunction) -> bool:
     if pattern.kind == "window" or unlinked_negation(pattern):
         return False
-    if not pattern.partition_attributes:  # a pass by time slices (``sliced``)
-        return all(alt.contiguity == "none" for alt in pattern.alternatives)
-    return numbered(pattern) or all(alt.contiguity == "none" for alt in pattern.alternatives)
+    free = all(alt.contiguity == "none" for alt in pattern.alternatives)
+    if not pattern.partition_attributes:  # a pass by time slices
+        return free
+    return free or numbered(pattern)
 
 
 def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
@@ -177,12 +174,9 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
     sliced = not keys
     if sliced:  # every slice any pattern puts the event in (each takes its own in phase 2)
-        ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
-        back = max(i.pattern.tau for i in items)
-        ahead = max(i.lookahead for i in items)
-        df = df.withColumn(SLICE, F.explode(F.sequence(
-            F.floor((ts_ns - F.lit(back)) / F.lit(slice_length)).cast("long"),
-            F.floor((ts_ns + F.lit(ahead)) / F.lit(slice_length)).cast("long"))))
+        df = df.withColumn(SLICE, F.explode(slices_column(
+            max(i.pattern.tau for i in items), max(lookback(i.pattern) for i in items),
+            slice_length)))
     elif max_partition_events and max(scanned.values()) > max_partition_events:
         big = (df.groupBy(*[col(k) for k in keys]).count()
                .where(F.col("count") > max_partition_events))
@@ -199,7 +193,8 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
                    max_matches_per_window=max_matches_per_window,
                    memory_budget=memory_budget, plan=item.plan_json,
                    **({"limits": limits} if limits else {})),
-        item.read_low, item.read_high, item.pattern.tau, item.lookahead) for item in items)
+        item.read_low, item.read_high, item.pattern.tau, lookback(item.pattern))
+        for item in items)
     key_fields = [df.schema[k] for k in keys]
     schema = T.StructType([
         T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),
