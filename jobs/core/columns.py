@@ -11,7 +11,7 @@ missing value. Comparisons between a number and a string follow the matcher's ru
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Iterable
 
 import numpy as np
@@ -35,6 +35,9 @@ class EventColumns:
     # the attribute ``ts`` (conditions on time): (ts - time_base) / time_unit, exact
     time_base: int = 0
     time_unit: int = 1  # ns per unit: 1000 when every time is whole microseconds
+    # what the engine derived from these events that other patterns reading the same
+    # events and attributes may reuse (``engine.group_events``); not part of the value
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def n(self) -> int:

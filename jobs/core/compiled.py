@@ -185,6 +185,14 @@ class CompiledPattern:
             code = dense_ranks(code, dense_ranks(kinds, values))
         return code, present
 
+    @cached_property
+    def filter_key(self) -> tuple:
+        """What ``masks`` and ``partition_codes`` read besides the events: each positive
+        variable's properties, in variable order, and X. Two patterns with equal keys
+        filter and partition the same events alike."""
+        return (tuple(tuple(self.pattern.properties[v.name]) for v in self.variables),
+                tuple(self.partition_attributes), self.attributes)
+
     # -- Theorem 1: property masks ---------------------------------------------------
     def fits(self, name: str, cols: EventColumns) -> np.ndarray:
         """Whether each event satisfies every property of variable ``name``."""

@@ -532,7 +532,20 @@ def estimate_statistics(c: CompiledPattern, group: GroupData, per_var: list[np.n
 def group_events(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
                  partitioned: bool, positions: np.ndarray | None = None) -> GroupData:
     """Filter (Theorem 1) and partition (Def. 6) the events, keeping processing order
-    inside each partition."""
+    inside each partition. Kept in ``cols.memo`` for the next pattern that filters and
+    partitions the same columns alike (patterns that differ in their window only); each
+    caller gets its own ``GroupData`` (its cache holds the matcher's own state)."""
+    key = ("group_events", c.filter_key, options.filter, partitioned)
+    if positions is None and key in cols.memo:
+        return replace(cols.memo[key], cache={})
+    group = _group_events(c, cols, options, partitioned, positions)
+    if positions is None:
+        cols.memo[key] = group
+    return replace(group, cache={})
+
+
+def _group_events(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
+                  partitioned: bool, positions: np.ndarray | None) -> GroupData:
     masks = c.masks(cols)
     keep = masks != 0 if options.filter else np.ones(cols.n, np.bool_)
     rows = np.flatnonzero(keep)

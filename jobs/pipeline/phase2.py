@@ -26,7 +26,7 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
-from jobs.core.columns import from_arrow, processing_order
+from jobs.core.columns import EventColumns, from_arrow, processing_order
 from jobs.core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
 from jobs.core.measures import measure_columns
 from jobs.core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
@@ -85,7 +85,31 @@ def output_columns(keys: tuple[str, ...], disjunctive: bool = False, valued: boo
             "stats"]
 
 
-def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
+class RowSet:
+    """The rows a group gives a pattern, prepared once for every pattern of a source
+    pass that gets the same rows: in processing order (the engine's rows), and as engine
+    columns per attribute set, whose memo keeps the filtered partitions for the next
+    pattern that filters alike (``engine.group_events``)."""
+
+    def __init__(self, table: pa.Table):
+        self._raw = table
+        self._table: pa.Table | None = None
+        self._columns: dict[tuple[str, ...], EventColumns] = {}
+
+    @property
+    def table(self) -> pa.Table:
+        if self._table is None:
+            self._table = self._raw.take(pa.array(processing_order(self._raw)))
+        return self._table
+
+    def columns(self, attributes) -> EventColumns:
+        key = tuple(attributes)
+        if key not in self._columns:
+            self._columns[key] = from_arrow(self.table, key, ordered=True)
+        return self._columns[key]
+
+
+def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | None = None
                ) -> Iterator[pd.DataFrame | _StatsRow]:
     """Match the events of ``table`` (one time slice of one partition when
     ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
@@ -93,13 +117,14 @@ def match_rows(spec: Phase2Spec, table: pa.Table, slice_value: int | None = None
     (``_joined`` makes frames of them)."""
     pattern = _pattern(spec.pattern_text)
     t0 = time.perf_counter()
-    table = table.take(pa.array(processing_order(table)))  # rows = the engine's rows
+    rows = table if isinstance(table, RowSet) else RowSet(table)
+    table = rows.table
     lo, hi, s_lo, s_hi = _start_range(spec, slice_value)
     if pattern.kind == "window":
-        yield from window_rows(spec, pattern, table, lo, hi, s_lo, s_hi, t0)
+        yield from window_rows(spec, pattern, rows, lo, hi, s_lo, s_hi, t0)
         return
     compiled = compile_pattern(pattern)
-    cols = from_arrow(table, compiled.attributes, ordered=True)
+    cols = rows.columns(compiled.attributes)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
                            memory_budget=spec.memory_budget, limits=spec.limits,
                            plan=_driver_plan(spec.plan, spec.pattern_text))
@@ -222,12 +247,12 @@ def _joined(spec: Phase2Spec, pieces) -> Iterator[pd.DataFrame]:
         yield frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
 
 
-def window_rows(spec: Phase2Spec, pattern, table: pa.Table, lo, hi, s_lo, s_hi, t0
+def window_rows(spec: Phase2Spec, pattern, rows: RowSet, lo, hi, s_lo, s_hi, t0
                 ) -> Iterator[pd.DataFrame | _StatsRow]:
     """A window pattern's rows for one group: its output windows starting in [lo, hi),
     bindings {first, buffer, last} and the select values as JSON, then a stats row."""
-
-    cols = from_arrow(table, sorted(pattern.attributes), ordered=True)
+    table = rows.table
+    cols = rows.columns(sorted(pattern.attributes))
     st = MatchStats()
     kept = 0
     names = [k for k, _ in pattern.select]
@@ -393,6 +418,7 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
         ts = column.cast(pa.int64()).to_numpy() * _NS[column.type.unit]
         slices = pdf[SLICE].to_numpy().astype(np.int64) if sliced else None
         bounds = (_group_starts(pdf, group).tolist() if sliced else [0]) + [len(pdf)]
+        masks = []
         for i, s in enumerate(specs):
             mask = ((tags >> i) & 1).astype(np.bool_)
             if s.read_low is not None:
@@ -401,13 +427,17 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
                 mask &= ts <= s.read_high
             if sliced:
                 mask &= s.in_slice(ts, slices)
-            for a, b in zip(bounds[:-1], bounds[1:]):
-                rows = np.flatnonzero(mask[a:b]) + a
-                if not len(rows):
-                    continue
-                one = None if slices is None else slices[a]
-                for out in _joined(s.spec, match_rows(s.spec, table.take(pa.array(rows)), one)):
-                    yield out.assign(**{PATTERN: s.name})
+            masks.append(mask)
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            one = None if slices is None else slices[a]
+            for members in _same_rows([m[a:b] for m in masks]):
+                # one row set for the patterns that get the same rows (same filter and
+                # range, say other windows): their order, columns and filtered
+                # partitions are prepared once
+                shared = RowSet(table.take(pa.array(np.flatnonzero(masks[members[0]][a:b]) + a)))
+                for i in members:
+                    for out in _joined(specs[i].spec, match_rows(specs[i].spec, shared, one)):
+                        yield out.assign(**{PATTERN: specs[i].name})
 
     for pdf in batches:
         if carry is not None and len(carry):
@@ -420,3 +450,13 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
             yield from process(pdf.iloc[:cut].reset_index(drop=True))
     if carry is not None and len(carry):
         yield from process(carry)
+
+
+def _same_rows(masks: list[np.ndarray]) -> list[list[int]]:
+    """The indices of ``masks`` (of one length) grouped by equal masks, empty ones left
+    out, groups in the order of their first member."""
+    groups: dict[bytes, list[int]] = {}
+    for i, mask in enumerate(masks):
+        if mask.any():
+            groups.setdefault(np.packbits(mask).tobytes(), []).append(i)
+    return list(groups.values())

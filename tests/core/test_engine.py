@@ -53,6 +53,36 @@ def test_tiny_batches_resume_exactly(matcher, data, batch_size):
     assert firsts == sorted(firsts)
 
 
+def _matches(c, cols) -> set:
+    out = set()
+    for b in execute(c, cols, MatchOptions()):
+        for k in range(len(b)):
+            lo, hi = b.offsets[k], b.offsets[k + 1]
+            out.add(tuple(zip(b.variables[lo:hi].tolist(), cols.ids.take(
+                pa.array(b.rows[lo:hi])).to_pylist())))
+    return out
+
+
+@given(st.sampled_from(["ses", "zstream"]), st.data())
+def test_patterns_on_shared_columns_match_as_alone(matcher, data):
+    """Patterns matched one after the other over the same columns (a source pass reuses
+    the filtered partitions of a pattern for the next one that filters alike): the same
+    matches as each over its own columns; a variant with another window always reuses."""
+    from dataclasses import replace
+
+    p = data.draw(patterns(matcher=matcher, max_vars=3))
+    q = data.draw(patterns(matcher=matcher, max_vars=3))
+    r = replace(p, name="other_window", tau=p.tau * data.draw(st.sampled_from([2, 3])))
+    events = data.draw(event_tables(max_events=10))
+    attributes = tuple(sorted(set().union(*(compile_pattern(x).attributes for x in (p, q, r)))))
+    shared = from_events(events, attributes)
+    for x in (p, q, r, p):
+        c = CompiledPattern(x, attributes)
+        assert _matches(c, shared) == _matches(c, from_events(events, attributes)), x.name
+    if events:
+        assert any(k[0] == "group_events" for k in shared.memo)
+
+
 def test_registry_feeds_cli_and_loader(capsys, tmp_path):
     assert set(MATCHER_CLASSES) == {"ses", "zstream"}
     f = tmp_path / "p.yaml"

@@ -142,6 +142,17 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
         assert not one.partition_attributes
         items.insert(0, PassItem(one, body, None if k else horizon("2014-11-01", 0, 0),
                                  horizon(LOGICAL_DATE, one.tau, 0)))
+    # patterns that get the same rows share their preparation in the pass: variants with
+    # other windows, and one whose m and h swap properties (same rows, other masks)
+    text = (ROOT / "patterns" / "hospital_ca125_blood_then_consult.yaml").read_text()
+    swapped = text.replace("m.event_type = 'ca-125", "h.event_type = 'ca-125").replace(
+        "h.event_type = 'hemo", "m.event_type = 'hemo")
+    for name, body in (("ca125_2d", text.replace("within: 14d", "within: 2d")),
+                       ("ca125_30d", text.replace("within: 14d", "within: 30d")),
+                       ("ca125_swapped", swapped)):
+        body = body.replace("name: hospital_ca125_blood_then_consult", f"name: {name}")
+        one = parse_pattern(body, "<variant>")
+        items.insert(0, PassItem(one, body, None, horizon(LOGICAL_DATE, one.tau, 0)))
     groups = pass_groups(items)
     assert {g[0].pattern.source for g in groups} >= {"sepsis", "hospital"}
     assert any(i.pattern.name == "triage_next_3h" for g in groups for i in g)
