@@ -123,6 +123,36 @@ class DriverFrames:
             self.events[source] = self._read_events(
                 source, keys, event_date_filters(None if None in lows else min(lows),
                                                  None if None in highs else max(highs), 0))
+            if len(mine) > 1:
+                self.events[source] = self._bound_only(self.events[source], mine)
+
+    def _bound_only(self, events: pa.Table, runs: list[StagedMatches]) -> pa.Table:
+        """The events some staged run binds: one semi-join per source instead of a join
+        of each run's bindings with all the source's events (a run's join only finds
+        those). Every event when a run's staged files cannot be read (its frame fails on
+        its own then)."""
+        try:
+            staged = pa.concat_tables([self._staged(r, ["bindings"]) for r in runs])
+        except Exception:  # noqa: BLE001 - that run's frame reports it
+            return events
+        self.con.register("bound", staged)
+        try:
+            ids = self.con.sql(
+                "SELECT DISTINCT unnest(ids) AS event_id FROM (SELECT unnest(map_values("
+                "CAST(bindings::JSON AS MAP(VARCHAR, VARCHAR[])))) AS ids FROM bound)"
+            ).to_arrow_table().column(0)
+        finally:
+            self.con.unregister("bound")
+        column = events.column("event_id")
+        return events.filter(pc.is_in(column, value_set=ids.combine_chunks().cast(column.type)))
+
+    def _staged(self, run: StagedMatches, names: list[str]) -> pa.Table:
+        """The ``names`` columns of a run's staged match rows."""
+        import pyarrow.dataset as pads
+
+        fs, folder = self.lake.filesystem(self.lake.staging(run.pattern.name, run.run_id))
+        return pads.dataset(folder, filesystem=fs, format="parquet").to_table(
+            columns=names, filter=pads.field("kind") == "match")
 
     def _read_events(self, source: str, columns: list[str], filters) -> pa.Table:
         table = self.lake.read_arrow(self.lake.events(source), ["event_id", "ts", *columns],
@@ -131,15 +161,11 @@ class DriverFrames:
 
     def frame(self, run: StagedMatches) -> pa.Table:
         """The run's check frame, with the Spark frame's columns and types."""
-        import pyarrow.dataset as pads
-
-        fs, folder = self.lake.filesystem(self.lake.staging(run.pattern.name, run.run_id))
         disjunctive = isinstance(run.pattern, Disjunction)
         counted = has_counted_measures(run.pattern)
-        names = ["match_id", *(["alternative"] if disjunctive else []), "start_ts", "end_ts",
-                 "n_events", "bindings", *(["values"] if counted else [])]
-        staged = pads.dataset(folder, filesystem=fs, format="parquet").to_table(
-            columns=names, filter=pads.field("kind") == "match")
+        staged = self._staged(run, [
+            "match_id", *(["alternative"] if disjunctive else []), "start_ts", "end_ts",
+            "n_events", "bindings", *(["values"] if counted else [])])
         for name in ("start_ts", "end_ts"):
             staged = staged.set_column(staged.column_names.index(name), name,
                                        micros(staged.column(name)))
