@@ -59,6 +59,7 @@ from jobs.pipeline.phase2 import (
     run_shared_partition,
 )
 from jobs.spark.predicates import (
+    any_of,
     col,
     event_date_filters,
     filter_column,
@@ -164,8 +165,11 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
         if key not in counts:
             counts[key] = lake.count_rows(path, dates)
         scanned[i.pattern.name] = counts[key]
-    df = df.withColumn(PATTERNS_COLUMN, tag_column([filter_column(i.pattern) for i in items]))
-    df = df.where(F.col(PATTERNS_COLUMN) != 0)
+    filters = [filter_column(i.pattern) for i in items]
+    served = any_of(filters)  # before the tags: those are computed for the kept events only
+    if served is not None:
+        df = df.where(served)
+    df = df.withColumn(PATTERNS_COLUMN, tag_column(filters))
     for k in keys:
         df = df.where(col(k).isNotNull())
     attributes = set().union(*(i.pattern.attributes for i in items))

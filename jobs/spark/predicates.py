@@ -134,9 +134,25 @@ def tag_column(conditions: list):
     from pyspark.sql import functions as F
 
     zero = F.lit(0).cast("long")
-    bits = [F.lit(1 << i).cast("long") if c is None else F.when(c, F.lit(1 << i).cast("long"))
-            .otherwise(zero) for i, c in enumerate(conditions)]
+    tags: dict[int, int] = {}  # one test per distinct condition (``_built_once`` shares them)
+    for i, c in enumerate(conditions):
+        tags[id(c)] = tags.get(id(c), 0) | (1 << i)
+    first = {id(c): c for c in reversed(conditions)}
+    bits = [F.lit(tag).cast("long") if first[key] is None else
+            F.when(first[key], F.lit(tag).cast("long")).otherwise(zero)
+            for key, tag in tags.items()]
     return reduce(lambda a, b: a + b, bits)
+
+
+def any_of(conditions: list):
+    """Whether some condition holds (a null one does not), each distinct one tested once;
+    None when one is None (every event)."""
+    from pyspark.sql import functions as F
+
+    if any(c is None for c in conditions):
+        return None
+    distinct = list({id(c): c for c in conditions}.values())
+    return F.coalesce(reduce(lambda a, b: a | b, distinct), F.lit(False))
 
 
 def has_tag(column: str, i: int):
