@@ -382,6 +382,7 @@ class SharedSpec:
     read_high: int | None
     reach_back: int = 0
     reach_ahead: int = 0
+    bit: int = 0  # its bit of the pass's tags
 
     def in_slice(self, ts: np.ndarray, slices: np.ndarray) -> np.ndarray:
         """Whether each event (ns) belongs to the slice of its row in this pattern's own
@@ -419,8 +420,8 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
         slices = pdf[SLICE].to_numpy().astype(np.int64) if sliced else None
         bounds = (_group_starts(pdf, group).tolist() if sliced else [0]) + [len(pdf)]
         masks = []
-        for i, s in enumerate(specs):
-            mask = ((tags >> i) & 1).astype(np.bool_)
+        for s in specs:
+            mask = ((tags >> s.bit) & 1).astype(np.bool_)
             if s.read_low is not None:
                 mask &= ts >= s.read_low
             if s.read_high is not None:

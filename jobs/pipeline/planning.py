@@ -39,7 +39,7 @@ from jobs.core.planners import DEFAULT, PLANNERS, plan_cost, planner
 from jobs.core.plans import PlanStatistics, TreePlan
 from jobs.lake import store as lk
 from jobs.lake.stats import distinct_estimate
-from jobs.spark.predicates import col, filter_column, has_tag, read_range, tag_column
+from jobs.spark.predicates import any_of, col, filter_column, has_tag, read_range, tag_column
 from jobs.status import SUCCESS
 
 SAMPLE_EVENTS = 50_000
@@ -350,27 +350,28 @@ def _sample_columns(pattern: Pattern | Disjunction) -> list[str]:
 MAX_SAMPLED = 62  # patterns sampled by one Spark job: one bit each of a long
 
 
+def needs_spark_sample(pattern: Pattern | Disjunction, low: int | None, high: int | None,
+                       small: SmallSources) -> bool:
+    """Whether the plan of this run samples the source with Spark (a ZStream pattern with
+    X over a source too large for the driver, not sampled yet tonight)."""
+    return (pattern.matcher == "zstream" and bool(pattern.partition_attributes)
+            and small.events(pattern.source) is None
+            and _sample_key(pattern, low, high) not in small.samples)
+
+
 def sample_many(spark, lake: lk.Lake, small: SmallSources,
                 runs: list[tuple[Pattern | Disjunction, int | None, int | None]]) -> int:
     """The Spark samples of a night's ZStream patterns (``_spark_sample``: each pattern's
     filtered range, hash-sampled by X down to about ``SAMPLE_EVENTS``), taken together for
-    the patterns of one source and X: one job counts every pattern's filtered range and
-    caches those rows, one reads the union of the sampled rows from that cache, each
-    tagged with the patterns it serves; each pattern's rows are then exactly its own
-    ``_spark_sample`` (tested), kept in
-    ``small.samples`` for ``sample_statistics``. Two Spark jobs per source instead of two
-    per pattern. Returns the patterns sampled."""
-    from pyspark.sql import functions as F
-
+    the patterns of one source and X (``sample_together``): two Spark jobs per source
+    instead of two per pattern. Returns the patterns sampled."""
     groups: dict[tuple, list] = {}
     for pattern, low, high in runs:
-        if (pattern.matcher == "zstream" and pattern.partition_attributes
-                and small.events(pattern.source) is None
-                and _sample_key(pattern, low, high) not in small.samples):
+        if needs_spark_sample(pattern, low, high, small):
             key = (pattern.source, tuple(pattern.partition_attributes))
             groups.setdefault(key, []).append((pattern, low, high))
     done = 0
-    for (source, keys), all_items in groups.items():
+    for (source, _), all_items in groups.items():
         for start in range(0, len(all_items), MAX_SAMPLED):
             items = all_items[start:start + MAX_SAMPLED]
             if len(items) < 2:  # one pattern: its own sample, as before
@@ -380,35 +381,56 @@ def sample_many(spark, lake: lk.Lake, small: SmallSources,
             df = read_range(spark, lake, lake.events(source),
                             None if None in lows else min(lows),
                             None if None in highs else max(highs), 0)
-            df = df.withColumn("_serves", tag_column([
-                _in_range(filter_column(p), lo, hi) for (p, _, _), lo, hi in zip(items, lows, highs)]))
-            needed = {b: _sample_columns(p) for b, (p, _, _) in enumerate(items)}
-            columns = list(dict.fromkeys(c for cs in needed.values() for c in cs))
-            # the filtered rows, kept by the count for the sample's read (one scan)
-            df = df.where(F.col("_serves") != 0).select(
-                *[col(c) for c in columns], "_serves").persist()
-            try:
-                counts = df.agg(*[F.sum(has_tag("_serves", b).cast("long")).alias(f"n{b}")
-                                  for b in range(len(items))]).collect()[0]
-                hashed = F.hash(*[col(k) for k in keys])
-                sampled = []
-                for b in range(len(items)):
-                    mine = has_tag("_serves", b)
-                    total = counts[f"n{b}"] or 0
-                    if total > SAMPLE_EVENTS:  # as _spark_sample: a hash of X, to about that many
-                        mine &= F.pmod(hashed, F.lit(max(2, math.ceil(total / SAMPLE_EVENTS)))) == 0
-                    sampled.append(mine)
-                table = df.withColumn("_sampled", tag_column(sampled)).where(
-                    F.col("_sampled") != 0).select(*[col(c) for c in columns],
-                                                   "_sampled").toArrow()
-            finally:
-                df.unpersist()
-            tagged = table.column("_sampled").to_numpy()
-            for b, (pattern, low, high) in enumerate(items):
-                rows = table.filter(pa.array((tagged & (1 << b)) != 0))
-                small.samples[_sample_key(pattern, low, high)] = rows.select(needed[b])
-                done += 1
+            done += sample_together(df, small, items, cache=True)
     return done
+
+
+def sample_together(df, small: SmallSources,
+                    items: list[tuple[Pattern | Disjunction, int | None, int | None]],
+                    cache: bool) -> int:
+    """The samples of ``items`` (patterns of one source and X, at most ``MAX_SAMPLED``)
+    from ``df``, which holds every event and column they need (the source over the union
+    of their ranges [low − τ, high + τ], or a source pass's cached events): one job counts
+    every pattern's filtered range (``cache``: and caches those rows), one reads the union
+    of the sampled rows, each tagged with the patterns it serves; each pattern's rows are
+    then exactly its own ``_spark_sample`` (tested), kept in ``small.samples`` for
+    ``sample_statistics``. Returns the patterns sampled."""
+    from pyspark.sql import functions as F
+
+    keys = list(items[0][0].partition_attributes)
+    lows = [None if low is None else low - p.tau for p, low, _ in items]
+    highs = [None if high is None else high + p.tau for p, _, high in items]
+    served = any_of([filter_column(p) for p, _, _ in items])  # each filter once
+    if served is not None:
+        df = df.where(served)
+    df = df.withColumn("_serves", tag_column([
+        _in_range(filter_column(p), lo, hi) for (p, _, _), lo, hi in zip(items, lows, highs)]))
+    needed = {b: _sample_columns(p) for b, (p, _, _) in enumerate(items)}
+    columns = list(dict.fromkeys(c for cs in needed.values() for c in cs))
+    df = df.where(F.col("_serves") != 0).select(*[col(c) for c in columns], "_serves")
+    if cache:  # the filtered rows, kept by the count for the sample's read (one scan)
+        df = df.persist()
+    try:
+        counts = df.agg(*[F.sum(has_tag("_serves", b).cast("long")).alias(f"n{b}")
+                          for b in range(len(items))]).collect()[0]
+        hashed = F.hash(*[col(k) for k in keys])
+        sampled = []
+        for b in range(len(items)):
+            mine = has_tag("_serves", b)
+            total = counts[f"n{b}"] or 0
+            if total > SAMPLE_EVENTS:  # as _spark_sample: a hash of X, to about that many
+                mine &= F.pmod(hashed, F.lit(max(2, math.ceil(total / SAMPLE_EVENTS)))) == 0
+            sampled.append(mine)
+        table = df.withColumn("_sampled", tag_column(sampled)).where(
+            F.col("_sampled") != 0).select(*[col(c) for c in columns], "_sampled").toArrow()
+    finally:
+        if cache:
+            df.unpersist()
+    tagged = table.column("_sampled").to_numpy()
+    for b, (pattern, low, high) in enumerate(items):
+        rows = table.filter(pa.array((tagged & (1 << b)) != 0))
+        small.samples[_sample_key(pattern, low, high)] = rows.select(needed[b])
+    return len(items)
 
 
 def _in_range(keep, low: int | None, high: int | None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date, datetime, timezone
 from pathlib import Path
 
@@ -31,7 +31,15 @@ from jobs.pipeline.horizons import RunRange, backfill_range, plan_range
 from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.models import run_models
 from jobs.pipeline.phase1 import run_match_job
-from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan, sample_many
+from jobs.pipeline.planning import (
+    MAX_SAMPLED,
+    SmallSources,
+    choose_plan,
+    needs_replan,
+    needs_spark_sample,
+    sample_many,
+    sample_together,
+)
 from jobs.pipeline.publish import RunsLog, all_runs, log_run, previous_runs, publish
 from jobs.pipeline.quality import (
     build_docs,
@@ -41,7 +49,7 @@ from jobs.pipeline.quality import (
 )
 from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.retract import reopened_low
-from jobs.pipeline.source_pass import PassItem, pass_groups, run_source_pass, shareable
+from jobs.pipeline.source_pass import PassItem, numbered, pass_groups, run_source_pass, shareable
 from jobs.progress import progress
 from jobs.project.models import ModelError, models_folder
 from jobs.project.patterns import PatternCatalog, load_catalog
@@ -567,14 +575,14 @@ def _run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         except Exception as exc:  # noqa: BLE001 - reported with its pattern below
             planned[pattern.name] = exc
     small = SmallSources(ctxs[0].lake) if ctxs else None  # read once, for every plan
+    shared = {} if force_slices else source_passes(spark, ctxs, planned, small, echo)
     if small is not None:
-        try:  # the Spark samples of the plans, two jobs per source
+        try:  # the Spark samples of the other plans, two jobs per source
             sample_many(spark, small.lake, small, [
                 (one.pattern, one.rng.low, one.rng.high) for one in planned.values()
                 if not isinstance(one, Exception) and not one.rng.empty])
         except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
-            small.samples.clear()
-    shared = {} if force_slices else source_passes(spark, ctxs, planned, small, echo)
+            pass
     try:
         diagnostics = night_diagnostics(spark, ctxs, planned) if ctxs else None
     except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
@@ -633,27 +641,48 @@ def _run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
 def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSources | None,
                   echo=print) -> dict:
     """Match the patterns that share a source and its partition attributes in one Spark
-    job per group (``jobs.pipeline.source_pass``): {pattern: (result, plan)}. A pass that
-    fails is reported and its patterns run alone, so that an error stays with its own
-    pattern. ``small``: the night's ``SmallSources`` (for the plans)."""
+    job per group (``jobs.pipeline.source_pass``): {pattern: (result, plan)}. The plans
+    of a pass's ZStream patterns are chosen on its events (their samples come from the
+    pass's cached events: no job over the source of their own); a pattern whose plan
+    fails runs alone and reports it. A pass that fails is reported and its patterns run
+    alone, so that an error stays with its own pattern. ``small``: the night's
+    ``SmallSources`` (for the plans)."""
     by_name = {ctx.pattern.name: ctx for ctx in ctxs}
-    items, choices = [], {}
-    for name, one in planned.items():
-        if isinstance(one, Exception) or one.rng.empty or not shareable(one.pattern):
-            continue
-        try:
-            choice = run_plan(spark, by_name[name], one, small)
-        except Exception:  # noqa: BLE001 - the pattern runs alone and reports it
-            continue
-        choices[name] = choice
-        items.append(PassItem(one.pattern, one.text, one.rng.low, one.rng.high,
-                              choice.to_json() if choice else None))
+    items = [PassItem(one.pattern, one.text, one.rng.low, one.rng.high)
+             for one in planned.values()
+             if not isinstance(one, Exception) and not one.rng.empty and shareable(one.pattern)]
+    choices: dict = {}
+
+    def prepare(group: list[PassItem], events) -> list[PassItem]:
+        """The group's plans (their samples from the pass's ``events``), and the items
+        whose plan was chosen."""
+        wanted = [(i.pattern, i.low, i.high) for i in group
+                  if small is not None and needs_spark_sample(i.pattern, i.low, i.high, small)]
+        for start in range(0, len(wanted), MAX_SAMPLED):
+            try:
+                sample_together(events, small, wanted[start:start + MAX_SAMPLED], cache=False)
+            except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
+                pass
+        chosen = []
+        for item in group:
+            name = item.pattern.name
+            try:
+                choice = run_plan(spark, by_name[name], planned[name], small)
+            except Exception:  # noqa: BLE001 - the pattern runs alone and reports it
+                continue
+            choices[name] = choice
+            chosen.append(replace(item, plan_json=choice.to_json() if choice else None))
+        return chosen
+
     out = {}
     profile = ctxs[0].profile if ctxs else None
     for n, group in enumerate(pass_groups(items)):
         source = group[0].pattern.source
         label = f"match {len(group)} patterns of {source} in one pass"
         echo(f"{label}: {', '.join(i.pattern.name for i in group)} ...")
+        sampled = frozenset() if small is None or numbered(group[0].pattern) else frozenset(
+            i.pattern.name for i in group
+            if needs_spark_sample(i.pattern, i.low, i.high, small))
         t0 = time.perf_counter()
         try:
             with progress(label, spark, echo):
@@ -663,12 +692,13 @@ def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSour
                     profile.memory_budget,
                     limits=f"match.max_matches_per_window and match.memory_budget in "
                            f"conf/pipeline.yaml (profile {profile.name})",
-                    slice_length=profile.slice_length)
+                    slice_length=profile.slice_length,
+                    prepare=lambda events, group=group: prepare(group, events), sampled=sampled)
         except Exception as exc:  # noqa: BLE001 - retried pattern by pattern
             echo(f"warning: the pass over {source} did not finish ({short_error(exc)}); "
                  "its patterns are matched one by one")
             continue
-        share = (time.perf_counter() - t0) / len(group)
+        share = (time.perf_counter() - t0) / max(len(results), 1)
         for name, result in results.items():
             result.stats["pass_seconds"] = round(share, 3)
             out[name] = (result, choices[name])

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Callable
 
 from jobs.config import Profile
 from jobs.core.engine import MATCHER_CLASSES
@@ -136,21 +137,26 @@ def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
 def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n: int,
                     max_partition_events: int, max_matches_per_window: int,
                     memory_budget: int, limits: str | None = None,
-                    slice_length: int = Profile.slice_length) -> dict[str, MatchJobResult]:
+                    slice_length: int = Profile.slice_length,
+                    prepare: Callable[[object], list[PassItem]] | None = None,
+                    sampled: frozenset[str] = frozenset()) -> dict[str, MatchJobResult]:
     """Match ``items`` (one group of ``pass_groups``) in one Spark job into each pattern's
     staging folder; per pattern its staging and counters, as ``run_match_job`` returns
     them. ``n`` numbers the passes of a run; ``slice_length``: the time slices of a pass
-    of patterns without partition attributes (``match.slice_length``)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql import types as T
+    of patterns without partition attributes (``match.slice_length``).
 
+    ``prepare``: called with the pass's events (filtered and tagged, cached when a second
+    job reads them) before phase 2; returns the items to match, with their plans (the
+    night samples its ZStream patterns there). Its events reach back τ before the first
+    events of the patterns named in ``sampled``, as their plan samples do. The events are
+    also what the check for oversized partitions counts: the source is scanned once."""
     started = time.perf_counter()
     first = items[0].pattern
     path = lake.events(first.source)
     keys = list(first.partition_attributes)
-    disjunctive = isinstance(first, Disjunction)
-    valued = bool(first.measure_names)
-    lows = [i.read_low for i in items]
+    lows = [i.read_low for i in items] + [
+        None if i.low is None else i.low - i.pattern.tau
+        for i in items if i.pattern.name in sampled]
     read_low = None if any(v is None for v in lows) else min(lows)
     read_high = max(i.read_high for i in items)
     df = read_range(spark, lake, path, read_low, read_high, 0)
@@ -170,35 +176,67 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     if served is not None:
         df = df.where(served)
     df = df.withColumn(PATTERNS_COLUMN, tag_column(filters))
-    for k in keys:
-        df = df.where(col(k).isNotNull())
     attributes = set().union(*(i.pattern.attributes for i in items))
     needed = ["event_id", "ts", *sorted(attributes | set(keys)),
               *([POSITION] if numbering else []), PATTERNS_COLUMN]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
     sliced = not keys
+    oversized = not sliced and bool(max_partition_events) and \
+        max(scanned.values()) > max_partition_events
+    cached = oversized or bool(prepare is not None and sampled)
+    if cached:
+        df = df.persist()
+    try:
+        chosen = prepare(df) if prepare is not None else items
+        return _phase2(spark, lake, items, chosen, df, scanned, run_id, n,
+                       oversized and max_partition_events, slice_length,
+                       dict(max_matches_per_window=max_matches_per_window,
+                            memory_budget=memory_budget, **({"limits": limits} if limits else {})),
+                       started) if chosen else {}
+    finally:
+        if cached:
+            df.unpersist()
+
+
+def _phase2(spark, lake: lk.Lake, items: list[PassItem], chosen: list[PassItem], df,
+            scanned: dict[str, int], run_id: str, n: int, oversized: int, slice_length: int,
+            limits: dict, started: float) -> dict[str, MatchJobResult]:
+    """The pass's job over its phase-1 events ``df``: the ``chosen`` items matched (each
+    with the tag bit of its place in ``items``), written once and moved to their
+    stagings. ``oversized``: the partition size to check for first (0: none);
+    ``limits``: the matchers' (``Phase2Spec``)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    first = items[0].pattern
+    keys = list(first.partition_attributes)
+    sliced = not keys
+    disjunctive = isinstance(first, Disjunction)
+    valued = bool(first.measure_names)
+    for k in keys:
+        df = df.where(col(k).isNotNull())
     if sliced:  # every slice any pattern puts the event in (each takes its own in phase 2)
         df = df.withColumn(SLICE, F.explode(slices_column(
             max(i.pattern.tau for i in items), max(lookback(i.pattern) for i in items),
             slice_length)))
-    elif max_partition_events and max(scanned.values()) > max_partition_events:
+    elif oversized:
         big = (df.groupBy(*[col(k) for k in keys]).count()
-               .where(F.col("count") > max_partition_events))
+               .where(F.col("count") > oversized))
         if big.limit(1).count():
             raise NotShared(f"a partition of {first.source} has more than "
-                            f"{max_partition_events} events: sliced, pattern by pattern")
+                            f"{oversized} events: sliced, pattern by pattern")
     group = [SLICE] if sliced else keys
     df = df.repartition(match_tasks(spark, max(scanned.values())), *[col(k) for k in group])
     df = df.sortWithinPartitions(*[col(k) for k in group], "ts", "event_id")
+    bit = {item.pattern.name: b for b, item in enumerate(items)}
     specs = tuple(SharedSpec(
         item.pattern.name,
         Phase2Spec(pattern_text=item.text, keys=tuple(keys), low=item.low, high=item.high,
-                   slice_length=slice_length if sliced else None,
-                   max_matches_per_window=max_matches_per_window,
-                   memory_budget=memory_budget, plan=item.plan_json,
-                   **({"limits": limits} if limits else {})),
-        item.read_low, item.read_high, item.pattern.tau, lookback(item.pattern))
-        for item in items)
+                   slice_length=slice_length if sliced else None, plan=item.plan_json,
+                   **limits),
+        item.read_low, item.read_high, item.pattern.tau, lookback(item.pattern),
+        bit[item.pattern.name])
+        for item in chosen)
     key_fields = [df.schema[k] for k in keys]
     schema = T.StructType([
         T.StructField("kind", T.StringType()), T.StructField("match_id", T.StringType()),
@@ -212,15 +250,15 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     shared = lk.join(lake.staging(PASS_FOLDER, run_id), f"{first.source}_{n}")
     out = df.mapInPandas(lambda it: run_shared_partition(specs, it), schema)
     out.write.mode("overwrite").partitionBy(PATTERN).parquet(lk.spark_uri(shared))
-    seconds = (time.perf_counter() - started) / len(items)
+    seconds = (time.perf_counter() - started) / len(chosen)
     results = {}
-    for item in items:
+    for item in chosen:
         name = item.pattern.name
         staging = lake.staging(name, run_id)
         _move(lake, lk.join(shared, f"{PATTERN}={name}"), staging, schema)
         stats = {"events": scanned[name], **staged_counters(lake, staging, keys),
                  "work_item": MATCHER_CLASSES[item.pattern.matcher].work_item,
-                 "sliced": "all" if sliced else "no", "shared_pass": len(items),
+                 "sliced": "all" if sliced else "no", "shared_pass": len(chosen),
                  "seconds": round(seconds, 3)}
         results[name] = MatchJobResult(staging, stats)
     lake.remove(shared)

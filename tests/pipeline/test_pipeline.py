@@ -755,9 +755,10 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
     lake = Lake.of_profile(nightly[0])
     text = (ROOT / "patterns" / "hospital_crossmatch_transfusion.yaml").read_text()
     text = text.split("\nexamples:")[0] + "\n"
-    patterns = [parse_pattern(re.sub(r"(?m)^within: .*$", f"within: {w}", text).replace(
-        "name: hospital_crossmatch_transfusion", f"name: crossmatch_{w}"), f"<{w}>")
+    texts = [re.sub(r"(?m)^within: .*$", f"within: {w}", text).replace(
+        "name: hospital_crossmatch_transfusion", f"name: crossmatch_{w}")
         for w in ("1d", "3d", "9d")]
+    patterns = [parse_pattern(t, "<variant>") for t in texts]
     other = load_pattern(ROOT / "patterns" / "sepsis_high_marker_then_admission.yaml")
     ts = lake.read_arrow(lake.events("hospital"), columns=["ts"]).column("ts")
     lo, hi = (parse_ts(x.as_py()) for x in (pc.min(ts), pc.max(ts)))
@@ -779,6 +780,48 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
         assert planning.sample_statistics(spark, lake, pattern, low, high, small) == \
             planning.sample_statistics(spark, lake, pattern, low, high)
     assert sizes[0] > 0 and len(set(sizes)) == 3
+
+    # a source pass samples its ZStream patterns from its own cached events (reaching τ
+    # further back for them): the same rows; its matches stay each pattern's own
+    from jobs.pipeline.phase1 import run_match_job
+    from jobs.pipeline.source_pass import NotShared, PassItem, run_source_pass
+
+    ses = ROOT / "patterns" / "hospital_ca125_blood_then_consult.yaml"
+    day = 86400 * 10**9
+    items = [PassItem(p, t, low, hi) for p, t, low in zip(
+        patterns, texts, ((lo + hi) // 2 + 10 * day, (lo + hi) // 2 + 20 * day, (lo + hi) // 2))]
+    items.append(PassItem(load_pattern(ses), ses.read_text(), (lo + hi) // 2 + 5 * day, hi))
+    pass_small = planning.SmallSources(lake)
+
+    def prepare(events):
+        planning.sample_together(events, pass_small, [(i.pattern, i.low, i.high)
+                                                      for i in items[:3]], cache=False)
+        return items
+
+    sampled = frozenset(p.name for p in patterns)
+    earliest = min(i.read_low for i in items)  # the pass's own range starts there
+    reach = []
+    run_source_pass(spark, lake, items, "pass", 0, 10**6, 10**6, 2 * 1024**3,
+                    prepare=prepare, sampled=sampled)
+    for item in items:
+        p, name = item.pattern, item.pattern.name
+        if name in sampled:
+            alone = planning._spark_sample(spark, lake, p, item.low, item.high,
+                                           list(p.partition_attributes),
+                                           planning._sample_columns(p))
+            together = pass_small.samples[planning._sample_key(p, item.low, item.high)]
+            assert together.sort_by(order).equals(alone.sort_by(order)), name
+            reach.append(pc.min(alone.column("ts")).as_py())
+        run_match_job(spark, p, item.text, lake, "alone", item.low, item.high,
+                      nightly[0].slice_length, 10**6, 10**6)
+        assert _staged(lake, name, "pass") == _staged(lake, name, "alone"), name
+        lake.remove(lake.staging(name, "pass"))
+        lake.remove(lake.staging(name, "alone"))
+    assert min(parse_ts(t) for t in reach) < earliest  # a sample reaches back before it
+    # a partition larger than max_partition_events (counted on the cached events): alone
+    with pytest.raises(NotShared, match="more than 5 events"):
+        run_source_pass(spark, lake, items, "pass", 0, 5, 10**6, 2 * 1024**3,
+                        prepare=prepare, sampled=sampled)
 
 
 def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
