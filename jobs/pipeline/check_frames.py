@@ -122,29 +122,25 @@ class DriverFrames:
             keys = sorted(set().union(*(keys_of(r.pattern) for r in mine)))
             self.events[source] = self._read_events(
                 source, keys, event_date_filters(None if None in lows else min(lows),
-                                                 None if None in highs else max(highs), 0))
-            if len(mine) > 1:
-                self.events[source] = self._bound_only(self.events[source], mine)
+                                                 None if None in highs else max(highs), 0),
+                self._bound_ids(mine))
 
-    def _bound_only(self, events: pa.Table, runs: list[StagedMatches]) -> pa.Table:
-        """The events some staged run binds: one semi-join per source instead of a join
-        of each run's bindings with all the source's events (a run's join only finds
-        those). Every event when a run's staged files cannot be read (its frame fails on
-        its own then)."""
+    def _bound_ids(self, runs: list[StagedMatches]) -> pa.Array | None:
+        """The event ids the staged runs bind: a run's join with the source's events finds
+        only those, so only those are read. None (every event) when a run's staged files
+        cannot be read: its frame then fails on its own."""
         try:
             staged = pa.concat_tables([self._staged(r, ["bindings"]) for r in runs])
         except Exception:  # noqa: BLE001 - that run's frame reports it
-            return events
+            return None
         self.con.register("bound", staged)
         try:
-            ids = self.con.sql(
+            return self.con.sql(
                 "SELECT DISTINCT unnest(ids) AS event_id FROM (SELECT unnest(map_values("
                 "CAST(bindings::JSON AS MAP(VARCHAR, VARCHAR[])))) AS ids FROM bound)"
-            ).to_arrow_table().column(0)
+            ).to_arrow_table().column(0).combine_chunks()
         finally:
             self.con.unregister("bound")
-        column = events.column("event_id")
-        return events.filter(pc.is_in(column, value_set=ids.combine_chunks().cast(column.type)))
 
     def _staged(self, run: StagedMatches, names: list[str]) -> pa.Table:
         """The ``names`` columns of a run's staged match rows."""
@@ -154,9 +150,19 @@ class DriverFrames:
         return pads.dataset(folder, filesystem=fs, format="parquet").to_table(
             columns=names, filter=pads.field("kind") == "match")
 
-    def _read_events(self, source: str, columns: list[str], filters) -> pa.Table:
-        table = self.lake.read_arrow(self.lake.events(source), ["event_id", "ts", *columns],
-                                     partition_filters=filters)
+    def _read_events(self, source: str, columns: list[str], filters,
+                     ids: pa.Array | None) -> pa.Table:
+        """The source's events of the ``filters`` partitions; with ``ids``, those of
+        these ids (when the source's ids are text, as the bindings name them)."""
+        import pyarrow.dataset as pads
+
+        path = self.lake.events(source)
+        kind = pa.schema(self.lake.table(path).schema().to_arrow()).field("event_id").type
+        only = None
+        if ids is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+            only = pads.field("event_id").isin(ids.cast(kind))
+        table = self.lake.read_arrow(path, ["event_id", "ts", *columns],
+                                     partition_filters=filters, filter=only)
         return table.set_column(1, "ets", micros(table.column("ts")))
 
     def frame(self, run: StagedMatches) -> pa.Table:
