@@ -303,6 +303,10 @@ def _window_frame(staged, events, pattern):
 
 # -- running a suite -------------------------------------------------------------------------
 _CONTEXTS: dict[str, object] = {}
+# the validation results the Data Docs index lists, latest first: its build reads each
+# one it lists, and the lake keeps every night's (each keeps its own page; the
+# catalogue's quality page lists them all)
+DOCS_INDEX_RESULTS = 100
 
 
 def context(lake: lk.Lake):
@@ -403,9 +407,19 @@ def docs_url(lake: lk.Lake) -> str | None:
 
 
 def build_docs(lake: lk.Lake, result_ids: list) -> None:
-    """The Data Docs pages of a batch of results (and the index), in one build."""
+    """The Data Docs pages of a batch of results (and the index), in one build. The index
+    lists the latest ``DOCS_INDEX_RESULTS`` results (at least the batch): GX reads each
+    result it lists, and the validations store grows every night."""
     if result_ids:
-        context(lake).build_data_docs(resource_identifiers=result_ids)
+        ctx = context(lake)
+        sites = ctx.variables.data_docs_sites or {}  # a copy: set back (not saved)
+        for site in sites.values():
+            index = site.setdefault("site_index_builder",
+                                    {"class_name": "DefaultSiteIndexBuilder"})
+            # GX builds pages for the latest results within the limit only: the batch's
+            index["validation_results_limit"] = max(DOCS_INDEX_RESULTS, len(result_ids))
+        ctx.variables.data_docs_sites = sites
+        ctx.build_data_docs(resource_identifiers=result_ids)
 
 
 def validate_events(spark, lake: lk.Lake, source: Source, ts_range,

@@ -21,3 +21,41 @@ def test_a_count_measure_lies_within_its_variables_bounds():
     assert {"column": "a1_m_doses", "min_value": 2, "max_value": 4} in kwargs
     assert {"column": "a2_m_doses", "min_value": 1} in kwargs
     assert not any("total" in k["column"] for k in kwargs)  # a sum has no bounds
+
+
+def test_the_docs_index_reads_only_the_latest_results(tmp_path, monkeypatch):
+    """The Data Docs index lists the latest ``DOCS_INDEX_RESULTS`` validation results, so
+    its build reads those, not every result the lake kept (one per pattern and night);
+    every result keeps its own page."""
+    import pandas as pd
+    from great_expectations.data_context.data_context.abstract_data_context import (
+        AbstractDataContext,
+    )
+
+    from jobs.lake.store import Lake
+    from jobs.pipeline import quality
+
+    monkeypatch.setattr(quality, "DOCS_INDEX_RESULTS", 2)
+    lake = Lake(str(tmp_path / "lake"))
+    quality._CONTEXTS.pop(str(lake.local_home()), None)
+    frame = pd.DataFrame({"x": [1, 2, 3]})
+    expectations = [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "x"}}]
+    ids = [quality.run_suite(lake, f"suite_{k}", expectations, frame, {}, docs=False).result_id
+           for k in range(3)]
+    quality.build_docs(lake, ids)  # a night larger than the limit: every page
+    ids += [quality.run_suite(lake, f"suite_{k}", expectations, frame, {}, docs=False).result_id
+            for k in range(3, 5)]  # the next night
+    read = []
+    original = AbstractDataContext.get_validation_result
+    monkeypatch.setattr(AbstractDataContext, "get_validation_result",
+                        lambda self, *a, **kw: read.append(kw.get("run_id")) or
+                        original(self, *a, **kw))
+    quality.build_docs(lake, ids[3:])
+    quality._CONTEXTS.pop(str(lake.local_home()), None)
+    index = lake.local_home() / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
+    html = index.read_text()
+    listed = [k for k in range(5) if f"validations/suite_{k}/" in html]
+    assert listed == [3, 4], listed  # the two latest
+    assert len(read) <= 2 + len(ids)  # the index's two, and each new result's page
+    pages = list((index.parent / "validations").glob("suite_*"))
+    assert len(pages) == 5
