@@ -575,14 +575,19 @@ def _run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         except Exception as exc:  # noqa: BLE001 - reported with its pattern below
             planned[pattern.name] = exc
     small = SmallSources(ctxs[0].lake) if ctxs else None  # read once, for every plan
-    shared = {} if force_slices else source_passes(spark, ctxs, planned, small, echo)
+    groups = [] if force_slices else pass_groups([
+        PassItem(one.pattern, one.text, one.rng.low, one.rng.high) for one in planned.values()
+        if not isinstance(one, Exception) and not one.rng.empty and shareable(one.pattern)])
+    by_pass = [pass_samples(group, small) for group in groups]
     if small is not None:
-        try:  # the Spark samples of the other plans, two jobs per source
+        try:  # the Spark samples of the plans no pass samples, two jobs per source
             sample_many(spark, small.lake, small, [
                 (one.pattern, one.rng.low, one.rng.high) for one in planned.values()
-                if not isinstance(one, Exception) and not one.rng.empty])
+                if not isinstance(one, Exception) and not one.rng.empty
+                and not any(one.pattern.name in names for names in by_pass)])
         except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
-            pass
+            small.samples.clear()
+    shared = source_passes(spark, ctxs, planned, small, groups, by_pass, echo)
     try:
         diagnostics = night_diagnostics(spark, ctxs, planned) if ctxs else None
     except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
@@ -638,26 +643,34 @@ def _run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
     return [rows[ctx.pattern.name] for ctx in ctxs]
 
 
+def pass_samples(group: list[PassItem], small: SmallSources | None) -> frozenset[str]:
+    """The patterns of a pass whose plan samples come from the pass's own events (ZStream
+    patterns a Spark sample is needed for; not in a pass that numbers positions, whose
+    range the samples' earlier reach would change)."""
+    if small is None or numbered(group[0].pattern):
+        return frozenset()
+    return frozenset(i.pattern.name for i in group
+                     if needs_spark_sample(i.pattern, i.low, i.high, small))
+
+
 def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSources | None,
+                  groups: list[list[PassItem]], by_pass: list[frozenset[str]],
                   echo=print) -> dict:
-    """Match the patterns that share a source and its partition attributes in one Spark
-    job per group (``jobs.pipeline.source_pass``): {pattern: (result, plan)}. The plans
-    of a pass's ZStream patterns are chosen on its events (their samples come from the
-    pass's cached events: no job over the source of their own); a pattern whose plan
-    fails runs alone and reports it. A pass that fails is reported and its patterns run
-    alone, so that an error stays with its own pattern. ``small``: the night's
-    ``SmallSources`` (for the plans)."""
+    """Match each of ``groups`` (``source_pass.pass_groups``: patterns that share a source
+    and its partition attributes) in one Spark job (``jobs.pipeline.source_pass``):
+    {pattern: (result, plan)}. The plans of a pass's patterns are chosen between its
+    phase 1 and its phase 2; those named in its ``by_pass`` (``pass_samples``) are
+    sampled from the pass's cached events, with no job over the source of their own. A
+    pattern whose plan fails runs alone and reports it. A pass that fails is reported and
+    its patterns run alone, so that an error stays with its own pattern. ``small``: the
+    night's ``SmallSources`` (for the plans)."""
     by_name = {ctx.pattern.name: ctx for ctx in ctxs}
-    items = [PassItem(one.pattern, one.text, one.rng.low, one.rng.high)
-             for one in planned.values()
-             if not isinstance(one, Exception) and not one.rng.empty and shareable(one.pattern)]
     choices: dict = {}
 
-    def prepare(group: list[PassItem], events) -> list[PassItem]:
-        """The group's plans (their samples from the pass's ``events``), and the items
-        whose plan was chosen."""
-        wanted = [(i.pattern, i.low, i.high) for i in group
-                  if small is not None and needs_spark_sample(i.pattern, i.low, i.high, small)]
+    def prepare(group: list[PassItem], sampled: frozenset[str], events) -> list[PassItem]:
+        """The group's plans (the ``sampled`` ones' samples from the pass's ``events``),
+        and the items whose plan was chosen."""
+        wanted = [(i.pattern, i.low, i.high) for i in group if i.pattern.name in sampled]
         for start in range(0, len(wanted), MAX_SAMPLED):
             try:
                 sample_together(events, small, wanted[start:start + MAX_SAMPLED], cache=False)
@@ -676,13 +689,10 @@ def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSour
 
     out = {}
     profile = ctxs[0].profile if ctxs else None
-    for n, group in enumerate(pass_groups(items)):
+    for n, (group, sampled) in enumerate(zip(groups, by_pass)):
         source = group[0].pattern.source
         label = f"match {len(group)} patterns of {source} in one pass"
         echo(f"{label}: {', '.join(i.pattern.name for i in group)} ...")
-        sampled = frozenset() if small is None or numbered(group[0].pattern) else frozenset(
-            i.pattern.name for i in group
-            if needs_spark_sample(i.pattern, i.low, i.high, small))
         t0 = time.perf_counter()
         try:
             with progress(label, spark, echo):
@@ -693,7 +703,8 @@ def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSour
                     limits=f"match.max_matches_per_window and match.memory_budget in "
                            f"conf/pipeline.yaml (profile {profile.name})",
                     slice_length=profile.slice_length,
-                    prepare=lambda events, group=group: prepare(group, events), sampled=sampled)
+                    prepare=lambda events, g=group, names=sampled: prepare(g, names, events),
+                    sampled=sampled)
         except Exception as exc:  # noqa: BLE001 - retried pattern by pattern
             echo(f"warning: the pass over {source} did not finish ({short_error(exc)}); "
                  "its patterns are matched one by one")
