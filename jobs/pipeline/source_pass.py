@@ -28,6 +28,13 @@ each other (consecutive or not): the same matches. Patterns with and without num
 are in separate passes, so that a pass without contiguity still filters before its
 shuffle. A pass whose partitions exceed ``max_partition_events`` (they would be sliced)
 is not run: its patterns run alone (``NotShared``).
+
+The source is scanned once: when a second job reads the pass's filtered, tagged events
+(the plan samples of its ZStream patterns, taken between phase 1 and phase 2, or the
+check for oversized partitions), they are cached. The samples need τ before a pattern's
+first events, so the pass reads from there (phase 2 gives each pattern only its own
+read range); the events without X are dropped after the samples, as a pattern's own
+sample keeps them.
 """
 
 from __future__ import annotations
@@ -186,13 +193,15 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     cached = oversized or bool(prepare is not None and sampled)
     if cached:
         df = df.persist()
+    limits_of = dict(max_matches_per_window=max_matches_per_window,
+                     memory_budget=memory_budget, **({"limits": limits} if limits else {}))
     try:
         chosen = prepare(df) if prepare is not None else items
+        if not chosen:
+            return {}
         return _phase2(spark, lake, items, chosen, df, scanned, run_id, n,
-                       oversized and max_partition_events, slice_length,
-                       dict(max_matches_per_window=max_matches_per_window,
-                            memory_budget=memory_budget, **({"limits": limits} if limits else {})),
-                       started) if chosen else {}
+                       max_partition_events if oversized else 0, slice_length, limits_of,
+                       started)
     finally:
         if cached:
             df.unpersist()
