@@ -199,7 +199,9 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
         chosen = prepare(df) if prepare is not None else items
         if not chosen:
             return {}
-        return _phase2(spark, lake, items, chosen, df, scanned, run_id, n,
+        # the tasks follow the events phase 2 gets: counted in the cache when there is one
+        kept = df.count() if cached else max(scanned.values())
+        return _phase2(spark, lake, items, chosen, df, scanned, kept, run_id, n,
                        max_partition_events if oversized else 0, slice_length, limits_of,
                        started)
     finally:
@@ -208,12 +210,12 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
 
 
 def _phase2(spark, lake: lk.Lake, items: list[PassItem], chosen: list[PassItem], df,
-            scanned: dict[str, int], run_id: str, n: int, oversized: int, slice_length: int,
-            limits: dict, started: float) -> dict[str, MatchJobResult]:
-    """The pass's job over its phase-1 events ``df``: the ``chosen`` items matched (each
-    with the tag bit of its place in ``items``), written once and moved to their
-    stagings. ``oversized``: the partition size to check for first (0: none);
-    ``limits``: the matchers' (``Phase2Spec``)."""
+            scanned: dict[str, int], kept: int, run_id: str, n: int, oversized: int,
+            slice_length: int, limits: dict, started: float) -> dict[str, MatchJobResult]:
+    """The pass's job over its phase-1 events ``df`` (``kept`` of them, or an upper
+    bound): the ``chosen`` items matched (each with the tag bit of its place in
+    ``items``), written once and moved to their stagings. ``oversized``: the partition
+    size to check for first (0: none); ``limits``: the matchers' (``Phase2Spec``)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -235,7 +237,7 @@ def _phase2(spark, lake: lk.Lake, items: list[PassItem], chosen: list[PassItem],
             raise NotShared(f"a partition of {first.source} has more than "
                             f"{oversized} events: sliced, pattern by pattern")
     group = [SLICE] if sliced else keys
-    df = df.repartition(match_tasks(spark, max(scanned.values())), *[col(k) for k in group])
+    df = df.repartition(match_tasks(spark, kept), *[col(k) for k in group])
     df = df.sortWithinPartitions(*[col(k) for k in group], "ts", "event_id")
     bit = {item.pattern.name: b for b, item in enumerate(items)}
     specs = tuple(SharedSpec(

@@ -201,7 +201,7 @@ def project_zip() -> str:
     return str(out)
 
 
-EVENTS_PER_TASK = 250_000  # events per phase-2 task, at least
+EVENTS_PER_TASK = 500_000  # events per phase-2 task, at least
 
 
 def match_tasks(spark, events: int) -> int:

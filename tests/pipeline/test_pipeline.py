@@ -1194,3 +1194,14 @@ def test_readme_recipes_run_offline_on_the_lake(nightly, capsys):
     assert "variable" in out  # pandas: the mean per variable
     assert "2014-" in out  # Polars: months
     assert "patient" in out and "sepsis_rising_crp_then_icu" in out  # DuckDB
+
+
+def test_phase_two_tasks_follow_the_events(spark):
+    """One task per core at least, one per ``EVENTS_PER_TASK`` events, at most the
+    shuffle's partitions (a source pass counts the events it keeps, in its cache)."""
+    from jobs.spark.session import EVENTS_PER_TASK, cores, match_tasks
+
+    most, slots = int(spark.conf.get("spark.sql.shuffle.partitions")), cores(spark)
+    assert match_tasks(spark, 0) == min(most, slots)
+    assert match_tasks(spark, EVENTS_PER_TASK * (slots + 1)) == min(most, slots + 1)
+    assert match_tasks(spark, 10**12) == most
