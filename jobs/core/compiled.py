@@ -188,8 +188,9 @@ class CompiledPattern:
     @cached_property
     def filter_key(self) -> tuple:
         """What ``masks`` and ``partition_codes`` read besides the events: each positive
-        variable's properties, in variable order, and X. Two patterns with equal keys
-        filter and partition the same events alike."""
+        variable's properties, in variable order, X, and the attributes (the rows of the
+        columns). Two patterns with equal keys filter and partition the same columns
+        alike."""
         return (tuple(tuple(self.pattern.properties[v.name]) for v in self.variables),
                 tuple(self.partition_attributes), self.attributes)
 

@@ -137,9 +137,9 @@ def tag_column(conditions: list):
     tags: dict[int, int] = {}  # one test per distinct condition (``_built_once`` shares them)
     for i, c in enumerate(conditions):
         tags[id(c)] = tags.get(id(c), 0) | (1 << i)
-    first = {id(c): c for c in reversed(conditions)}
-    bits = [F.lit(tag).cast("long") if first[key] is None else
-            F.when(first[key], F.lit(tag).cast("long")).otherwise(zero)
+    by_id = {id(c): c for c in conditions}
+    bits = [F.lit(tag).cast("long") if by_id[key] is None else
+            F.when(by_id[key], F.lit(tag).cast("long")).otherwise(zero)
             for key, tag in tags.items()]
     return reduce(lambda a, b: a + b, bits)
 
