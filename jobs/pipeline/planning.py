@@ -376,13 +376,27 @@ def sample_many(spark, lake: lk.Lake, small: SmallSources,
             items = all_items[start:start + MAX_SAMPLED]
             if len(items) < 2:  # one pattern: its own sample, as before
                 continue
-            lows = [None if low is None else low - p.tau for p, low, _ in items]
-            highs = [None if high is None else high + p.tau for p, _, high in items]
+            lows, highs = _sample_bounds(items)
             df = read_range(spark, lake, lake.events(source),
                             None if None in lows else min(lows),
                             None if None in highs else max(highs), 0)
             done += sample_together(df, small, items, cache=True)
     return done
+
+
+def sample_from(df, small: SmallSources,
+                runs: list[tuple[Pattern | Disjunction, int | None, int | None]]) -> int:
+    """``sample_together`` for any number of ``runs`` of one source and X whose events
+    ``df`` holds (a source pass's cached events), ``MAX_SAMPLED`` at a time, without
+    caching them again. Returns the patterns sampled."""
+    return sum(sample_together(df, small, runs[start:start + MAX_SAMPLED], cache=False)
+               for start in range(0, len(runs), MAX_SAMPLED))
+
+
+def _sample_bounds(items) -> tuple[list, list]:
+    """Each run's sampled range [low − τ, high + τ] (None: open), as lows and highs."""
+    return ([None if low is None else low - p.tau for p, low, _ in items],
+            [None if high is None else high + p.tau for p, _, high in items])
 
 
 def sample_together(df, small: SmallSources,
@@ -398,8 +412,7 @@ def sample_together(df, small: SmallSources,
     from pyspark.sql import functions as F
 
     keys = list(items[0][0].partition_attributes)
-    lows = [None if low is None else low - p.tau for p, low, _ in items]
-    highs = [None if high is None else high + p.tau for p, _, high in items]
+    lows, highs = _sample_bounds(items)
     served = any_of([filter_column(p) for p, _, _ in items])  # each filter once
     if served is not None:
         df = df.where(served)

@@ -32,13 +32,12 @@ from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.models import run_models
 from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import (
-    MAX_SAMPLED,
     SmallSources,
     choose_plan,
     needs_replan,
     needs_spark_sample,
+    sample_from,
     sample_many,
-    sample_together,
 )
 from jobs.pipeline.publish import RunsLog, all_runs, log_run, previous_runs, publish
 from jobs.pipeline.quality import (
@@ -670,12 +669,11 @@ def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSour
     def prepare(group: list[PassItem], sampled: frozenset[str], events) -> list[PassItem]:
         """The group's plans (the ``sampled`` ones' samples from the pass's ``events``),
         and the items whose plan was chosen."""
-        wanted = [(i.pattern, i.low, i.high) for i in group if i.pattern.name in sampled]
-        for start in range(0, len(wanted), MAX_SAMPLED):
-            try:
-                sample_together(events, small, wanted[start:start + MAX_SAMPLED], cache=False)
-            except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
-                pass
+        try:
+            sample_from(events, small, [(i.pattern, i.low, i.high) for i in group
+                                        if i.pattern.name in sampled])
+        except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
+            pass
         chosen = []
         for item in group:
             name = item.pattern.name
