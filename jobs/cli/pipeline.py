@@ -76,7 +76,12 @@ def cmd_retract(args) -> int:
     profile = load_profile(args.profile)
     lake = Lake.of_profile(profile)
     with lake_lock(profile.lake, "retract", profile.lock_dir):
+        reconcile(lake)  # a retract killed before: its row is logged first
         row = retract(lake, args.source, args.event_id, args.file, args.reason)
+    if row.get("already"):
+        print(f"already retracted: {row['events']} event(s) of {args.source} by retraction "
+              f"{row['retraction_id']} ({row['retracted_at']:%Y-%m-%d %H:%M} UTC); nothing to do")
+        return 0
     print(f"retracted {row['events']} event(s) of {args.source} "
           f"({row['ts_min']} .. {row['ts_max']}); logged in {lake.retractions()} "
           f"as {row['retraction_id']}; the next run re-matches what they touched")

@@ -175,7 +175,12 @@ class Lake:
                 dataset = pads.FileSystemDataset(
                     [f for f in dataset.get_fragments() if file_name(f.path) in only],
                     dataset.schema, dataset.format, dataset.filesystem)
-            return dataset.to_table(columns=columns, filter=filter)
+            try:
+                return dataset.to_table(columns=columns, filter=filter)
+            except pa.ArrowNotImplementedError as exc:
+                if "_view" not in str(exc):
+                    raise
+                return _read_mixed(dataset, columns, filter)
         except FileNotFoundError as exc:
             raise BrokenTable(self.name_of(path),
                               f"a data file is missing: {_first_line(exc)[:200]}") from None
@@ -189,21 +194,36 @@ class Lake:
                    schema_mode="merge" if self.exists(path) else None)
 
     def insert_new(self, path: str, data: pa.Table, key: str | tuple[str, ...],
-                   partition_by: list[str] | None = None) -> int:
-        """Insert the rows of ``data`` whose key is not in the table yet (MERGE ... WHEN
-        NOT MATCHED INSERT), creating the table if needed; returns the number of rows
-        inserted."""
+                   partition_by: list[str] | None = None, same_partition: bool = False) -> int:
+        """Insert the rows of ``data`` whose key is not in the table yet, creating the table
+        if needed; returns the number of rows inserted. Not a delta-rs MERGE: its files
+        store ``string_view`` columns, and a table that mixes them with ``string`` files
+        cannot be read with a filter (``jobs.lake.rewrite``). The keys already there are
+        read (a filter on the first key's values), the others appended in one commit;
+        callers hold the lake lock, so no other writer inserts the same key meanwhile.
+        ``same_partition``: a key already there is in the partition its row would go to
+        (events: a row with an id already there and another date was quarantined as a
+        correction before), so only the batch's partitions are read."""
+        import pyarrow.compute as pc
+
         if data.num_rows == 0:
             return 0
         if not self.exists(path):
             self.write(path, data, partition_by=partition_by)
             return data.num_rows
-        keys = (key,) if isinstance(key, str) else key
-        predicate = " AND ".join(f"t.{k} = s.{k}" for k in keys)
-        metrics = (self.table(path).merge(data, predicate=predicate, source_alias="s",
-                                          target_alias="t")
-                   .when_not_matched_insert_all().execute())
-        return int(metrics.get("num_target_rows_inserted", 0))
+        keys = (key,) if isinstance(key, str) else tuple(key)
+        parts = None
+        if same_partition and partition_by:
+            parts = [(c, "in", [str(v) for v in pc.unique(data.column(c)).to_pylist()])
+                     for c in partition_by]
+        there = self.read_arrow(path, columns=list(keys), partition_filters=parts,
+                                filter=pc.field(keys[0]).isin(pc.unique(data.column(keys[0]))))
+        if there is not None and there.num_rows:
+            new = pc.invert(pc.is_in(_key_text(data, keys), value_set=_key_text(there, keys)))
+            data = data.filter(new)
+        if data.num_rows:
+            self.append(path, data, partition_by=partition_by)
+        return data.num_rows
 
     def count_rows(self, path: str, partition_filters=None, table=None) -> int:
         """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
@@ -294,6 +314,16 @@ class Lake:
         return sorted(i.base_name for i in found if i.type == kind)
 
 
+def _key_text(t: pa.Table, keys: tuple[str, ...]) -> pa.Array:
+    """One text per row of ``t`` for the composite key ``keys`` (unit separators between)."""
+    import pyarrow.compute as pc
+
+    cols = [pc.cast(t.column(k), pa.string()) for k in keys]
+    if len(cols) == 1:
+        return cols[0]
+    return pc.binary_join_element_wise(*[pc.fill_null(c, "\x00") for c in cols], "\x1f")
+
+
 def _data_files(dt: DeltaTable, partition_filters=None) -> list[str]:
     """The URIs of the snapshot's data files (of the partitions ``partition_filters``
     keeps)."""
@@ -369,6 +399,18 @@ def _s3(options: dict[str, str]):
         scheme, _, host = s["endpoint"].rpartition("://")
         kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
     return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})
+
+
+def _read_mixed(dataset, columns, filter) -> pa.Table:
+    """A filtered read of a table whose files mix ``string`` and ``string_view`` (written by
+    delta-rs's MERGE or DELETE before the lake stopped calling them; the next writer
+    repairs them, ``jobs.lake.rewrite.retype``): pyarrow cannot prune such files by their
+    statistics, so the files are read whole (cast to the table's types) and then filtered.
+    Slower, never wrong."""
+    table = dataset.to_table()
+    if filter is not None:
+        table = table.filter(filter)
+    return table.select(columns) if columns else table
 
 
 def _first_line(exc: BaseException) -> str:

@@ -8,7 +8,7 @@
   is written.
 * Transform (pure, ``type_rows``): type each row by the source schema; give it a stable
   ``event_id`` (its id column, or a hash of its content and its occurrence number in the
-  file); rows that fail, timestamps outside the accepted range and values that are not
+  whole file, counted across chunks); rows that fail, timestamps outside the accepted range and values that are not
   finite go to quarantine with the reason. An ``event_id`` seen again with other values (a
   *correction*) is quarantined with both versions named: events are immutable once
   ingested, and ``ses retract`` removes one first (recorded).
@@ -173,10 +173,13 @@ def _quarantine_row(file_label: str, line: int, reason: str, raw, run_id: str,
 
 
 def type_rows(source: Source, records, file_label: str, run_id: str, now: datetime,
-              ts_range: TimeRange = TimeRange()) -> Typed:
-    """Type raw records by the source schema (pure: no I/O)."""
+              ts_range: TimeRange = TimeRange(), seen: dict[str, int] | None = None) -> Typed:
+    """Type raw records by the source schema (pure: no I/O). ``seen``: the occurrences of
+    each content hash so far in the file, carried from chunk to chunk by the caller, so
+    that a content-hash id (``<hash>-<n>``, the n-th identical row of the file) does not
+    depend on where the chunks are cut."""
     out = Typed()
-    seen: dict[str, int] = {}
+    seen = {} if seen is None else seen
     for line, rec in records:
         def reject(reason: str, raw=rec, line=line):
             out.quarantine.append(_quarantine_row(file_label, line, reason, raw, run_id, now))
@@ -329,6 +332,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                               if first_ingest else (run_id, now))
         records = read_raw(path, source.format)
         checked_header = False
+        seen: dict[str, int] = {}  # content-hash occurrences over the whole file
         while True:
             chunk = []
             for item in records:
@@ -343,7 +347,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                                   f"(columns: {', '.join(chunk[0][1])})")
             checked_header = True
             rows += len(chunk)
-            typed = type_rows(source, chunk, label, file_run, file_now, ts_range)
+            typed = type_rows(source, chunk, label, file_run, file_now, ts_range, seen)
             kept = []
             for e in typed.events:
                 key = _content(e, columns)
@@ -446,7 +450,8 @@ def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
     result.quarantined = quarantine.num_rows if quarantine is not None else 0
     if batch.events.num_rows:
         result.new_events = lake.insert_new(lake.events(batch.source.name), batch.events,
-                                          key="event_id", partition_by=["event_date"])
+                                            key="event_id", partition_by=["event_date"],
+                                            same_partition=True)
     reached("ingest:after-events")
     if quarantine is not None:
         lake.insert_new(lake.quarantine(batch.source.name), quarantine,

@@ -11,7 +11,13 @@ untidiness; each is repaired from what the lake itself records:
    of its patterns without a row gets an ``aborted`` row. That includes a pattern whose
    run had finished without committing anything: its row is held until the end of the
    batch (``publish.RunsLog``), and its range is planned again.
-3. *staging left behind*: the staging folders of published or aborted runs are removed
+3. *deleted, not logged*: a retract's delete commit carries its row
+   (``retract.RETRACTION_KEY``); a row missing from ``retractions`` is appended from it.
+4. *files of the wrong types*: data files that store ``string_view`` (delta-rs's MERGE,
+   DELETE or OPTIMIZE, from before the lake stopped calling them, or another tool) are
+   rewritten with plain types (``jobs.lake.rewrite.retype``); only files added since the
+   last check are looked at (``_state/retyped.json``).
+5. *staging left behind*: the staging folders of published or aborted runs are removed
    (and the output of source passes, ``staging/_pass``),
    and the ``_temporary`` folders of every run (a killed Spark write).
 """
@@ -21,8 +27,10 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from jobs.lake import rewrite
 from jobs.lake import store as lk
 from jobs.pipeline.publish import RUN_KEY, log_run
+from jobs.pipeline.retract import logged_retractions
 from jobs.pipeline.source_pass import PASS_FOLDER
 from jobs.status import ABORTED, SUCCESS
 
@@ -46,6 +54,38 @@ def finish_run(lake: lk.Lake, run_id: str) -> None:
 def _rows(lake: lk.Lake) -> list[dict]:
     t = lake.read_arrow(lake.runs())
     return t.to_pylist() if t is not None else []
+
+
+def typed_tables(lake: lk.Lake) -> list[str]:
+    """Every Delta table of the lake that ingest, retract and the logs write."""
+    out = [lake.runs(), lake.ingest_log(), lake.retractions()]
+    for kind in ("events", "quarantine", "stats"):
+        out += [lk.join(lake.root, kind, n) for n in lake.children(lk.join(lake.root, kind))]
+    return [p for p in out if lake.exists(p)]
+
+
+def repair_types(lake: lk.Lake) -> list[str]:
+    """Rewrite the view-typed data files added since the last check (all, the first time)
+    with plain types; one line per table repaired."""
+    state_file = lk.join(lake.root, "_state", "retyped.json")
+    try:
+        state = json.loads(lake.read_text(state_file))
+    except (OSError, ValueError):
+        state = {}
+    notes = []
+    for path in typed_tables(lake):
+        name = lake.name_of(path)
+        checked = int(datetime.now(timezone.utc).timestamp() * 1000) - 1000
+        try:
+            n = rewrite.retype(lake, path, since_ms=int(state.get(name, 0)))
+        except (lk.BrokenTable, OSError):
+            continue  # a broken table or a missing file is named by whatever reads it
+        state[name] = checked
+        if n:
+            notes.append(f"repaired: {name} had {n} data file(s) stored as string_view "
+                         "(unreadable with a filter beside string files); rewritten as string")
+    lake.write_text(state_file, json.dumps(state, sort_keys=True))
+    return notes
 
 
 def reconcile(lake: lk.Lake, echo=print) -> list[str]:
@@ -104,7 +144,10 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
             notes.append(f"reconciled: {p['pattern']} of run {plan['run_id']} was "
                          "interrupted; logged as aborted")
         lake.remove(f)
-    # 3. staging left behind (a source pass's output of a run that stopped: all of it)
+    # 3. deleted, not logged; 4. files of the wrong types
+    notes += logged_retractions(lake)
+    notes += repair_types(lake)
+    # 5. staging left behind (a source pass's output of a run that stopped: all of it)
     lake.remove(lake.staging(PASS_FOLDER))
     status = {(r["run_id"], r["pattern"]): r["status"] for r in _rows(lake)}
     for pattern in lake.children(lake.staging()):
