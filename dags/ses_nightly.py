@@ -71,8 +71,9 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
     Spark session (``jobs.ops.session``), or, when none answers, with its own spark-submit from
     the venv (plain Python for a step without Spark). Its lines stream into the task log.
     A step that exits with 2 failed on its input (a pattern file, a quality gate, a bad
-    raw file): the task fails without retries, with the step's own message; other
-    failures may retry."""
+    raw file): the task fails without retries, with the step's own message. One that exits
+    with 75 failed for a reason a rerun mends (the lake busy, a commit conflict, the
+    storage, a lost executor) and is retried with back-off, as is any other failure."""
     import subprocess
 
     from airflow.sdk.exceptions import AirflowFailException
@@ -105,7 +106,10 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
     if code != 0:
         errors = [line for line in lines if line.startswith("error:")]
         message = errors[-1] if errors else f"{' '.join(args)} exited with {code}"
-        raise (AirflowFailException if code == 2 else RuntimeError)(message)
+        if code == 2:
+            raise AirflowFailException(f"{message} (an input error: not retried)")
+        raise RuntimeError(f"{message} ({'transient: ' if code == 75 else ''}exit {code}; "
+                           "retried with back-off)")
     return "\n".join(lines)
 
 
@@ -142,6 +146,7 @@ def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
     catchup=False,
     max_active_runs=1,
     default_args={"retries": int(SETTINGS.get("retries", 2)),
+                  "retry_exponential_backoff": True,
                   "retry_delay": timedelta(minutes=int(SETTINGS.get("retry_delay_minutes", 5)))},
     tags=["ses", "lakehouse"],
     doc_md=__doc__,

@@ -25,7 +25,7 @@ COMMANDS = {
     "run": "pipeline", "ingest": "pipeline", "backfill": "pipeline", "models": "pipeline",
     "retract": "pipeline", "docs": "pipeline",
     "query": "tables", "runs": "tables", "explain": "tables",
-    "pr-check": "operate", "cluster": "operate",
+    "pr-check": "operate", "cluster": "operate", "check": "operate", "vacuum": "operate",
     "run-patterns": "steps", "run-pattern": "steps", "match-job": "steps", "validate-run": "steps",
     "validate-events": "steps", "publish": "steps", "serve": "steps",
 }
@@ -41,6 +41,8 @@ SUMMARIES = {
     "explain": "what a pattern can bind on the lake's events, its plan, why not",
     "pr-check": "what the branch's pattern and model changes do to the published tables",
     "cluster": "a Spark standalone cluster on this machine",
+    "check": "verify the lake's invariants (an fsck); exit 1 naming each violation",
+    "vacuum": "delete the data files no recent snapshot names (killed writes, rewrites)",
     "run-patterns": "match, validate and publish several pattern files: one pass per source",
     "run-pattern": "match, validate and publish one pattern in one Spark application",
     "match-job": "one pattern on Spark into staging",

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from jobs.config import load_profile, parse_bytes
-from jobs.core.errors import UserError
+from jobs.core.errors import EXIT_INPUT, EXIT_RETRY, Transient, UserError
 from jobs.lake.store import storage_error
 from jobs.spark.session import build_session
 
@@ -64,17 +64,23 @@ def spark_for(args):
 
 
 def user_errors(fn):
-    """One line and exit 2 for what the user can fix: a ``UserError``, a missing file, the
-    lake's storage, a concurrent commit. Anything else is a bug and keeps its traceback."""
+    """One line for what the user can fix or a rerun can mend, with an exit code that says
+    which (``jobs.core.errors``): 2 for a ``UserError`` or a missing file (fix the input;
+    a retry would fail the same way), 75 for a transient failure (the lake busy, a commit
+    conflict, the storage: rerun as it is; the DAG retries it). Anything else is a bug and
+    keeps its traceback."""
     def wrapper(*args, **kw) -> int:
         try:
             return fn(*args, **kw)
+        except Transient as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_RETRY
         except (UserError, FileNotFoundError) as exc:
             print(f"error: {exc}", file=sys.stderr)
-            return 2
+            return EXIT_INPUT
         except OSError as exc:  # the lake's storage (an object store's errors from delta-rs)
-            print(f"error: {storage_error(exc)}", file=sys.stderr)
-            return 2
+            print(f"error: {storage_error(exc)} (a transient failure: rerun)", file=sys.stderr)
+            return EXIT_RETRY
         except Exception as exc:
             from deltalake.exceptions import CommitFailedError
 
@@ -82,7 +88,7 @@ def user_errors(fn):
                 print(f"error: another process committed to the same Delta table at the same "
                       f"time ({str(exc).splitlines()[0][:200]}); another run is in progress: "
                       "wait for it, then rerun (reruns are idempotent)", file=sys.stderr)
-                return 2
+                return EXIT_RETRY
             raise
     wrapper.__doc__ = fn.__doc__
     return wrapper

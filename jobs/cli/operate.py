@@ -1,5 +1,6 @@
 """Operating the project: ``pr-check`` (what a branch's pattern and model changes do to
-the published tables) and ``cluster`` (a standalone Spark cluster on this machine)."""
+the published tables), ``cluster`` (a standalone Spark cluster on this machine), ``check``
+(the lake's invariants) and ``vacuum`` (files no snapshot names)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,15 @@ from pathlib import Path
 
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
-from jobs.config import ROOT
+from jobs.config import ROOT, load_profile
+from jobs.lake.locks import lake_lock
+from jobs.lake.store import Lake
 from jobs.ops import cluster
 from jobs.prcheck.check import pr_check
 from jobs.prcheck.diffs import PrCheck
 from jobs.prcheck.report import pytest_filter, terminal, write_report
 from jobs.project.changes import ChangesError, find_changes
+from jobs.tools.lakecheck import RETENTION_HOURS, check_lake, vacuum
 
 
 @user_errors
@@ -72,6 +76,34 @@ def cmd_cluster(args) -> int:
     return 0
 
 
+@user_errors
+def cmd_check(args) -> int:
+    """The lake's invariants (``jobs.tools.lakecheck``), under the lake lock."""
+    profile = load_profile(args.profile)
+    lake = Lake.of_profile(profile)
+    with lake_lock(profile.lake, "check", profile.lock_dir):
+        findings = check_lake(lake)
+    for f in findings:
+        print(f"violation: {f}", file=sys.stderr)
+    print(f"{profile.lake}: " + ("consistent" if not findings else
+                                 f"{len(findings)} violation(s)"))
+    return 1 if findings else 0
+
+
+@user_errors
+def cmd_vacuum(args) -> int:
+    """VACUUM every table of the lake, under the lake lock."""
+    profile = load_profile(args.profile)
+    with lake_lock(profile.lake, "vacuum", profile.lock_dir):
+        gone = vacuum(Lake.of_profile(profile), args.retention_hours, args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    for table, files in gone.items():
+        print(f"{table}: {verb} {len(files)} file(s)")
+    print(f"{verb} {sum(map(len, gone.values()))} file(s) that no snapshot of the last "
+          f"{args.retention_hours} h names")
+    return 0
+
+
 def register(r: Registry) -> None:
     pr = r.add("operate", "pr-check", "what the branch's pattern and model changes do to the "
                "published tables: validate, run base and new versions in a scratch lake, "
@@ -97,3 +129,14 @@ def register(r: Registry) -> None:
                "two workers on 127.0.0.1; profile standalone submits to it)", cmd_cluster,
                profile=False)
     cl.add_argument("action", choices=("up", "down", "status"))
+
+    r.add("operate", "check", "verify the lake's invariants (every table readable, no "
+          "duplicate ids, run totals = table rows, no match bound to a missing event, no "
+          "orphan staging); exit 1 naming each violation", cmd_check)
+    v = r.add("operate", "vacuum", "delete the data files that no snapshot of the last "
+              "RETENTION hours names (a killed write's files, files a rewrite replaced)",
+              cmd_vacuum)
+    v.add_argument("--retention-hours", type=int, default=RETENTION_HOURS,
+                   help=f"keep what a snapshot this recent needs (default {RETENTION_HOURS}: "
+                        "a reader's snapshot up to a week old stays whole)")
+    v.add_argument("--dry-run", action="store_true", help="only list what would go")

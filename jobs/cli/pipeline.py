@@ -3,15 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile
-from jobs.lake.locks import lake_lock
+from jobs.lake.locks import lake_lock, pattern_lock
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.horizons import backfill_range, check_logical_date
 from jobs.pipeline.reconcile import reconcile
 from jobs.pipeline.retract import retract
 from jobs.pipeline.run import backfill, ingest_sources, models_step, run_all
@@ -24,6 +26,7 @@ from jobs.status import FAILED, SUCCESS, new_run_id
 @user_errors
 def cmd_run(args) -> int:
     """Ingest, match, validate and publish every pattern for a logical date."""
+    check_logical_date(load_profile(args.profile), args.logical_date)  # before Spark starts
     profile, spark = spark_for(args)
     rows = run_all(spark, profile, args.logical_date, args.pattern or None, args.slices)
     return 1 if any(r.get("status") == FAILED for r in rows) else 0
@@ -48,9 +51,10 @@ def cmd_ingest(args) -> int:
 @user_errors
 def cmd_backfill(args) -> int:
     """Recompute the matches that start in [start, end)."""
+    backfill_range(args.start, args.end)  # a reversed range: one line before Spark starts
     profile, spark = spark_for(args)
-    backfill(spark, profile, args.start, args.end, args.pattern or None)
-    return 0
+    rows = backfill(spark, profile, args.start, args.end, args.pattern or None)
+    return 1 if any(r.get("status") == FAILED for r in rows) else 0
 
 
 @user_errors
@@ -66,7 +70,16 @@ def cmd_models(args) -> int:
             return 2
         return 0
     profile, spark = spark_for(args)
-    rows = models_step(spark, RunContext.start(profile, "models"), select=args.select or None)
+    try:
+        names = sorted(m.name for m in load_models(select=args.select or None))
+    except ModelError:
+        names = ["*"]  # models_step reports the error as the models' failed row
+    with contextlib.ExitStack() as locks:  # shared on the lake (the DAG's model tasks run
+        for name in names:                 # side by side), exclusive on each model
+            locks.enter_context(pattern_lock(profile.lake, f"model-{name}", "models",
+                                             profile.lock_dir))
+        rows = models_step(spark, RunContext.start(profile, "models"),
+                           select=args.select or None)
     return 1 if any(r["status"] != SUCCESS for r in rows) else 0
 
 

@@ -21,6 +21,7 @@ from jobs.lake.locks import pattern_lock
 from jobs.lake.store import Lake
 from jobs.ops.session import serve
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.horizons import check_logical_date
 from jobs.pipeline.publish import all_runs
 from jobs.pipeline.run import (
     ValidationFailed,
@@ -51,8 +52,9 @@ def pattern_step(step):
         rejected = [r for r in catalog.rejected if r.path.resolve() == path.resolve()]
         pattern = None if rejected else catalog.get(path)
         name = rejected[0].name if rejected else pattern.name
+        given = getattr(args, "logical_date", None)
         ctx = RunContext(profile, Lake.of_profile(profile), args.run_id,
-                         getattr(args, "logical_date", None) or "", path, pattern)
+                         check_logical_date(profile, given) if given else "", path, pattern)
         with pattern_lock(profile.lake, name, f"{args.command} {name} {args.run_id}",
                           profile.lock_dir):
             try:
@@ -106,7 +108,7 @@ def cmd_run_patterns(args) -> int:
     (their file, their events, their suite, their limits), 1 otherwise."""
     profile = load_profile(args.profile)
     lake = Lake.of_profile(profile)
-    ctx = RunContext(profile, lake, args.run_id, args.logical_date or date.today().isoformat())
+    ctx = RunContext(profile, lake, args.run_id, check_logical_date(profile, args.logical_date))
     catalog = load_catalog([Path(p) for p in args.patterns])
     done = {r["pattern"] for r in all_runs(lake)
             if r["run_id"] == args.run_id and r["status"] == SUCCESS}

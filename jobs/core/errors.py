@@ -14,6 +14,17 @@ class UserError(Exception):
     """An error the user can fix; its message is the whole story."""
 
 
+class Transient(UserError):
+    """An error a rerun can mend without any change (the lake busy, a commit conflict, a
+    storage error): the command line exits ``EXIT_RETRY`` and the DAG retries its task."""
+
+
+# exit codes of every ses command: 0 done, 1 some patterns or models failed (a retry may
+# mend it), 2 the input is wrong (a retry cannot mend it: fix the file, the argument),
+# 75 (sysexits' EX_TEMPFAIL) a transient failure (rerun as it is)
+EXIT_FAILED, EXIT_INPUT, EXIT_RETRY = 1, 2, 75
+
+
 class InputError(UserError, ValueError):
     """A bad value given by the user (an argument, a name, a date, a size)."""
 

@@ -21,11 +21,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jobs.lake.store import Lake
-from jobs.core.errors import UserError
+from jobs.core.errors import Transient
 
 
-class LakeBusy(UserError, RuntimeError):
-    """Another process holds the lock; the message says which."""
+class LakeBusy(Transient, RuntimeError):
+    """Another process holds the lock; the message says which (a rerun once it is done
+    mends it: exit ``EXIT_RETRY``)."""
 
 
 def lock_folder(lake_root: str, lock_dir: str | None = None) -> Path:

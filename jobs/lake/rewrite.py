@@ -45,7 +45,7 @@ def add_rows(lake: Lake, path: str, partition_filters=None) -> list[dict]:
     dt = lake.table(path)
     rows = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
     if partition_filters:
-        wanted = {file_name(u) for u in dt.file_uris(partition_filters=partition_filters)}
+        wanted = {file_name(u) for u in dt.file_uris(file_pruning_predicate=partition_filters)}
         rows = [r for r in rows if file_name(unquote(r["path"])) in wanted]
     return rows
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
+from jobs.core.errors import InputError
 from jobs.core.events import parse_ts
 from jobs.runrecord import NIGHTLY, RunRecord
 from jobs.status import SUCCESS
@@ -62,9 +63,43 @@ def plan_range(logical_date: date | str, tau: int, lateness: int, version: str,
     return RunRange(low, max(high, low), False)
 
 
+def check_logical_date(profile, text: str | None, now: datetime | None = None) -> str:
+    """A run's logical date (default: today, UTC), checked: YYYY-MM-DD, not after today
+    plus the profile's ``ingest.max_future`` (a later date would move every pattern's
+    horizon past events that do not exist yet, and no later night would match them) and
+    not before ``ingest.earliest`` (no event can be that old). ``InputError`` otherwise."""
+    now = now or datetime.now(timezone.utc)
+    if not text:
+        return now.date().isoformat()
+    try:
+        day = date.fromisoformat(text)
+    except ValueError:
+        raise InputError(f"logical date {text[:40]!r} is not a date (YYYY-MM-DD)") from None
+    latest = datetime.fromtimestamp(now.timestamp() + profile.max_future / 1e9, timezone.utc)
+    if day > latest.date():
+        raise InputError(f"logical date {day} is after today ({now.date()}) plus the allowed "
+                         f"future (ingest.max_future of profile {profile.name}): it would move "
+                         "every pattern's horizon past events that do not exist yet; nothing "
+                         "was run")
+    if day.isoformat() < profile.earliest[:10]:
+        raise InputError(f"logical date {day} is before ingest.earliest ({profile.earliest}) "
+                         f"of profile {profile.name}: no event can be that old; nothing was "
+                         "run (to recompute a past range, use `ses backfill`)")
+    return day.isoformat()
+
+
 def backfill_range(start: date | str, end: date | str) -> RunRange:
-    """Recompute the matches whose first event lies in [start, end)."""
-    return RunRange(day_start(start), day_start(end), False)
+    """Recompute the matches whose first event lies in [start, end); ``InputError`` for a
+    date that is not YYYY-MM-DD or a range that is empty or reversed."""
+    try:
+        low, high = day_start(start), day_start(end)
+    except ValueError as exc:
+        raise InputError(f"backfill: a date must be YYYY-MM-DD ({exc})") from None
+    if high <= low:
+        raise InputError(f"backfill: the range [{start}, {end}) is "
+                         f"{'empty' if high == low else 'reversed'}: --end (exclusive) must "
+                         "be after --start; nothing was run")
+    return RunRange(low, high, False)
 
 
 def _ns(value) -> int:

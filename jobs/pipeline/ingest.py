@@ -26,6 +26,7 @@ import hashlib
 import io
 import json
 import math
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -37,6 +38,7 @@ import pyarrow.compute as pc
 from jobs.config import Source, TimeRange
 from jobs.core.errors import UserError
 from jobs.core.events import format_ts, parse_ts
+from jobs.core.inputs import refusal
 from jobs.failpoints import reached
 from jobs.lake import store as lk
 
@@ -46,7 +48,27 @@ ARROW = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
          "number": pa.float64(), "timestamp": pa.timestamp("us", tz="UTC")}
 CHUNK = 10_000  # raw records typed at a time
 MAX_RAW = 2_000  # characters of a quarantined raw record that are kept
+MAX_FIELD = 65_536  # characters of one value: a longer one quarantines its row
+MAX_LINE = 1 << 20  # characters of one JSON line: a longer one is quarantined unparsed
+# the csv module's own limit (131,072) raised an error that failed the whole file: rows
+# with longer fields are read and quarantined by MAX_FIELD instead
+csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
 # the timestamps the engine can represent (int64 nanoseconds)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A raw record the reader already knows to quarantine (``reason``; ``raw``: an
+    excerpt of it)."""
+
+    reason: str
+    raw: str
+
+
+def excerpt(text: str, limit: int = 80) -> str:
+    """At most ``limit`` characters of a raw text, escaped (``repr``): what an error
+    message may quote of a file."""
+    return repr(text[:limit]) + (f" (… {len(text):,} characters)" if len(text) > limit else "")
 
 
 class IngestError(UserError, RuntimeError):
@@ -63,11 +85,24 @@ class Typed:
 
 
 def landing_files(source: Source, landing_root: str) -> list[Path]:
+    """The source's landing files (its folder and sub-folders, by suffix). A file or
+    sub-folder that is a symbolic link, a device or a FIFO fails the source, named: it is
+    never opened (``jobs.core.inputs``)."""
     folder = Path(landing_root) / (source.landing or source.name)
     if not folder.is_dir():
         raise IngestError(f"source {source.name!r}: landing folder {folder} does not exist")
-    return sorted(p for p in folder.rglob("*")
-                  if p.is_file() and p.name.endswith(SUFFIXES[source.format]))
+    found = []
+    for here, dirs, files in os.walk(folder):  # does not descend into linked folders
+        for name in sorted(dirs) + sorted(files):
+            path = Path(here) / name
+            wanted = name in files and name.endswith(SUFFIXES[source.format])
+            refused = refusal(path)
+            if refused and (wanted or path.is_symlink()):
+                raise IngestError(f"{path}: {refused} (source {source.name!r} is not "
+                                  "ingested until it is replaced or removed)")
+            if wanted:
+                found.append(path)
+    return sorted(found)
 
 
 def sha256(path: Path) -> str:
@@ -104,6 +139,10 @@ def read_raw(path: Path, fmt: str) -> Iterator[tuple[int, dict | str]]:
         if fmt == "jsonl":
             with _open_text(path) as f:
                 for n, line in enumerate(f, start=1):
+                    if len(line) > MAX_LINE:
+                        yield n, Refused(f"a line of {len(line):,} characters, over the limit "
+                                         f"of {MAX_LINE:,}", line[:MAX_RAW])
+                        continue
                     if not line.strip():
                         continue
                     try:
@@ -184,6 +223,9 @@ def type_rows(source: Source, records, file_label: str, run_id: str, now: dateti
         def reject(reason: str, raw=rec, line=line):
             out.quarantine.append(_quarantine_row(file_label, line, reason, raw, run_id, now))
 
+        if isinstance(rec, Refused):
+            reject(rec.reason, rec.raw)
+            continue
         if not isinstance(rec, dict):
             reject("not a record with named fields (malformed line)")
             continue
@@ -191,6 +233,10 @@ def type_rows(source: Source, records, file_label: str, run_id: str, now: dateti
         for col, kind in source.columns.items():
             if col not in rec:
                 problems.append(f"missing column {col!r}")
+                continue
+            if isinstance(rec[col], str) and len(rec[col]) > MAX_FIELD:
+                problems.append(f"column {col!r}: a value of {len(rec[col]):,} characters, "
+                                f"over the limit of {MAX_FIELD:,}")
                 continue
             try:
                 row[col] = _convert(rec[col], kind)
@@ -344,7 +390,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
             if not checked_header and source.format == "csv" and isinstance(chunk[0][1], dict) \
                     and source.time_column not in chunk[0][1]:
                 raise IngestError(f"{path}: no column {source.time_column!r} in the header "
-                                  f"(columns: {', '.join(chunk[0][1])})")
+                                  f"(it begins {excerpt(','.join(chunk[0][1]))})")
             checked_header = True
             rows += len(chunk)
             typed = type_rows(source, chunk, label, file_run, file_now, ts_range, seen)

@@ -35,6 +35,7 @@ from jobs.pipeline.source_pass import PASS_FOLDER
 from jobs.status import ABORTED, SUCCESS
 
 HISTORY = 100  # commits per matches table looked at
+STAGING_GRACE = 86400  # seconds a staged run without a row or a plan may wait for its step
 
 
 def plan_file(lake: lk.Lake, run_id: str) -> str:
@@ -88,6 +89,35 @@ def repair_types(lake: lk.Lake) -> list[str]:
     return notes
 
 
+def orphan_staging(lake: lk.Lake, rows: list[dict], now: datetime | None = None
+                   ) -> list[tuple[str, str]]:
+    """(pattern, run id) of the staged runs no run owns: published or aborted ones, and
+    those with neither a runs row nor a run plan that are older than ``STAGING_GRACE`` by
+    their run id's time (the DAG's per-pattern steps stage a run before its row exists),
+    or whose folder name is no run id at all. A failed run's staging is kept (its
+    validation result is there)."""
+    status = {(r["run_id"], r["pattern"]): r["status"] for r in rows}
+    planned = {n.rsplit(".json", 1)[0] for n in lake.children(lake.run_plans(), files=True)}
+    now = now or datetime.now(timezone.utc)
+    out = []
+    for pattern in lake.children(lake.staging()):
+        if pattern == PASS_FOLDER:
+            continue
+        for run_id in lake.children(lake.staging(pattern)):
+            state = status.get((run_id, pattern))
+            if state in (SUCCESS, ABORTED):
+                out.append((pattern, run_id))
+            elif state is None and run_id not in planned:
+                try:
+                    started = datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").replace(
+                        tzinfo=timezone.utc)
+                except ValueError:
+                    started = None
+                if started is None or (now - started).total_seconds() > STAGING_GRACE:
+                    out.append((pattern, run_id))
+    return out
+
+
 def reconcile(lake: lk.Lake, echo=print) -> list[str]:
     """Repair what a killed run left; returns one line per repair. Call it holding the
     lake lock (no other run is in progress)."""
@@ -136,7 +166,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
         for p in plan["patterns"]:
             if (plan["run_id"], p["pattern"]) in logged:
                 continue
-            log_run(lake, dict(p, run_id=plan["run_id"], logical_date=plan["logical_date"],
+            log_run(lake, dict(p, run_id=plan["run_id"], logical_date=plan["logical_date"] or None,
                                status=ABORTED, started_at=now, finished_at=now,
                                message="the run stopped before this pattern was logged "
                                        "(killed?); it published nothing"))
@@ -149,10 +179,10 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
     notes += repair_types(lake)
     # 5. staging left behind (a source pass's output of a run that stopped: all of it)
     lake.remove(lake.staging(PASS_FOLDER))
-    status = {(r["run_id"], r["pattern"]): r["status"] for r in _rows(lake)}
+    gone = set(orphan_staging(lake, _rows(lake)))
     for pattern in lake.children(lake.staging()):
         for run_id in lake.children(lake.staging(pattern)):
-            if status.get((run_id, pattern)) in (SUCCESS, ABORTED):
+            if (pattern, run_id) in gone:
                 lake.remove(lake.staging(pattern, run_id))
             else:
                 lake.remove(lk.join(lake.staging(pattern, run_id), "_temporary"))

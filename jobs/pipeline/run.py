@@ -13,7 +13,7 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from pathlib import Path
 
 from jobs.config import Profile, load_sources
@@ -27,7 +27,7 @@ from jobs.lake.stats import update_stats
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.check_frames import StagedMatches
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.horizons import RunRange, backfill_range, plan_range
+from jobs.pipeline.horizons import RunRange, backfill_range, check_logical_date, plan_range
 from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.models import run_models
 from jobs.pipeline.phase1 import run_match_job
@@ -450,7 +450,7 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
     """Ingest every source, then match, validate and publish every pattern, for one
     logical date. Holds the lake lock; repairs what a killed run left first. A bad pattern
     file or source fails its own patterns (a row in ``runs`` each), never the others."""
-    logical_date = logical_date or date.today().isoformat()
+    logical_date = check_logical_date(profile, logical_date)
     ctx = RunContext.start(profile, new_run_id(), logical_date)
     run_id, lake = ctx.run_id, ctx.lake
     t0 = time.perf_counter()
@@ -736,20 +736,33 @@ def short_error(exc: BaseException) -> str:
 
 def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | None = None,
              echo=print) -> list[RunRecord]:
-    """Recompute the matches whose first event lies in [start, end) for each pattern."""
+    """Recompute the matches whose first event lies in [start, end) for each pattern, by
+    the rules of ``run``: the range checked first; the lake lock, a repair of what a killed
+    writer left and the run's plan file (a killed backfill is repaired like a run); each
+    pattern that fails (its file, its budget, Spark) gets its ``failed`` row and the others
+    go on; the staging of failed patterns is removed."""
+    rng = backfill_range(start, end)  # a reversed range: one line, nothing touched
     ctx = RunContext.start(profile, new_run_id(), run_kind=BACKFILL)
-    run_id = ctx.run_id
-    rows = []
+    run_id, lake = ctx.run_id, ctx.lake
     with lake_lock(profile.lake, f"backfill {run_id}", profile.lock_dir):
-        reconcile(ctx.lake, echo)
+        reconcile(lake, echo)
         catalog, patterns = pipeline_catalog(paths)
+        start_run(lake, run_id, "",
+                  [{"pattern": p.name, "pattern_version": p.version, "source": p.source,
+                    "matcher": p.matcher, "run_kind": BACKFILL} for _, p in patterns])
+        rows = []
         for r in catalog.rejected:
+            log_failure(ctx, r.message, name=r.name)
             echo(f"FAILED {r.name}: {r.message}")
             rows.append(RunRecord(run_id, pattern=r.name, status=FAILED, message=r.message))
-        rng = backfill_range(start, end)
-        rows += run_patterns(spark, [ctx.for_pattern(path, pattern) for path, pattern in patterns],
-                             {}, echo=echo, isolate=False,
+        ctxs = [ctx.for_pattern(path, pattern) for path, pattern in patterns]
+        rows += run_patterns(spark, ctxs, {}, echo=echo,
                              ranges={pattern.name: rng for _, pattern in patterns})
+        for one in ctxs:
+            if any(r.get("pattern") == one.pattern.name and r.get("status") == FAILED
+                   for r in rows):
+                lake.remove(one.staging)
+        finish_run(lake, run_id)
     echo(summary(profile, rows, run_id, None))
     return rows
 

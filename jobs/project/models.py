@@ -26,6 +26,7 @@ import yaml
 
 from jobs.config import ROOT
 from jobs.core.errors import UserError
+from jobs.core.inputs import refusal
 from jobs.core.pattern import NAME
 
 MODELS = ROOT / "models"
@@ -102,6 +103,10 @@ def load_model(sql_path: Path) -> Model:
     where = str(sql_path)
     if not NAME.fullmatch(name):
         raise ModelError(f"{where}: a model name is lower case letters, digits and _")
+    for f in (sql_path, sql_path.with_suffix(".yaml")):
+        refused = refusal(f)
+        if refused:
+            raise ModelError(f"{f}: the file {refused}")
     sql = sql_path.read_text(encoding="utf-8").strip().rstrip(";")
     if not sql:
         raise ModelError(f"{where}: empty model")

@@ -3,8 +3,10 @@ Spark's own parser before ``spark.sql`` sees it (``spark.sql`` runs a command, s
 ``INSERT OVERWRITE DIRECTORY``, at once, before any test could look at its result).
 
 A statement passes when Spark's grammar for a *query* reads it (``SELECT``, ``WITH``,
-``VALUES``, ``TABLE``, ``FROM … SELECT``: ``ParserInterface.parseQuery``) and it calls none
-of the functions that reach into the JVM (``reflect``, ``java_method``); or, for ``query``
+``VALUES``, ``TABLE``, ``FROM … SELECT``: ``ParserInterface.parseQuery``), it calls none
+of the functions that reach into the JVM (``reflect``, ``java_method``) and it reads no
+table by a path (``text.`/etc/passwd```, ``parquet.`<lake>/events/x```: files behind
+Delta's back, retracted events included); or, for ``query``
 only, when it is one of the catalogue statements an analyst needs (``SHOW``, ``DESCRIBE``,
 ``EXPLAIN``). Anything else is named by the class of the plan Spark parsed it into.
 """
@@ -20,6 +22,9 @@ CATALOGUE = {"ShowTables", "ShowViews", "ShowColumns", "ShowFunctions", "ShowNam
              "DescribeQueryCommand", "ExplainCommand"}
 # functions that call arbitrary JVM methods: no query needs them
 JVM_FUNCTIONS = {"reflect", "java_method", "try_reflect"}
+# Spark's file sources: ``parquet.`/some/path``` reads the files at a path, not a table
+FILE_SOURCES = {"text", "csv", "json", "parquet", "orc", "avro", "binaryfile", "delta",
+                "xml", "libsvm", "image", "jdbc", "hive", "file", "noop", "console"}
 # what the common statements are called (the parsed plan's class -> the SQL words)
 KINDS = {
     "InsertIntoStatement": "INSERT", "InsertIntoDir": "INSERT OVERWRITE DIRECTORY",
@@ -65,7 +70,13 @@ def check_read_only(spark, sql: str, catalogue: bool, what: str) -> None:
         kind = KINDS.get(name) or _kind(plan) or name
         raise NotAQuery(f"{what}: this is {_article(kind)} statement, and it was not run "
                         f"({_allowed(catalogue)})", kind) from None
-    called = _functions(spark, plan) & JVM_FUNCTIONS
+    functions, relations = _names(spark, plan)
+    for parts in relations:
+        if by_path(parts):
+            raise NotAQuery(f"{what}: {parts[0]}.`{parts[-1][:80]}` reads files by their path, "
+                            "and it was not run (a query reads the lake's tables and views by "
+                            "name, through Delta)", "a path")
+    called = functions & JVM_FUNCTIONS
     if called:
         fn = sorted(called)[0]
         raise NotAQuery(f"{what}: {fn}() calls into the JVM and is not allowed; nothing was "
@@ -95,9 +106,18 @@ def _kind(plan) -> str | None:
     return None
 
 
-def _functions(spark, plan) -> set[str]:
-    """The lower-case names of every function the parsed plan calls, in every part of it
-    (CTEs, subqueries, expressions): a walk over Scala's products and collections."""
+def by_path(parts: list[str]) -> bool:
+    """Whether a table reference (its name's parts) reads files by path: a file source's
+    name before it (``text.`/etc/passwd```), or a path for a name."""
+    last = parts[-1]
+    return len(parts) > 1 and (parts[0].lower() in FILE_SOURCES or "/" in last
+                               or "\\" in last or ":" in last)
+
+
+def _names(spark, plan) -> tuple[set[str], list[list[str]]]:
+    """The lower-case names of every function the parsed plan calls, and the name parts of
+    every table it reads, in every part of it (CTEs, subqueries, expressions): a walk over
+    Scala's products and collections."""
     from py4j.java_gateway import JavaObject
 
     jvm = spark._jvm
@@ -105,7 +125,8 @@ def _functions(spark, plan) -> set[str]:
     iterable = jvm.java.lang.Class.forName("scala.collection.Iterable")
     identity = jvm.java.lang.System.identityHashCode
     unresolved = "org.apache.spark.sql.catalyst.analysis.UnresolvedFunction"
-    seen, names, stack = set(), set(), [plan]
+    relation = "org.apache.spark.sql.catalyst.analysis.UnresolvedRelation"
+    seen, names, relations, stack = set(), set(), [], [plan]
     while stack and len(seen) < 100_000:
         obj = stack.pop()
         if not isinstance(obj, JavaObject):
@@ -114,8 +135,14 @@ def _functions(spark, plan) -> set[str]:
         if key in seen:
             continue
         seen.add(key)
-        if obj.getClass().getName() == unresolved:
+        kind = obj.getClass().getName()
+        if kind == unresolved:
             names.add(obj.nameParts().last().lower())
+        elif kind == relation:
+            parts, it = [], obj.multipartIdentifier().iterator()
+            while it.hasNext():
+                parts.append(str(it.next()))
+            relations.append(parts)
         if product.isInstance(obj):
             it = obj.productIterator()
         elif iterable.isInstance(obj):
@@ -124,7 +151,7 @@ def _functions(spark, plan) -> set[str]:
             continue
         while it.hasNext():
             stack.append(it.next())
-    return names
+    return names, relations
 
 
 def _parse_error(exc) -> str:

@@ -58,6 +58,12 @@ HOSTILE = [
     "EXECUTE IMMEDIATE 'DROP TABLE matches_mw_chemo_p1'",
     "SELECT reflect('java.lang.System', 'exit', 1)",
     "SELECT * FROM read_csv('/etc/hostname')",
+    # files by their path, behind Delta's back (retracted events included)
+    "SELECT * FROM text.`/etc/passwd`",
+    "SELECT * FROM parquet.`{lake}/events/chemo_mw`",
+    "SELECT count(*) FROM binaryFile.`{lake}`",
+    "SELECT * FROM delta.`{lake}/matches/mw_chemo_p1`",
+    "WITH x AS (SELECT * FROM json.`{canary}`) SELECT * FROM x",
 ]
 
 
@@ -148,7 +154,10 @@ def test_refusals_name_the_statement_kind(shared, cli):
              "DROP TABLE matches_mw_chemo_p1": ("spark", "DROP TABLE statement"),
              "ATTACH '{canary}/x.db'": ("duckdb", "ATTACH statement"),
              "SET spark.sql.x = 1": ("spark", "SET statement"),
-             "SELECT reflect('java.lang.System', 'exit', 1)": ("spark", "reflect()")}
+             "SELECT reflect('java.lang.System', 'exit', 1)": ("spark", "reflect()"),
+             "SELECT * FROM text.`/etc/passwd`": ("spark", "reads files by their path"),
+             "SELECT * FROM parquet.`{lake}/events/chemo_mw`": ("auto",
+                                                               "reads files by their path")}
     for template, (engine, kind) in cases.items():
         code, _, err = cli("query", "--engine", engine, _fill(template, profile, canary))
         assert code == 2 and "query only reads" in err and kind in err, (template, err)
@@ -177,11 +186,13 @@ def test_a_model_file_that_is_not_a_query_is_refused_before_spark_runs_it(
         folder.mkdir()
         path = folder / "hostile.sql"
         path.write_text(sql + "\n")
-        if "reflect(" in sql or "read_csv(" in sql:  # a query by the grammar: the build says no
-            rows = run_models(spark, lake, folder=folder, echo=lambda *_: None)
+        if "reflect(" in sql or "read_csv(" in sql or "`" in sql:  # a query by the grammar:
+            rows = run_models(spark, lake, folder=folder, echo=lambda *_: None)  # build says no
             assert rows[0]["status"] == "failed", rows
             if "reflect(" in sql:
                 assert "reflect() calls into the JVM" in rows[0]["message"]
+            if "`" in sql:
+                assert "reads files by their path" in rows[0]["message"], rows
             continue
         with pytest.raises(ModelError) as info:  # validate, models, run, pr-check load it
             load_model(path)

@@ -21,6 +21,7 @@ from jobs.pipeline import ingest as ig
 from jobs.pipeline.reconcile import reconcile
 from jobs.pipeline.retract import retract
 from jobs.pipeline.run import run_all
+from jobs.tools.lakecheck import check_lake, vacuum
 from jobs.tools.query import run_duckdb
 
 from ..conftest import ROOT, make_profile
@@ -182,6 +183,13 @@ def test_retract_then_ingest_run_and_query_the_same_source(spark, tmp_path):
     assert run_all(spark, profile, "2010-08-30", [P1], **quiet)[0]["status"] == "success"
     row = retract(lake, "chemo_mw", event_ids=["e1"], reason="test")
     assert row["events"] == 1
+    # ses check names what the next run must repair: a match bound to a retracted event
+    (Path(lake.staging("mw_chemo_p1", "nobody")) / "x").mkdir(parents=True)
+    findings = [str(f) for f in check_lake(lake)]
+    assert len(findings) == 2, findings
+    assert findings[0].startswith("matches/mw_chemo_p1: 1 bound event(s) are not in "
+                                  "events/chemo_mw, e.g. e1")
+    assert findings[1].startswith("staging/mw_chemo_p1/nobody: no run in progress owns it")
     again = retract(lake, "chemo_mw", event_ids=["e1"], reason="test")
     assert again["already"] and again["retraction_id"] == row["retraction_id"]
     (landing / "chemo_mw" / "later.csv").write_text(
@@ -193,4 +201,14 @@ def test_retract_then_ingest_run_and_query_the_same_source(spark, tmp_path):
     t = run_duckdb(lake, "SELECT count(*) AS n, count(*) FILTER (WHERE event_id = 'e1') AS e1 "
                          "FROM events_chemo_mw", None)
     assert t.to_pylist() == [{"n": 14, "e1": 0}]
+    check(profile.lake)
+    assert check_lake(lake) == []  # the run re-matched the range and removed the staging
+    # VACUUM: the files the retract replaced, and a killed write's file, go; nothing else
+    orphan = Path(lake.matches("mw_chemo_p1")) / "part-killed.parquet"
+    orphan.write_bytes(b"PAR1")
+    assert "part-killed.parquet" in vacuum(lake, 0, dry_run=True)["matches/mw_chemo_p1"]
+    before = _events(lake, "chemo_mw")
+    gone = vacuum(lake, 0)
+    assert not orphan.exists() and len(gone["events/chemo_mw"]) >= 1
+    assert _events(lake, "chemo_mw") == before and check_lake(lake) == []
     check(profile.lake)

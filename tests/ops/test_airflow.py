@@ -174,3 +174,41 @@ def test_dag_unreadable_landing_file_publishes_nothing(airflow_env, tmp_path):
     assert "broken.csv.gz: cannot be read as csv" in proc.stdout + proc.stderr
     assert not (tmp_path / "lake" / "matches" / "mw_chemo_p1").exists()
     assert not (tmp_path / "lake" / "events" / "chemo_mw").exists()
+
+
+def test_the_task_callable_retries_what_a_rerun_mends_and_fails_bad_input_at_once(
+        airflow_env, tmp_path):
+    """Through the DAG's own ``_job``: a step refused because the lake is busy exits 75 and
+    the task raises a retryable error; a step given bad input exits 2 and the task fails
+    without retries (AirflowFailException)."""
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(f"profiles:\n  test:\n    landing: {ROOT / 'data' / 'landing'}\n"
+                    f"    lake: {tmp_path / 'lake'}\n")
+    env = dict(airflow_env, SES_PIPELINE_CONF=str(conf), SES_PROFILE="test")
+    proc = python(env, """
+        import importlib.util, json, sys
+        spec = importlib.util.spec_from_file_location("dagfile", %r)
+        dagfile = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(dagfile)
+        from airflow.sdk.exceptions import AirflowFailException
+        from jobs.lake.locks import lake_lock
+        out = {}
+        def outcome(*args):
+            try:
+                dagfile._job("r1", *args, spark=False)
+                return "ok"
+            except AirflowFailException as exc:
+                return "final: " + str(exc)
+            except RuntimeError as exc:
+                return "retry: " + str(exc)
+        args = ["retract", "--source", "chemo_mw", "--event-id", "e1", "--reason", "t"]
+        with lake_lock(%r, "a test holding the lake"):
+            out["busy"] = outcome(*args)
+        out["bad"] = outcome("backfill", "--start", "2010-09-01", "--end", "2010-08-01")
+        print(json.dumps(out))
+    """ % (str(ROOT / "dags" / "ses_nightly.py"), str(tmp_path / "lake")))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["busy"].startswith("retry: ") and "another run is in progress" in out["busy"]
+    assert "exit 75" in out["busy"]
+    assert out["bad"].startswith("final: ") and "reversed" in out["bad"]

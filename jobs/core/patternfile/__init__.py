@@ -7,6 +7,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
+from jobs.core.inputs import refusal
 from jobs.core.pattern import Disjunction, Pattern
 from jobs.core.patternfile.nodes import PatternError, Problem, compose, file_kind
 from jobs.core.patternfile.schema import check_schema
@@ -20,6 +21,9 @@ __all__ = ["PatternError", "Problem", "check_schema", "load_pattern", "parse_pat
 def load_pattern(path: str | Path) -> Pattern | Disjunction | WindowPattern:
     """Read and validate one pattern file; raises ``PatternError``."""
     path = Path(path)
+    refused = refusal(path)
+    if refused:
+        raise PatternError([Problem(str(path), 0, f"the file {refused}")])
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
