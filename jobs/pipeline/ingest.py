@@ -130,6 +130,11 @@ def read_raw(path: Path, fmt: str) -> Iterator[tuple[int, dict | str]]:
                 if reader.fieldnames is None:
                     return  # an empty file: no rows
                 reader.fieldnames = [name.strip() for name in reader.fieldnames]
+                twice = sorted({n for n in reader.fieldnames if reader.fieldnames.count(n) > 1})
+                if twice:
+                    raise IngestError(f"{path}: the header names column(s) "
+                                      f"{', '.join(excerpt(n, 40) for n in twice[:5])} more "
+                                      "than once: which value is meant cannot be known")
                 for rec in reader:
                     if None in rec:  # more fields than the header
                         yield reader.line_num, json.dumps(list(rec.values()), default=str)
@@ -160,7 +165,7 @@ def read_raw(path: Path, fmt: str) -> Iterator[tuple[int, dict | str]]:
                 n += 1
                 yield n, r
     except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
-        raise IngestError(f"{path}: cannot be read as {fmt}: {exc}") from None
+        raise IngestError(f"{path}: cannot be read as {fmt}: {str(exc)[:200]}") from None
 
 
 class NotFinite(ValueError):
@@ -364,63 +369,71 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         result.gone = [f for f in result.rebuilt if f not in present]
     schema = events_schema(source)
     columns = [c for c in source.columns if c not in LINEAGE]
-    first: dict[str, tuple[str, str, int]] = {}  # event_id -> (content, file, line)
+    first: dict[str, tuple[bytes, str, int]] = {}  # event_id -> (content digest, file, line)
     event_tables, quarantine, entries = [], [], []
-    for path in landing_files(source, landing_root):
-        label = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-        digest = sha256(path)
-        if (label, digest) in done:
-            result.skipped_files += 1
-            continue
-        rows = events = quarantined = 0
-        first_ingest = logged.get((label, digest))
-        file_run, file_now = ((first_ingest["ingest_run"], first_ingest["ingested_at"])
-                              if first_ingest else (run_id, now))
-        records = read_raw(path, source.format)
-        checked_header = False
-        seen: dict[str, int] = {}  # content-hash occurrences over the whole file
-        while True:
-            chunk = []
-            for item in records:
-                chunk.append(item)
-                if len(chunk) >= CHUNK:
+    path = None
+    try:
+        for path in landing_files(source, landing_root):
+            label = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+            digest = sha256(path)
+            if (label, digest) in done:
+                result.skipped_files += 1
+                continue
+            rows = events = quarantined = 0
+            first_ingest = logged.get((label, digest))
+            file_run, file_now = ((first_ingest["ingest_run"], first_ingest["ingested_at"])
+                                  if first_ingest else (run_id, now))
+            records = read_raw(path, source.format)
+            checked_header = False
+            seen: dict[str, int] = {}  # content-hash occurrences over the whole file
+            while True:
+                chunk = []
+                for item in records:
+                    chunk.append(item)
+                    if len(chunk) >= CHUNK:
+                        break
+                if not chunk:
                     break
-            if not chunk:
-                break
-            if not checked_header and source.format == "csv" and isinstance(chunk[0][1], dict) \
-                    and source.time_column not in chunk[0][1]:
-                raise IngestError(f"{path}: no column {source.time_column!r} in the header "
-                                  f"(it begins {excerpt(','.join(chunk[0][1]))})")
-            checked_header = True
-            rows += len(chunk)
-            typed = type_rows(source, chunk, label, file_run, file_now, ts_range, seen)
-            kept = []
-            for e in typed.events:
-                key = _content(e, columns)
-                prior = first.get(e["event_id"])
-                if prior is None:
-                    first[e["event_id"]] = (key, label, e["_line"])
-                    kept.append(e)
-                elif prior[0] == key:
-                    result.duplicates += 1
-                else:
-                    typed.quarantine.append(_quarantine_row(
-                        label, e["_line"], f"event_id {e['event_id']!r} appears again with "
-                        f"other values (first in {prior[1]} line {prior[2]}): an event is "
-                        "ingested once; send a correction under a new id, or retract the old "
-                        "one first (ses retract)", {c: e.get(c) for c in columns},
-                        run_id, now))
-            events += len(kept)
-            quarantined += len(typed.quarantine)
-            if kept:
-                event_tables.append(_to_arrow(kept, schema))
-            if typed.quarantine:
-                quarantine.append(_to_arrow(typed.quarantine, QUARANTINE_SCHEMA))
-        result.files += 1
-        result.rows += rows
-        entries.append({"source": source.name, "file": label, "sha256": digest, "rows": rows,
-                        "events": events, "quarantined": quarantined, "ingest_run": run_id,
-                        "ingested_at": now})
+                if not checked_header and source.format == "csv" and isinstance(chunk[0][1], dict) \
+                        and source.time_column not in chunk[0][1]:
+                    raise IngestError(f"{path}: no column {source.time_column!r} in the header "
+                                      f"(it begins {excerpt(','.join(chunk[0][1]))})")
+                checked_header = True
+                rows += len(chunk)
+                typed = type_rows(source, chunk, label, file_run, file_now, ts_range, seen)
+                kept = []
+                for e in typed.events:
+                    key = hashlib.sha1(_content(e, columns).encode()).digest()
+                    prior = first.get(e["event_id"])
+                    if prior is None:
+                        first[e["event_id"]] = (key, label, e["_line"])
+                        kept.append(e)
+                    elif prior[0] == key:  # (a digest: the whole file's rows stay small)
+                        result.duplicates += 1
+                    else:
+                        typed.quarantine.append(_quarantine_row(
+                            label, e["_line"], f"event_id {e['event_id']!r} appears again with "
+                            f"other values (first in {prior[1]} line {prior[2]}): an event is "
+                            "ingested once; send a correction under a new id, or retract the old "
+                            "one first (ses retract)", {c: e.get(c) for c in columns},
+                            run_id, now))
+                events += len(kept)
+                quarantined += len(typed.quarantine)
+                if kept:
+                    event_tables.append(_to_arrow(kept, schema))
+                if typed.quarantine:
+                    quarantine.append(_to_arrow(typed.quarantine, QUARANTINE_SCHEMA))
+            result.files += 1
+            result.rows += rows
+            entries.append({"source": source.name, "file": label, "sha256": digest, "rows": rows,
+                            "events": events, "quarantined": quarantined, "ingest_run": run_id,
+                            "ingested_at": now})
+    except MemoryError:
+        event_tables.clear()  # what made room for this line
+        quarantine.clear()
+        raise IngestError(f"{path}: the ingest of source {source.name!r} ran out of memory "
+                          "(the file's typed rows did not fit); give the process more memory "
+                          "or split the file") from None
     events_table = pa.concat_tables(event_tables) if event_tables else schema.empty_table()
     if rebuild:
         events_table = _without_retracted(lake, source.name, events_table)
@@ -502,6 +515,7 @@ def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
     if quarantine is not None:
         lake.insert_new(lake.quarantine(batch.source.name), quarantine,
                       key=("source_file", "line", "reason"))
+    reached("ingest:after-quarantine")
     if batch.log:
         lake.insert_new(lake.ingest_log(), _to_arrow(batch.log, INGEST_LOG_SCHEMA),
                       key=("source", "file", "sha256"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from jobs.failpoints import reached
 from jobs.lake.views import register_spark
 from jobs.pipeline.quality import DRIVER_ROWS, build_docs, run_suite
 from jobs.project.models import expectations, load_models
@@ -58,6 +59,7 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
                     raise ModelFailed(f"tests failed, previous version kept: "
                                       f"{outcome.describe()}")
             lake.write(lake.model(m.name), table, mode="overwrite", schema_mode="overwrite")
+            reached("models:after-model")
             # the models after it read the new version
             lake.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
             views.add(f"models_{m.name}")

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 from datetime import datetime, timezone
 
+from jobs.failpoints import reached
 from jobs.lake import rewrite
 from jobs.lake import store as lk
 from jobs.pipeline.publish import RUN_KEY, log_run
@@ -174,9 +175,11 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
             notes.append(f"reconciled: {p['pattern']} of run {plan['run_id']} was "
                          "interrupted; logged as aborted")
         lake.remove(f)
+    reached("reconcile:after-runs")
     # 3. deleted, not logged; 4. files of the wrong types
     notes += logged_retractions(lake)
     notes += repair_types(lake)
+    reached("reconcile:after-repairs")
     # 5. staging left behind (a source pass's output of a run that stopped: all of it)
     lake.remove(lake.staging(PASS_FOLDER))
     gone = set(orphan_staging(lake, _rows(lake)))

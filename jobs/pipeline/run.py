@@ -106,6 +106,7 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
             echo(f"FAILED {failed[name]}")
             continue
         echo("ingest " + describe(r))
+        reached("ingest:after-log")  # before the statistics' commit
         results.append(r)
         if spark is not None:
             if patterns is None:  # the whole catalogue's: stats serve every pattern
