@@ -94,9 +94,9 @@ def orphan_staging(lake: lk.Lake, rows: list[dict], now: datetime | None = None
                    ) -> list[tuple[str, str]]:
     """(pattern, run id) of the staged runs no run owns: published or aborted ones, and
     those with neither a runs row nor a run plan that are older than ``STAGING_GRACE`` by
-    their run id's time (the DAG's per-pattern steps stage a run before its row exists),
-    or whose folder name is no run id at all. A failed run's staging is kept (its
-    validation result is there)."""
+    their run id's time (the DAG's per-pattern steps stage a run before its row exists).
+    A failed run's staging is kept (its validation result is there), and so is a folder
+    whose name is no run id of ours (a step given its own ``--run-id``)."""
     status = {(r["run_id"], r["pattern"]): r["status"] for r in rows}
     planned = {n.rsplit(".json", 1)[0] for n in lake.children(lake.run_plans(), files=True)}
     now = now or datetime.now(timezone.utc)
@@ -113,8 +113,8 @@ def orphan_staging(lake: lk.Lake, rows: list[dict], now: datetime | None = None
                     started = datetime.strptime(run_id[:16], "%Y%m%dT%H%M%SZ").replace(
                         tzinfo=timezone.utc)
                 except ValueError:
-                    started = None
-                if started is None or (now - started).total_seconds() > STAGING_GRACE:
+                    continue  # not a run id of ours (a step's own --run-id): kept
+                if (now - started).total_seconds() > STAGING_GRACE:
                     out.append((pattern, run_id))
     return out
 

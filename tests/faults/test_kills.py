@@ -170,7 +170,8 @@ def test_backfill_follows_the_rules_of_run(lake, spark, tmp_path):
     assert "Traceback" not in bad.stderr and not lake.root.exists()
     folder = two_patterns(tmp_path)
     (folder / "broken.yaml").write_text("name: broken\nsource: chemo_mw\nsets: [[\n")
-    assert lake.here(spark, "ingest", "--logical-date", DATE).returncode == 0
+    assert lake.here(spark, "ingest", "--logical-date", DATE, "--source", "chemo_mw"
+                     ).returncode == 0
     args = ["backfill", "--start", "2010-01-01", "--end", "2011-01-01"] + [
         a for f in ("a.yaml", "broken.yaml", "b.yaml") for a in ("--pattern", folder / f)]
     killed = lake.jobs(*args, failpoint="run:after-pattern")

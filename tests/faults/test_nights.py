@@ -184,12 +184,13 @@ def test_retract_then_ingest_run_and_query_the_same_source(spark, tmp_path):
     row = retract(lake, "chemo_mw", event_ids=["e1"], reason="test")
     assert row["events"] == 1
     # ses check names what the next run must repair: a match bound to a retracted event
-    (Path(lake.staging("mw_chemo_p1", "nobody")) / "x").mkdir(parents=True)
+    (Path(lake.staging("mw_chemo_p1", "20200101T000000Z-abcdef")) / "x").mkdir(parents=True)
     findings = [str(f) for f in check_lake(lake)]
     assert len(findings) == 2, findings
     assert findings[0].startswith("matches/mw_chemo_p1: 1 bound event(s) are not in "
                                   "events/chemo_mw, e.g. e1")
-    assert findings[1].startswith("staging/mw_chemo_p1/nobody: no run in progress owns it")
+    assert findings[1].startswith("staging/mw_chemo_p1/20200101T000000Z-abcdef: no run in "
+                                  "progress owns it")
     again = retract(lake, "chemo_mw", event_ids=["e1"], reason="test")
     assert again["already"] and again["retraction_id"] == row["retraction_id"]
     (landing / "chemo_mw" / "later.csv").write_text(
