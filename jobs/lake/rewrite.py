@@ -141,3 +141,4 @@ def retype(lake: Lake, path: str, since_ms: int = 0) -> int:
     if files:
         rewrite(lake, path, files, None, {"ses.operation": "retype"}, data_change=False)
     return len(files)
+

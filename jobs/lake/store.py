@@ -48,6 +48,9 @@ LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an obj
 _FRAMES: OrderedDict = OrderedDict()
 _FRAMES_LOCK = threading.Lock()
 FRAMES_KEPT = 64
+# rows per commit of a streamed insert: delta-rs holds each open partition file's bytes
+# until its commit, so a batch of a million rows over a thousand dates would be held whole
+COMMIT_ROWS = 250_000
 
 
 @dataclass(frozen=True)
@@ -224,6 +227,54 @@ class Lake:
         if data.num_rows:
             self.append(path, data, partition_by=partition_by)
         return data.num_rows
+
+    def insert_new_stream(self, path: str, batches, schema: pa.Schema, key: str,
+                          partition_by: list[str] | None = None,
+                          same_partition: bool = False) -> int:
+        """``insert_new`` for rows that do not fit in memory: ``batches()`` gives them as
+        Arrow record batches (called twice when the table exists: once for the keys already
+        there, once to write), appended from Arrow (plain types) in commits of at most
+        ``COMMIT_ROWS`` rows: memory holds one commit's rows and the key column. A crash
+        between two commits leaves the rest for the rerun, which inserts only the keys
+        that are not there yet (ingest logs its files after all of them)."""
+        import pyarrow.compute as pc
+
+        there = None
+        if self.exists(path):
+            keys, parts = [], {c: set() for c in (partition_by or []) if same_partition}
+            for b in batches():
+                keys.append(pc.unique(b.column(key)))
+                for c in parts:
+                    parts[c].update(str(v) for v in pc.unique(b.column(c)).to_pylist())
+            if keys:
+                wanted = pc.unique(pa.chunked_array(keys, schema.field(key).type))
+                del keys
+                found = self.read_arrow(path, columns=[key], filter=pc.field(key).isin(wanted),
+                                        partition_filters=[(c, "in", sorted(v))
+                                                           for c, v in parts.items()] or None)
+                there = found.column(key) if found is not None and found.num_rows else None
+        inserted, part = 0, []
+
+        def flush() -> None:
+            reader = pa.RecordBatchReader.from_batches(schema, part)
+            if self.exists(path):
+                self.write(path, reader, mode="append", partition_by=partition_by,
+                           schema_mode="merge")
+            else:
+                self.write(path, reader, partition_by=partition_by)
+            part.clear()
+
+        for b in batches():
+            t = pa.Table.from_batches([b]).select(schema.names).cast(schema)
+            if there is not None:
+                t = t.filter(pc.invert(pc.is_in(t.column(key), value_set=there)))
+            inserted += t.num_rows
+            part.extend(t.to_batches())
+            if sum(x.num_rows for x in part) >= COMMIT_ROWS:
+                flush()
+        if part:
+            flush()
+        return inserted
 
     def count_rows(self, path: str, partition_filters=None, table=None) -> int:
         """Rows in the files a read with ``partition_filters`` scans, from the Delta log's

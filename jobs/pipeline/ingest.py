@@ -330,26 +330,111 @@ class IngestResult:
     gone: list[str] = field(default_factory=list)  # logged files no longer in the landing
 
 
+INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
+# what the spool keeps beside the events: the raw line, a digest of the row's values, a
+# 64-bit key of its id, and for content-hash ids a 64-bit key of the content and the
+# file's number, so that repeated ids are found and numbered by counting and sorting
+# integers (memory: the chunk and a few integer columns, not a dict of every row)
+SPOOLED = (pa.field("_line", pa.int64()), pa.field("_digest", pa.binary()),
+           pa.field("_k", pa.int64()), pa.field("_ck", pa.int64()), pa.field("_fi", pa.int32()))
+MIX = 1_000_003  # the id key of a content-hash id: content key * MIX + its number (wraps)
+
+
+def _content_key(digest_hex: str) -> int:
+    return int.from_bytes(bytes.fromhex(digest_hex[:16]), "big", signed=True)
+
+
+def _id_key(content_key, n):
+    """The 64-bit key of ``<content>-<n>`` (ints, or numpy int64 arrays that wrap alike)."""
+    if isinstance(content_key, int):
+        return (content_key * MIX + n + 2**63) % 2**64 - 2**63
+    return content_key * MIX + n
+
+
+def _key64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big",
+                          signed=True)
+
+
 @dataclass
 class Batch:
-    """One source's pending files, typed, not yet committed."""
+    """One source's pending files, typed, not yet committed. The events are spooled to
+    Parquet in the lake's staging chunk by chunk (``events_path``, ``num_events``), so
+    memory is bounded by the chunk, not the files; ``events`` reads them (small batches,
+    tests)."""
 
     source: Source
     run_id: str
     now: datetime
-    events: pa.Table
+    lake: lk.Lake
+    folder: str
+    events_path: str
+    num_events: int
     quarantine: list[pa.Table]
     log: list[dict]
     result: IngestResult
+
+    @property
+    def events(self) -> pa.Table:
+        if not self.num_events:
+            return events_schema(self.source).empty_table()
+        return _read_parquet(self.lake, self.events_path)
+
+    def discard(self) -> None:
+        self.lake.remove(self.folder)
 
 
 def _content(row: dict, columns) -> str:
     return json.dumps([row.get(c) for c in columns], default=str)
 
 
+def _read_parquet(lake: lk.Lake, uri: str, columns=None, filter=None) -> pa.Table:
+    import pyarrow.dataset as pads
+
+    fs, where = lake.filesystem(uri)
+    return pads.dataset(where, filesystem=fs, format="parquet").to_table(
+        columns=columns, filter=filter)
+
+
+def _batches(lake: lk.Lake, uri: str):
+    import pyarrow.parquet as pq
+
+    fs, where = lake.filesystem(uri)
+    with fs.open_input_file(where) as f:
+        yield from pq.ParquetFile(f).iter_batches(batch_size=CHUNK)
+
+
+class _Spool:
+    """Arrow tables appended to one Parquet file of the lake's staging."""
+
+    def __init__(self, lake: lk.Lake, uri: str, schema: pa.Schema):
+        self.lake, self.uri, self.schema, self.rows = lake, uri, schema, 0
+        self.writer = self.stream = None
+
+    def append(self, t: pa.Table) -> None:
+        import pyarrow.parquet as pq
+
+        if not t.num_rows:
+            return
+        if self.writer is None:
+            fs, where = self.lake.filesystem(self.uri)
+            fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
+            self.stream = fs.open_output_stream(where)
+            self.writer = pq.ParquetWriter(self.stream, self.schema)
+        self.writer.write_table(t.select(self.schema.names).cast(self.schema))
+        self.rows += t.num_rows
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.stream.close()
+
+
 def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
           now: datetime | None = None, ts_range: TimeRange = TimeRange()) -> Batch:
-    """Extract and transform the pending files of ``source`` (nothing is written)."""
+    """Extract and transform the pending files of ``source``: type them chunk by chunk into
+    a spooled file of the lake's staging, then drop the rows that are not new events
+    (nothing is committed). Memory is bounded by the chunk and one column of ids."""
     now = now or datetime.now(timezone.utc)
     result = IngestResult(source.name)
     log = lake.read_arrow(lake.ingest_log(),
@@ -369,8 +454,10 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         result.gone = [f for f in result.rebuilt if f not in present]
     schema = events_schema(source)
     columns = [c for c in source.columns if c not in LINEAGE]
-    first: dict[str, tuple[bytes, str, int]] = {}  # event_id -> (content digest, file, line)
-    event_tables, quarantine, entries = [], [], []
+    folder = lk.join(lake.staging(INGEST_FOLDER), run_id, source.name)
+    lake.remove(folder)
+    raw = _Spool(lake, lk.join(folder, "typed.parquet"), pa.schema([*schema, *SPOOLED]))
+    quarantine, entries = [], []
     path = None
     try:
         for path in landing_files(source, landing_root):
@@ -385,7 +472,6 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                                   if first_ingest else (run_id, now))
             records = read_raw(path, source.format)
             checked_header = False
-            seen: dict[str, int] = {}  # content-hash occurrences over the whole file
             while True:
                 chunk = []
                 for item in records:
@@ -394,105 +480,215 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                         break
                 if not chunk:
                     break
-                if not checked_header and source.format == "csv" and isinstance(chunk[0][1], dict) \
-                        and source.time_column not in chunk[0][1]:
+                if not checked_header and source.format == "csv" and \
+                        isinstance(chunk[0][1], dict) and source.time_column not in chunk[0][1]:
                     raise IngestError(f"{path}: no column {source.time_column!r} in the header "
                                       f"(it begins {excerpt(','.join(chunk[0][1]))})")
                 checked_header = True
                 rows += len(chunk)
-                typed = type_rows(source, chunk, label, file_run, file_now, ts_range, seen)
-                kept = []
+                # content-hash ids count occurrences within the chunk here; _renumber
+                # makes them count over the whole file (a dict of every row would not
+                # fit the memory bound)
+                typed = type_rows(source, chunk, label, file_run, file_now, ts_range)
                 for e in typed.events:
-                    key = hashlib.sha1(_content(e, columns).encode()).digest()
-                    prior = first.get(e["event_id"])
-                    if prior is None:
-                        first[e["event_id"]] = (key, label, e["_line"])
-                        kept.append(e)
-                    elif prior[0] == key:  # (a digest: the whole file's rows stay small)
-                        result.duplicates += 1
+                    e["_digest"] = hashlib.sha1(_content(e, columns).encode()).digest()
+                    if source.id_column:
+                        e["_k"], e["_ck"] = _key64(e["event_id"]), 0
                     else:
-                        typed.quarantine.append(_quarantine_row(
-                            label, e["_line"], f"event_id {e['event_id']!r} appears again with "
-                            f"other values (first in {prior[1]} line {prior[2]}): an event is "
-                            "ingested once; send a correction under a new id, or retract the old "
-                            "one first (ses retract)", {c: e.get(c) for c in columns},
-                            run_id, now))
-                events += len(kept)
+                        content, n = e["event_id"].rsplit("-", 1)
+                        e["_ck"] = _content_key(content)
+                        e["_k"] = _id_key(e["_ck"], int(n))
+                    e["_fi"] = len(entries)
+                events += len(typed.events)
                 quarantined += len(typed.quarantine)
-                if kept:
-                    event_tables.append(_to_arrow(kept, schema))
+                if typed.events:
+                    raw.append(_to_arrow(typed.events, raw.schema))
                 if typed.quarantine:
                     quarantine.append(_to_arrow(typed.quarantine, QUARANTINE_SCHEMA))
             result.files += 1
             result.rows += rows
-            entries.append({"source": source.name, "file": label, "sha256": digest, "rows": rows,
-                            "events": events, "quarantined": quarantined, "ingest_run": run_id,
-                            "ingested_at": now})
+            entries.append({"source": source.name, "file": label, "sha256": digest,
+                            "rows": rows, "events": events, "quarantined": quarantined,
+                            "ingest_run": run_id, "ingested_at": now})
     except MemoryError:
-        event_tables.clear()  # what made room for this line
-        quarantine.clear()
+        quarantine.clear()  # what makes room for this line
         raise IngestError(f"{path}: the ingest of source {source.name!r} ran out of memory "
-                          "(the file's typed rows did not fit); give the process more memory "
-                          "or split the file") from None
-    events_table = pa.concat_tables(event_tables) if event_tables else schema.empty_table()
-    if rebuild:
-        events_table = _without_retracted(lake, source.name, events_table)
-    batch = Batch(source, run_id, now, events_table, quarantine, entries, result)
-    _corrections(batch, lake, columns)
+                          "(a chunk of its typed rows did not fit); give the process more "
+                          "memory or split the file") from None
+    finally:
+        raw.close()
+    batch = Batch(source, run_id, now, lake, folder, lk.join(folder, "events.parquet"), 0,
+                  quarantine, entries, result)
+    if raw.rows:
+        if not source.id_column:
+            _renumber(batch, raw)
+        drop = _repeated(batch, raw, columns) | _corrections(batch, raw, columns)
+        _keep(batch, raw, drop, _retracted(lake, source.name) if rebuild else None)
     return batch
 
 
-def _without_retracted(lake: lk.Lake, source: str, events: pa.Table) -> pa.Table:
-    """A rebuilt batch without the events retracted before (by id or by file)."""
+def _renumber(batch: Batch, raw: _Spool) -> None:
+    """Content-hash ids (``<hash>-<n>``) numbered over each whole file: chunks number the
+    identical rows of their own chunk, so the spool is read as two integer columns (file,
+    content key), sorted stably, and each row's number within its (file, content) group
+    is computed with numpy; the spool is rewritten when any number changes."""
+    import warnings
+
+    import numpy as np
+
+    lake = batch.lake
+    t = _read_parquet(lake, raw.uri, columns=["_fi", "_ck"])
+    fi, ck = t.column("_fi").to_numpy(), t.column("_ck").to_numpy()
+    del t
+    rows = len(fi)
+    order = np.lexsort((np.arange(rows), ck, fi))  # by file, content, then position
+    fi_s, ck_s = fi[order], ck[order]
+    del fi, ck
+    first = np.ones(rows, bool)
+    first[1:] = (fi_s[1:] != fi_s[:-1]) | (ck_s[1:] != ck_s[:-1])
+    del fi_s, ck_s
+    starts = np.maximum.accumulate(np.where(first, np.arange(rows), 0))
+    number = np.empty(rows, np.int64)
+    number[order] = np.arange(rows) - starts + 1
+    del order, first, starts
+    if int(number.max()) == 1:
+        return  # no content repeats within a file
+    renumbered = _Spool(lake, raw.uri + ".renumbered", raw.schema)
+    offset = 0
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the key wraps, as int64 does
+            for b in _batches(lake, raw.uri):
+                t = pa.Table.from_batches([b])
+                n = number[offset:offset + t.num_rows]
+                offset += t.num_rows
+                content = pc.replace_substring_regex(t.column("event_id"), pattern=r"-\d+$",
+                                                     replacement="")
+                ids = pc.binary_join_element_wise(content, pc.cast(pa.array(n), pa.string()),
+                                                  "-")
+                t = t.set_column(t.schema.get_field_index("event_id"), "event_id", ids)
+                t = t.set_column(t.schema.get_field_index("_k"), "_k", pa.array(
+                    _id_key(t.column("_ck").to_numpy(), n)))
+                renumbered.append(t)
+    finally:
+        renumbered.close()
+    fs, where = lake.filesystem(raw.uri)
+    fs.move(where + ".renumbered", where)
+
+
+def _keys(files, lines) -> pa.Array:
+    """One text per row for its (source_file, line)."""
+    return pc.binary_join_element_wise(pc.cast(files, pa.string()),
+                                       pc.cast(lines, pa.string()), "\x1f")
+
+
+def _moved(batch: Batch, file: str, quarantined: bool) -> None:
+    """A typed event of ``file`` that is not a new event: the per-file counts follow."""
+    for e in batch.log:
+        if e["file"] == file:
+            e["events"] -= 1
+            e["quarantined"] += int(quarantined)
+
+
+def _repeated(batch: Batch, raw: _Spool, columns: list[str]) -> set[str]:
+    """The (file, line) keys of rows whose ``event_id`` came earlier in the batch: the same
+    values are a re-delivery (counted), other values a correction (quarantined with both)."""
+    ks = _read_parquet(batch.lake, raw.uri, columns=["_k"]).column("_k")
+    counts = pc.value_counts(ks)
+    twice = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    del ks, counts
+    if not len(twice):
+        return set()
+    rows = _read_parquet(batch.lake, raw.uri, filter=pc.field("_k").isin(twice)
+                         ).sort_by([("source_file", "ascending"), ("_line", "ascending")])
+    first: dict[str, tuple[bytes, str, int]] = {}
+    drop = set()
+    for e in rows.to_pylist():  # in file and line order
+        prior = first.get(e["event_id"])
+        if prior is None:
+            first[e["event_id"]] = (e["_digest"], e["source_file"], e["_line"])
+            continue
+        drop.add(f"{e['source_file']}\x1f{e['_line']}")
+        if prior[0] == e["_digest"]:
+            batch.result.duplicates += 1
+            _moved(batch, e["source_file"], False)
+            continue
+        batch.quarantine.append(_to_arrow([_quarantine_row(
+            e["source_file"], e["_line"], f"event_id {e['event_id']!r} appears again with "
+            f"other values (first in {prior[1]} line {prior[2]}): an event is ingested once; "
+            "send a correction under a new id, or retract the old one first (ses retract)",
+            {c: e.get(c) for c in columns}, batch.run_id, batch.now)], QUARANTINE_SCHEMA))
+        _moved(batch, e["source_file"], True)
+    return drop
+
+
+def _corrections(batch: Batch, raw: _Spool, columns: list[str]) -> set[str]:
+    """The (file, line) keys of rows whose ``event_id`` is already in the table: the same
+    values are a re-delivery (dropped, counted), other values a correction (quarantined
+    with both versions named)."""
+    lake, path = batch.lake, batch.lake.events(batch.source.name)
+    if not lake.exists(path):
+        return set()
+    ids = pc.unique(_read_parquet(lake, raw.uri, columns=["event_id"]).column("event_id"))
+    old = lake.read_arrow(path, columns=["event_id", "source_file", *columns],
+                          filter=pc.field("event_id").isin(ids))
+    del ids
+    if old is None or old.num_rows == 0:
+        return set()
+    stored = {r["event_id"]: r for r in old.to_pylist()}
+    rows = _read_parquet(lake, raw.uri, filter=pc.field("event_id").isin(old.column("event_id")))
+    drop = set()
+    for r in rows.to_pylist():
+        prior = stored[r["event_id"]]
+        drop.add(f"{r['source_file']}\x1f{r['_line']}")
+        if _content(prior, columns) == _content(r, columns):
+            batch.result.duplicates += 1
+            _moved(batch, r["source_file"], False)
+            continue
+        changed = [f"{c}: {prior.get(c)!r} -> {r.get(c)!r}" for c in columns
+                   if prior.get(c) != r.get(c)]
+        batch.quarantine.append(_to_arrow([_quarantine_row(
+            r["source_file"], r["_line"], f"event_id {r['event_id']!r} was already ingested "
+            f"from {prior['source_file']} with other values ({'; '.join(changed)[:300]}): "
+            "events are immutable; retract it first (ses retract "
+            f"--source {batch.source.name} --event-id {r['event_id']}) to replace it",
+            {c: r.get(c) for c in columns}, batch.run_id, batch.now)], QUARANTINE_SCHEMA))
+        _moved(batch, r["source_file"], True)
+    return drop
+
+
+def _retracted(lake: lk.Lake, source: str) -> tuple[pa.Array, pa.Array] | None:
+    """(ids, files) retracted before from ``source``, for a rebuilt batch."""
     t = lake.read_arrow(lake.retractions())
     rows = [r for r in (t.to_pylist() if t is not None else []) if r["source"] == source]
     ids = {i for r in rows for i in r["event_ids"] or []}
     files = {r["source_file"] for r in rows if r["source_file"]}
     if not ids and not files:
-        return events
-    drop = pc.or_(pc.is_in(events.column("event_id"), pa.array(sorted(ids), pa.string())),
-                  pc.is_in(events.column("source_file"), pa.array(sorted(files), pa.string())))
-    return events.filter(pc.invert(drop))
+        return None
+    return pa.array(sorted(ids), pa.string()), pa.array(sorted(files), pa.string())
 
 
-def _corrections(batch: Batch, lake: lk.Lake, columns: list[str]) -> None:
-    """Events of the batch whose id is already in the table: the same values are a
-    re-delivery (dropped, counted), other values a correction (quarantined with both)."""
-    path = lake.events(batch.source.name)
-    if batch.events.num_rows == 0 or not lake.exists(path):
-        return
-    ids = batch.events.column("event_id")
-    old = lake.read_arrow(path, columns=["event_id", "source_file", *columns],
-                        filter=pc.field("event_id").isin(ids))
-    if old is None or old.num_rows == 0:
-        return
-    stored = {r["event_id"]: r for r in old.to_pylist()}
-    keep, bad = [], []
-    for r in batch.events.to_pylist():
-        prior = stored.get(r["event_id"])
-        if prior is None:
-            keep.append(True)
-        elif _content(prior, columns) == _content(r, columns):
-            keep.append(False)
-            batch.result.duplicates += 1
-        else:
-            keep.append(False)
-            changed = [f"{c}: {prior.get(c)!r} -> {r.get(c)!r}" for c in columns
-                       if prior.get(c) != r.get(c)]
-            # the typed batch no longer carries raw line numbers: -1 (the reason names the id)
-            bad.append(_quarantine_row(
-                r["source_file"], -1, f"event_id {r['event_id']!r} was already ingested from "
-                f"{prior['source_file']} with other values ({'; '.join(changed)[:300]}): "
-                "events are immutable; retract it first (ses retract "
-                f"--source {batch.source.name} --event-id {r['event_id']}) to replace it",
-                {c: r.get(c) for c in columns}, batch.run_id, batch.now))
-    batch.events = batch.events.filter(pa.array(keep))
-    if bad:
-        batch.quarantine.append(_to_arrow(bad, QUARANTINE_SCHEMA))
-        for e in batch.log:  # the per-file counts follow
-            moved = sum(1 for q in bad if q["source_file"] == e["file"])
-            e["events"] -= moved
-            e["quarantined"] += moved
+def _keep(batch: Batch, raw: _Spool, drop: set[str],
+          retracted: tuple[pa.Array, pa.Array] | None) -> None:
+    """The spooled rows that are new events (not in ``drop``, not retracted), as the
+    batch's events file (the events schema), streamed batch by batch."""
+    schema = events_schema(batch.source)
+    out = _Spool(batch.lake, batch.events_path, schema)
+    dropped = pa.array(sorted(drop), pa.string())
+    try:
+        for b in _batches(batch.lake, raw.uri):
+            t = pa.Table.from_batches([b])
+            keep = pc.invert(pc.is_in(_keys(t.column("source_file"), t.column("_line")),
+                                      value_set=dropped))
+            if retracted is not None:
+                keep = pc.and_(keep, pc.invert(pc.or_(
+                    pc.is_in(t.column("event_id"), value_set=retracted[0]),
+                    pc.is_in(t.column("source_file"), value_set=retracted[1]))))
+            out.append(t.filter(keep))
+    finally:
+        out.close()
+    batch.num_events = out.rows
+    batch.lake.remove(raw.uri)
 
 
 INGEST_LOG_SCHEMA = pa.schema([
@@ -503,26 +699,29 @@ INGEST_LOG_SCHEMA = pa.schema([
 
 def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
     """Load a staged batch: events, then quarantine, then the ingest log (the log comes
-    last: a crash before it leaves the files pending, and their rerun adds nothing twice)."""
+    last: a crash before it leaves the files pending, and their rerun adds nothing twice).
+    The events are streamed from the batch's file; its staging is removed after."""
     result = batch.result
     quarantine = pa.concat_tables(batch.quarantine) if batch.quarantine else None
     result.quarantined = quarantine.num_rows if quarantine is not None else 0
-    if batch.events.num_rows:
-        result.new_events = lake.insert_new(lake.events(batch.source.name), batch.events,
-                                            key="event_id", partition_by=["event_date"],
-                                            same_partition=True)
+    if batch.num_events:
+        result.new_events = lake.insert_new_stream(
+            lake.events(batch.source.name), lambda: _batches(lake, batch.events_path),
+            events_schema(batch.source), key="event_id", partition_by=["event_date"],
+            same_partition=True)
     reached("ingest:after-events")
     if quarantine is not None:
         lake.insert_new(lake.quarantine(batch.source.name), quarantine,
-                      key=("source_file", "line", "reason"))
+                        key=("source_file", "line", "reason"))
     reached("ingest:after-quarantine")
     if batch.log:
         lake.insert_new(lake.ingest_log(), _to_arrow(batch.log, INGEST_LOG_SCHEMA),
-                      key=("source", "file", "sha256"))
+                        key=("source", "file", "sha256"))
+    batch.discard()
     return result
 
 
-Gate = Callable[[Source, pa.Table], None]
+Gate = Callable[[Source, Batch], None]
 
 
 def ingest(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
@@ -530,9 +729,12 @@ def ingest(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
            gate: Gate | None = None) -> IngestResult:
     """Stage, check with ``gate`` (raises to refuse the batch), commit."""
     batch = stage(source, landing_root, lake, run_id, now, ts_range)
-    if gate is not None and batch.events.num_rows:
-        gate(source, batch.events)
-    return commit(lake, batch)
+    try:
+        if gate is not None and batch.num_events:
+            gate(source, batch)
+        return commit(lake, batch)
+    finally:
+        batch.discard()
 
 
 def describe(result: IngestResult) -> str:

@@ -436,13 +436,19 @@ def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
 
 def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range,
                           docs: bool = True) -> Outcome:
-    """The events suite on a typed batch that is not committed yet (an Arrow table): with
+    """The events suite on a typed batch that is not committed yet (an Arrow table, or an
+    ingest batch whose events are spooled to a file: Spark reads that file): with
     GX's pandas engine on the driver up to ``DRIVER_ROWS`` rows (a Spark job per
     expectation costs seconds on a batch of any size), on Spark above. ``docs=False``:
     the caller builds the Data Docs of several batches at once (``build_docs``)."""
-    if events.num_rows <= DRIVER_ROWS:
-        return _events_suite(lake, source, driver_frame(events), ts_range, PANDAS_TYPES, docs)
-    return _events_suite(lake, source, spark.createDataFrame(events), ts_range, docs=docs)
+    spooled = hasattr(events, "events_path")  # an ingest batch: its events are in a file
+    rows = events.num_events if spooled else events.num_rows
+    if rows <= DRIVER_ROWS:
+        table = events.events if spooled else events
+        return _events_suite(lake, source, driver_frame(table), ts_range, PANDAS_TYPES, docs)
+    df = (spark.read.parquet(lk.spark_uri(events.events_path)) if spooled
+          else spark.createDataFrame(events))
+    return _events_suite(lake, source, df, ts_range, docs=docs)
 
 
 def _events_suite(lake: lk.Lake, source: Source, df, ts_range,

@@ -30,6 +30,7 @@ from datetime import datetime, timezone
 from jobs.failpoints import reached
 from jobs.lake import rewrite
 from jobs.lake import store as lk
+from jobs.pipeline.ingest import INGEST_FOLDER
 from jobs.pipeline.publish import RUN_KEY, log_run
 from jobs.pipeline.retract import logged_retractions
 from jobs.pipeline.source_pass import PASS_FOLDER
@@ -102,7 +103,7 @@ def orphan_staging(lake: lk.Lake, rows: list[dict], now: datetime | None = None
     now = now or datetime.now(timezone.utc)
     out = []
     for pattern in lake.children(lake.staging()):
-        if pattern == PASS_FOLDER:
+        if pattern in (PASS_FOLDER, INGEST_FOLDER):
             continue
         for run_id in lake.children(lake.staging(pattern)):
             state = status.get((run_id, pattern))
@@ -182,6 +183,7 @@ def reconcile(lake: lk.Lake, echo=print) -> list[str]:
     reached("reconcile:after-repairs")
     # 5. staging left behind (a source pass's output of a run that stopped: all of it)
     lake.remove(lake.staging(PASS_FOLDER))
+    lake.remove(lake.staging(INGEST_FOLDER))  # an ingest's spooled batch (none runs now)
     gone = set(orphan_staging(lake, _rows(lake)))
     for pattern in lake.children(lake.staging()):
         for run_id in lake.children(lake.staging(pattern)):

@@ -72,9 +72,9 @@ def pipeline_catalog(paths: list[str] | None = None) -> tuple[PatternCatalog, li
 def events_gate(spark, ctx: RunContext, results: list):
     """The events suite on a typed batch before it is committed (``ingest``'s gate); each
     result's id goes to ``results``, for one build of the Data Docs after the ingest."""
-    def gate(source, events) -> None:
+    def gate(source, batch) -> None:
 
-        outcome = validate_events_frame(spark, ctx.lake, source, events,
+        outcome = validate_events_frame(spark, ctx.lake, source, batch,
                                         ctx.profile.ts_range(), docs=False)
         results.append(outcome.result_id)
         if not outcome.success:
