@@ -38,6 +38,35 @@ class BrokenTable(UserError):
     def __init__(self, table: str, cause: str):
         super().__init__(f"the lake's table {table} cannot be read ({cause}); {BROKEN_HELP}")
         self.table = table
+
+    @classmethod
+    def from_line(cls, line: str) -> "BrokenTable":
+        """The error of a line ``broken_in`` made."""
+        exc = cls.__new__(cls)
+        UserError.__init__(exc, line)
+        exc.table = line.split("the lake's table ", 1)[1].split(" ", 1)[0]
+        return exc
+TABLE_KINDS = ("events", "matches", "quarantine", "stats", "models")
+
+
+def broken_in(text: str) -> str | None:
+    """One line naming the lake's table whose data file a Spark or Arrow error ``text``
+    names (a corrupt or truncated Parquet file), or None when it names none."""
+    import re
+
+    kinds = "|".join(TABLE_KINDS)
+    found = re.search(r"(?:^|[\s:'\"\[(])((?:[a-z0-9]+:)?/\S*?/(" + kinds + r")/([^/\s]+)/"
+                      r"(?:[^/\s]+/)?([^/\s]+\.parquet))", text)
+    if found is None:
+        return None
+    why = next((line.strip() for line in text.splitlines()
+                if any(w in line for w in ("not a Parquet file", "footer", "Corrupt",
+                                           "corrupt", "magic number", "EOF", "truncated"))),
+               "its data file cannot be read")
+    return str(BrokenTable(f"{found.group(2)}/{found.group(3)}",
+                           f"data file {found.group(4)}: {why[:160]}"))
+
+
 LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an object store
 
 
@@ -187,6 +216,11 @@ class Lake:
         except FileNotFoundError as exc:
             raise BrokenTable(self.name_of(path),
                               f"a data file is missing: {_first_line(exc)[:200]}") from None
+        except (pa.ArrowInvalid, OSError) as exc:  # a data file that is not Parquet
+            if "parquet" not in str(exc).lower() and "magic" not in str(exc).lower():
+                raise
+            raise BrokenTable(self.name_of(path),
+                              f"a data file cannot be read: {_first_line(exc)[:200]}") from None
 
     def write(self, path: str, data, mode: str = "error", **kw) -> None:
         """``deltalake.write_deltalake`` on this lake (``kw``: its other arguments)."""
@@ -314,8 +348,11 @@ class Lake:
         try:
             df = spark.read.option("basePath", spark_uri(path)).parquet(
                 *(spark_uri(f) for f in files))
-        except Exception:
+        except Exception as exc:
             self.check_files(path)  # a data file gone: BrokenTable says so in one line
+            broken = broken_in(str(exc))  # one that is not Parquet: the same
+            if broken is not None:
+                raise BrokenTable.from_line(broken) from None
             raise
         if self.local:  # an object store would be asked for every file on each hit
             with _FRAMES_LOCK:

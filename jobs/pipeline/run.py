@@ -24,6 +24,7 @@ from jobs.core.patternfile import PatternError
 from jobs.failpoints import reached
 from jobs.lake.locks import lake_lock
 from jobs.lake.stats import update_stats
+from jobs.lake.store import BrokenTable, broken_in
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.check_frames import StagedMatches
 from jobs.pipeline.context import RunContext
@@ -718,7 +719,12 @@ def source_passes(spark, ctxs: list[RunContext], planned: dict, small: SmallSour
 def short_error(exc: BaseException) -> str:
     """One line for people: a Spark task's error is reduced to the Python error it
     carries."""
+    if isinstance(exc, BrokenTable):
+        return str(exc)[:1000]
     text = str(exc)
+    broken = broken_in(text)  # a data file of the lake that Spark cannot read: the table
+    if broken is not None:
+        return broken
     for marker in ("MatchCapExceeded: ", "MatchBudgetExceeded: ", "ArrowInvalid: ",
                    "MemoryError", "Python worker exited unexpectedly"):
         if marker in text:

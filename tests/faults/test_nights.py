@@ -214,3 +214,27 @@ def test_retract_then_ingest_run_and_query_the_same_source(spark, tmp_path):
     assert not orphan.exists() and len(gone["events/chemo_mw"]) >= 1
     assert _events(lake, "chemo_mw") == before and check_lake(lake) == []
     check(profile.lake)
+
+
+def test_a_corrupt_data_file_is_named_as_its_table_in_one_line(spark, tmp_path):
+    """Spark's error for a data file that is not Parquet (hundreds of lines of Java stack)
+    becomes one line naming the lake's table, in a run's row and in ``query``."""
+    from jobs.core.errors import UserError
+    from jobs.pipeline.run import short_error
+    from jobs.tools.query import run_spark
+
+    lake = Lake(str(tmp_path / "lake"))
+    table = pa.table({"event_id": ["a", "b"], "event_date": ["2020-01-01", "2020-01-02"]})
+    lake.write(lake.events("chemo_mw"), table, partition_by=["event_date"])
+    victim = sorted((tmp_path / "lake" / "events" / "chemo_mw").rglob("*.parquet"))[0]
+    victim.write_bytes(b"this is not parquet at all" * 10)
+    with pytest.raises(Exception) as info:
+        lake.read_spark(spark, lake.events("chemo_mw")).collect()
+    line = short_error(info.value)
+    assert line.startswith("the lake's table events/chemo_mw cannot be read (data file ")
+    assert victim.name in line and "\n" not in line
+    with pytest.raises(UserError) as query:  # one line, no Java stack
+        run_spark(spark, lake, "SELECT count(*) FROM events_chemo_mw", None)
+    assert str(query.value).startswith("the lake's table events/chemo_mw cannot be read")
+    with pytest.raises(UserError, match="the lake's table events/chemo_mw cannot be read"):
+        lake.read_arrow(lake.events("chemo_mw"))  # DuckDB's, the catalogue's, ingest's reads
