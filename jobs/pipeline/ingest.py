@@ -1,21 +1,26 @@
 """``ingest``: raw landing files -> ``events/<source>`` (Delta, typed, partitioned by
 ``event_date``) and ``quarantine/<source>`` (rows that did not parse, with the reason).
 
-* Extract: list the landing folder, skip files already ingested with the same content
-  (``ingest_log``), stream every pending file in chunks (memory is bounded by the typed
-  Arrow batch, not by Python objects per raw line). A file that cannot be read at all
-  (corrupt gzip, not UTF-8, not Parquet, no time column) fails the source: nothing of it
-  is written.
+* Extract: list the landing folder (regular files only: a link, a device or a FIFO fails
+  the source, named), skip files already ingested with the same content (``ingest_log``),
+  stream every pending file in chunks. A file that cannot be read at all (corrupt gzip,
+  not UTF-8, not Parquet, no time column, a column named twice) fails the source: nothing
+  of it is written.
 * Transform (pure, ``type_rows``): type each row by the source schema; give it a stable
   ``event_id`` (its id column, or a hash of its content and its occurrence number in the
-  whole file, counted across chunks); rows that fail, timestamps outside the accepted range and values that are not
-  finite go to quarantine with the reason. An ``event_id`` seen again with other values (a
-  *correction*) is quarantined with both versions named: events are immutable once
-  ingested, and ``ses retract`` removes one first (recorded).
+  whole file); rows that fail, over-long values, timestamps outside the accepted range
+  and values that are not finite go to quarantine with the reason. Typed chunks are
+  spooled to Parquet in the lake's staging, so memory is bounded by the chunk and a few
+  integer columns; then repeated ids are found (``_repeated``, ``_corrections``): an
+  ``event_id`` seen again with other values (a *correction*) is quarantined with both
+  versions named: events are immutable once ingested, and ``ses retract`` removes one
+  first (recorded).
 * Gate: the caller's check (the events suite) runs on the typed batch *before* anything
   is committed, so events that fail it never become visible to matching.
-* Load: MERGE the events by ``event_id``, the quarantine by (file, line), the ingest log
-  by (source, file, sha256).
+* Load: append the new events from the spool (``Lake.insert_new_stream``), insert the
+  quarantine by (file, line, reason) and the ingest log by (source, file, sha256), in that
+  order: the log comes last, so a crash leaves the files pending and the rerun adds
+  nothing twice.
 """
 
 from __future__ import annotations
