@@ -170,8 +170,12 @@ class Lake:
         rel = path[len(root):].lstrip("/\\") if path.startswith(root) else path
         return rel.replace(os.sep, "/") or path
 
-    def check_files(self, path: str) -> None:
-        """``BrokenTable`` when a data file of the table's current snapshot is gone."""
+    def check_files(self, path: str, footers: bool = False) -> None:
+        """``BrokenTable`` when a data file of the table's current snapshot is gone (and,
+        with ``footers``, when one is not Parquet: its footer is read; for the failure
+        paths that must say which table)."""
+        import pyarrow.parquet as pq
+
         dt = self.read_table(path)
         if dt is None:
             return
@@ -180,6 +184,13 @@ class Lake:
             if fs.get_file_info(where).type == pafs.FileType.NotFound:
                 raise BrokenTable(self.name_of(path),
                                   f"its data file {file_name(uri)} is missing")
+            if footers:
+                try:
+                    with fs.open_input_file(where) as f:
+                        pq.read_metadata(f)
+                except (pa.ArrowInvalid, OSError) as exc:
+                    raise BrokenTable(self.name_of(path), f"data file {file_name(uri)}: "
+                                      f"{_first_line(exc)[:160]}") from None
 
     def table(self, path: str) -> DeltaTable:
         dt = self.read_table(path)

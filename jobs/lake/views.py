@@ -22,10 +22,6 @@ SOURCE_KEY = "ses.pattern.source"  # a match table's source, in its Delta metada
 MATCH_EVENT_COLUMNS = ("pattern", "match_id", "variable", "position", "event_id", "ts")
 
 
-# the tables register_spark could not read, and why (broken_named names them)
-_UNREADABLE: dict[str, lk.BrokenTable] = {}
-
-
 def lake_tables(lake: lk.Lake) -> dict[str, str]:
     """View name -> Delta table path, for every table the lake has."""
     out = {}
@@ -76,9 +72,7 @@ def broken_named(lake: lk.Lake, sql: str) -> None:
     read (called when a query failed, to say why in one line)."""
     for view, path in lake_tables(lake).items():
         if view in views_named(sql, [view]):
-            if path in _UNREADABLE:  # Spark could not read it (a data file not Parquet)
-                raise _UNREADABLE[path]
-            lake.check_files(path)
+            lake.check_files(path, footers=True)
 
 
 def bound_events_sql(pattern: str, dialect: str) -> str:
@@ -143,9 +137,7 @@ def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
     for view, path in list(tables.items()):
         try:
             lake.read_spark(spark, path).createOrReplaceTempView(view)
-            _UNREADABLE.pop(path, None)
-        except lk.BrokenTable as exc:
-            _UNREADABLE[path] = exc
+        except lk.BrokenTable:
             del tables[view]  # a query that reads it is told why (broken_named)
     derived = derived_views(lake, tables, "spark")  # of the tables that could be read
     if sql is not None:
