@@ -39,19 +39,14 @@ class BrokenTable(UserError):
         super().__init__(f"the lake's table {table} cannot be read ({cause}); {BROKEN_HELP}")
         self.table = table
 
-    @classmethod
-    def from_line(cls, line: str) -> "BrokenTable":
-        """The error of a line ``broken_in`` made."""
-        exc = cls.__new__(cls)
-        UserError.__init__(exc, line)
-        exc.table = line.split("the lake's table ", 1)[1].split(" ", 1)[0]
-        return exc
+
 TABLE_KINDS = ("events", "matches", "quarantine", "stats", "models")
 
 
-def broken_in(text: str) -> str | None:
-    """One line naming the lake's table whose data file a Spark or Arrow error ``text``
-    names (a corrupt or truncated Parquet file), or None when it names none."""
+def broken_in(text: str) -> BrokenTable | None:
+    """The ``BrokenTable`` of the lake's table whose data file a Spark error ``text`` names
+    (a corrupt or truncated Parquet file, met while a job ran), or None when it names
+    none."""
     import re
 
     kinds = "|".join(TABLE_KINDS)
@@ -63,8 +58,8 @@ def broken_in(text: str) -> str | None:
                 if any(w in line for w in ("not a Parquet file", "footer", "Corrupt",
                                            "corrupt", "magic number", "EOF", "truncated"))),
                "its data file cannot be read")
-    return str(BrokenTable(f"{found.group(2)}/{found.group(3)}",
-                           f"data file {found.group(4)}: {why[:160]}"))
+    return BrokenTable(f"{found.group(2)}/{found.group(3)}",
+                       f"data file {found.group(4)}: {why[:160]}")
 
 
 LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an object store
@@ -359,11 +354,9 @@ class Lake:
         try:
             df = spark.read.option("basePath", spark_uri(path)).parquet(
                 *(spark_uri(f) for f in files))
-        except Exception as exc:
-            self.check_files(path)  # a data file gone: BrokenTable says so in one line
-            broken = broken_in(str(exc))  # one that is not Parquet: the same
-            if broken is not None:
-                raise BrokenTable.from_line(broken) from None
+        except Exception:
+            # a data file gone or not Parquet: BrokenTable says so in one line
+            self.check_files(path, footers=True)
             raise
         if self.local:  # an object store would be asked for every file on each hit
             with _FRAMES_LOCK:

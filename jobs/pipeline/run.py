@@ -724,7 +724,7 @@ def short_error(exc: BaseException) -> str:
     text = str(exc)
     broken = broken_in(text)  # a data file of the lake that Spark cannot read: the table
     if broken is not None:
-        return broken
+        return str(broken)
     for marker in ("MatchCapExceeded: ", "MatchBudgetExceeded: ", "ArrowInvalid: ",
                    "MemoryError", "Python worker exited unexpectedly"):
         if marker in text:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from jobs.core.errors import NotAQuery, UserError
-from jobs.lake.store import Lake, broken_in
+from jobs.lake.store import Lake
 from jobs.lake.views import broken_named, duckdb_connection, register_spark, view_names
 from jobs.spark.sql import check_read_only
 
@@ -97,9 +97,6 @@ def run_spark(spark, lake: Lake, sql: str, limit: int | None) -> pa.Table:
     except (AnalysisException, ParseException) as exc:
         broken_named(lake, sql)
         raise QueryFailed(str(exc).strip().splitlines()[0], views) from None
-    except Exception as exc:  # an executor's error, such as a data file that is gone
+    except Exception:  # an executor's error, such as a data file gone or not Parquet
         broken_named(lake, sql)
-        broken = broken_in(str(exc))  # or one that is not Parquet: the table, one line
-        if broken is not None:
-            raise QueryFailed(broken, []) from None
         raise
