@@ -8,7 +8,7 @@ STAMP  := $(VENV)/.installed-from-lock
 # the project itself, installed editable into .venv: the `ses` command, `import jobs` anywhere
 SELF   := $(VENV)/.installed-project
 # the kernels compiled ahead of time (its manifest; the extension module lies beside it)
-AOT    := jobs/core/_kernels_aot.json
+AOT    := jobs/core/engine/_kernels_aot.json
 
 .PHONY: run test test-fast browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
 
@@ -20,11 +20,11 @@ $(STAMP): requirements.lock
 	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	@touch $(STAMP)
 
-# The matching kernels: Numba's cache, then the ahead-of-time module (jobs/core/aot.py), built
+# The matching kernels: Numba's cache, then the ahead-of-time module (jobs/core/engine/aot.py), built
 # again whenever the kernels' source changes
-$(AOT): $(STAMP) jobs/core/kernels.py jobs/core/kernel_codes.py jobs/core/aot.py jobs/core/aot_build.py
+$(AOT): $(STAMP) jobs/core/engine/kernels.py jobs/core/engine/kernel_codes.py jobs/core/engine/aot.py jobs/core/local/aot_build.py
 	@echo "compiling the matching kernels (once per checkout, about a minute)…"
-	@$(PY) -m jobs.core.aot_build
+	@$(PY) -m jobs.core.local.aot_build
 
 $(SELF): $(STAMP) $(AOT) pyproject.toml
 	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .

@@ -35,7 +35,7 @@ from many_patterns import variants  # noqa: E402
 from spark_pipeline import OUT, SCALE, hospital_copies  # noqa: E402
 
 from jobs.config import load_profile  # noqa: E402
-from jobs.core.patternfile import load_pattern  # noqa: E402
+from jobs.core.language.patternfile import load_pattern  # noqa: E402
 from jobs.lake import store as lk  # noqa: E402
 from jobs.lake.stats import update_stats  # noqa: E402
 from jobs.pipeline.context import RunContext  # noqa: E402

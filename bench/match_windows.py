@@ -34,10 +34,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from jobs.core.columns import from_events  # noqa: E402
-from jobs.core.engine import MatchOptions, MatchStats, compile_pattern, execute  # noqa: E402
-from jobs.core.events import Event  # noqa: E402
-from jobs.core.patternfile import parse_pattern  # noqa: E402
+from jobs.core.engine.columns import from_events  # noqa: E402
+from jobs.core.engine.runtime import MatchOptions, MatchStats, compile_pattern, execute  # noqa: E402
+from jobs.core.language.events import Event  # noqa: E402
+from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 
 HOSPITAL = ROOT.parent / "shared" / "data" / "real" / "bpi2011_hospital.parquet"
 CONFIGS = {
@@ -65,7 +65,7 @@ def load_hospital(n_events: int, start: str) -> list[Event]:
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from jobs.core.events import events_from_arrow, parse_ts
+    from jobs.core.language.events import events_from_arrow, parse_ts
 
     table = pq.read_table(HOSPITAL, columns=["patient", "event_type", "timestamp"])
     table = table.append_column("row", pa.array(range(table.num_rows)))

@@ -51,10 +51,10 @@ def run_project(name: str, work: Path) -> dict:
     """One workload in this process (called in a child process by ``main``)."""
     import pyarrow.parquet as pq
 
-    from jobs.core.columns import from_arrow
-    from jobs.core.engine import MatchOptions, MatchStats, compile_pattern, execute
-    from jobs.core.output import bindings_of, json_lines, sort_batch
-    from jobs.core.patternfile import load_pattern
+    from jobs.core.engine.columns import from_arrow
+    from jobs.core.engine.output import bindings_of, json_lines, sort_batch
+    from jobs.core.engine.runtime import MatchOptions, MatchStats, compile_pattern, execute
+    from jobs.core.language.patternfile import load_pattern
 
     pattern_file, data, first_n, _ = WORKLOADS[name]
     t0 = time.perf_counter()
@@ -66,7 +66,7 @@ def run_project(name: str, work: Path) -> dict:
     cols = from_arrow(table, compiled.attributes)
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    from jobs.core import aot
+    from jobs.core.engine import aot
 
     kernels = aot.load()  # the ahead-of-time kernels, or SES_KERNELS=jit's
     warm = cols.take(__import__("numpy").arange(min(cols.n, 200)))

@@ -32,8 +32,8 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
-from jobs.core.columns import from_arrow, processing_order  # noqa: E402
-from jobs.core.engine import (  # noqa: E402
+from jobs.core.engine.columns import from_arrow, processing_order  # noqa: E402
+from jobs.core.engine.runtime import (  # noqa: E402
     MatchCapExceeded,
     MatchOptions,
     MatchStats,
@@ -42,8 +42,8 @@ from jobs.core.engine import (  # noqa: E402
     execute,
     group_events,
 )
-from jobs.core.patternfile import parse_pattern  # noqa: E402
-from jobs.core.planners import PLANNERS  # noqa: E402
+from jobs.core.language.patternfile import parse_pattern  # noqa: E402
+from jobs.core.plans.planners import PLANNERS  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "data" / "real"
 OUT = ROOT / "bench" / "out"

@@ -23,7 +23,7 @@ from pathlib import Path
 from spark_pipeline import MemorySampler  # bench/, the script's own folder
 
 from jobs.config import load_profile
-from jobs.core.patternfile import parse_pattern
+from jobs.core.language.patternfile import parse_pattern
 from jobs.lake import store as lk
 from jobs.pipeline.horizons import RunRange
 from jobs.pipeline.publish import publish

@@ -36,7 +36,7 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from jobs.config import load_profile  # noqa: E402
-from jobs.core.patternfile import parse_pattern  # noqa: E402
+from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 from jobs.lake import store as lk  # noqa: E402
 from jobs.pipeline.phase1 import run_match_job  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402

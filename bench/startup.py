@@ -5,7 +5,7 @@ Each figure comes from fresh Python processes (median of three):
 * compile: the kernels compiled from nothing (an empty Numba cache directory): once per
   machine (or per cache directory) after an install;
 * load: the just-in-time kernels loaded from Numba's cache and called once, and the
-  ahead-of-time kernels (``jobs.core.aot``, what a process uses after ``make``) loaded and
+  ahead-of-time kernels (``jobs.core.engine.aot``, what a process uses after ``make``) loaded and
   called once: once per Python process (the local ``match`` command; each Spark Python
   worker, which Spark reuses across tasks);
 * prepare: compiling a pattern and preparing its matcher: once per pattern and process;
@@ -36,10 +36,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = r"""
 import json, sys, time
 t0 = time.perf_counter()
-from jobs.core.engine import MatchOptions, compile_pattern, execute
-from jobs.core.columns import from_events
-from jobs.core.events import Event, order
-from jobs.core.patternfile import load_pattern
+from jobs.core.engine.runtime import MatchOptions, compile_pattern, execute
+from jobs.core.engine.columns import from_events
+from jobs.core.language.events import Event, order
+from jobs.core.language.patternfile import load_pattern
 imported = time.perf_counter() - t0
 events = order([Event(f"e{{i}}", i * 10**9, {{"type": t, "patient": 1, "value": i}})
                 for i, t in enumerate("CPPBCPB")])

@@ -25,12 +25,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-from jobs.core.columns import from_events  # noqa: E402
-from jobs.core.engine import MatchOptions, MatchStats  # noqa: E402
-from jobs.core.events import Event, order, parse_ts  # noqa: E402
-from jobs.core.patternfile import load_pattern, parse_pattern  # noqa: E402
-from jobs.core.window import oracle_windows  # noqa: E402
-from jobs.core.window_engine import execute_windows  # noqa: E402
+from jobs.core.engine.columns import from_events  # noqa: E402
+from jobs.core.engine.runtime import MatchOptions, MatchStats  # noqa: E402
+from jobs.core.engine.window_matcher import execute_windows  # noqa: E402
+from jobs.core.language.events import Event, order, parse_ts  # noqa: E402
+from jobs.core.language.patternfile import load_pattern, parse_pattern  # noqa: E402
+from jobs.core.language.window import oracle_windows  # noqa: E402
 
 YEAR = 365 * 86400 * 10**9
 RISING = """

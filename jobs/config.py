@@ -11,8 +11,8 @@ from pathlib import Path
 import yaml
 
 from jobs.core.errors import InputError, UserError
-from jobs.core.events import format_ts, parse_ts
-from jobs.core.pattern import parse_duration
+from jobs.core.language.events import format_ts, parse_ts
+from jobs.core.language.pattern import parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 CONF = ROOT / "conf"

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from jobs.core.events import read_events
-from jobs.core.patternfile import load_pattern, parse_pattern
+from jobs.core.language.events import read_events
+from jobs.core.language.patternfile import load_pattern, parse_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "data" / "landing"
@@ -45,7 +45,7 @@ def real_slice(name: str, patients: int, time_column: str = "timestamp",
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from jobs.core.events import events_from_arrow
+    from jobs.core.language.events import events_from_arrow
 
     table = pq.read_table(SHARED_REAL / f"{name}.parquet")
     ids = sorted({p for p in table.column(patient_column).to_pylist() if p is not None})[:patients]
@@ -58,7 +58,7 @@ def assert_problem(text, line, fragment):
     """Parsing ``text`` reports a problem on ``line`` whose message has ``fragment``."""
     import pytest
 
-    from jobs.core.patternfile import PatternError
+    from jobs.core.language.patternfile import PatternError
 
     with pytest.raises(PatternError) as info:
         parse_pattern(text, "f.yaml")

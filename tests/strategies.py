@@ -8,8 +8,8 @@ come up often.
 
 from hypothesis import strategies as st
 
-from jobs.core.events import Event, order
-from jobs.core.patternfile import parse_pattern
+from jobs.core.language.events import Event, order
+from jobs.core.language.patternfile import parse_pattern
 
 DAY = 86400 * 10**9
 TYPES = ("A", "B", "C", "D")

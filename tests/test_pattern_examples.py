@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from jobs.cli.main import main
-from jobs.core.examples import run_example
-from jobs.core.patternfile import PatternError, load_pattern, parse_pattern
+from jobs.core.language.patternfile import PatternError, load_pattern, parse_pattern
+from jobs.core.local.examples import run_example
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = [(f, ex.name) for f in sorted((ROOT / "patterns").glob("*.yaml"))

@@ -3,8 +3,8 @@ text, through the loader) and random event streams with ties and missing values.
 
 from hypothesis import strategies as st
 
-from jobs.core.events import Event, order
-from jobs.core.patternfile import parse_pattern
+from jobs.core.language.events import Event, order
+from jobs.core.language.patternfile import parse_pattern
 
 from .strategies import DAY, OPS, TYPES
 

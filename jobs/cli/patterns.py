@@ -18,25 +18,30 @@ from jobs.cli.common import (
     write_bytes,
 )
 from jobs.config import CONF, ROOT, load_sources
-from jobs.core import aot
-from jobs.core.columns import read_columns
-from jobs.core.engine import DEFAULT_MEMORY_BUDGET, MatchStats, compile_pattern, execute
+from jobs.core.engine.columns import read_columns
+from jobs.core.engine.measures import measure_columns
+from jobs.core.engine.output import bindings_of, json_lines, sort_batch
+from jobs.core.engine.runtime import (
+    DEFAULT_MEMORY_BUDGET,
+    MatchStats,
+    aot,
+    compile_pattern,
+    execute,
+)
+from jobs.core.engine.window_matcher import execute_windows, json_rows, sorted_batches
 from jobs.core.errors import InputError, UserError
-from jobs.core.events import EventFileError, read_events
-from jobs.core.measures import measure_columns
-from jobs.core.output import bindings_of, json_lines, sort_batch
-from jobs.core.patternfile import PatternError, check_schema, load_pattern
-from jobs.core.planners import ALIASES, PLANNERS, planner
-from jobs.core.planners import DEFAULT as DEFAULT_PLAN
-from jobs.core.runner import (
+from jobs.core.language.events import EventFileError, read_events
+from jobs.core.language.patternfile import PatternError, check_schema, load_pattern
+from jobs.core.language.window import oracle_windows
+from jobs.core.local.runner import (
     DEFAULT_MAX_MATCHES,
     MATCHER_CHOICES,
     MatchCapExceeded,
     MatchOptions,
     run,
 )
-from jobs.core.window import oracle_windows
-from jobs.core.window_engine import execute_windows, json_rows, sorted_batches
+from jobs.core.plans.planners import ALIASES, PLANNERS, planner
+from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
 from jobs.lake.store import Lake
 from jobs.pipeline.ingest import IngestError, typed_file
 from jobs.project.models import ModelError, load_model, models_folder

@@ -16,7 +16,7 @@ from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile
 from jobs.core.errors import UserError
-from jobs.core.patternfile import PatternError
+from jobs.core.language.patternfile import PatternError
 from jobs.lake.locks import pattern_lock
 from jobs.lake.store import Lake
 from jobs.ops.session import serve

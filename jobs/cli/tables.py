@@ -12,8 +12,8 @@ from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile, load_sources
 from jobs.core.errors import InputError
-from jobs.core.planners import ALIASES, PLANNERS
-from jobs.core.planners import DEFAULT as DEFAULT_PLAN
+from jobs.core.plans.planners import ALIASES, PLANNERS
+from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.planning import choose_plan, explain_text

@@ -15,11 +15,11 @@ import numpy as np
 import pyarrow as pa
 
 from jobs.config import load_sources
-from jobs.core.events import parse_ts
-from jobs.core.measures import measure_types
-from jobs.core.pattern import Disjunction, Pattern
-from jobs.core.window import BINDINGS as WINDOW_BINDINGS
-from jobs.core.window import select_types
+from jobs.core.language.events import parse_ts
+from jobs.core.language.measures import measure_types
+from jobs.core.language.pattern import Disjunction, Pattern
+from jobs.core.language.window import BINDINGS as WINDOW_BINDINGS
+from jobs.core.language.window import select_types
 
 BINDINGS = pa.map_(pa.string(), pa.list_(pa.string()))
 TS = pa.timestamp("us", tz="UTC")

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.core.columns import from_arrow
-from jobs.core.conditions import Agg
-from jobs.core.engine import compile_pattern
-from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.engine.columns import from_arrow
+from jobs.core.engine.runtime import compile_pattern
+from jobs.core.language.conditions.expressions import Agg
+from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.spark.predicates import event_date_filters
 

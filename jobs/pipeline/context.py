@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobs.config import Profile
-from jobs.core.pattern import Pattern
+from jobs.core.language.pattern import Pattern
 from jobs.lake.store import Lake
 from jobs.project.patterns import load_catalog
 from jobs.runrecord import NIGHTLY

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
 from jobs.core.errors import InputError
-from jobs.core.events import parse_ts
+from jobs.core.language.events import parse_ts
 from jobs.runrecord import NIGHTLY, RunRecord
 from jobs.status import SUCCESS
 

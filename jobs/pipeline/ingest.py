@@ -42,8 +42,8 @@ import pyarrow.compute as pc
 
 from jobs.config import Source, TimeRange
 from jobs.core.errors import UserError
-from jobs.core.events import format_ts, parse_ts
 from jobs.core.inputs import refusal
+from jobs.core.language.events import format_ts, parse_ts
 from jobs.failpoints import reached
 from jobs.lake import store as lk
 

@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass
 from functools import reduce
 
-from jobs.core.engine import MATCHER_CLASSES, MatchStats
-from jobs.core.pattern import Disjunction, Pattern
-from jobs.core.window import can_drop
+from jobs.core.engine.runtime import MATCHER_CLASSES, MatchStats
+from jobs.core.language.pattern import Disjunction, Pattern
+from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
 from jobs.pipeline.phase2 import (
     NOT_SLICED,

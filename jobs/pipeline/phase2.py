@@ -26,15 +26,15 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
-from jobs.core.columns import EventColumns, from_arrow, processing_order
-from jobs.core.engine import MatchOptions, MatchStats, batch_take, compile_pattern, execute
-from jobs.core.measures import measure_columns
-from jobs.core.output import bindings_json, bindings_of, match_id, match_ids  # noqa: F401 (match_id: API)
-from jobs.core.pattern import Disjunction
-from jobs.core.patternfile import parse_pattern
-from jobs.core.plan_json import plans_from_json
-from jobs.core.window import BINDINGS
-from jobs.core.window_engine import Evaluator, execute_windows, relevant_rows
+from jobs.core.engine.columns import EventColumns, from_arrow, processing_order
+from jobs.core.engine.measures import measure_columns
+from jobs.core.engine.output import bindings_json, bindings_of, match_ids
+from jobs.core.engine.runtime import MatchOptions, MatchStats, batch_take, compile_pattern, execute
+from jobs.core.engine.window_matcher import Evaluator, execute_windows, relevant_rows
+from jobs.core.language.pattern import Disjunction
+from jobs.core.language.patternfile import parse_pattern
+from jobs.core.language.window import BINDINGS
+from jobs.core.plans.json_form import plans_from_json
 
 SLICE = "__slice"
 POSITION = "__pos"  # contiguity positions numbered in phase 1 (__pos1, __pos2: per alternative)

@@ -29,14 +29,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from jobs.core.columns import from_arrow, processing_order
-from jobs.core.conditions import Attr, BoolOp, Cmp, In, Lit, Not
-from jobs.core.engine import MatchOptions, compile_pattern, estimate_statistics, group_events
-from jobs.core.events import format_ts, to_datetime
-from jobs.core.pattern import Disjunction, Pattern
-from jobs.core.plan_json import tree_to_json
-from jobs.core.planners import DEFAULT, PLANNERS, plan_cost, planner
-from jobs.core.plans import PlanStatistics, TreePlan
+from jobs.core.engine.columns import from_arrow, processing_order
+from jobs.core.engine.runtime import (
+    MatchOptions,
+    compile_pattern,
+    estimate_statistics,
+    group_events,
+)
+from jobs.core.language.conditions.expressions import Attr, BoolOp, Cmp, In, Lit, Not
+from jobs.core.language.events import format_ts, to_datetime
+from jobs.core.language.pattern import Disjunction, Pattern
+from jobs.core.plans.costs import PlanStatistics
+from jobs.core.plans.json_form import tree_to_json
+from jobs.core.plans.planners import DEFAULT, PLANNERS, plan_cost, planner
+from jobs.core.plans.trees import TreePlan
 from jobs.lake import store as lk
 from jobs.lake.stats import distinct_estimate
 from jobs.spark.predicates import any_of, col, filter_column, has_tag, read_range, tag_column

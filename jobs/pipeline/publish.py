@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs import runrecord
-from jobs.core.events import parse_ts, to_datetime
-from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.language.events import parse_ts, to_datetime
+from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import delta_files
 from jobs.lake import store as lk
 from jobs.lake.match_rows import MatchRows

@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from functools import reduce
 
 from jobs.config import ROOT, Source
-from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.pipeline.check_frames import (
     DriverFrames,

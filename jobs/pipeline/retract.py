@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 
 from jobs.config import NS_MIN
 from jobs.core.errors import InputError
-from jobs.core.events import parse_ts
+from jobs.core.language.events import parse_ts
 from jobs.failpoints import reached
 from jobs.lake import rewrite
 from jobs.lake import store as lk

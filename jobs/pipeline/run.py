@@ -18,9 +18,9 @@ from pathlib import Path
 
 from jobs.config import Profile, load_sources
 from jobs.core.errors import InputError, UserError
-from jobs.core.events import format_ts
-from jobs.core.pattern import Pattern
-from jobs.core.patternfile import PatternError
+from jobs.core.language.events import format_ts
+from jobs.core.language.pattern import Pattern
+from jobs.core.language.patternfile import PatternError
 from jobs.failpoints import reached
 from jobs.lake.locks import lake_lock
 from jobs.lake.stats import update_stats

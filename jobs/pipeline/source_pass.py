@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from jobs.config import Profile
-from jobs.core.engine import MATCHER_CLASSES
-from jobs.core.pattern import Disjunction, Pattern
+from jobs.core.engine.runtime import MATCHER_CLASSES
+from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.pipeline.phase1 import (
     MatchJobResult,

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.config import CONF, ROOT, Profile, load_sources
-from jobs.core.patternfile import PatternError, load_pattern, parse_pattern
+from jobs.core.language.patternfile import PatternError, load_pattern, parse_pattern
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext

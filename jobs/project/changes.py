@@ -21,8 +21,8 @@ from pathlib import Path
 import yaml
 
 from jobs.core.errors import UserError
-from jobs.core.pattern import NAME_RULE
-from jobs.core.patternfile import PatternError, parse_pattern
+from jobs.core.language.pattern import NAME_RULE
+from jobs.core.language.patternfile import PatternError, parse_pattern
 from jobs.project.models import tables_read
 
 ADDED, CHANGED, REMOVED, UNCHANGED, INVALID = "added", "changed", "removed", "unchanged", "invalid"

@@ -27,7 +27,7 @@ import yaml
 from jobs.config import ROOT
 from jobs.core.errors import UserError
 from jobs.core.inputs import refusal
-from jobs.core.pattern import NAME
+from jobs.core.language.pattern import NAME
 
 MODELS = ROOT / "models"
 TESTS = ("not_null", "unique", "accepted_values", "row_count")

@@ -14,9 +14,9 @@ from glob import glob as globfiles
 from pathlib import Path
 
 from jobs.config import ROOT, load_sources
-from jobs.core.examples import run_example
-from jobs.core.pattern import NAME_RULE, Pattern
-from jobs.core.patternfile import PatternError, Problem, check_schema, load_pattern
+from jobs.core.language.pattern import NAME_RULE, Pattern
+from jobs.core.language.patternfile import PatternError, Problem, check_schema, load_pattern
+from jobs.core.local.examples import run_example
 
 SUFFIXES = ("*.yaml", "*.yml")
 

@@ -8,8 +8,9 @@ import difflib
 from dataclasses import dataclass
 from functools import reduce
 
-from jobs.core.conditions import Attr, Cmp, In, Lit, Property, comparisons_of
 from jobs.core.errors import InputError
+from jobs.core.language.conditions.expressions import Attr, Cmp, In, Lit, comparisons_of
+from jobs.core.language.conditions.kinds import Property
 from jobs.spark.predicates import property_column
 
 NEAREST = 3  # known values shown for a literal no event has

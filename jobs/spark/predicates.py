@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from functools import reduce
 
-from jobs.core.conditions import Attr, Cmp, Expr, In, Lit, Neg, Not, Property
-from jobs.core.events import format_ts, to_datetime
-from jobs.core.pattern import Disjunction, Pattern
-from jobs.core.window import current_attributes, relevance
+from jobs.core.language.conditions.expressions import Attr, Cmp, Expr, In, Lit, Neg, Not
+from jobs.core.language.conditions.kinds import Property
+from jobs.core.language.events import format_ts, to_datetime
+from jobs.core.language.pattern import Disjunction, Pattern
+from jobs.core.language.window import current_attributes, relevance
 from jobs.lake import store as lk
 
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from jobs.core.columns import from_events
-from jobs.core.engine import MatchOptions, compile_pattern, group_events, scan
+from jobs.core.engine.columns import from_events
+from jobs.core.engine.runtime import MatchOptions, compile_pattern, group_events, scan
 from jobs.core.errors import InputError
-from jobs.core.events import Event, events_from_arrow, format_ts, parse_ts
-from jobs.core.measures import measure_types
-from jobs.core.runner import run
+from jobs.core.language.events import Event, events_from_arrow, format_ts, parse_ts
+from jobs.core.language.measures import measure_types
+from jobs.core.local.runner import run
 
 
 # ---------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jobs.config import KEY_COLUMNS, ROOT, load_sources, pick_column
 from jobs.core.errors import InputError
-from jobs.core.pattern import NAME
+from jobs.core.language.pattern import NAME
 
 
 def scaffold(name: str, source: str, folder: Path = ROOT / "patterns") -> Path:

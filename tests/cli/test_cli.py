@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.cli.main import main
-from jobs.core.events import EventFileError, format_ts, parse_ts, read_events
+from jobs.core.language.events import EventFileError, format_ts, parse_ts, read_events
 
 from ..helpers import EXAMPLES, ROOT
 

@@ -6,8 +6,8 @@ import textwrap
 
 import pytest
 
-from jobs.core.events import Event, order, parse_ts
-from jobs.core.patternfile import load_pattern
+from jobs.core.language.events import Event, order, parse_ts
+from jobs.core.language.patternfile import load_pattern
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 from jobs.tools.explain import why_not
 

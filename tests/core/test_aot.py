@@ -1,4 +1,4 @@
-"""The kernels compiled ahead of time (``jobs.core.aot``) against Numba's just-in-time ones:
+"""The kernels compiled ahead of time (``jobs.core.engine.aot``) against Numba's just-in-time ones:
 the same matches on every committed pattern over the committed data, every call of a real
 run served by a compiled signature, and the fallbacks (a call of another type, a module
 built from other source)."""
@@ -12,10 +12,9 @@ import pyarrow as pa
 import pytest
 
 from jobs.config import ROOT, load_sources
-from jobs.core import aot
-from jobs.core.columns import from_arrow
-from jobs.core.engine import MatchOptions, compile_pattern, execute
-from jobs.core.patternfile import load_pattern
+from jobs.core.engine.columns import from_arrow
+from jobs.core.engine.runtime import MatchOptions, aot, compile_pattern, execute
+from jobs.core.language.patternfile import load_pattern
 from jobs.pipeline.ingest import landing_files, typed_file
 
 
@@ -91,7 +90,7 @@ def test_a_call_of_another_type_falls_back_to_the_same_kernel(both):
 def test_argument_types_are_the_ones_numba_gives():
     from numba import typeof
 
-    from jobs.core.aot_build import numba_key
+    from jobs.core.local.aot_build import numba_key
 
     arrays = [np.zeros(3, np.int64), np.zeros((2, 3), np.float64, order="F"),
               np.zeros((2, 3), np.int8), np.zeros((4, 4))[::2, ::2], np.zeros(0, np.int64)]

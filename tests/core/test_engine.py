@@ -12,13 +12,19 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.cli.main import main
-from jobs.core import oracle
-from jobs.core.columns import from_arrow, from_events
-from jobs.core.compiled import OPS, CompiledPattern, compare_columns
-from jobs.core.engine import MATCHER_CLASSES, MatchOptions, MatchStats, compile_pattern, execute
-from jobs.core.events import Event, format_ts, order
-from jobs.core.output import iso_timestamps
-from jobs.core.runner import MatchCapExceeded, run
+from jobs.core.engine.columns import from_arrow, from_events
+from jobs.core.engine.compiled import OPS, CompiledPattern, compare_columns
+from jobs.core.engine.output import iso_timestamps
+from jobs.core.engine.runtime import (
+    MATCHER_CLASSES,
+    MatchOptions,
+    MatchStats,
+    compile_pattern,
+    execute,
+)
+from jobs.core.language.events import Event, format_ts, order
+from jobs.core.local.runner import MatchCapExceeded, run
+from jobs.core.reference import oracle
 
 from ..helpers import EXAMPLES, ROOT, keys, pattern_text
 from ..strategies import event_tables, patterns
@@ -194,9 +200,9 @@ def test_ids_that_need_json_escaping(capsys, tmp_path, matcher):
     if matcher == "zstream":  # all matches: also the one with the non-ASCII id
         assert '"\\u00e93"' in expected
 
-    from jobs.core.events import read_events
-    from jobs.core.output import bindings_json, bindings_of, match_id, match_ids
-    from jobs.core.patternfile import load_pattern
+    from jobs.core.engine.output import bindings_json, bindings_of, match_id, match_ids
+    from jobs.core.language.events import read_events
+    from jobs.core.language.patternfile import load_pattern
 
     pattern = load_pattern(p)
     c = compile_pattern(pattern)

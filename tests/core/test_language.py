@@ -11,13 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.core import oracle
-from jobs.core.columns import from_events
-from jobs.core.conditions import parse_condition, truth
-from jobs.core.events import Event, order
-from jobs.core.patternfile import parse_pattern
-from jobs.core.programs import TRUE, Programs, vector_truth
-from jobs.core.runner import MatchOptions, run
+from jobs.core.engine.columns import from_events
+from jobs.core.engine.programs import TRUE, Programs, vector_truth
+from jobs.core.language.conditions.evaluation import truth
+from jobs.core.language.conditions.parser import parse_condition
+from jobs.core.language.events import Event, order
+from jobs.core.language.patternfile import parse_pattern
+from jobs.core.local.runner import MatchOptions, run
+from jobs.core.reference import oracle
 
 from ..helpers import assert_problem, keys
 from ..strategies import DAY, TYPES, disjunctive_patterns, event_tables, language_patterns
@@ -77,7 +78,7 @@ def test_reference_columns_and_programs_agree(rows):
     events = order([Event(f"e{i}", i, {"type": t, "value": v, "other": o})
                     for i, (t, v, o) in enumerate(rows)])
     cols = from_events(events, ("type", "value", "other"))
-    from jobs.core import kernels
+    from jobs.core.engine import kernels
 
     for text in CONDITIONS:
         cond, _ = parse_condition(text)
@@ -140,7 +141,7 @@ def test_running_aggregates_match_each_event_against_all_before_it():
 
 
 def test_aggregate_values_follow_sql():
-    from jobs.core.conditions import aggregate
+    from jobs.core.language.conditions.evaluation import aggregate
 
     rows = [{"v": 2}, {"v": None}, {"v": float("nan")}, {"v": 3.5}, {}]
     assert aggregate("count", None, rows) == 5 and aggregate("count", "v", rows) == 2
@@ -292,7 +293,7 @@ def test_language_mistakes(body, line, fragment):
 
 
 def test_type_mismatch_against_the_schema():
-    from jobs.core.patternfile import check_schema
+    from jobs.core.language.patternfile import check_schema
 
     p = parse_pattern(HEAD + "sets: [[a], [b]]\nconditions:\n  - b.value > 2 * a.type\n"
                       "  - a.type in ('x', 3)\n", "f.yaml")
@@ -302,7 +303,7 @@ def test_type_mismatch_against_the_schema():
 
 
 def test_aggregates_against_the_schema():
-    from jobs.core.patternfile import check_schema
+    from jobs.core.language.patternfile import check_schema
 
     p = parse_pattern(HEAD + "sets: [[c, p+]]\nconditions:\n  - avg(p.type) > 2\n"
                       "  - max(p.type) > 3\n  - count(p.type) > 1\n  - sum(p.dose) > 1\n"
@@ -347,7 +348,7 @@ def test_conditions_on_time_are_accepted(condition):
 
 
 def test_a_timestamp_column_in_a_condition_is_refused_against_the_schema():
-    from jobs.core.patternfile import check_schema
+    from jobs.core.language.patternfile import check_schema
 
     p = parse_pattern(HEAD + "sets: [[a], [b]]\nconditions:\n  - b.seen > a.seen\n",
                       "f.yaml")
@@ -400,7 +401,7 @@ alternatives:
 
 @pytest.mark.parametrize("matcher", ["ses", "zstream"])
 def test_one_binding_matching_two_alternatives_is_two_matches(matcher):
-    from jobs.core.output import match_id_of
+    from jobs.core.engine.output import match_id_of
 
     p = parse_pattern(EITHER.format(matcher=matcher))
     events = order([ev(1, 0, type="A", value=2), ev(2, 0.5, type="B", value=0)])
@@ -460,7 +461,7 @@ def test_disjunction_mistakes(body, line, fragment):
 
 
 def test_disjunction_examples_name_their_alternative():
-    from jobs.core.examples import run_example
+    from jobs.core.local.examples import run_example
 
     p = parse_pattern(EITHER.format(matcher="ses") + """examples:
   - name: both

@@ -4,8 +4,8 @@ cross-checked against the SES paper's Definition 2 where the two agree."""
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.core import oracle
-from jobs.core.matches import is_match
+from jobs.core.reference import oracle
+from jobs.core.reference.matches import is_match
 
 from ..helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
 from ..strategies import event_tables, patterns
@@ -114,7 +114,7 @@ def test_sesexec_equals_definition_2_where_they_agree(data):
 
 
 def _events(rows):
-    from jobs.core.events import Event, order
+    from jobs.core.language.events import Event, order
     return order(Event(i, d * 86400 * 10**9, dict(type=t, value=v, patient=1)) for i, d, t, v in rows)
 
 

@@ -6,16 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from jobs.core.conditions import (
-    ConditionSyntaxError,
-    PrevRelationship,
-    Property,
-    Relationship,
-    parse_condition,
-    parse_conditions,
-)
-from jobs.core.pattern import parse_duration
-from jobs.core.patternfile import PatternError, check_schema, load_pattern, parse_pattern
+from jobs.core.language.conditions.expressions import ConditionSyntaxError
+from jobs.core.language.conditions.kinds import PrevRelationship, Property, Relationship
+from jobs.core.language.conditions.parser import parse_condition, parse_conditions
+from jobs.core.language.pattern import parse_duration
+from jobs.core.language.patternfile import PatternError, check_schema, load_pattern, parse_pattern
 
 ROOT = Path(__file__).resolve().parents[2]
 

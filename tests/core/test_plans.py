@@ -8,8 +8,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.core import oracle
-from jobs.core.planners import (
+from jobs.core.local.runner import MatchOptions, run
+from jobs.core.plans.costs import (
+    CostModel,
+    PlanStatistics,
+    cost_ord,
+    cost_tree,
+    latency_ord,
+    latency_tree,
+    set_pm,
+)
+from jobs.core.plans.planners import (
     PLANNERS,
     IterativeImprovement,
     greedy_order,
@@ -17,20 +26,8 @@ from jobs.core.planners import (
     planner,
     zstream_tree,
 )
-from jobs.core.plans import (
-    CostModel,
-    Join,
-    Leaf,
-    PlanStatistics,
-    cost_ord,
-    cost_tree,
-    latency_ord,
-    latency_tree,
-    leaf_order,
-    left_deep,
-    set_pm,
-)
-from jobs.core.runner import MatchOptions, run
+from jobs.core.plans.trees import Join, Leaf, leaf_order, left_deep
+from jobs.core.reference import oracle
 
 from ..helpers import keys, pattern_text
 from ..strategies import event_tables, patterns
@@ -187,7 +184,7 @@ def test_replanning_rule():
 
 
 def test_driver_plans_travel_as_json():
-    from jobs.core.plan_json import plans_from_json
+    from jobs.core.plans.json_form import plans_from_json
     from jobs.pipeline.planning import PlanChoice
 
     trees = [planner(name).plan(FOUR, STATS) for name in ("dp-b", "greedy")]
@@ -222,3 +219,11 @@ def test_the_papers_example_leaf_reordering():
     assert planner("zstream-ord").plan(p, st_) == best
     assert cost_tree(best, st_) == pytest.approx(30 + 0.1 + 1.0)
     assert cost_tree(planner("zstream").plan(p, st_), st_) == pytest.approx(30 + 100 + 1.0)
+
+
+def test_the_language_names_every_plan_generator():
+    """Pattern files are checked against ``PLAN_NAMES`` (the language imports no plan):
+    it must list the generators ``planners`` has, in order, and their aliases."""
+    from jobs.core.language.pattern import PLAN_ALIASES, PLAN_NAMES
+    from jobs.core.plans.planners import ALIASES, PLANNERS
+    assert tuple(PLANNERS) == PLAN_NAMES and ALIASES == PLAN_ALIASES

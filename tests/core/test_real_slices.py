@@ -3,8 +3,8 @@ pruning combination returns exactly the oracle's matches."""
 
 import pytest
 
-from jobs.core import oracle
-from jobs.core.runner import run
+from jobs.core.local.runner import run
+from jobs.core.reference import oracle
 
 from ..helpers import SHARED_REAL, keys, pattern_text, real_slice
 from .test_ses_matcher import COMBINATIONS

@@ -7,11 +7,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jobs.core import oracle
-from jobs.core.columns import from_events
-from jobs.core.engine import SESMatcher, compile_pattern, group_events, scan
-from jobs.core.runner import MatchOptions, run
-from jobs.core.summary import SummaryStatistics, reference_candidates
+from jobs.core.engine.columns import from_events
+from jobs.core.engine.runtime import SESMatcher, compile_pattern, group_events, scan
+from jobs.core.local.runner import MatchOptions, run
+from jobs.core.reference import oracle
+from jobs.core.reference.summary import SummaryStatistics, reference_candidates
 
 from ..helpers import as_dicts, chemo_mw, chemo_ses, keys, pattern_file, pattern_text
 from ..strategies import event_tables, patterns

@@ -8,12 +8,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.core.engine import MatchOptions
-from jobs.core.events import Event, order, parse_ts, read_events
-from jobs.core.examples import run_example
-from jobs.core.patternfile import PatternError, check_schema, parse_pattern
-from jobs.core.window import oracle_windows
-from jobs.core.window_engine import windows_of
+from jobs.core.engine.runtime import MatchOptions
+from jobs.core.engine.window_matcher import windows_of
+from jobs.core.language.events import Event, order, parse_ts, read_events
+from jobs.core.language.patternfile import PatternError, check_schema, parse_pattern
+from jobs.core.language.window import oracle_windows
+from jobs.core.local.examples import run_example
 
 from ..helpers import EXAMPLES, ROOT, assert_problem, pattern_file
 from ..window_strategies import window_events, window_patterns

@@ -9,10 +9,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.cli.main import main
-from jobs.core import oracle
-from jobs.core.planners import FixedPlan, planner
-from jobs.core.plans import Join, Leaf, PlanStatistics, cost_tree, partial_matches
-from jobs.core.runner import MatchCapExceeded, MatchOptions, run
+from jobs.core.local.runner import MatchCapExceeded, MatchOptions, run
+from jobs.core.plans.costs import PlanStatistics, cost_tree, partial_matches
+from jobs.core.plans.planners import FixedPlan, planner
+from jobs.core.plans.trees import Join, Leaf
+from jobs.core.reference import oracle
 
 from ..helpers import EXAMPLES, ROOT, chemo_mw, keys, pattern_file, pattern_text
 from ..strategies import event_tables, patterns
@@ -116,7 +117,7 @@ def test_plan_option_prints_tree_and_cost(capsys, tmp_path):
 
 
 def test_cap_names_the_window_and_how_to_raise_it(capsys, tmp_path):
-    from jobs.core.events import Event, order
+    from jobs.core.language.events import Event, order
     p = pattern_text("name: blowup\nsource: s\nwithin: 10d\nsets: [[a+], [b]]\nconditions:\n"
                      "  - a.type = 'A'\n  - b.type = 'B'\nmatcher: zstream\n")
     events = order([Event(f"a{i:02d}", i, {"type": "A"}) for i in range(16)] +

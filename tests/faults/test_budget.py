@@ -4,9 +4,9 @@ window and the setting; a partition's events count too."""
 
 import pytest
 
-from jobs.core.engine import MatchBudgetExceeded, MatchOptions
-from jobs.core.events import Event, order
-from jobs.core.runner import run
+from jobs.core.engine.runtime import MatchBudgetExceeded, MatchOptions
+from jobs.core.language.events import Event, order
+from jobs.core.local.runner import run
 from tests.helpers import pattern_text
 
 BRANCHING = ("name: many\nsource: s\nwithin: 100d\nsets: [[a+, b+, c+]]\nconditions:\n"

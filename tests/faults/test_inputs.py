@@ -120,8 +120,8 @@ def test_bom_crlf_corrections_and_infinity(tmp_path):
 def test_retract_a_bad_event_and_the_next_run_rematches(spark, tmp_path):
     """An event dated 0001-01-01 that got in (here: ingested without the range check, as
     before) broke every run of the source; retracting its file repairs it, logged."""
-    from jobs.core.output import match_id
-    from jobs.core.runner import run
+    from jobs.core.engine.output import match_id
+    from jobs.core.local.runner import run
 
     profile, landing = _profile(tmp_path)
     source = load_sources()["chemo_mw"]

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from jobs.cli.main import main
 from jobs.config import load_profile, load_sources
-from jobs.core.patternfile import PatternError, load_pattern
+from jobs.core.language.patternfile import PatternError, load_pattern
 from jobs.lake.store import Lake
 from jobs.pipeline import ingest as ig
 from jobs.pipeline.horizons import check_logical_date

@@ -121,9 +121,9 @@ def test_check_frames_of_an_object_store_lake_equal_a_local_ones(s3_lake, tmp_pa
     """The matches suite's check frames of a small night are computed on the driver from
     the bucket (staged Parquet through pyarrow's S3 filesystem, events through delta-rs),
     equal to a local lake's, and every check holds for the engine's own matches."""
-    from jobs.core.events import events_from_arrow, to_datetime
-    from jobs.core.patternfile import load_pattern
-    from jobs.core.runner import run
+    from jobs.core.language.events import events_from_arrow, to_datetime
+    from jobs.core.language.patternfile import load_pattern
+    from jobs.core.local.runner import run
     from jobs.pipeline.check_frames import DriverFrames, StagedMatches
 
     source = load_sources()["sepsis"]

@@ -6,8 +6,9 @@ import json
 import pandas as pd
 import pytest
 
-from jobs.core import oracle
-from jobs.pipeline.phase2 import NOT_SLICED, SLICE, Phase2Spec, match_id, run_partition
+from jobs.core.engine.output import match_id
+from jobs.core.reference import oracle
+from jobs.pipeline.phase2 import NOT_SLICED, SLICE, Phase2Spec, run_partition
 
 from ..helpers import EXAMPLES, ROOT, chemo_mw, pattern_file
 

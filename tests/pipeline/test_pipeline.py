@@ -14,12 +14,12 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs.config import Source
-from jobs.core.events import Event, events_from_arrow
-from jobs.core.output import match_id_of
-from jobs.core.patternfile import load_pattern
-from jobs.core.planners import DEFAULT
-from jobs.core.runner import run
-from jobs.core.window_engine import windows_of
+from jobs.core.engine.output import match_id_of
+from jobs.core.engine.window_matcher import windows_of
+from jobs.core.language.events import Event, events_from_arrow
+from jobs.core.language.patternfile import load_pattern
+from jobs.core.local.runner import run
+from jobs.core.plans.planners import DEFAULT
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
@@ -71,7 +71,7 @@ def test_measures_on_spark_equal_local(nightly):
     """Every committed pattern with measures: its match table has one typed, documented
     column per measure, with the values the local engine computes for each match."""
     from jobs.config import load_sources
-    from jobs.core.measures import measure_types
+    from jobs.core.language.measures import measure_types
 
     profile = nightly[0]
     checked = 0
@@ -123,7 +123,7 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
                               horizon(LOGICAL_DATE, pattern.tau, 0)))
     # partition contiguity: a variant of the committed pattern, with its own range, shares
     # a pass with it (positions numbered once over the union of their ranges)
-    from jobs.core.patternfile import parse_pattern
+    from jobs.core.language.patternfile import parse_pattern
 
     text = (ROOT / "patterns" / "sepsis_triage_next_is_treatment.yaml").read_text()
     text = text.replace("name: sepsis_triage_next_is_treatment", "name: triage_next_3h")
@@ -697,7 +697,7 @@ def _staged_without_negation(profile, tmp_path, run_id: str):
 
     import pyarrow.parquet as pq
 
-    from jobs.core.events import to_datetime
+    from jobs.core.language.events import to_datetime
 
     path = tmp_path / "toy_checked_negation.yaml"
     path.write_text(CHECKED_NEGATION)
@@ -720,7 +720,7 @@ def test_plan_samples_of_small_sources_on_the_driver_equal_spark_samples(spark, 
     """A small source's plan statistics come from its events read once on the driver,
     unfiltered; they equal the statistics of Spark's filtered sample, for every committed
     sequence pattern over the whole history and over a range cut in its middle."""
-    from jobs.core.events import parse_ts
+    from jobs.core.language.events import parse_ts
     from jobs.pipeline.planning import SAMPLE_EVENTS, SmallSources, sample_statistics
 
     lake = Lake.of_profile(nightly[0])
@@ -747,8 +747,8 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
     statistics."""
     import re
 
-    from jobs.core.events import parse_ts
-    from jobs.core.patternfile import parse_pattern
+    from jobs.core.language.events import parse_ts
+    from jobs.core.language.patternfile import parse_pattern
     from jobs.pipeline import planning
 
     monkeypatch.setattr(planning, "SAMPLE_EVENTS", 400)  # the hospital's events are "large"

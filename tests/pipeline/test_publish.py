@@ -18,7 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from jobs.core.patternfile import parse_pattern
+from jobs.core.language.patternfile import parse_pattern
 from jobs.lake import store as lk
 from jobs.lake.match_rows import TS, MatchRows
 from jobs.pipeline.horizons import RunRange

@@ -1,7 +1,7 @@
 """The expectations the matches suite derives from a pattern file (no Spark here: the
 suites run on real frames in tests/pipeline/test_pipeline.py)."""
 
-from jobs.core.patternfile import load_pattern, parse_pattern
+from jobs.core.language.patternfile import load_pattern, parse_pattern
 from jobs.pipeline.quality import matches_expectations
 
 from ..conftest import ROOT

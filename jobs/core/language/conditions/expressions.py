@@ -1,0 +1,241 @@
+"""The expression tree of conditions and values: literals, attributes, aggregates,
+arithmetic, comparisons and boolean connectives (docs/language.md), frozen and printable
+in one canonical form; the walks that find what an expression reads."""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Union
+
+from jobs.core.errors import UserError
+
+OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
+    "=": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+ARITH = ("+", "-", "*", "/")
+KEYWORDS = {"and", "or", "not", "in", "prev"}
+TIME = "ts"  # the attribute that is each event's time
+MATCH_TIMES = ("start_ts", "end_ts")  # the first and the last event time of a match
+DURATION_UNITS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9,
+                  "d": 86400 * 10**9}
+AGGREGATES = ("count", "sum", "avg", "min", "max", "first", "last")
+NUMERIC_AGGREGATES = ("sum", "avg")  # the others also take text
+
+
+class ConditionSyntaxError(UserError, ValueError):
+    """A condition that does not follow the grammar; ``column`` is 1-based."""
+
+    def __init__(self, message: str, column: int | None = None):
+        super().__init__(message)
+        self.column = column
+
+
+# --------------------------------------------------------------------------------------
+# The expression tree
+# --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Lit:
+    value: Any
+
+    def __str__(self) -> str:
+        return _literal(self.value)
+
+
+@dataclass(frozen=True)
+class Attr:
+    var: str
+    attr: str
+    prev: bool = False
+
+    def __str__(self) -> str:
+        return f"prev({self.var}.{self.attr})" if self.prev else f"{self.var}.{self.attr}"
+
+
+class Duration(int):
+    """A duration in nanoseconds: the value of a literal such as ``9d`` and of the
+    difference of two times (docs/semantics.md, time)."""
+
+    def __repr__(self) -> str:
+        for unit, ns in sorted(DURATION_UNITS.items(), key=lambda u: -u[1]):
+            if self % ns == 0:
+                return f"{int(self) // ns}{unit}"
+        return f"{int(self)}ns"  # pragma: no cover - literals are whole milliseconds
+
+    __str__ = __repr__
+
+
+class Instant(int):
+    """An event time in nanoseconds since the epoch (``v.ts``, ``first(p.ts)``,
+    ``start_ts``) in the reference evaluator."""
+
+
+@dataclass(frozen=True)
+class MatchTime:
+    """``start_ts`` or ``end_ts``: the time of a match's first or last event."""
+
+    which: str
+
+    def __str__(self) -> str:
+        return self.which
+
+
+@dataclass(frozen=True)
+class Agg:
+    """An aggregate over the events a match binds to group variable ``var``: ``count``
+    (of events, or of present values of ``attr``), ``sum``, ``avg``, ``min``, ``max``
+    (missing values skipped; over no values: missing), ``first`` and ``last`` (the value
+    of the first or last event in processing order)."""
+
+    func: str
+    var: str
+    attr: str | None  # None: count(v)
+    running: bool = False  # func(prev(v.attr)): over the events bound to v before this one
+
+    def __str__(self) -> str:
+        if self.running:
+            return f"{self.func}(prev({self.var}.{self.attr}))"
+        return f"{self.func}({self.var})" if self.attr is None else \
+            f"{self.func}({self.var}.{self.attr})"
+
+
+@dataclass(frozen=True)
+class Neg:
+    item: "Expr"
+
+    def __str__(self) -> str:
+        return f"-{_wrap(self.item, 3)}"
+
+
+@dataclass(frozen=True)
+class Arith:
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __str__(self) -> str:
+        level = 1 if self.op in "+-" else 2
+        return f"{_wrap(self.left, level)} {self.op} {_wrap(self.right, level + 1)}"
+
+
+@dataclass(frozen=True)
+class Cmp:
+    op: str
+    left: "Expr"
+    right: "Expr"
+
+    def __str__(self) -> str:
+        return f"{self.left} {self.op} {self.right}"
+
+
+@dataclass(frozen=True)
+class In:
+    item: "Expr"
+    values: tuple[Lit, ...]
+    negated: bool = False
+
+    def __str__(self) -> str:
+        word = "not in" if self.negated else "in"
+        return f"{self.item} {word} ({', '.join(map(str, self.values))})"
+
+
+@dataclass(frozen=True)
+class Not:
+    item: "Expr"
+
+    def __str__(self) -> str:
+        return f"not {_wrap_bool(self.item, 'not')}"
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    op: str  # 'and' | 'or'
+    items: tuple["Expr", ...]
+
+    def __str__(self) -> str:
+        return f" {self.op} ".join(_wrap_bool(x, self.op) for x in self.items)
+
+
+@dataclass(frozen=True)
+class Truth:
+    """The constant conditions ``TRUE`` and ``FALSE`` (pattern-based windows)."""
+
+    value: bool
+
+    def __str__(self) -> str:
+        return "TRUE" if self.value else "FALSE"
+
+
+Expr = Union[Lit, Attr, Agg, MatchTime, Neg, Arith, Cmp, In, Not, BoolOp, Truth]
+
+
+def _wrap(e: Expr, level: int) -> str:
+    mine = 1 if isinstance(e, Arith) and e.op in "+-" else 2 if isinstance(e, Arith) else 3
+    return f"({e})" if mine < level else str(e)
+
+
+def _wrap_bool(e: Expr, context: str) -> str:
+    if isinstance(e, BoolOp) and (context == "not" or (context == "and" and e.op == "or")):
+        return f"({e})"
+    return str(e)
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return repr(value)
+
+
+def nodes_of(e: Expr, kind: type):
+    """Every node of type ``kind`` in an expression, in reading order."""
+    if isinstance(e, kind):
+        yield e
+    elif isinstance(e, (Neg, Not)):
+        yield from nodes_of(e.item, kind)
+    elif isinstance(e, (Arith, Cmp)):
+        yield from nodes_of(e.left, kind)
+        yield from nodes_of(e.right, kind)
+    elif isinstance(e, In):
+        yield from nodes_of(e.item, kind)
+    elif isinstance(e, BoolOp):
+        for x in e.items:
+            yield from nodes_of(x, kind)
+
+
+def attributes_of(e: Expr):
+    """Every ``Attr`` node of an expression."""
+    return nodes_of(e, Attr)
+
+
+def aggregates_of(e: Expr):
+    """Every ``Agg`` node of an expression."""
+    return nodes_of(e, Agg)
+
+
+def match_times_of(e: Expr):
+    """Every ``MatchTime`` node (``start_ts``, ``end_ts``) of an expression."""
+    return nodes_of(e, MatchTime)
+
+
+def expr_attributes(e: Expr) -> tuple[str, ...]:
+    """The event attributes an expression reads (of attributes and aggregates)."""
+    return tuple(dict.fromkeys([a.attr for a in attributes_of(e)]
+                               + [g.attr for g in aggregates_of(e) if g.attr is not None]))
+
+
+def comparisons_of(e: Expr):
+    """Every comparison (``Cmp`` and ``In``) of a boolean expression."""
+    if isinstance(e, (Cmp, In)):
+        yield e
+    elif isinstance(e, Not):
+        yield from comparisons_of(e.item)
+    elif isinstance(e, BoolOp):
+        for x in e.items:
+            yield from comparisons_of(x)
+

@@ -1,0 +1,387 @@
+"""The pattern model: P = (<B1, ..., Bk>, Θ, τ) and the parts the papers derive from it.
+
+Match-window paper, Def. 1 (pattern), the split of Θ into properties Θp_v per variable and
+relationships Θr, and Def. 6 (transitive closure Θ+eq of the equality relationships and the
+partition attributes X). SES paper, Def. 1 (sequenced event set pattern).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from jobs.core.language.conditions.expressions import expr_attributes
+from jobs.core.language.conditions.kinds import (
+    AggregateCondition,
+    Condition,
+    PrevRelationship,
+    Property,
+    Ref,
+    Relationship,
+    RunningCondition,
+)
+
+UNITS_NS = {
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "min": 60 * 1_000_000_000,
+    "h": 3600 * 1_000_000_000,
+    "d": 86400 * 1_000_000_000,
+}
+DURATION = re.compile(r"^\s*(\d+)\s*([a-z]+)\s*$")
+
+
+def parse_duration(text: str) -> int:
+    """``'15d'`` -> nanoseconds. Raises ValueError naming the allowed units."""
+    m = DURATION.match(str(text))
+    if not m:
+        raise ValueError(f"bad duration {text!r}: write an integer and a unit, e.g. 15d or 264h")
+    amount, unit = m.groups()
+    if len(amount) > 15:
+        raise ValueError(f"the duration {text.strip()[:20]}... is far too long")
+    if unit not in UNITS_NS:
+        raise ValueError(f"bad unit {unit!r} in {text!r}: use one of {', '.join(UNITS_NS)}")
+    return int(amount) * UNITS_NS[unit]
+
+
+UNBOUNDED = None
+# The one name rule of pattern files, models and the tables they name: lower case letters,
+# digits and _, starting with a letter (it is a table name in Spark, DuckDB and Delta).
+NAME_RULE = r"[a-z][a-z0-9_]{0,99}"
+NAME = re.compile(NAME_RULE)  # use fullmatch
+CONTIGUITY = ("none", "partition", "strict")
+MATCHER_NAMES = ("ses", "zstream")  # a pattern's `matcher:` (the engine has one class each)
+# a ZStream pattern's `plan:`: the generators of jobs.core.plans.planners, one class each
+PLAN_NAMES = ('trivial', 'efreq', 'greedy', 'ii-random', 'ii-greedy', 'dp-ld', 'zstream', 'zstream-ord', 'dp-b')
+PLAN_ALIASES = {"left-deep": "trivial"}  # TRIVIAL's old name
+
+
+@dataclass(frozen=True)
+class Variable:
+    """An event variable: a singleton ``v``, a group ``v+`` / ``v{min,max}`` (Kleene
+    closure with bounds; ``max`` None is unbounded) in positive event set ``set_index``,
+    or a negated singleton ``not v`` (``negated``; its set_index is -1)."""
+
+    name: str
+    group: bool
+    set_index: int
+    index: int  # positives first, then negated: the bit of this variable in bit vectors
+    min: int = 1
+    max: int | None = 1
+    negated: bool = False
+
+    @property
+    def bounded(self) -> bool:
+        """A group with bounds other than ``+``."""
+        return self.group and (self.min, self.max) != (1, None)
+
+    def __str__(self) -> str:
+        if self.negated:
+            return "not " + self.name
+        if not self.group:
+            return self.name
+        if not self.bounded:
+            return self.name + "+"
+        return f"{self.name}{{{self.min},{'' if self.max is None else self.max}}}"
+
+
+@dataclass(frozen=True)
+class Negation:
+    """A negated variable and where its interval lies: between positive sets ``before``
+    and ``after`` (``before`` None: leading; ``after`` None: trailing)."""
+
+    var: Variable
+    before: int | None
+    after: int | None
+
+    @property
+    def kind(self) -> str:
+        return "leading" if self.before is None else "trailing" if self.after is None \
+            else "between"
+
+
+@dataclass(frozen=True)
+class Measure:
+    """A computed column of the match table (``measures:``): ``name: expr`` over the
+    match (aggregates of group variables, attributes of singletons, arithmetic)."""
+
+    name: str
+    expr: object  # conditions.Expr
+    line: int = field(default=0, compare=False)
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.expr}"
+
+
+@dataclass(frozen=True)
+class Example:
+    """A small example carried by a pattern file: given events, the expected matches."""
+
+    name: str
+    line: int
+    events: tuple[dict, ...]
+    expect: tuple[dict, ...]  # variable -> event ids
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind = "sequence"  # the other kind of pattern file: window.WindowPattern
+    name: str
+    source: str | None
+    within: str
+    tau: int  # τ in nanoseconds
+    sets: tuple[tuple[Variable, ...], ...]
+    conditions: tuple[Condition, ...]
+    matcher: str = "ses"
+    description: str = ""
+    negations: tuple[Negation, ...] = ()
+    contiguity: str = "none"
+    alternative: int | None = None  # 1, 2, ...: which alternative of a disjunction
+    plan: str | None = field(default=None, compare=False)  # a pinned plan generator
+    path: str | None = field(default=None, compare=False)
+    condition_lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
+    examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
+    measures: tuple[Measure, ...] = ()
+
+    @property
+    def alternatives(self) -> tuple[Pattern, ...]:
+        """The conjunctive patterns whose matches this pattern's are the union of: itself
+        (a ``Disjunction`` has several)."""
+        return (self,)
+
+    # -- variables -------------------------------------------------------------------
+    @cached_property
+    def variables(self) -> tuple[Variable, ...]:
+        return tuple(v for s in self.sets for v in s)
+
+    @cached_property
+    def negated(self) -> tuple[Variable, ...]:
+        return tuple(n.var for n in self.negations)
+
+    @cached_property
+    def by_name(self) -> dict[str, Variable]:
+        return {v.name: v for v in self.variables + self.negated}
+
+    # -- Θ split (match-window paper, Def. 1) ------------------------------------------
+    @cached_property
+    def properties(self) -> dict[str, tuple[Property, ...]]:
+        """Θp_v: the conditions on a single event bound to v (negated variables too)."""
+        return {v.name: tuple(c for c in self.conditions
+                              if isinstance(c, Property) and c.var == v.name)
+                for v in self.variables + self.negated}
+
+    @cached_property
+    def relationships(self) -> tuple[Relationship, ...]:
+        """Θr without prev, of the positive pattern P⁺: conditions between events of two
+        different positive variables."""
+        negated = {v.name for v in self.negated}
+        return tuple(c for c in self.conditions if isinstance(c, Relationship)
+                     and not negated & set(c.variables))
+
+    @cached_property
+    def negation_relationships(self) -> dict[str, tuple[Relationship, ...]]:
+        """Per negated variable, its relationships with the positive variables."""
+        return {v.name: tuple(c for c in self.conditions if isinstance(c, Relationship)
+                              and v.name in c.variables) for v in self.negated}
+
+    @cached_property
+    def aggregate_conditions(self) -> tuple[AggregateCondition, ...]:
+        """The conditions with aggregates: each holds or not for a whole match, so they
+        are tested on the matches of the other conditions (docs/semantics.md)."""
+        return tuple(c for c in self.conditions if isinstance(c, AggregateCondition))
+
+    @cached_property
+    def min_events(self) -> int:
+        """The fewest events a match binds (Σ of the variables' minimums)."""
+        return sum(v.min for v in self.variables)
+
+    @cached_property
+    def prev_relationships(self) -> dict[str, tuple[PrevRelationship, ...]]:
+        """What the engine checks between consecutive events of each group: the declared
+        prev relationships and those the running conditions are equivalent to."""
+        return {v.name: self.declared_prev_relationships[v.name] + tuple(
+            c.as_prev() for c in self.running_conditions[v.name]) for v in self.variables}
+
+    @cached_property
+    def declared_prev_relationships(self) -> dict[str, tuple[PrevRelationship, ...]]:
+        """The prev relationships the file writes (the oracle checks these and the running
+        conditions literally)."""
+        return {v.name: tuple(c for c in self.conditions
+                              if isinstance(c, PrevRelationship) and c.var == v.name)
+                for v in self.variables}
+
+    @cached_property
+    def running_conditions(self) -> dict[str, tuple[RunningCondition, ...]]:
+        """Per group variable, its conditions on running aggregates (``p.a > max(prev(p.a))``)."""
+        return {v.name: tuple(c for c in self.conditions
+                              if isinstance(c, RunningCondition) and c.var == v.name)
+                for v in self.variables}
+
+    # -- Def. 6 -------------------------------------------------------------------------
+    @cached_property
+    def equality_components(self) -> dict[str, tuple[frozenset[str], ...]]:
+        """Per attribute A, the classes of variables made equal on A by Θ+eq."""
+        parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+        def find(x):
+            while parent.setdefault(x, x) != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        attrs: set[str] = set()
+        for r in self.relationships:
+            if r.is_equality_on_one_attribute():
+                a = r.left.attr
+                attrs.add(a)
+                parent[find((a, r.left.var))] = find((a, r.right.var))
+        comps: dict[str, dict[tuple[str, str], set[str]]] = {a: {} for a in attrs}
+        for (a, v) in list(parent):
+            comps[a].setdefault(find((a, v)), set()).add(v)
+        return {a: tuple(frozenset(c) for c in sorted(groups.values(), key=sorted))
+                for a, groups in sorted(comps.items())}
+
+    @cached_property
+    def equality_closure(self) -> tuple[Relationship, ...]:
+        """Θ+eq: every ``v.A = w.A`` implied by Θeq (match-window paper, Def. 6).
+
+        Of the reflexive members only those of group variables are kept: ``p.A = p.A`` says
+        that all events bound to ``p`` agree on A, which Θ implies when p is linked to
+        another variable on A. Without it a group variable's loop could bind an event of
+        another partition before its partner is bound, and partitioning would change results.
+        """
+        out = []
+        for a, comps in self.equality_components.items():
+            for comp in comps:
+                names = [v.name for v in self.variables if v.name in comp]
+                for i, v in enumerate(names):
+                    if self.by_name[v].group:
+                        out.append(Relationship.compare(Ref(v, a), "=", Ref(v, a)))
+                    for w in names[i + 1:]:
+                        out.append(Relationship.compare(Ref(v, a), "=", Ref(w, a)))
+        return tuple(out)
+
+    @cached_property
+    def partition_attributes(self) -> tuple[str, ...]:
+        """X = {A | v_i.A = v_j.A ∈ Θ+eq for all i, j} (match-window paper, Def. 6)."""
+        names = {v.name for v in self.variables}
+        if len(names) < 2:
+            return ()
+        return tuple(a for a, comps in self.equality_components.items()
+                     if any(c == names for c in comps))
+
+    @cached_property
+    def attributes(self) -> frozenset[str]:
+        """Every event attribute the conditions and measures read."""
+        return frozenset(a for c in self.conditions for a in c.attributes) | frozenset(
+            a for m in self.measures for a in expr_attributes(m.expr))
+
+    @cached_property
+    def measure_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.measures)
+
+    @cached_property
+    def linked_negations(self) -> frozenset[str]:
+        """The negated variables equal to a positive variable on every partition
+        attribute (top-level equalities): their witnesses lie in the match's partition."""
+        out = set()
+        positives = {v.name for v in self.variables}
+        for n in self.negated:
+            linked = set()
+            for r in self.negation_relationships[n.name]:
+                if r.is_equality_on_one_attribute() and set(r.variables) - {n.name} <= positives:
+                    linked.add(r.left.attr)
+            if set(self.partition_attributes) <= linked:
+                out.add(n.name)
+        return frozenset(out)
+
+    # -- identity -----------------------------------------------------------------------
+    def normalized(self) -> dict:
+        """A canonical, order-insensitive form of the pattern (what the version hashes)."""
+        out = {
+            "name": self.name,
+            "source": self.source,
+            "tau_ns": self.tau,
+            "sets": [sorted(str(v) for v in s) for s in self.sets],
+            "conditions": sorted(str(c) for c in self.conditions),
+            "matcher": self.matcher,
+        }
+        if self.negations:  # only new keys: the versions of older patterns stay as they were
+            out["negations"] = [[n.before, n.after, n.var.name] for n in self.negations]
+        if self.contiguity != "none":
+            out["contiguity"] = self.contiguity
+        if self.alternative is not None:
+            out["alternative"] = self.alternative
+        if self.measures:
+            out["measures"] = [[m.name, str(m.expr)] for m in self.measures]
+        return out
+
+    @cached_property
+    def version(self) -> str:
+        blob = json.dumps(self.normalized(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def describe(self) -> str:
+        def negs(before):
+            return ["{not " + n.var.name + "}" for n in self.negations if n.before == before]
+
+        parts = negs(None)
+        for i, s in enumerate(self.sets):
+            parts.append("{" + ", ".join(str(v) for v in s) + "}")
+            parts += negs(i)
+        extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
+        return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"
+
+
+@dataclass(frozen=True)
+class Disjunction:
+    """A pattern file with ``alternatives:`` (docs/language.md; the join-optimization paper's
+    nested patterns in disjunctive normal form): several conjunctive patterns under one
+    name, window and matcher. Its matches are the union of the alternatives' matches, each
+    tagged with its alternative (1, 2, ...), which is part of its ``match_id``: a set of
+    events that matches two alternatives gives two matches."""
+
+    kind = "sequence"  # the other kind of pattern file: window.WindowPattern
+    name: str
+    source: str | None
+    within: str
+    tau: int
+    matcher: str
+    alternatives: tuple[Pattern, ...]
+    description: str = ""
+    plan: str | None = field(default=None, compare=False)
+    path: str | None = field(default=None, compare=False)
+    examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
+
+    @cached_property
+    def partition_attributes(self) -> tuple[str, ...]:
+        """The attributes every alternative partitions by (the intersection of their X):
+        grouping by them never separates the events of one match of any alternative."""
+        common = set.intersection(*(set(a.partition_attributes) for a in self.alternatives))
+        return tuple(a for a in self.alternatives[0].partition_attributes if a in common)
+
+    @cached_property
+    def attributes(self) -> frozenset[str]:
+        return frozenset().union(*(a.attributes for a in self.alternatives))
+
+    @cached_property
+    def measure_names(self) -> tuple[str, ...]:
+        """The measure columns of the match table: every alternative's, in order of first
+        appearance (an alternative without one of them has null there)."""
+        return tuple(dict.fromkeys(m.name for a in self.alternatives for m in a.measures))
+
+    def normalized(self) -> dict:
+        return {"name": self.name, "source": self.source, "tau_ns": self.tau,
+                "matcher": self.matcher,
+                "alternatives": [a.normalized() for a in self.alternatives]}
+
+    @cached_property
+    def version(self) -> str:
+        blob = json.dumps(self.normalized(), sort_keys=True).encode()
+        return hashlib.sha256(blob).hexdigest()[:16]
+
+    def describe(self) -> str:
+        return "\n  or ".join(a.describe() for a in self.alternatives)
