@@ -110,6 +110,11 @@ class Profile:
                          f"conf/pipeline.yaml, profile {self.name}: ingest.earliest and "
                          "ingest.max_future")
 
+    def limits_hint(self) -> str:
+        """Where a run's matching limits are set, for an error that reaches one."""
+        return (f"match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml "
+                f"(profile {self.name})")
+
 
 def _resolve(path: str) -> str:
     if "://" in path or os.path.isabs(path):

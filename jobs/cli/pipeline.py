@@ -14,9 +14,10 @@ from jobs.lake.locks import lake_lock, pattern_lock
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import backfill_range, check_logical_date
+from jobs.pipeline.ingest_steps import ingest_sources
 from jobs.pipeline.reconcile import reconcile
 from jobs.pipeline.retract import retract
-from jobs.pipeline.run import backfill, ingest_sources, models_step, run_all
+from jobs.pipeline.run import backfill, models_step, run_all
 from jobs.project.models import ModelError, load_models
 from jobs.site.build import build_site
 from jobs.spark.session import build_session

@@ -15,28 +15,20 @@ from pathlib import Path
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile
-from jobs.core.errors import UserError
 from jobs.core.language.patternfile import PatternError
 from jobs.lake.locks import pattern_lock
 from jobs.lake.store import Lake
 from jobs.ops.session import serve
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import check_logical_date
+from jobs.pipeline.ingest_steps import validate_events_step
+from jobs.pipeline.match_steps import match_step, planned_range
+from jobs.pipeline.outcome import exit_code, short_error
 from jobs.pipeline.publish import all_runs
-from jobs.pipeline.run import (
-    ValidationFailed,
-    log_failure,
-    match_step,
-    plan,
-    publish_step,
-    run_catalog,
-    run_pattern,
-    short_error,
-    staged_run,
-    summary,
-    validate_events_step,
-    validate_step,
-)
+from jobs.pipeline.publish_steps import log_failure, publish_step, staged_run, validate_step
+from jobs.pipeline.quality import ValidationFailed
+from jobs.pipeline.report import summary
+from jobs.pipeline.run import run_catalog, run_pattern
 from jobs.project.patterns import load_catalog
 from jobs.spark.session import build_session
 from jobs.status import SUCCESS
@@ -62,8 +54,7 @@ def pattern_step(step):
                     raise PatternError(list(rejected[0].problems))
                 return step(args, ctx)
             except Exception as exc:
-                if not getattr(exc, "logged", False):
-                    log_failure(ctx, short_error(exc), name=name)
+                log_failure(ctx, short_error(exc), name=name)
                 raise
     wrapper.__doc__ = step.__doc__
     return wrapper
@@ -75,7 +66,7 @@ def cmd_match_job(args, ctx) -> int:
     """One pattern on Spark into staging (phases 1 and 2)."""
     spark = build_session(ctx.profile)
     ctx = replace(ctx, logical_date=ctx.logical_date or date.today().isoformat())
-    stats = match_step(spark, ctx, plan(ctx), args.slices)
+    stats = match_step(spark, ctx, planned_range(ctx), args.slices)
     print(json.dumps(stats, ensure_ascii=False))
     return 0
 
@@ -85,17 +76,11 @@ def cmd_match_job(args, ctx) -> int:
 def cmd_run_pattern(args, ctx) -> int:
     """Match, validate and publish one pattern in one Spark application."""
     ctx = replace(ctx, logical_date=ctx.logical_date or date.today().isoformat())
-    row = run_pattern(build_session(ctx.profile), ctx, args.slices)
-    print(summary(ctx.profile, [row], ctx.run_id, None))
-    return 0
-
-
-# a pattern's failure that a retry cannot mend: its file, its data, its suite, its limits
-FINAL = ("MatchCapExceeded", "MatchBudgetExceeded")
-
-
-def final(exc: Exception) -> bool:
-    return isinstance(exc, UserError) or any(m in str(exc) for m in FINAL)
+    outcome = run_pattern(build_session(ctx.profile), ctx, args.slices)
+    print(summary(ctx.profile, [outcome], ctx.run_id, None))
+    if not outcome.ok:
+        print(f"error: {outcome.message}", file=sys.stderr)
+    return exit_code([outcome])
 
 
 @user_errors
@@ -116,20 +101,18 @@ def cmd_run_patterns(args) -> int:
     for name in sorted(done & {p.name for _, p in catalog.patterns}):
         print(f"{name}: already published by run {args.run_id}, skipped")
     names = sorted({p.name for _, p in patterns} | {r.name for r in catalog.rejected})
-    errors: dict[str, Exception] = {}
     with contextlib.ExitStack() as locks:
         for name in names:  # in one order, so two steps never wait for each other
             locks.enter_context(pattern_lock(profile.lake, name, f"run-patterns {args.run_id}",
                                              profile.lock_dir))
-        rows = run_catalog(build_session(profile), ctx, catalog, patterns, {}, args.slices,
-                           errors=errors)
-    print(summary(profile, rows, ctx.run_id, None))
-    if not errors:
-        return 0
-    failed = ", ".join(f"{name} ({short_error(exc)[:200]})" for name, exc in errors.items())
-    print(f"error: {len(errors)} of {len(names)} pattern(s) failed, the others were "
-          f"published: {failed}", file=sys.stderr)
-    return 2 if all(final(exc) for exc in errors.values()) else 1
+        outcomes = run_catalog(build_session(profile), ctx, catalog, patterns, {}, args.slices)
+    print(summary(profile, outcomes, ctx.run_id, None))
+    failed = [o for o in outcomes if not o.ok]
+    if failed:
+        print(f"error: {len(failed)} of {len(names)} pattern(s) failed, the others were "
+              f"published: " + ", ".join(f"{o.pattern} ({o.message[:200]})" for o in failed),
+              file=sys.stderr)
+    return exit_code(outcomes)
 
 
 @user_errors

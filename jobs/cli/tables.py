@@ -16,8 +16,8 @@ from jobs.core.plans.planners import ALIASES, PLANNERS
 from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.match_steps import planned_range
 from jobs.pipeline.planning import choose_plan, explain_text
-from jobs.pipeline.run import plan
 from jobs.project.patterns import load_catalog
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 from jobs.spark.session import build_session
@@ -112,7 +112,7 @@ def cmd_explain(args) -> int:
         print("plan: the SES automaton follows the order of the sets (no plan to choose)")
         return 0
     ctx = RunContext.start(profile, "explain", args.logical_date or date.today().isoformat())
-    planned = plan(ctx.for_pattern(path, pattern))
+    planned = planned_range(ctx.for_pattern(path, pattern))
     source = load_sources().get(pattern.source)
     kinds = dict(source.columns) if source else {}
     choice = choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high,

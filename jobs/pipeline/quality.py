@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from functools import reduce
 
 from jobs.config import ROOT, Source
+from jobs.core.errors import UserError
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.pipeline.check_frames import (
@@ -514,3 +515,7 @@ def validate_staged(spark, lake: lk.Lake, staged: list[StagedMatches]
 def _check_frame(spark, lake: lk.Lake, s: StagedMatches, events=None):
     return match_check_frame(spark, lake, lake.staging(s.pattern.name, s.run_id), s.pattern,
                              s.low, s.high, events)
+
+
+class ValidationFailed(UserError, RuntimeError):
+    """A quality gate failed: nothing is published; the message names the expectations."""

@@ -34,8 +34,10 @@ from jobs.core.language.patternfile import PatternError, load_pattern, parse_pat
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.ingest_steps import ingest_sources, pipeline_catalog, stats_step
 from jobs.pipeline.models import run_models
-from jobs.pipeline.run import ingest_sources, pipeline_catalog, run_pattern, short_error, stats_step
+from jobs.pipeline.outcome import FINAL_TYPES
+from jobs.pipeline.run import run_pattern
 from jobs.prcheck.diffs import ModelDiff, PatternDiff, PrCheck, Side
 from jobs.prcheck.report import charts as draw
 from jobs.project.changes import (
@@ -229,12 +231,11 @@ def _run_side(spark, profile: Profile, path: Path, pattern, run_id: str, logical
     if pattern.source in bad:
         return Side(FAILED, message=bad[pattern.source])
     ctx = RunContext.start(profile, run_id, logical_date).for_pattern(path, pattern)
-    try:
-        row = run_pattern(spark, ctx, echo=echo)
-    except Exception as exc:  # noqa: BLE001 - reported per pattern, the others still run
-        return Side(FAILED, message=short_error(exc))
+    outcome = run_pattern(spark, ctx, echo=echo)  # a failure is reported, the others still run
+    if not outcome.ok:
+        return Side(FAILED, message=outcome.message, error_type=outcome.error_type)
     table = ctx.lake.read_arrow(ctx.lake.matches(pattern.name))
-    return Side(SUCCESS, row, table)
+    return Side(SUCCESS, outcome.record, table)
 
 
 def match_key(row: dict, columns: list[str]) -> str:
@@ -315,8 +316,7 @@ def _failure_warnings(d: PatternDiff) -> list[str]:
     for label, side in (("base", d.before), ("new", d.after)):
         if side is None or side.status != FAILED:
             continue
-        cap = any(m in side.message for m in ("MatchCapExceeded", "MatchBudgetExceeded",
-                                              "max_matches_per_window", "memory_budget"))
+        cap = side.error_type in FINAL_TYPES
         what = "window cap reached" if cap else "run failed"
         out.append(f"{what} ({label} version): {side.message}")
     return out

@@ -20,6 +20,7 @@ class Side:
     row: RunRecord | dict = field(default_factory=dict)  # the run's record (empty: not run)
     matches: pa.Table | None = None
     message: str = ""
+    error_type: str | None = None  # the failure's class (``PatternOutcome.error_type``)
 
 
 @dataclass

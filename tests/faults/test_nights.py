@@ -220,7 +220,7 @@ def test_a_corrupt_data_file_is_named_as_its_table_in_one_line(spark, tmp_path):
     """Spark's error for a data file that is not Parquet (hundreds of lines of Java stack)
     becomes one line naming the lake's table, in a run's row and in ``query``."""
     from jobs.core.errors import UserError
-    from jobs.pipeline.run import short_error
+    from jobs.pipeline.outcome import short_error
     from jobs.tools.query import run_spark
 
     lake = Lake(str(tmp_path / "lake"))

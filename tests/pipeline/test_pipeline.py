@@ -25,7 +25,9 @@ from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, horizon, plan_range
 from jobs.pipeline.ingest import IngestError, ingest
-from jobs.pipeline.run import backfill, match_step, plan, publish_step, run_all
+from jobs.pipeline.match_steps import match_step, planned_range
+from jobs.pipeline.publish_steps import publish_step
+from jobs.pipeline.run import backfill, run_all
 from jobs.project.patterns import pattern_paths
 
 from ..conftest import LOGICAL_DATE, ROOT, make_profile
@@ -207,7 +209,7 @@ def test_every_pattern_with_time_slices(spark, nightly):
     profile = nightly[0]
     for path in pattern_paths():
         ctx = RunContext.start(profile, "sliced", LOGICAL_DATE).for_pattern(path)
-        planned = plan(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
+        planned = planned_range(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
                                          True))
         stats = match_step(spark, ctx, planned, force_slices=True)
         assert stats["sliced"] == "all"
@@ -343,7 +345,7 @@ def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nigh
     pattern = load_pattern(path)
     rng = RunRange(None, horizon(LOGICAL_DATE, pattern.tau, 0), True)
     ctx = RunContext.start(profile, "toy", LOGICAL_DATE).for_pattern(path, pattern)
-    planned = plan(ctx, rng=rng)
+    planned = planned_range(ctx, rng=rng)
     stats = match_step(spark, ctx, planned, force_slices=force_slices)
     staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(pattern.name, "toy"),
                                 format="parquet").to_table().to_pylist()
@@ -548,7 +550,7 @@ def test_publish_needs_a_staged_run(tmp_path):
 def test_an_executor_error_is_reported_by_its_cause(spark):
     """A failed pattern's runs row says what went wrong on the executor, not only that a
     Python worker threw."""
-    from jobs.pipeline.run import short_error
+    from jobs.pipeline.outcome import short_error
 
     def fail(batches):
         for _ in batches:
@@ -875,7 +877,8 @@ def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):
     import pyarrow.parquet as pq
 
-    from jobs.pipeline.run import ValidationFailed, validate_step
+    from jobs.pipeline.publish_steps import validate_step
+    from jobs.pipeline.quality import ValidationFailed
 
     profile, _ = _chemo_profile(tmp_path)
     run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
@@ -883,7 +886,7 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
     published = published_ids(profile, "mw_chemo_p1")
     version = DeltaTable(lake.matches("mw_chemo_p1")).version()
     ctx = RunContext.start(profile, "tampered", "2010-08-31").for_pattern(Path(P1))
-    planned = plan(ctx, rng=RunRange(None, horizon("2010-08-31", load_pattern(P1).tau, 0), True))
+    planned = planned_range(ctx, rng=RunRange(None, horizon("2010-08-31", load_pattern(P1).tau, 0), True))
     match_step(spark, ctx, planned)
     staging = Path(lake.staging("mw_chemo_p1", "tampered"))
     files = sorted(staging.glob("*.parquet"))

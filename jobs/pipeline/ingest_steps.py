@@ -1,0 +1,106 @@
+"""The ingest steps of a night: each source's landing files into its events table behind
+the events suite (``events_gate``), one source failing alone; the statistics after it; the
+events suite on one batch (``validate-events``); the catalogue the pipeline runs.
+"""
+
+from __future__ import annotations
+
+from jobs.config import load_sources
+from jobs.failpoints import reached
+from jobs.lake.stats import update_stats
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.ingest import describe, ingest
+from jobs.pipeline.outcome import short_error
+from jobs.pipeline.quality import (
+    ValidationFailed,
+    build_docs,
+    validate_events,
+    validate_events_frame,
+)
+from jobs.progress import progress
+from jobs.project.patterns import PatternCatalog, load_catalog
+
+
+def pipeline_catalog(paths: list[str] | None = None) -> tuple[PatternCatalog, list]:
+    """The catalogue, and its patterns whose source the pipeline ingests (has a landing
+    folder)."""
+    catalog = load_catalog(paths)
+    sources = load_sources()
+    runnable = [(p, pattern) for p, pattern in catalog.patterns
+                if (src := sources.get(pattern.source)) is not None and src.landing]
+    return catalog, runnable
+
+
+def events_gate(spark, ctx: RunContext, results: list):
+    """The events suite on a typed batch before it is committed (``ingest``'s gate); each
+    result's id goes to ``results``, for one build of the Data Docs after the ingest."""
+    def gate(source, batch) -> None:
+
+        outcome = validate_events_frame(spark, ctx.lake, source, batch,
+                                        ctx.profile.ts_range(), docs=False)
+        results.append(outcome.result_id)
+        if not outcome.success:
+            raise ValidationFailed(f"events of {source.name}: {outcome.describe()}; nothing of "
+                                   "this batch was committed: fix or retract the bad rows' "
+                                   "files and rerun")
+    return gate
+
+
+def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
+                   echo=print) -> tuple[list, dict[str, str]]:
+    """Ingest each source on its own: a source whose files cannot be read or whose batch
+    fails the events suite is reported in the returned {source: message} and nothing of it
+    is written; the others are ingested."""
+    checked: list = []  # the events suites' results
+    gate = events_gate(spark, ctx, checked) if spark is not None else None
+    results, failed = [], {}
+    ts_range = ctx.profile.ts_range()
+    patterns = None  # the catalogue, loaded once for the statistics
+    for name, source in load_sources().items():
+        if not source.landing or (names and name not in names):
+            continue
+        try:
+            with progress(f"ingest {name}", spark, echo):
+                r = ingest(source, ctx.profile.landing, ctx.lake, ctx.run_id, ts_range=ts_range,
+                           gate=gate)
+        except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
+            failed[name] = f"ingest of {name} failed: {exc}"
+            echo(f"FAILED {failed[name]}")
+            continue
+        echo("ingest " + describe(r))
+        reached("ingest:after-log")  # before the statistics' commit
+        results.append(r)
+        if spark is not None:
+            if patterns is None:  # the whole catalogue's: stats serve every pattern
+                patterns = [p for _, p in pipeline_catalog()[1]]
+            stats_step(spark, ctx, name, source, patterns, echo)
+    build_docs(ctx.lake, checked)
+    return results, failed
+
+
+def stats_step(spark, ctx: RunContext, name: str, source, patterns: list,
+               echo=print) -> dict | None:
+    """``stats/<source>`` after an ingest (``jobs.lake.stats``), for the attributes the
+    ``patterns`` of the source read. Statistics only steer plans: a failure is reported
+    and the run goes on (plans then come from the sampled events alone)."""
+
+    try:
+        mine = [p for p in patterns if p.source == name]
+        with progress(f"stats {name}", spark, echo):
+            out = update_stats(spark, ctx.lake, name, mine, source.columns, echo)
+        if out["dates"]:
+            echo(f"stats {name}: {out['dates']} date(s), {out['rows']} row(s)")
+        return out
+    except Exception as exc:  # noqa: BLE001 - advisory: never fails the ingest
+        echo(f"warning: stats of {name} not updated ({short_error(exc)}); plans use samples")
+        return None
+
+
+def validate_events_step(spark, ctx: RunContext, source: str, ingest_run: str | None):
+    """The events suite on one ingest batch; raises ``ValidationFailed``."""
+
+    outcome = validate_events(spark, ctx.lake, load_sources()[source],
+                              ctx.profile.ts_range(), ingest_run)
+    if not outcome.success:
+        raise ValidationFailed(f"events of {source}: {outcome.describe()}")
+    return outcome

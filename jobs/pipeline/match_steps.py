@@ -1,0 +1,189 @@
+"""The match steps of one pattern: its range for the night (``planned_range``: after the
+previous horizon, back to where late events and retractions reach), its ZStream join plan
+(``choose_join_plan``), phases 1 and 2 on Spark into staging (``match_step``), and what
+its author should hear (late events, variables nothing binds, zero matches).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from jobs.config import load_sources
+from jobs.core.language.pattern import Pattern
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.horizons import RunRange, plan_range
+from jobs.pipeline.phase1 import run_match_job
+from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan
+from jobs.pipeline.publish import previous_runs
+from jobs.pipeline.retract import reopened_low
+from jobs.runrecord import COUNTERS, RunRecord
+from jobs.spark.diagnostics import unsatisfiable, variable_counts, variable_counts_many
+from jobs.spark.predicates import filter_column
+from jobs.status import SUCCESS
+
+
+@dataclass
+class PlannedRun:
+    path: Path
+    pattern: Pattern
+    text: str
+    rng: RunRange
+    runs: list[RunRecord]  # the pattern's earlier records in the runs table
+
+
+def planned_range(ctx: RunContext, rng: RunRange | None = None,
+         runs: list[RunRecord] | None = None) -> PlannedRun:
+    """The run's start range: after the previous run's horizon, and back to where
+    retractions since that run could change matches. ``runs``: the pattern's records
+    of the runs table, when the caller read them already (one read per night)."""
+    pattern = ctx.pattern
+    text = ctx.path.read_text(encoding="utf-8")
+    if runs is None:
+        runs = previous_runs(ctx.lake, pattern.name)
+    if rng is None:
+        rng = plan_range(ctx.logical_date, pattern.tau, ctx.profile.allowed_lateness,
+                         pattern.version, runs)
+        ok = [r["started_at"] for r in runs if r["status"] == SUCCESS
+              and r["pattern_version"] == pattern.version]
+        reopen = reopened_low(ctx.lake, pattern.source, max(ok) if ok else None, pattern.tau)
+        if reopen is not None and rng.low is not None and reopen < rng.low:
+            rng = RunRange(reopen, rng.high, rng.full)
+        if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
+            rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
+    return PlannedRun(ctx.path, pattern, text, rng, runs)
+
+
+def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:
+    """Events that arrived after the previous run of this pattern although their start
+    range was already closed (ts < low): counted in the run log, never silently dropped."""
+    return late_events_many(spark, ctx.lake, [planned])[planned.pattern.name]
+
+
+def late_events_many(spark, lake, planned: list[PlannedRun]) -> dict[str, int]:
+    """``late_events`` of several patterns, one aggregate per source."""
+    from pyspark.sql import functions as F
+
+    out, terms = {}, {}
+    for one in planned:
+        pattern = one.pattern
+        out[pattern.name] = 0
+        runs = [r for r in one.runs
+                if r["pattern_version"] == pattern.version and r["status"] == SUCCESS]
+        if one.rng.low is None or not runs:
+            continue
+        last_start = max(r["started_at"] for r in runs)
+        cond = (F.col("ingested_at") > F.lit(last_start)) & (F.col("ts") < F.lit(
+            datetime.fromtimestamp(one.rng.low / 1e9, tz=timezone.utc)))
+        keep = filter_column(pattern)
+        if keep is not None:
+            cond &= keep
+        terms.setdefault(pattern.source, []).append(
+            (pattern.name, F.sum(F.when(cond, 1).otherwise(0)).alias(f"n{len(out)}")))
+    for source, columns in terms.items():
+        row = lake.read_spark(spark, lake.events(source)).agg(*[c for _, c in columns]).first()
+        for (name, _), value in zip(columns, row):
+            out[name] = int(value or 0)
+    return out
+
+
+def night_diagnostics(spark, ctxs: list[RunContext], planned: dict) -> tuple[dict, dict]:
+    """The late events of every pattern and the variable counts of every fully
+    recomputed sequence pattern of a night, one Spark aggregate per source each
+    (``match_step`` then runs no job of its own for them)."""
+    ok = [p for p in planned.values() if not isinstance(p, Exception)]
+    late = late_events_many(spark, ctxs[0].lake, ok) if ok else {}
+    counts: dict[str, list] = {}
+    by_source: dict[str, list] = {}
+    for one in ok:
+        if one.rng.full and one.pattern.kind != "window":
+            by_source.setdefault(one.pattern.source, []).append(one.pattern)
+    lake = ctxs[0].lake if ctxs else None
+    for source, patterns in by_source.items():
+        if lake.exists(lake.events(source)):
+            counts.update(variable_counts_many(lake.read_spark(spark, lake.events(source)),
+                                               patterns))
+    return late, counts
+
+
+def choose_join_plan(spark, ctx: RunContext, planned: PlannedRun, small: SmallSources | None = None):
+    """The one plan of a ZStream pattern for this run (``jobs.pipeline.planning``), chosen on the
+    driver; None for the SES automaton (it follows the sets' order). ``small``: the night's
+    small sources, sampled on the driver."""
+
+    pattern = planned.pattern
+    if pattern.matcher != "zstream":
+        return None
+    source = load_sources().get(pattern.source)
+    kinds = dict(source.columns) if source else {}
+    observed = needs_replan(planned.runs, pattern.version)
+    return choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high, kinds,
+                       observed=observed, small=small)
+
+
+def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool = False,
+               shared: tuple | None = None, diagnostics: tuple | None = None,
+               small: SmallSources | None = None) -> dict:
+    """Phase 1 + 2 on Spark into staging; the range, counters and the step's wall time
+    (``match_seconds``) go to ``_stats.json``. ``shared``: the pattern's result of a
+    source pass and its plan (``source_passes``), when one matched it already;
+    ``diagnostics``: the night's ``night_diagnostics``; ``small``: the night's
+    ``SmallSources`` (for a plan)."""
+    profile = ctx.profile
+    started = datetime.now(timezone.utc)
+    t0 = time.perf_counter()
+    if planned.rng.empty:
+        stats = {**dict.fromkeys(COUNTERS, 0), "seconds": 0.0}
+        staging = ctx.staging
+    elif shared is not None:
+        result, choice = shared
+        staging, stats = result.staging, dict(result.stats)
+    else:
+        choice = choose_join_plan(spark, ctx, planned, small)
+        result = run_match_job(spark, planned.pattern, planned.text, ctx.lake, ctx.run_id,
+                               planned.rng.low, planned.rng.high, profile.slice_length,
+                               profile.max_partition_events, profile.max_matches_per_window,
+                               force_slices=force_slices, memory_budget=profile.memory_budget,
+                               limits=profile.limits_hint(),
+                               plan_json=choice.to_json() if choice else None)
+        staging, stats = result.staging, result.stats
+    if not planned.rng.empty:
+        if choice is not None:
+            stats.update(plan=choice.text, plan_generator=choice.generator,
+                         estimated_pm=round(choice.estimated, 6),
+                         actual_pm=round(stats.get("work", 0) / max(stats.get("matcher_calls", 0), 1), 6),
+                         replanned=choice.replanned or None)
+    late, counts = diagnostics or ({}, {})
+    name = planned.pattern.name
+    stats["late_events"] = late[name] if name in late else late_events(spark, ctx, planned)
+    stats["warnings"] = match_warnings(spark, ctx, planned, stats, counts.get(name))
+    stats.update(match_seconds=round(time.perf_counter() - t0 + stats.get("pass_seconds", 0), 3),
+                 low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
+                 logical_date=ctx.logical_date, started_at=started.isoformat(),
+                 pattern_version=planned.pattern.version)
+    ctx.lake.write_text(f"{staging}/_stats.json", json.dumps(stats))
+    return stats
+
+
+def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict,
+                   counts: list | None = None) -> list[str]:
+    """What a pattern's author should hear about a full recompute (a new or changed
+    pattern): variables no event of the source can bind (``counts``: its variable counts,
+    when the night counted them already), and zero matches."""
+
+    if not planned.rng.full:
+        return []
+    pattern = planned.pattern
+    out = []
+    events_path = ctx.lake.events(pattern.source)
+    if counts is not None:
+        out += unsatisfiable(counts)
+    elif pattern.kind != "window" and ctx.lake.exists(events_path):
+        events = ctx.lake.read_spark(spark, events_path)
+        out += unsatisfiable(variable_counts(events, pattern))
+    if stats.get("matches", 0) == 0:
+        out.append(f"the new version of {pattern.name} matches nothing in the whole history")
+    return out

@@ -1,0 +1,155 @@
+"""The steps after matching: the matches suite on a night's staged runs in one pass
+(``validate_steps``), the checks that a staged run may be published (``staged_run``), its
+publish and runs row (``publish_step``), and a failed row (``log_failure``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timezone
+
+from jobs.core.errors import InputError
+from jobs.failpoints import reached
+from jobs.lake.table_docs import document_match_table
+from jobs.pipeline.check_frames import StagedMatches
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.horizons import RunRange
+from jobs.pipeline.publish import RunsLog, log_run, publish
+from jobs.pipeline.quality import ValidationFailed, validate_staged
+from jobs.runrecord import RunRecord
+from jobs.status import FAILED, SUCCESS
+
+
+def staged_stats(ctx: RunContext) -> dict:
+    try:
+        return json.loads(ctx.lake.read_text(f"{ctx.staging}/_stats.json"))
+    except (FileNotFoundError, OSError):
+        raise FileNotFoundError(f"no staged run {ctx.run_id!r} for pattern "
+                                f"{ctx.pattern.name!r} at {ctx.staging}: run `match-job` for "
+                                "it first") from None
+
+
+def validate_step(spark, ctx: RunContext) -> dict:
+    """The matches suite on one staged run (``validate-run``): its verdict, or
+    ``ValidationFailed`` once its failed row is in the run log."""
+    verdict = validate_steps(spark, [ctx])[ctx.pattern.name]
+    if isinstance(verdict, ValidationFailed):
+        log_failure(ctx, str(verdict), logical_date=staged_stats(ctx).get("logical_date", ""))
+    if isinstance(verdict, Exception):
+        raise verdict
+    return verdict
+
+
+def validate_steps(spark, ctxs: list[RunContext]) -> dict[str, dict | Exception]:
+    """The matches suite on the staged runs of a night in one pass
+    (``quality.validate_staged``); each outcome, with its pattern's share of the pass's
+    wall time, goes to its run's ``_validation.json``. Per pattern: the outcome, or the
+    error that stops its publish (``ValidationFailed`` for a failed suite; the caller logs
+    it)."""
+    t0 = time.perf_counter()
+    verdicts: dict[str, dict | Exception] = {}
+    staged = []
+    for ctx in ctxs:
+        try:
+            stats = staged_stats(ctx)
+        except Exception as exc:  # noqa: BLE001 - this pattern's own failure
+            verdicts[ctx.pattern.name] = exc
+            continue
+        if stats.get("matches", 0) == 0:
+            verdicts[ctx.pattern.name] = {"success": True, "failed": [], "docs": None,
+                                          "summary": "no matches to check"}
+        else:
+            staged.append((ctx, StagedMatches(ctx.pattern, ctx.run_id, stats["low"],
+                                              stats["high"], stats["matches"])))
+    outcomes = validate_staged(spark, ctxs[0].lake, [s for _, s in staged]) if staged else {}
+    share = round((time.perf_counter() - t0) / max(len(ctxs), 1), 3)
+    for ctx, _ in staged:
+        o = outcomes[ctx.pattern.name]
+        verdicts[ctx.pattern.name] = o if isinstance(o, Exception) else {
+            "success": o.success, "failed": o.failed, "docs": o.docs, "summary": o.describe()}
+    for ctx in ctxs:
+        outcome = verdicts[ctx.pattern.name]
+        if isinstance(outcome, Exception):
+            continue
+        outcome["seconds"] = share
+        ctx.lake.write_text(f"{ctx.staging}/_validation.json", json.dumps(outcome))
+        if not outcome["success"]:
+            verdicts[ctx.pattern.name] = ValidationFailed(f"{ctx.pattern.name}: "
+                                                          f"{outcome['summary']}")
+    return verdicts
+
+
+def staged_run(ctx: RunContext) -> tuple[dict, dict]:
+    """The staged run's counters and validation verdict, once it may be published: raises
+    when it was not staged, not validated or failed validation, or when its pattern file
+    changed since it was matched."""
+    pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
+    stats = staged_stats(ctx)
+    try:
+        verdict = json.loads(lake.read_text(f"{staging}/_validation.json"))
+    except (FileNotFoundError, OSError):
+        raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} was not validated: run "
+                               "`validate-run` for it first") from None
+    if not verdict["success"]:
+        raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} failed validation, "
+                               f"nothing published: {verdict['summary']}")
+    if stats["pattern_version"] != pattern.version:
+        raise InputError(f"{ctx.path} changed since run {run_id} was staged (version "
+                         f"{stats['pattern_version']} -> {pattern.version}): match it again")
+    return stats, verdict
+
+
+def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None,
+                 log: RunsLog | None = None) -> RunRecord:
+    """Publish a staged, validated run (``staged``: its ``staged_run``, when the caller
+    checked it already) and append its record to the runs log (``log``: the batch's
+    ``RunsLog``, which holds back the row of a run that committed nothing)."""
+    pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
+    stats, verdict = staged or staged_run(ctx)
+    rng = RunRange(stats["low"], stats["high"], stats["full"])
+    t0 = time.perf_counter()
+    row = RunRecord.of_match(
+        stats, run_id=run_id, logical_date=ctx.logical_date or None, run_kind=ctx.run_kind,
+        pattern=pattern.name, source=pattern.source, matcher=pattern.matcher,
+        horizon_low=rng.low, horizon_high=rng.high, full_recompute=rng.full, status=SUCCESS,
+        message="; ".join(f"warning: {w}" for w in stats.get("warnings") or []) or None,
+        validate_seconds=verdict.get("seconds"),
+        started_at=datetime.fromisoformat(stats["started_at"]))
+    if stats.get("matches", 0) == 0 and rng.empty:
+        outcome = {"inserted": 0, "deleted": 0, "committed": False}
+    else:
+        outcome = publish(spark, lake, pattern, run_id, staging, rng, run_row=row.as_row())
+        reached("publish:after-merge")
+    row.inserted, row.deleted = outcome["inserted"], outcome["deleted"]
+    row.seconds = float(stats.get("seconds", 0.0)) + time.perf_counter() - t0
+    row.publish_seconds = round(time.perf_counter() - t0, 3)
+    row.finished_at = datetime.now(timezone.utc)
+    if log is not None:
+        log.append(row, hold=not outcome["committed"])
+    else:
+        log_run(lake, row)
+    if lake.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
+        document_match_table(lake, pattern)
+    lake.remove(staging)
+    return row
+
+
+def log_failure(ctx: RunContext, message: str, name: str | None = None,
+                logical_date: str | None = None, log: RunsLog | None = None) -> None:
+    """A failed row in the run log for the context's pattern (None: a file that did not
+    load; ``name`` then names it)."""
+    now = datetime.now(timezone.utc)
+    pattern = ctx.pattern
+    row = RunRecord(
+        ctx.run_id, run_kind=ctx.run_kind,
+        logical_date=(ctx.logical_date if logical_date is None else logical_date) or None,
+        pattern=pattern.name if pattern else name,
+        pattern_version=pattern.version if pattern else None,
+        source=pattern.source if pattern else None,
+        matcher=pattern.matcher if pattern else None, status=FAILED,
+        message=message[:2000], started_at=now, finished_at=now)
+    if log is not None:
+        log.append(row)
+    else:
+        log_run(ctx.lake, row)
