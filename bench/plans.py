@@ -33,9 +33,9 @@ import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 from jobs.core.engine.columns import from_arrow, processing_order  # noqa: E402
+from jobs.core.engine.options import MatchOptions  # noqa: E402
 from jobs.core.engine.runtime import (  # noqa: E402
     MatchCapExceeded,
-    MatchOptions,
     MatchStats,
     compile_pattern,
     estimate_statistics,

@@ -235,7 +235,7 @@ def measure(spark, profile, lake: lk.Lake, name: str, repeat: int) -> dict:
     pattern = parse_pattern(text, f"<{name}>")
     kw = dict(low=None, high=None, slice_length=profile.slice_length,
               max_partition_events=profile.max_partition_events,
-              max_matches_per_window=profile.max_matches_per_window)
+              options=profile.match_options())
     # warm up the JVM's caches and every executor's Python workers (they load the compiled
     # matching kernels once): phase 2 included
     run_match_job(spark, pattern, text, lake, "warmup", **kw)

@@ -45,12 +45,14 @@ from pathlib import Path
 import yaml
 from airflow.sdk import dag, task
 
+from jobs import environment
+
 PROJECT = Path(__file__).resolve().parent.parent
 VENV_BIN = PROJECT / ".venv" / "bin"
 
 
 def _settings() -> dict:
-    path = Path(os.environ.get("SES_PIPELINE_CONF", PROJECT / "conf" / "pipeline.yaml"))
+    path = PROJECT / (environment.get("SES_PIPELINE_CONF") or "conf/pipeline.yaml")
     with open(path, encoding="utf-8") as f:
         return (yaml.safe_load(f) or {}).get("airflow") or {}
 
@@ -158,7 +160,7 @@ def ses_nightly():
         does not load, or whose name another file uses, is a group of its own that fails."""
         from jobs.project.patterns import pattern_paths, source_groups
 
-        return source_groups(pattern_paths(glob=os.environ.get("SES_PATTERNS")))
+        return source_groups(pattern_paths(glob=environment.get("SES_PATTERNS")))
 
     @task
     def spark_session() -> bool:
@@ -170,7 +172,7 @@ def ses_nightly():
         from jobs.ops.session import socket_path, start
 
         run_id, _ = _run(get_current_context())
-        log = Path(os.environ.get("AIRFLOW_HOME", PROJECT)) / "ses-session.log"
+        log = Path(environment.get("AIRFLOW_HOME") or PROJECT) / "ses-session.log"
         up = start(socket_path(run_id), _env(load_profile()), PROJECT, str(VENV_BIN / "python"), log)
         print(f"Spark session for run {run_id}: {'up' if up else 'not up, steps run alone'}"
               f" (log: {log})")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import os
 import signal
 
+from jobs import environment
+
 
 def reached(name: str) -> None:
-    if os.environ.get("SES_FAILPOINT") == name:
+    if environment.get("SES_FAILPOINT") == name:
         os.kill(os.getpid(), signal.SIGKILL)

@@ -25,7 +25,7 @@ settings.load_profile("ci" if os.environ.get("CI") else os.environ.get("HYPOTHES
 # Markers set on every test here, so that `pytest -m "not spark"` runs the pure tests
 # alone (docs/testing.md). A test uses Spark when it asks for the `spark` fixture (directly
 # or through another fixture) or lives in a module that starts Spark in a subprocess.
-SPARK_MODULES = {"test_cluster.py", "test_kills.py", "test_airflow.py"}
+SPARK_MODULES = {"test_cluster.py", "test_kills.py", "test_airflow.py", "test_project.py"}
 AIRFLOW_MODULES = {"test_airflow.py"}
 # `slow`: a test that starts a Spark application, a cluster or Airflow in a subprocess,
 # or reads the real-data slices (each of these takes tens of seconds)

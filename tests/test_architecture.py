@@ -4,6 +4,7 @@ one of the project's modules inside a function to dodge one (only heavy third-pa
 libraries are imported on first use). Pure: reads the source, imports nothing."""
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -14,6 +15,7 @@ PACKAGE = ROOT / "jobs"
 
 # Lowest first. A module may import its own package and the packages of lower layers.
 LAYERS = [
+    {"environment"},  # the environment variables, read in one place
     {"core"},  # core's own modules: errors, inputs
     {"core.language"},
     {"core.plans", "core.reference"},
@@ -169,3 +171,20 @@ def test_the_parts_of_core(graph):
                 assert package_of(dst) != "core.engine", f"{src} imports {dst}"
             if part == "core.language":
                 assert package_of(dst) in ("core", "core.language"), f"{src} imports {dst}"
+
+
+def test_environment_variables_are_read_in_one_module():
+    """``jobs.environment`` reads every variable (and lists it for docs/operations.md):
+    no other module reads one itself."""
+    reads = re.compile(r"os\.environ\.get\(|os\.getenv\(|os\.environ\[")
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(PACKAGE.rglob("*.py"))
+             if p.name != "environment.py"
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if reads.search(line)]
+    assert not found, f"environment variables read outside jobs/environment.py: {found}"
+    tree = ast.parse((PACKAGE / "environment.py").read_text(encoding="utf-8"))
+    variables = next(ast.literal_eval(n.value) for n in tree.body if isinstance(n, ast.Assign)
+                     and n.targets[0].id == "VARIABLES")
+    documented = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    missing = [name for name in variables if f"`{name}`" not in documented]
+    assert not missing, f"variables not listed in docs/operations.md: {missing}"

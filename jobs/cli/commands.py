@@ -53,6 +53,10 @@ SUMMARIES = {
 }
 
 
+PROJECT_HELP = ("the project (the folder with conf/pipeline.yaml; default: $SES_PROJECT_DIR, "
+                "else the nearest one from the current folder upwards)")
+
+
 @dataclass(frozen=True)
 class Command:
     group: str
@@ -71,6 +75,8 @@ class Registry:
             ) -> argparse.ArgumentParser:
         assert COMMANDS.get(name) == group, f"{name} belongs to {COMMANDS.get(name)}"
         p = self.sub.add_parser(name, help=help_text, description=help_text)
+        p.add_argument("--project-dir", metavar="DIR", default=argparse.SUPPRESS,
+                       help=PROJECT_HELP)
         if profile:
             p.add_argument("--profile", help="conf/pipeline.yaml profile (default: local, or "
                                              "$SES_PROFILE)")

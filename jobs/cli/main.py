@@ -14,7 +14,9 @@ import argparse
 import importlib
 import sys
 
-from jobs.cli.commands import COMMANDS, SUMMARIES, Registry, epilog
+from jobs.cli.commands import COMMANDS, PROJECT_HELP, SUMMARIES, Registry, epilog
+from jobs.config.project import Project, use_project
+from jobs.core.errors import EXIT_INPUT, UserError
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -23,10 +25,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     an unknown or missing command) gets the commands by name, which is all argparse needs
     to answer it."""
     parser = argparse.ArgumentParser(
-        prog="ses", usage="ses [-h] [--version] COMMAND ...", epilog=epilog(),
+        prog="ses", usage="ses [-h] [--version] [--project-dir DIR] COMMAND ...",
+        epilog=epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         description="SES pattern matching over event histories (also `python -m jobs`).")
     parser.add_argument("--version", action=_Version)
+    parser.add_argument("--project-dir", metavar="DIR", help=PROJECT_HELP)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND",
                                 help=argparse.SUPPRESS, prog="ses")
     registry = Registry(sub)
@@ -46,9 +50,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
+    command = _command(argv)
     args = build_parser(command if command in COMMANDS else "").parse_args(argv)
+    if args.project_dir:
+        try:
+            use_project(Project.find(args.project_dir))
+        except UserError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return EXIT_INPUT
     return args.func(args)
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command's name: the first word that is neither an option nor its value."""
+    skip = False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--project-dir":
+            skip = True
+        elif not a.startswith("-"):
+            return a
+    return None
 
 
 class _Version(argparse.Action):
@@ -63,9 +86,12 @@ class _Version(argparse.Action):
 
 
 def exit_now(code: int) -> None:
-    """Leave without the interpreter's shutdown: delta-rs' runtime threads can abort a
-    normal exit (``terminate called without an active exception``, exit 134) after the
-    work is done. Output is flushed first; every table write has committed by now."""
+    """Exit with ``code``, running ``atexit`` handlers as usual, except once delta-rs is
+    loaded: its runtime threads can abort the interpreter's shutdown (``terminate called
+    without an active exception``, exit 134) after the work is done, so then the process
+    leaves at once (output flushed; every table write has committed by now)."""
+    if "deltalake" not in sys.modules:
+        sys.exit(code)
     import os
 
     try:

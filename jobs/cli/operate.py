@@ -10,7 +10,7 @@ from pathlib import Path
 
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
-from jobs.config import ROOT, load_profile
+from jobs.config import current_project, load_profile
 from jobs.lake.locks import lake_lock
 from jobs.lake.store import Lake
 from jobs.ops import cluster
@@ -24,7 +24,7 @@ from jobs.tools.lakecheck import RETENTION_HOURS, check_lake, vacuum
 @user_errors
 def cmd_pr_check(args) -> int:
     """What the branch changes in the published tables (``jobs.prcheck``)."""
-    root = Path(args.root).resolve() if args.root else ROOT
+    root = Path(args.root).resolve() if args.root else current_project().root
     try:
         changes = find_changes(root, args.base)
     except ChangesError as exc:
@@ -40,7 +40,7 @@ def cmd_pr_check(args) -> int:
     if args.pytest_k:
         print(pytest_filter([Path(c.head.path).stem for c in changed if c.head is not None]))
         return 0
-    out = Path(args.out)
+    out = Path(args.out) if args.out else current_project().root / "pr-check"
     for old in list(out.glob("*.png")) + list(out.glob("report.*")) + list(out.glob("summary.json")):
         old.unlink()
     if not changes.changed_patterns and not changes.affected_models:
@@ -110,7 +110,7 @@ def register(r: Registry) -> None:
                "report (make pr-check BASE=ref)", cmd_pr_check, profile=False)
     pr.add_argument("--base", help="the git ref to compare with (default: the merge base "
                     "with main)")
-    pr.add_argument("--out", default=str(ROOT / "pr-check"),
+    pr.add_argument("--out", default=None,
                     help="folder of the report (report.md, report.txt, summary.json, PNGs); "
                          "default pr-check/")
     pr.add_argument("--data", choices=("auto", "committed", "sample"), default="auto",

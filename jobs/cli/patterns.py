@@ -17,17 +17,12 @@ from jobs.cli.common import (
     user_errors,
     write_bytes,
 )
-from jobs.config import CONF, ROOT, load_sources
+from jobs.config import current_project, load_sources
 from jobs.core.engine.columns import read_columns
 from jobs.core.engine.measures import measure_columns
+from jobs.core.engine.options import DEFAULT_MEMORY_BUDGET
 from jobs.core.engine.output import bindings_of, json_lines, sort_batch
-from jobs.core.engine.runtime import (
-    DEFAULT_MEMORY_BUDGET,
-    MatchStats,
-    aot,
-    compile_pattern,
-    execute,
-)
+from jobs.core.engine.runtime import MatchStats, aot, compile_pattern, execute
 from jobs.core.engine.window_matcher import execute_windows, json_rows, sorted_batches
 from jobs.core.errors import InputError, UserError
 from jobs.core.language.events import EventFileError, read_events
@@ -54,12 +49,12 @@ RAW_ONLY = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv.gz")  # what only 
 
 def cmd_validate(args) -> int:
     """Lint pattern files: schema, safe YAML, examples; with --data, on the lake too."""
-    files = pattern_files(args.paths or [str(ROOT / "patterns")])
+    files = pattern_files(args.paths or [str(current_project().patterns)])
     if not files:
         print(f"no pattern files (*.yaml, *.yml) in {' '.join(args.paths or ['patterns/'])}",
               file=sys.stderr)
         return 1
-    sources_file = Path(args.sources) if args.sources else CONF / "sources.yaml"
+    sources_file = Path(args.sources) if args.sources else current_project().sources_file
     catalog, problems, n_examples = lint(files, sources_file)
     models = [] if args.paths else sorted(models_folder().glob("*.sql"))
     model_problems = [str(exc) for exc in map(_model_problem, models) if exc is not None]
@@ -114,7 +109,7 @@ def cmd_new_pattern(args) -> int:
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}: edit its "
+    print(f"wrote {current_project().relative(path)}: edit its "
           "conditions and examples, then `make validate`")
     return 0
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from jobs.config import ROOT
+from jobs.config import current_project
 from jobs.lake.store import Lake
 from jobs.lake.views import SOURCE_KEY
 
@@ -48,8 +48,7 @@ def column_meanings(pattern, names: list[str]) -> dict[str, str]:
 
 
 def table_properties(pattern) -> dict[str, str]:
-    path = Path(pattern.path).resolve() if pattern.path else None
-    rel = str(path.relative_to(ROOT)) if path and path.is_relative_to(ROOT) else str(path or "")
+    rel = current_project().relative(pattern.path) if pattern.path else ""
     return {"ses.pattern.path": rel, "ses.pattern.version": pattern.version,
             "ses.pattern.kind": pattern.kind, "ses.pattern.matcher": pattern.matcher,
             SOURCE_KEY: pattern.source or ""}

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from jobs.lake import store as lk
-from jobs.config import REFERENCES
+from jobs.config import current_project
 
 KINDS = ("matches", "events", "quarantine", "stats", "models")
 SINGLES = ("runs", "ingest_log", "retractions")
@@ -149,8 +149,9 @@ def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
 
 def _references() -> dict[str, object]:
     """View name -> file of the reference tables (``conf/reference/*.csv``)."""
+    folder = current_project().references
     return {f"reference_{p.stem}": p
-            for p in (sorted(REFERENCES.glob("*.csv")) if REFERENCES.is_dir() else [])}
+            for p in (sorted(folder.glob("*.csv")) if folder.is_dir() else [])}
 
 
 def _with_what_they_read(wanted: set[str], tables: dict, derived: dict[str, str],

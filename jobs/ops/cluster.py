@@ -17,10 +17,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-from jobs.config import CONF, ROOT
+from jobs.config import current_project
 from jobs.core.errors import UserError
 
-STATE = ROOT / ".spark-cluster"
 HOST = "127.0.0.1"
 MASTER_PORT = 7077
 MASTER_UI = 8090
@@ -31,6 +30,11 @@ WORKER_MEMORY = "8g"  # 24 GB: two workers' executors, and the driver beside the
 
 class ClusterError(UserError, RuntimeError):
     """The cluster did not come up; the message names the log to read."""
+
+
+def _state() -> Path:
+    """Where the standalone cluster keeps its logs, pid files and work folders."""
+    return current_project().root / ".spark-cluster"
 
 
 def master_url() -> str:
@@ -45,7 +49,7 @@ def _spark_class() -> str:
 
 def _env() -> dict:
     env = dict(os.environ)
-    env.update(SPARK_LOCAL_IP=HOST, SPARK_CONF_DIR=str(CONF / "spark"),
+    env.update(SPARK_LOCAL_IP=HOST, SPARK_CONF_DIR=str(current_project().conf / "spark"),
                PYSPARK_PYTHON=sys.executable, SPARK_NO_DAEMONIZE="1")
     return env
 
@@ -62,11 +66,11 @@ def status(timeout: float = 2.0) -> dict | None:
 
 
 def _start(name: str, args: list[str]) -> None:
-    STATE.mkdir(exist_ok=True)
-    log = open(STATE / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it open
+    _state().mkdir(exist_ok=True)
+    log = open(_state() / f"{name}.log", "ab")  # noqa: SIM115 - the child keeps it open
     proc = subprocess.Popen([_spark_class(), *args], stdout=log, stderr=subprocess.STDOUT,
-                            env=_env(), start_new_session=True, cwd=STATE)
-    (STATE / f"{name}.pid").write_text(str(proc.pid))
+                            env=_env(), start_new_session=True, cwd=_state())
+    (_state() / f"{name}.pid").write_text(str(proc.pid))
 
 
 def up(workers: int = WORKERS, wait: float = 120.0, echo=print) -> dict:
@@ -80,11 +84,11 @@ def up(workers: int = WORKERS, wait: float = 120.0, echo=print) -> dict:
         _start("master", ["org.apache.spark.deploy.master.Master", "--host", HOST, "--port",
                           str(MASTER_PORT), "--webui-port", str(MASTER_UI)])
     for i in range(1, workers + 1):
-        if not _alive(STATE / f"worker{i}.pid"):
+        if not _alive(_state() / f"worker{i}.pid"):
             _start(f"worker{i}", ["org.apache.spark.deploy.worker.Worker", master_url(),
                                   "--host", HOST, "--cores", str(WORKER_CORES), "--memory",
                                   WORKER_MEMORY, "--webui-port", str(MASTER_UI + i),
-                                  "--work-dir", str(STATE / f"work{i}")])
+                                  "--work-dir", str(_state() / f"work{i}")])
     deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         now = status()
@@ -95,7 +99,7 @@ def up(workers: int = WORKERS, wait: float = 120.0, echo=print) -> dict:
         time.sleep(1)
     down(echo=lambda *_: None)
     raise ClusterError(f"the cluster did not come up within {wait:.0f} s: read "
-                       f"{STATE}/master.log and {STATE}/worker1.log")
+                       f"{_state()}/master.log and {_state()}/worker1.log")
 
 
 def _running(pid: int) -> bool:
@@ -123,7 +127,7 @@ def _alive(pidfile: Path) -> bool:
 def down(echo=print) -> int:
     """Stop every process ``up`` started (TERM, then KILL after 15 s); returns how many."""
     stopped = 0
-    for pidfile in sorted(STATE.glob("*.pid")) if STATE.is_dir() else []:
+    for pidfile in sorted(_state().glob("*.pid")) if _state().is_dir() else []:
         try:
             pid = int(pidfile.read_text())
             os.killpg(pid, signal.SIGTERM)

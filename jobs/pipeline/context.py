@@ -1,6 +1,7 @@
 """The run context: what one step of a run works on, built once and handed to each step.
 
-A step (ingest, match, validate, publish, models, site) gets the profile's settings, the
+A step (ingest, match, validate, publish, models, site) gets the project (its ``conf/``,
+patterns, models and expectations: ``jobs.config.Project``), the profile's settings, the
 lake it reads and writes (the store, ``jobs.lake.store.Lake``, with the lake's storage options),
 the run it belongs to and, for the per-pattern steps, the pattern and its file. No step
 builds a path or a ``Lake`` itself.
@@ -8,10 +9,10 @@ builds a path or a ``Lake`` itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from jobs.config import Profile
+from jobs.config import Profile, Project, current_project
 from jobs.core.language.pattern import Pattern
 from jobs.lake.store import Lake
 from jobs.project.patterns import load_catalog
@@ -27,6 +28,7 @@ class RunContext:
     path: Path | None = None
     pattern: Pattern | None = None
     run_kind: str = NIGHTLY  # jobs.runrecord.RUN_KINDS
+    project: Project = field(default_factory=current_project)
 
     @classmethod
     def start(cls, profile: Profile, run_id: str, logical_date: str = "",

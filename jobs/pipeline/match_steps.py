@@ -145,9 +145,8 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
         choice = choose_join_plan(spark, ctx, planned, small)
         result = run_match_job(spark, planned.pattern, planned.text, ctx.lake, ctx.run_id,
                                planned.rng.low, planned.rng.high, profile.slice_length,
-                               profile.max_partition_events, profile.max_matches_per_window,
-                               force_slices=force_slices, memory_budget=profile.memory_budget,
-                               limits=profile.limits_hint(),
+                               profile.max_partition_events, profile.match_options(),
+                               force_slices=force_slices,
                                plan_json=choice.to_json() if choice else None)
         staging, stats = result.staging, result.stats
     if not planned.rng.empty:

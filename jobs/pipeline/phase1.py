@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from functools import reduce
 
+from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import MATCHER_CLASSES, MatchStats
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.core.language.window import can_drop
@@ -96,12 +97,12 @@ class MatchJobResult:
 
 def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake: lk.Lake, run_id: str,
                   low: int | None, high: int | None, slice_length: int,
-                  max_partition_events: int, max_matches_per_window: int,
+                  max_partition_events: int, options: MatchOptions = MatchOptions(),
                   force_slices: bool = False, sink: str = "parquet",
-                  memory_budget: int = 2 * 1024**3, limits: str | None = None,
                   plan_json: str | None = None) -> MatchJobResult:
-    """Match ``pattern`` for first events in [low, high) (None: unbounded); ``sink='noop'``
-    runs phase 1 only (for measuring it)."""
+    """Match ``pattern`` for first events in [low, high) (None: unbounded) within the limits
+    of ``options`` (``Profile.match_options()``); ``sink='noop'`` runs phase 1 only (for
+    measuring it)."""
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -165,9 +166,9 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     spec = Phase2Spec(pattern_text=pattern_text, keys=tuple(keys), low=low, high=high,
                       group_by_keys=not unlinked,
                       slice_origin=origin, slice_length=slice_length if slicing else None,
-                      max_matches_per_window=max_matches_per_window,
-                      memory_budget=memory_budget, plan=plan_json,
-                      **({"limits": limits} if limits else {}))
+                      max_matches_per_window=options.max_matches_per_window,
+                      memory_budget=options.memory_budget, limits=options.limits,
+                      plan=plan_json)
     key_fields = [df.schema[k] for k in keys]
     disjunctive = isinstance(pattern, Disjunction)
     valued = window or bool(pattern.measure_names)  # window select values, or measures

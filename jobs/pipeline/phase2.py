@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 
 from jobs.core.engine.columns import EventColumns, from_arrow, processing_order
 from jobs.core.engine.measures import measure_columns
+from jobs.core.engine.options import DEFAULT_MAX_MATCHES, DEFAULT_MEMORY_BUDGET, MatchOptions
 from jobs.core.engine.output import bindings_json, bindings_of, match_ids
-from jobs.core.engine.runtime import MatchOptions, MatchStats, batch_take, compile_pattern, execute
+from jobs.core.engine.runtime import MatchStats, batch_take, compile_pattern, execute
 from jobs.core.engine.window_matcher import Evaluator, execute_windows, relevant_rows
 from jobs.core.language.pattern import Disjunction
 from jobs.core.language.patternfile import parse_pattern
@@ -50,8 +51,8 @@ class Phase2Spec:
     group_by_keys: bool = True  # False: groups are time slices over all partitions
     slice_origin: int = 0
     slice_length: int | None = None  # None: no time slices
-    max_matches_per_window: int = 1_000_000
-    memory_budget: int = 2 * 1024**3
+    max_matches_per_window: int = DEFAULT_MAX_MATCHES
+    memory_budget: int = DEFAULT_MEMORY_BUDGET
     limits: str = "match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml"
     plan: str | None = None  # the driver's trees (planning.PlanChoice.to_json), zstream
 

@@ -30,12 +30,8 @@ import numpy as np
 import pyarrow as pa
 
 from jobs.core.engine.columns import from_arrow, processing_order
-from jobs.core.engine.runtime import (
-    MatchOptions,
-    compile_pattern,
-    estimate_statistics,
-    group_events,
-)
+from jobs.core.engine.options import MatchOptions
+from jobs.core.engine.runtime import compile_pattern, estimate_statistics, group_events
 from jobs.core.language.conditions.expressions import Attr, BoolOp, Cmp, In, Lit, Not
 from jobs.core.language.events import format_ts, to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import reduce
 
-from jobs.config import ROOT, Source
+from jobs.config import Source, current_project
 from jobs.core.errors import UserError
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
@@ -40,7 +40,6 @@ from jobs.pipeline.check_frames import (
 from jobs.spark.predicates import col, event_date_filters, property_column
 from jobs.status import new_run_id
 
-SUITES = ROOT / "expectations"
 SPARK_TYPES = {"string": "StringType", "integer": "LongType", "double": "DoubleType",
                "number": "DoubleType", "timestamp": "TimestampType"}
 # a night's check frames (or one events batch) up to this many rows in all are built on the
@@ -69,7 +68,7 @@ class Outcome:
 
 
 def load_suite(name: str) -> dict:
-    with open(SUITES / f"{name}.json", encoding="utf-8") as f:
+    with open(current_project().expectations / f"{name}.json", encoding="utf-8") as f:
         return json.load(f)
 
 

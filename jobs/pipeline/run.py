@@ -37,7 +37,7 @@ from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.report import describe_range, summary
 from jobs.pipeline.source_pass import PassItem, numbered, pass_groups, run_source_pass, shareable
 from jobs.progress import progress
-from jobs.project.models import ModelError, models_folder
+from jobs.project.models import ModelError
 from jobs.project.patterns import PatternCatalog
 from jobs.runrecord import BACKFILL
 from jobs.site.build import build_site
@@ -319,8 +319,7 @@ class Night:
                 with progress(label, self.spark, self.echo):
                     results = run_source_pass(
                         self.spark, self.lake, group, self.ctxs[0].run_id, n,
-                        profile.max_partition_events, profile.max_matches_per_window,
-                        profile.memory_budget, limits=profile.limits_hint(),
+                        profile.max_partition_events, profile.match_options(),
                         slice_length=profile.slice_length,
                         prepare=lambda events, g=group, names=sampled: prepare(g, names, events),
                         sampled=sampled)
@@ -350,7 +349,7 @@ def site_step(ctx: RunContext, echo=print) -> None:
 def models_step(spark, ctx: RunContext, echo=print, select: list[str] | None = None
                 ) -> list[dict]:
     """The SQL models (``models/``), after publish, in dependency order."""
-    if not any(models_folder().glob("*.sql")):
+    if not any(ctx.project.models.glob("*.sql")):
         return []
     try:
         return run_models(spark, ctx.lake, select, echo=echo)

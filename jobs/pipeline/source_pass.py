@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from jobs.config import Profile
+from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import MATCHER_CLASSES
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
@@ -142,8 +143,7 @@ def pass_groups(items: list[PassItem]) -> list[list[PassItem]]:
 
 
 def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n: int,
-                    max_partition_events: int, max_matches_per_window: int,
-                    memory_budget: int, limits: str | None = None,
+                    max_partition_events: int, options: MatchOptions = MatchOptions(),
                     slice_length: int = Profile.slice_length,
                     prepare: Callable[[object], list[PassItem]] | None = None,
                     sampled: frozenset[str] = frozenset()) -> dict[str, MatchJobResult]:
@@ -193,8 +193,8 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     cached = oversized or bool(prepare is not None and sampled)
     if cached:
         df = df.persist()
-    limits_of = dict(max_matches_per_window=max_matches_per_window,
-                     memory_budget=memory_budget, **({"limits": limits} if limits else {}))
+    limits_of = dict(max_matches_per_window=options.max_matches_per_window,
+                     memory_budget=options.memory_budget, limits=options.limits)
     try:
         chosen = prepare(df) if prepare is not None else items
         if not chosen:

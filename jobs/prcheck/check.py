@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.config import CONF, ROOT, Profile, load_sources
+from jobs.config import Profile, current_project, load_sources
 from jobs.core.language.patternfile import PatternError, load_pattern, parse_pattern
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
@@ -52,7 +52,6 @@ from jobs.project.models import ModelError, load_model, load_models
 from jobs.project.patterns import lint, load_catalog
 from jobs.status import FAILED, SUCCESS, new_run_id
 
-COMMITTED = ROOT / "data" / "landing"
 SHOWN = 5  # added / removed matches shown with their events, per pattern
 IGNORED = ("match_id", "pattern_version", "run_id")  # differ between versions by design
 SLOWER = 3.0  # warn when the new version's time or work is this many times the base's ...
@@ -60,7 +59,7 @@ SLOWER_SECONDS = 5.0  # ... and its time this much more
 NEAR_CAP = 0.5  # warn when a window's peak work reaches this share of the profile's cap
 
 
-def pr_check(spark, profile: Profile, root: Path = ROOT, base_ref: str | None = None,
+def pr_check(spark, profile: Profile, root: Path | None = None, base_ref: str | None = None,
              scratch: Path | None = None, sample: bool | None = None, charts: Path | None = None,
              echo=print, changes: Changes | None = None, shown: int = SHOWN) -> PrCheck:
     """Find, validate and run what changed since ``base_ref`` in a scratch lake (a
@@ -68,6 +67,7 @@ def pr_check(spark, profile: Profile, root: Path = ROOT, base_ref: str | None = 
     the profile's lake sample (default: when the profile names ``pr_check.sample``);
     ``shown``: how many added and removed matches per pattern keep their rows."""
     t0 = time.perf_counter()
+    root = root or current_project().root
     changes = changes or find_changes(root, base_ref)
     diffs = [PatternDiff(c) for c in changes.changed_patterns]
     models = [ModelDiff(m) for m in changes.affected_models]
@@ -95,7 +95,7 @@ def _validate(root: Path, diffs: list[PatternDiff]) -> None:
     heads = {str(root / d.change.head.path): d for d in diffs if d.change.head is not None}
     if not heads:
         return
-    _, problems, _ = lint([Path(p) for p in heads], CONF / "sources.yaml")
+    _, problems, _ = lint([Path(p) for p in heads], current_project().sources_file)
     for p in problems:
         d = heads.get(str(Path(p.path))) or heads.get(str(root / p.path))
         if d is not None:
@@ -124,7 +124,7 @@ def _run(spark, profile, root, changes, diffs, models, folder: Path, sample: boo
     sources = {p.source for _, _, p in base_runs + head_runs} \
         | {p.source for _, p in parents} | (_tables(needed, "events_") & set(load_sources()))
     lakes = {side: folder / side for side in ("shared", "base", "head")}
-    scratch = {side: replace(profile, lake=str(path), site=None, landing=str(COMMITTED))
+    scratch = {side: replace(profile, lake=str(path), site=None, landing=str(current_project().landing))
                for side, path in lakes.items()}
     run_id = new_run_id()
     logical_date = date.today().isoformat()
@@ -158,7 +158,7 @@ def _load_events(spark, profile: Profile, shared: Profile, sources: list[str], s
     ctx = RunContext.start(shared, run_id)
     if not sample:
         _, bad = ingest_sources(spark, ctx, sources, echo)
-        return (f"the committed data ({COMMITTED.relative_to(ROOT)}: "
+        return (f"the committed data ({current_project().relative(current_project().landing)}: "
                 f"{', '.join(sources) or 'no source'})", bad)
     known, bad = load_sources(), {}
     patterns = [p for _, p in pipeline_catalog()[1]]

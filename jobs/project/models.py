@@ -16,7 +16,6 @@ it is parsed); running them needs Spark.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
 from graphlib import CycleError, TopologicalSorter
@@ -24,12 +23,11 @@ from pathlib import Path
 
 import yaml
 
-from jobs.config import ROOT
+from jobs.config import current_project
 from jobs.core.errors import UserError
 from jobs.core.inputs import refusal
 from jobs.core.language.pattern import NAME
 
-MODELS = ROOT / "models"
 TESTS = ("not_null", "unique", "accepted_values", "row_count")
 
 
@@ -157,8 +155,7 @@ def _check_test(test, side: Path, i: int) -> dict:
 
 def models_folder() -> Path:
     """``models/``, or the folder named by SES_MODELS (relative to the project)."""
-    other = os.environ.get("SES_MODELS")
-    return ROOT / other if other else MODELS
+    return current_project().models
 
 
 def load_models(folder: Path | None = None, select: list[str] | None = None) -> list[Model]:

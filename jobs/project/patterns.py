@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from glob import glob as globfiles
 from pathlib import Path
 
-from jobs.config import ROOT, load_sources
+from jobs.config import current_project, load_sources
 from jobs.core.language.pattern import NAME_RULE, Pattern
 from jobs.core.language.patternfile import PatternError, Problem, check_schema, load_pattern
 from jobs.core.local.examples import run_example
@@ -25,8 +25,8 @@ def pattern_paths(folder: Path | None = None, glob: str | None = None) -> list[P
     """The pattern files of a folder (default ``patterns/``): ``*.yaml`` and ``*.yml``;
     or those a glob names (relative to the project, or absolute)."""
     if glob:
-        return sorted(Path(p) for p in globfiles(str(ROOT / glob)))
-    folder = folder or ROOT / "patterns"
+        return sorted(Path(p) for p in globfiles(str(current_project().resolve(glob))))
+    folder = folder or current_project().patterns
     return sorted(p for suffix in SUFFIXES for p in folder.glob(suffix))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.config import ROOT, load_sources
+from jobs.config import current_project, load_sources
 from jobs.lake import store as lk
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import load_catalog, pattern_paths
@@ -166,8 +166,7 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
 
 
 def _rel(path: Path) -> str:
-    p = Path(path).resolve()
-    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+    return current_project().relative(path)
 
 
 def _source_page(events: SourceEvents, name: str, source) -> SourcePage:

@@ -10,7 +10,8 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from jobs.config import CONF, ROOT, ConfigError, Profile
+from jobs import environment
+from jobs.config import ConfigError, Profile, current_project
 from jobs.core.errors import UserError
 from jobs.lake.store import OBJECT_STORES, s3_settings
 
@@ -30,8 +31,8 @@ class ObjectStoreUnsupported(ConfigError):
 
 def check_java() -> str:
     """Spark needs Java 17 or newer; say how to get it instead of a Py4J stack trace."""
-    java = os.path.join(os.environ["JAVA_HOME"], "bin", "java") if os.environ.get("JAVA_HOME") \
-        else shutil.which("java")
+    home = environment.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
     how = ("install it (Debian/Ubuntu: sudo apt-get install -y openjdk-17-jre-headless) "
            "or point JAVA_HOME at a Java 17+ installation")
     if not java or not os.path.exists(java):
@@ -55,7 +56,7 @@ def spark_environment(profile: Profile, env=os.environ) -> dict:
     warnings and errors only) and, for a local master, the loopback address."""
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    env.setdefault("SPARK_CONF_DIR", str(CONF / "spark"))
+    env.setdefault("SPARK_CONF_DIR", str(current_project().conf / "spark"))
     if profile.spark_master.startswith("local"):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env
@@ -195,9 +196,10 @@ def project_zip() -> str:
 
     out = Path(tempfile.gettempdir()) / f"ses-jobs-{os.getpid()}.zip"
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        for p in sorted((ROOT / "jobs").rglob("*")):
+        package = Path(__file__).resolve().parents[1]  # the jobs package itself
+        for p in sorted(package.rglob("*")):
             if p.is_file() and "__pycache__" not in p.parts:
-                z.write(p, p.relative_to(ROOT))
+                z.write(p, p.relative_to(package.parent))
     return str(out)
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from jobs.core.engine.columns import from_events
-from jobs.core.engine.runtime import MatchOptions, compile_pattern, group_events, scan
+from jobs.core.engine.options import MatchOptions
+from jobs.core.engine.runtime import compile_pattern, group_events, scan
 from jobs.core.errors import InputError
 from jobs.core.language.events import Event, events_from_arrow, format_ts, parse_ts
 from jobs.core.language.measures import measure_types

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from jobs.config import KEY_COLUMNS, ROOT, load_sources, pick_column
+from jobs.config import KEY_COLUMNS, current_project, load_sources, pick_column
 from jobs.core.errors import InputError
 from jobs.core.language.pattern import NAME
 
 
-def scaffold(name: str, source: str, folder: Path = ROOT / "patterns") -> Path:
+def scaffold(name: str, source: str, folder: Path | None = None) -> Path:
     """Write ``folder/<name>.yaml``; refuses a bad name, an unknown source, an existing file."""
     if not NAME.fullmatch(name):
         raise InputError(f"NAME {name!r}: use lower case letters, digits and _ (it names the "
@@ -20,7 +20,7 @@ def scaffold(name: str, source: str, folder: Path = ROOT / "patterns") -> Path:
     if source not in sources:
         raise InputError(f"SOURCE {source!r} is not in conf/sources.yaml (sources: "
                          f"{', '.join(sorted(sources))})")
-    path = folder / f"{name}.yaml"
+    path = (folder or current_project().patterns) / f"{name}.yaml"
     if path.exists():
         raise InputError(f"{path} exists already: pick another NAME or edit that file")
     src = sources[source]

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.core.engine.runtime import MatchOptions
+from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.window_matcher import windows_of
 from jobs.core.language.events import Event, order, parse_ts, read_events
 from jobs.core.language.patternfile import PatternError, check_schema, parse_pattern

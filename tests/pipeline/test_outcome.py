@@ -4,7 +4,14 @@ whether a retry can mend it (final or retryable), from the error's class alone."
 from jobs.core.engine.runtime import MatchBudgetExceeded, MatchCapExceeded
 from jobs.core.errors import EXIT_FAILED, EXIT_INPUT, EXIT_RETRY, InputError
 from jobs.lake.locks import LakeBusy
-from jobs.pipeline.outcome import FINAL, RETRYABLE, PatternOutcome, error_kind, error_type, exit_code
+from jobs.pipeline.outcome import (
+    FINAL,
+    RETRYABLE,
+    PatternOutcome,
+    error_kind,
+    error_type,
+    exit_code,
+)
 from jobs.pipeline.quality import ValidationFailed
 from jobs.runrecord import RunRecord
 from jobs.status import SUCCESS

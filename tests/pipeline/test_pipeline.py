@@ -167,11 +167,10 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
         # short time slices, so that many events are in two of them
         length = 20 * 86400 * 10**9 if not group[0].pattern.partition_attributes \
             else 90 * 86400 * 10**9
-        shared = run_source_pass(spark, lake, group, "pass", n, 10**6, 10**6, 2 * 1024**3,
-                                 slice_length=length)
+        shared = run_source_pass(spark, lake, group, "pass", n, 10**6, slice_length=length)
         for item in group:
             alone = run_match_job(spark, item.pattern, item.text, lake, "alone", item.low,
-                                  item.high, length, 10**6, 10**6)
+                                  item.high, length, 10**6)
             name = item.pattern.name
             assert _staged(lake, name, "pass") == _staged(lake, name, "alone"), name
             for c in COUNTERS:
@@ -803,8 +802,7 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
     sampled = frozenset(p.name for p in patterns)
     earliest = min(i.read_low for i in items)  # the pass's own range starts there
     reach = []
-    run_source_pass(spark, lake, items, "pass", 0, 10**6, 10**6, 2 * 1024**3,
-                    prepare=prepare, sampled=sampled)
+    run_source_pass(spark, lake, items, "pass", 0, 10**6, prepare=prepare, sampled=sampled)
     for item in items:
         p, name = item.pattern, item.pattern.name
         if name in sampled:
@@ -815,15 +813,14 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
             assert together.sort_by(order).equals(alone.sort_by(order)), name
             reach.append(pc.min(alone.column("ts")).as_py())
         run_match_job(spark, p, item.text, lake, "alone", item.low, item.high,
-                      nightly[0].slice_length, 10**6, 10**6)
+                      nightly[0].slice_length, 10**6)
         assert _staged(lake, name, "pass") == _staged(lake, name, "alone"), name
         lake.remove(lake.staging(name, "pass"))
         lake.remove(lake.staging(name, "alone"))
     assert min(parse_ts(t) for t in reach) < earliest  # a sample reaches back before it
     # a partition larger than max_partition_events (counted on the cached events): alone
     with pytest.raises(NotShared, match="more than 5 events"):
-        run_source_pass(spark, lake, items, "pass", 0, 5, 10**6, 2 * 1024**3,
-                        prepare=prepare, sampled=sampled)
+        run_source_pass(spark, lake, items, "pass", 0, 5, prepare=prepare, sampled=sampled)
 
 
 def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):

@@ -22,7 +22,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
-import os
 import sys
 import time
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jobs import environment
 from jobs.core.engine import kernel_codes
 
 HERE = Path(__file__).resolve().parent
@@ -152,7 +152,7 @@ def load(mode: str | None = None) -> Kernels:
         return _LOADED
     started = time.perf_counter()
     shared = mode is None  # the process's kernels, kept; an explicit mode is not kept
-    if shared and os.environ.get("SES_KERNELS") == "jit":
+    if shared and environment.get("SES_KERNELS") == "jit":
         mode = "jit"
     manifest, module, reason = (None, None, "forced") if mode == "jit" else _built()
     if manifest is not None:

@@ -30,6 +30,9 @@ from jobs.core.engine.aggregates import AggregateFilter
 from jobs.core.engine.columns import EventColumns
 from jobs.core.engine.compiled import OPS, CompiledDisjunction, CompiledPattern
 from jobs.core.engine.kernel_codes import compare
+from jobs.core.engine.options import (
+    MatchOptions,
+)
 from jobs.core.engine.programs import relation_rows
 from jobs.core.language.conditions.expressions import FLIPPED
 from jobs.core.language.events import format_ts
@@ -39,9 +42,6 @@ from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
 from jobs.core.plans.planners import Planner, plan_cost, planner
 from jobs.core.plans.trees import Leaf, nodes
 
-DEFAULT_MAX_MATCHES = 1_000_000
-DEFAULT_MEMORY_BUDGET = 2 * 1024**3  # bytes per matcher call
-CLI_LIMITS = "--max-matches-per-window N and --memory-budget SIZE"
 DEFAULT_BATCH = 1 << 16
 STRATEGIES = ("lazy", "eager")
 
@@ -59,21 +59,6 @@ class MatchCapExceeded(RuntimeError):
 class MatchBudgetExceeded(MatchCapExceeded):
     """A matcher needs more memory than its budget: the message names the pattern, the
     window or partition, and the setting that raises the budget."""
-
-
-@dataclass(frozen=True)
-class MatchOptions:
-    matcher: str | None = None  # None: the pattern's own
-    strategy: str = "lazy"
-    filter: bool = True
-    partition: bool = True
-    conditions: bool = True
-    plan: str | Planner | None = None  # zstream: the plan generator (None: the pattern's
-    # ``plan:``, else the default), or a Planner such as the driver's FixedPlan
-    plan_alpha: float = 0.0  # the latency weight α of the plan's cost (section 6.1)
-    max_matches_per_window: int = DEFAULT_MAX_MATCHES
-    memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes: instances, matches, events
-    limits: str = CLI_LIMITS  # where a user raises the two limits (named in errors)
 
 
 @dataclass

@@ -13,11 +13,10 @@ import time
 
 from jobs.core.engine.columns import from_events
 from jobs.core.engine.measures import measure_columns
+from jobs.core.engine.options import DEFAULT_MAX_MATCHES, MatchOptions
 from jobs.core.engine.runtime import (
-    DEFAULT_MAX_MATCHES,
     STRATEGIES,
     MatchCapExceeded,
-    MatchOptions,
     MatchStats,
     compile_pattern,
     execute,

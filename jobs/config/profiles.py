@@ -1,0 +1,185 @@
+"""The pipeline's profiles (``conf/pipeline.yaml``): where the landing files and the lake
+are, the Spark settings, the ingest range and the matching limits of each. Every setting's
+default is the ``Profile`` field's, written once."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+from jobs import environment
+from jobs.config.project import Project, current_project
+from jobs.config.strict import ANY, EACH, ConfigError, read
+from jobs.core.engine.options import DEFAULT_MAX_MATCHES, DEFAULT_MEMORY_BUDGET, MatchOptions
+from jobs.core.errors import InputError
+from jobs.core.language.events import format_ts, parse_ts
+from jobs.core.language.pattern import parse_duration
+
+NS_MIN, NS_MAX = -(2**63) + 1, 2**63 - 1
+
+
+@dataclass(frozen=True)
+class TimeRange:
+    """Accepted event timestamps [low, high] in ns (``conf/pipeline.yaml``: ``ingest``)."""
+
+    low: int = NS_MIN
+    high: int = NS_MAX
+    setting: str = "the range of 64-bit nanosecond timestamps"
+
+    def describe(self) -> str:
+        return f"{format_ts(self.low)[:10]} .. {format_ts(self.high)[:19]} ({self.setting})"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    landing: str
+    lake: str
+    spark_master: str
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    allowed_lateness: int = 0  # ns
+    slice_length: int = 90 * 86400 * 10**9
+    max_partition_events: int = 1_000_000
+    max_matches_per_window: int = DEFAULT_MAX_MATCHES
+    memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes per matcher call: instances, matches, events
+    parallel_jobs: int = 2  # match jobs of patterns outside a source pass run at once
+    earliest: str = "1900-01-01"  # events before this date are quarantined at ingest
+    max_future: int = 86400 * 10**9  # ... and events later than now + this (ns)
+    lock_dir: str | None = None  # where the lake lock lives for an object-store lake
+    site: str | None = None  # the catalogue site, rebuilt after every run (None: only `docs`)
+    pr_sample: int | None = None  # pr-check: the lake's last this-many ns (None: committed data)
+    storage_options: dict[str, str] = field(default_factory=dict)  # delta-rs, object stores
+
+    def ts_range(self, now=None):
+        """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
+        now = now or datetime.now(timezone.utc)
+        return TimeRange(parse_ts(self.earliest), parse_ts(now) + self.max_future,
+                         f"conf/pipeline.yaml, profile {self.name}: ingest.earliest and "
+                         "ingest.max_future")
+
+    def match_options(self) -> MatchOptions:
+        """The engine's options of this profile's runs: its two limits, and where they are
+        set (named in the error that reaches one)."""
+        return MatchOptions(max_matches_per_window=self.max_matches_per_window,
+                            memory_budget=self.memory_budget, limits=self.limits_hint())
+
+    def limits_hint(self) -> str:
+        """Where a run's matching limits are set, for an error that reaches one."""
+        return (f"match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml "
+                f"(profile {self.name})")
+
+
+UNITS = {"b": 1, "kb": 1024, "mb": 1024**2, "gb": 1024**3, "k": 1024, "m": 1024**2,
+         "g": 1024**3}
+
+
+def parse_bytes(text) -> int:
+    """``'2GB'``, ``'512mb'``, ``'1g'`` or a number of bytes -> bytes."""
+    if isinstance(text, int) and not isinstance(text, bool):
+        return text
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", str(text))
+    if not m or m.group(2).lower() not in UNITS or len(m.group(1)) > 15:
+        raise InputError(f"bad size {text!r}: write e.g. 2GB or 512MB")
+    return int(float(m.group(1)) * UNITS[m.group(2).lower()])
+
+
+PROFILE_KEYS = {
+    "landing": ANY, "lake": ANY, "site": ANY, "lock_dir": ANY, "storage_options": ANY,
+    "spark": {"master": ANY, "conf": ANY},
+    "ingest": {"earliest", "max_future"},
+    "match": {"allowed_lateness", "slice_length", "max_partition_events",
+              "max_matches_per_window", "memory_budget", "parallel_jobs"},
+    "pr_check": {"sample"},
+}
+PIPELINE_SHAPE = {"airflow": {"schedule", "start_date", "retries", "retry_delay_minutes"},
+                  "profiles": {EACH: PROFILE_KEYS}}
+DEFAULTS = Profile("", "", "", "local[*]")  # every setting's default, written once: here
+
+
+def load_profile(name: str | None = None, path: Path | None = None,
+                 project: Project | None = None) -> Profile:
+    """A profile of ``conf/pipeline.yaml`` (``name``: else ``SES_PROFILE``, else ``local``),
+    every key checked and every value parsed: a ``ConfigError`` with ``path:line`` for
+    anything that cannot be used. Relative paths are relative to the project."""
+    project = project or current_project()
+    name = name or environment.get("SES_PROFILE", "local")
+    path = path or project.pipeline_file
+    doc, lines = read(path, PIPELINE_SHAPE)
+    profiles = doc.get("profiles") or {}
+    if name not in profiles:
+        raise ConfigError(f"{path}: no profile {name!r} (profiles: {', '.join(profiles)})")
+    spec = profiles[name] or {}
+    at = f"{path}:{lines.get(('profiles', name), 1)}: profile {name!r}"
+    for key in ("landing", "lake"):
+        if not isinstance(spec.get(key), str) or not spec[key].strip():
+            raise ConfigError(f"{at}: {key} must be a path (e.g. {key}: {key})")
+    spark = spec.get("spark") or {}
+    match = spec.get("match") or {}
+    ingest = spec.get("ingest") or {}
+    sample = (spec.get("pr_check") or {}).get("sample")
+
+    def setting(key: str, parse, value):
+        try:
+            return parse(value)
+        except (ValueError, TypeError, KeyError) as exc:
+            line = lines.get(("profiles", name) + tuple(key.split(".")))
+            where = f"{path}:{line}" if line else str(path)
+            raise ConfigError(f"{where}: profile {name!r}: {key}: {exc}") from None
+
+    def resolve(value) -> str:
+        return value if "://" in str(value) else str(project.resolve(value))
+
+    d = DEFAULTS
+    return Profile(
+        name=name,
+        landing=resolve(spec["landing"]),
+        lake=resolve(spec["lake"]),
+        spark_master=str(spark.get("master", d.spark_master)),
+        spark_conf={str(k): str(v) for k, v in (spark.get("conf") or {}).items()},
+        allowed_lateness=setting("match.allowed_lateness", parse_duration,
+                                 match.get("allowed_lateness", "0s")),
+        slice_length=setting("match.slice_length", _duration_or_ns,
+                             match.get("slice_length", d.slice_length)),
+        max_partition_events=setting("match.max_partition_events", _whole,
+                                     match.get("max_partition_events", d.max_partition_events)),
+        max_matches_per_window=setting("match.max_matches_per_window", _positive,
+                                       match.get("max_matches_per_window",
+                                                 d.max_matches_per_window)),
+        memory_budget=setting("match.memory_budget", parse_bytes,
+                              match.get("memory_budget", d.memory_budget)),
+        parallel_jobs=setting("match.parallel_jobs", _positive,
+                              match.get("parallel_jobs", d.parallel_jobs)),
+        earliest=setting("ingest.earliest", _date_text, ingest.get("earliest", d.earliest)),
+        max_future=setting("ingest.max_future", _duration_or_ns,
+                           ingest.get("max_future", d.max_future)),
+        lock_dir=spec.get("lock_dir"),
+        site=resolve(spec["site"]) if spec.get("site") else None,
+        pr_sample=setting("pr_check.sample", parse_duration, sample) if sample else None,
+        storage_options={str(k): setting(f"storage_options.{k}", environment.expand, v)
+                         for k, v in (spec.get("storage_options") or {}).items()},
+    )
+
+
+def _duration_or_ns(value) -> int:
+    """A duration written with its unit (``90d``), or a default already in ns."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    return parse_duration(value)
+
+
+def _date_text(value) -> str:
+    return date.fromisoformat(str(value)).isoformat()
+
+
+def _positive(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{value!r} is not a whole number of at least 1")
+    return value
+
+
+def _whole(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{value!r} is not a whole number (0: no limit)")
+    return value

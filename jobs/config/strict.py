@@ -1,0 +1,73 @@
+"""Reading a conf/ file strictly, as pattern and model files are read: safe YAML only, and
+every key checked against what the file may hold, so a typo is an error with ``path:line``
+and the nearest known key, never a setting silently ignored."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+import yaml
+
+from jobs.core.errors import UserError
+
+ANY = None  # a mapping whose keys are free (Spark settings, storage options, columns)
+EACH = "*"  # a mapping of names (profiles, sources) whose values all have one shape
+
+
+class ConfigError(UserError, ValueError):
+    """A configuration file that cannot be used; the message names file, line and entry."""
+
+
+def read(path: Path, shape: dict) -> tuple[dict, dict[tuple, int]]:
+    """The document of ``path`` and the line of each key (by its path of keys), after
+    checking its keys against ``shape`` (a dict of key -> shape, ``ANY``, or a set of
+    leaf keys; ``{EACH: shape}`` for a mapping of names)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    try:
+        loader = yaml.SafeLoader(text)
+        try:
+            node = loader.get_single_node()
+            doc = loader.construct_document(node) if node is not None else {}
+        finally:
+            loader.dispose()
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark else str(path)
+        raise ConfigError(f"{where}: not valid YAML ({getattr(exc, 'problem', exc)})") from None
+    lines: dict[tuple, int] = {}
+    problems: list[str] = []
+    if node is not None:
+        _check(path, node, shape, (), lines, problems)
+    if problems:
+        raise ConfigError("\n".join(problems))
+    return doc or {}, lines
+
+
+def _check(path: Path, node, shape, keys: tuple, lines: dict, problems: list) -> None:
+    if shape is ANY:
+        return
+    where = ".".join(keys) or "the file"
+    if not isinstance(node, yaml.MappingNode):
+        problems.append(f"{path}:{node.start_mark.line + 1}: {where} must be a mapping of "
+                        "keys to values")
+        return
+    known = set(shape) if not isinstance(shape, dict) else set(shape) - {EACH}
+    for key_node, value_node in node.value:
+        key = key_node.value
+        lines[keys + (key,)] = key_node.start_mark.line + 1
+        if isinstance(shape, dict) and EACH in shape:
+            _check(path, value_node, shape[EACH], keys + (key,), lines, problems)
+            continue
+        if key not in known:
+            near = difflib.get_close_matches(str(key), sorted(known), n=1, cutoff=0.6)
+            hint = f"; did you mean {near[0]!r}?" if near else \
+                f" (known: {', '.join(sorted(known))})"
+            problems.append(f"{path}:{key_node.start_mark.line + 1}: unknown key {key!r} in "
+                            f"{where}{hint}")
+            continue
+        if isinstance(shape, dict):
+            _check(path, value_node, shape[key], keys + (key,), lines, problems)
