@@ -16,6 +16,7 @@ GROUPS = (
     ("patterns", "pattern files"),
     ("pipeline", "the pipeline"),
     ("tables", "the lake's tables"),
+    ("explain", "the lake's tables"),
     ("operate", "operating"),
     ("steps", "internal steps (the nightly DAG's tasks; `make run` runs them for you)"),
 )
@@ -24,7 +25,7 @@ COMMANDS = {
     "validate": "patterns", "new-pattern": "patterns", "match": "patterns",
     "run": "pipeline", "ingest": "pipeline", "backfill": "pipeline", "models": "pipeline",
     "retract": "pipeline", "docs": "pipeline",
-    "query": "tables", "runs": "tables", "explain": "tables",
+    "query": "tables", "runs": "tables", "explain": "explain",
     "pr-check": "operate", "cluster": "operate", "check": "operate", "vacuum": "operate",
     "run-patterns": "steps", "run-pattern": "steps", "match-job": "steps", "validate-run": "steps",
     "validate-events": "steps", "publish": "steps", "serve": "steps",
@@ -89,10 +90,12 @@ def epilog() -> str:
     """The commands by group, for ``ses --help``."""
     width = max(map(len, COMMANDS)) + 2
     out = []
-    for key, title in GROUPS:
+    titles = list(dict.fromkeys(title for _, title in GROUPS))  # groups may share a title
+    for title in titles:
+        keys = {key for key, t in GROUPS if t == title}
         out.append(f"{title}:")
         for name, group in COMMANDS.items():
-            if group == key:
+            if group in keys:
                 lines = textwrap.wrap(SUMMARIES[name], 96 - width - 2) or [""]
                 out.append(f"  {name:{width}}{lines[0]}")
                 out.extend(f"  {'':{width}}{line}" for line in lines[1:])

@@ -19,10 +19,8 @@ from jobs.cli.common import (
 )
 from jobs.config import current_project, load_sources
 from jobs.core.engine.columns import read_columns
-from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MEMORY_BUDGET
-from jobs.core.engine.output import bindings_of, json_lines, sort_batch
-from jobs.core.engine.runtime import MatchStats, aot, compile_pattern, execute
+from jobs.core.engine.runtime import MatchStats, aot, compile_pattern
 from jobs.core.engine.window_matcher import execute_windows, json_rows, sorted_batches
 from jobs.core.errors import InputError, UserError
 from jobs.core.language.events import EventFileError, read_events
@@ -34,6 +32,7 @@ from jobs.core.local.runner import (
     MatchCapExceeded,
     MatchOptions,
     run,
+    write_matches,
 )
 from jobs.core.plans.planners import ALIASES, PLANNERS, planner
 from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
@@ -157,22 +156,11 @@ def cmd_match(args) -> int:
         matches, stats = run(pattern, read_events(events, id_column, time_column), options)
         write_bytes("".join(m.to_json() + "\n" for m in matches).encode())
     else:
-        st = MatchStats()
-        id_rank = cols.id_rank()
-        columns = pattern.measure_names
         try:
-            for batch in execute(compiled, cols, options, st):
-                alt = compiled.alternatives[batch.alternative]
-                names = [v.name for v in alt.variables]
-                batch = sort_batch(batch, cols, len(names), id_rank)
-                measures = measure_columns(alt.pattern, batch, cols, columns) if columns \
-                    else None
-                write_bytes(json_lines(pattern.name, batch, bindings_of(batch, cols, names),
-                                       alt.pattern.alternative, measures))
+            stats = write_matches(pattern, compiled, cols, options, write_bytes)
         except MatchCapExceeded as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 3
-        stats = st.as_dict()
     if args.plan and "plan" in stats:
         name = options.plan or pattern.plan or DEFAULT_PLAN
         what = "Cost_ord" if planner(name).kind == "order" else "Cost_tree"

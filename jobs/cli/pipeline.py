@@ -3,21 +3,19 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile
-from jobs.lake.locks import lake_lock, pattern_lock
+from jobs.lake.locks import lake_lock
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import backfill_range, check_logical_date
 from jobs.pipeline.ingest_steps import ingest_sources
 from jobs.pipeline.reconcile import reconcile
-from jobs.pipeline.retract import retract
-from jobs.pipeline.run import backfill, models_step, run_all
+from jobs.pipeline.run import backfill, models_task, retract_task, run_all
 from jobs.project.models import ModelError, load_models
 from jobs.site.build import build_site
 from jobs.spark.session import build_session
@@ -71,16 +69,7 @@ def cmd_models(args) -> int:
             return 2
         return 0
     profile, spark = spark_for(args)
-    try:
-        names = sorted(m.name for m in load_models(select=args.select or None))
-    except ModelError:
-        names = ["*"]  # models_step reports the error as the models' failed row
-    with contextlib.ExitStack() as locks:  # shared on the lake (the DAG's model tasks run
-        for name in names:                 # side by side), exclusive on each model
-            locks.enter_context(pattern_lock(profile.lake, f"model-{name}", "models",
-                                             profile.lock_dir))
-        rows = models_step(spark, RunContext.start(profile, "models"),
-                           select=args.select or None)
+    rows = models_task(spark, profile, args.select or None)
     return 1 if any(r["status"] != SUCCESS for r in rows) else 0
 
 
@@ -89,9 +78,7 @@ def cmd_retract(args) -> int:
     """Remove events by id or by landing file; the next run re-matches what they touched."""
     profile = load_profile(args.profile)
     lake = Lake.of_profile(profile)
-    with lake_lock(profile.lake, "retract", profile.lock_dir):
-        reconcile(lake)  # a retract killed before: its row is logged first
-        row = retract(lake, args.source, args.event_id, args.file, args.reason)
+    row = retract_task(profile, args.source, args.event_id, args.file, args.reason)
     if row.get("already"):
         print(f"already retracted: {row['events']} event(s) of {args.source} by retraction "
               f"{row['retraction_id']} ({row['retracted_at']:%Y-%m-%d %H:%M} UTC); nothing to do")

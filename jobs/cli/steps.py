@@ -5,7 +5,6 @@ does all of them for a user."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import sys
 from dataclasses import replace
@@ -24,14 +23,12 @@ from jobs.pipeline.horizons import check_logical_date
 from jobs.pipeline.ingest_steps import validate_events_step
 from jobs.pipeline.match_steps import match_step, planned_range
 from jobs.pipeline.outcome import exit_code, short_error
-from jobs.pipeline.publish import all_runs
 from jobs.pipeline.publish_steps import log_failure, publish_step, staged_run, validate_step
 from jobs.pipeline.quality import ValidationFailed
 from jobs.pipeline.report import summary
-from jobs.pipeline.run import run_catalog, run_pattern
+from jobs.pipeline.run import run_pattern, run_task
 from jobs.project.patterns import load_catalog
 from jobs.spark.session import build_session
-from jobs.status import SUCCESS
 
 
 def pattern_step(step):
@@ -87,29 +84,16 @@ def cmd_run_pattern(args, ctx) -> int:
 def cmd_run_patterns(args) -> int:
     """Match, validate and publish several pattern files together in one Spark application:
     one pass per source and one validation for them all, as ``run`` does after its ingest
-    (the nightly DAG's task per source). Each pattern fails alone, with its row in the run
-    log; patterns already published by this run (a retried task) are skipped. Exit 0 when
-    every pattern was published, 2 when those that failed cannot be mended by a retry
-    (their file, their events, their suite, their limits), 1 otherwise."""
+    (the nightly DAG's task per source; ``pipeline.run.run_task``). Exit 0 when every
+    pattern was published, 2 when those that failed cannot be mended by a retry (their
+    file, their events, their suite, their limits), 1 otherwise."""
     profile = load_profile(args.profile)
-    lake = Lake.of_profile(profile)
-    ctx = RunContext(profile, lake, args.run_id, check_logical_date(profile, args.logical_date))
-    catalog = load_catalog([Path(p) for p in args.patterns])
-    done = {r["pattern"] for r in all_runs(lake)
-            if r["run_id"] == args.run_id and r["status"] == SUCCESS}
-    patterns = [(path, p) for path, p in catalog.patterns if p.name not in done]
-    for name in sorted(done & {p.name for _, p in catalog.patterns}):
-        print(f"{name}: already published by run {args.run_id}, skipped")
-    names = sorted({p.name for _, p in patterns} | {r.name for r in catalog.rejected})
-    with contextlib.ExitStack() as locks:
-        for name in names:  # in one order, so two steps never wait for each other
-            locks.enter_context(pattern_lock(profile.lake, name, f"run-patterns {args.run_id}",
-                                             profile.lock_dir))
-        outcomes = run_catalog(build_session(profile), ctx, catalog, patterns, {}, args.slices)
-    print(summary(profile, outcomes, ctx.run_id, None))
+    outcomes = run_task(lambda: build_session(profile), profile, args.run_id,
+                        args.logical_date, [Path(p) for p in args.patterns], args.slices)
+    print(summary(profile, outcomes, args.run_id, None))
     failed = [o for o in outcomes if not o.ok]
     if failed:
-        print(f"error: {len(failed)} of {len(names)} pattern(s) failed, the others were "
+        print(f"error: {len(failed)} of {len(outcomes)} pattern(s) failed, the others were "
               f"published: " + ", ".join(f"{o.pattern} ({o.message[:200]})" for o in failed),
               file=sys.stderr)
     return exit_code(outcomes)

@@ -8,7 +8,9 @@ for a scheduler. Every step gets one ``RunContext`` (``jobs.pipeline.context``).
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
@@ -16,7 +18,8 @@ from pathlib import Path
 from jobs.config import Profile
 from jobs.core.language.patternfile import PatternError
 from jobs.failpoints import reached
-from jobs.lake.locks import lake_lock
+from jobs.lake.locks import lake_lock, pattern_lock
+from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, backfill_range, check_logical_date
 from jobs.pipeline.ingest_steps import ingest_sources, pipeline_catalog
@@ -35,13 +38,14 @@ from jobs.pipeline.publish_steps import log_failure, publish_step, validate_step
 from jobs.pipeline.quality import ValidationFailed
 from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.report import describe_range, summary
+from jobs.pipeline.retract import retract
 from jobs.pipeline.source_pass import PassItem, numbered, pass_groups, run_source_pass, shareable
 from jobs.progress import progress
-from jobs.project.models import ModelError
-from jobs.project.patterns import PatternCatalog
+from jobs.project.models import ModelError, load_models
+from jobs.project.patterns import PatternCatalog, load_catalog
 from jobs.runrecord import BACKFILL
 from jobs.site.build import build_site
-from jobs.status import FAILED, new_run_id
+from jobs.status import FAILED, SUCCESS, new_run_id
 
 
 def run_all(spark, profile: Profile, logical_date: str | None = None,
@@ -112,6 +116,31 @@ def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
                                               message=r.message))
     ctxs = [ctx.for_pattern(path, pattern) for path, pattern in patterns]
     return rejected + run_patterns(spark, ctxs, bad_sources, force_slices, echo, ranges=ranges)
+
+
+def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
+             logical_date: str | None, paths: list[Path], force_slices: bool = False,
+             echo=print) -> list[PatternOutcome]:
+    """The nightly DAG's task per source (``run-patterns``): the pattern files ``paths``
+    of run ``run_id`` matched, validated and published together. Patterns this run
+    published already (a retried task) are skipped, each with a line; the others' locks
+    are taken in one order (two tasks never wait for each other) before Spark starts
+    (``spark_of``). Returns the outcomes of the patterns it ran and of the files that did
+    not load."""
+    lake = Lake.of_profile(profile)
+    ctx = RunContext(profile, lake, run_id, check_logical_date(profile, logical_date))
+    catalog = load_catalog(paths)
+    done = {r["pattern"] for r in all_runs(lake) if r["run_id"] == run_id
+            and r["status"] == SUCCESS}
+    patterns = [(path, p) for path, p in catalog.patterns if p.name not in done]
+    for name in sorted(done & {p.name for _, p in catalog.patterns}):
+        echo(f"{name}: already published by run {run_id}, skipped")
+    names = sorted({p.name for _, p in patterns} | {r.name for r in catalog.rejected})
+    with contextlib.ExitStack() as locks:
+        for name in names:
+            locks.enter_context(pattern_lock(profile.lake, name, f"run-patterns {run_id}",
+                                             profile.lock_dir))
+        return run_catalog(spark_of(), ctx, catalog, patterns, {}, force_slices, echo)
 
 
 def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print
@@ -356,3 +385,27 @@ def models_step(spark, ctx: RunContext, echo=print, select: list[str] | None = N
     except ModelError as exc:
         echo(f"FAILED models: {exc}")
         return [{"model": "*", "status": FAILED, "message": str(exc)}]
+
+
+def models_task(spark, profile: Profile, select: list[str] | None = None) -> list[dict]:
+    """``ses models`` (and the DAG's model tasks): the models under their locks, shared on
+    the lake (the model tasks run side by side) and exclusive on each model."""
+    try:
+        names = sorted(m.name for m in load_models(select=select))
+    except ModelError:
+        names = ["*"]  # models_step reports the error as the models' failed row
+    with contextlib.ExitStack() as locks:
+        for name in names:
+            locks.enter_context(pattern_lock(profile.lake, f"model-{name}", "models",
+                                             profile.lock_dir))
+        return models_step(spark, RunContext.start(profile, "models"), select=select)
+
+
+def retract_task(profile: Profile, source: str, event_ids: list[str] | None,
+                 source_file: str | None, reason: str = "") -> dict:
+    """``ses retract`` under the lake lock, after the repair of a retract killed before
+    (its row is logged first): ``retract.retract``'s row."""
+    lake = Lake.of_profile(profile)
+    with lake_lock(profile.lake, "retract", profile.lock_dir):
+        reconcile(lake)
+        return retract(lake, source, event_ids, source_file, reason)

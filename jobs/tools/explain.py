@@ -18,7 +18,10 @@ Two questions, both on the lake's events:
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from datetime import date
+from pathlib import Path
 
+from jobs.config import Profile, load_sources
 from jobs.core.engine.columns import from_events
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import compile_pattern, group_events, scan
@@ -26,6 +29,12 @@ from jobs.core.errors import InputError
 from jobs.core.language.events import Event, events_from_arrow, format_ts, parse_ts
 from jobs.core.language.measures import measure_types
 from jobs.core.local.runner import run
+from jobs.lake.store import Lake
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.match_steps import planned_range
+from jobs.pipeline.planning import choose_plan, explain_text
+from jobs.project.patterns import load_catalog
+from jobs.spark.diagnostics import unsatisfiable, variable_counts
 
 
 # ---------------------------------------------------------------------------------------
@@ -194,3 +203,51 @@ def why_not_events(events_df, pattern, partition: str | None, at: str | None):
     for w in where:
         df = df.where(w)
     return events_from_arrow(df.toArrow()), low, high
+
+
+def explain_pattern(spark, profile: Profile, path: Path, partition: str | None = None,
+                    at: str | None = None, logical_date: str | None = None,
+                    generator: str | None = None) -> list[str]:
+    """``ses explain``: what each variable of the pattern at ``path`` can bind on the lake's
+    events, the plan a run would choose (ZStream), and with ``partition`` or ``at`` which
+    step of the lazy strategy removed the windows there; the report's lines."""
+    pattern = load_catalog([path]).get(path)
+    lake = Lake.of_profile(profile)
+    events = lake.read_spark(spark, lake.events(pattern.source))
+    out = [f"{pattern.name} ({pattern.kind}, matcher {pattern.matcher}) on "
+           f"events_{pattern.source}"]
+    if pattern.kind == "window":
+        if partition or at:
+            raise InputError("explain --partition/--at replays the steps of sequence "
+                             "patterns only; for a window pattern run `match` on its events")
+        return out + [f"  a window pattern: partition attributes "
+                      f"{', '.join(pattern.partition_attributes) or 'none'}; "
+                      f"{'one event at a time' if pattern.sequential else 'whole ranges at once'}"]
+    counts = variable_counts(events, pattern)
+    out.append("variables (events of the whole table that satisfy the properties):")
+    out += [f"  {c.describe()}" for c in counts]
+    out += [f"warning: {w}" for w in unsatisfiable(counts)]
+    source = load_sources().get(pattern.source)
+    kinds = dict(source.columns) if source else {}
+    out += whole_match_lines(pattern, kinds)
+    if partition or at:
+        return out + _why_not_lines(pattern, events, partition, at)
+    if pattern.matcher != "zstream":
+        return out + ["plan: the SES automaton follows the order of the sets (no plan to choose)"]
+    ctx = RunContext.start(profile, "explain", logical_date or date.today().isoformat())
+    planned = planned_range(ctx.for_pattern(path, pattern))
+    choice = choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high, kinds,
+                         generator=generator)
+    return out + [explain_text(pattern, choice)]
+
+
+def _why_not_lines(pattern, events, partition: str | None, at: str | None) -> list[str]:
+    rows, low, high = why_not_events(events, pattern, partition, at)
+    label = ", ".join(filter(None, [partition and f"partition {partition}",
+                                    at and f"around {at}"]))
+    out = [f"why not ({label}: {len(rows):,} event(s); {describe_range(low, high)}):"]
+    if not rows:
+        return out + ["  no event of the table is in this partition and time: check the value "
+                      f"(`query \"SELECT DISTINCT ... FROM events_{pattern.source}\"`)"]
+    return out + [f"  {line}" for report in why_not(pattern, rows, low, high)
+                  for line in report.lines()]

@@ -1,5 +1,6 @@
 """``python -m jobs validate`` and ``python -m jobs match``: the contract tools rely on."""
 
+import ast
 import json
 import subprocess
 import sys
@@ -328,6 +329,24 @@ def test_help_and_match_do_not_load_the_pipeline():
     assert "jobs.cli.patterns" in loaded
     for heavy in ("jobs.pipeline.run", "jobs.prcheck", "jobs.site", "jobs.cli.steps"):
         assert heavy not in loaded, (heavy, loaded)
+
+
+def test_query_and_runs_load_no_pipeline_module():
+    """`ses query` and `ses runs` answer from the lake's tables: their command group loads
+    no module of jobs.pipeline (explain, which plans, is a group of its own), and fewer
+    of the project's modules than explain's does."""
+    probe = ("import sys\nfrom jobs.cli.main import build_parser\n"
+             "build_parser(sys.argv[1])\n"
+             "print(sorted(m for m in sys.modules if m.startswith('jobs.')))\n")
+    loaded = {}
+    for command in ("query", "runs", "explain"):
+        out = subprocess.run([sys.executable, "-c", probe, command], capture_output=True,
+                             text=True, cwd=ROOT)
+        loaded[command] = ast.literal_eval(out.stdout.strip().splitlines()[-1])
+    for command in ("query", "runs"):
+        assert not [m for m in loaded[command] if m.startswith("jobs.pipeline")], loaded[command]
+        assert len(loaded[command]) < len(loaded["explain"]) - 10
+    assert "jobs.pipeline.match_steps" in loaded["explain"]
 
 
 TIMED = """name: timed

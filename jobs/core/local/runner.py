@@ -10,10 +10,12 @@ Large inputs go through ``engine.execute`` directly (the CLI and phase 2 do).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from jobs.core.engine.columns import from_events
 from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, MatchOptions
+from jobs.core.engine.output import bindings_of, json_lines, sort_batch
 from jobs.core.engine.runtime import (
     STRATEGIES,
     MatchCapExceeded,
@@ -84,3 +86,21 @@ def warm_up() -> float:
         for strategy in STRATEGIES:
             list(execute(compiled, cols, MatchOptions(strategy=strategy)))
     return time.perf_counter() - started
+
+
+def write_matches(pattern: Pattern | Disjunction, compiled, cols, options: MatchOptions,
+                  write: Callable[[bytes], object]) -> dict:
+    """``ses match``: the matches of ``compiled`` over the columns ``cols``, written as JSON
+    lines (``write``) batch by batch, each batch in the order of its first events; returns
+    the run's counters."""
+    st = MatchStats()
+    id_rank = cols.id_rank()
+    columns = pattern.measure_names
+    for batch in execute(compiled, cols, options, st):
+        alt = compiled.alternatives[batch.alternative]
+        names = [v.name for v in alt.variables]
+        batch = sort_batch(batch, cols, len(names), id_rank)
+        measures = measure_columns(alt.pattern, batch, cols, columns) if columns else None
+        write(json_lines(pattern.name, batch, bindings_of(batch, cols, names),
+                         alt.pattern.alternative, measures))
+    return st.as_dict()

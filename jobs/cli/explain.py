@@ -1,0 +1,39 @@
+"""``explain``: what a pattern can bind on the lake's events, its plan, and why a partition
+did not match (``jobs.tools.explain``). A group of its own: it loads the pipeline's
+planning, which ``query`` and ``runs`` never need."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobs.cli.commands import Registry
+from jobs.cli.common import spark_for, user_errors
+from jobs.core.plans.planners import ALIASES, PLANNERS
+from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
+from jobs.tools.explain import explain_pattern
+
+
+@user_errors
+def cmd_explain(args) -> int:
+    """What each variable can bind on the lake's events, the plan a run would use, and,
+    with --partition or --at, which step of the lazy strategy removed the windows there."""
+    profile, spark = spark_for(args)
+    for line in explain_pattern(spark, profile, Path(args.pattern), args.partition, args.at,
+                                args.logical_date, args.generator):
+        print(line)
+    return 0
+
+
+def register(r: Registry) -> None:
+    x = r.add("explain", "explain", "what each variable of a pattern can bind on the lake's "
+              "events, the plan a run would choose (ZStream), and with --partition or --at "
+              "which step removed the windows there", cmd_explain)
+    x.add_argument("pattern")
+    x.add_argument("--generator", choices=(*PLANNERS, *ALIASES),
+                   help="default: the pattern's plan:, else " + DEFAULT_PLAN)
+    x.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+    x.add_argument("--partition", metavar="VALUE",
+                   help="why not in this partition: the value of the partition attribute "
+                        "(ATTR=VALUE,... when there are several)")
+    x.add_argument("--at", metavar="TIME",
+                   help="why not around this time (ISO 8601): the windows that cover it")
