@@ -1,5 +1,5 @@
 """The engine's time on the same workloads at two revisions of the project: does a change
-cost patterns that do not use what it adds? (issue 30: measures, aggregates and time in
+cost patterns that do not use what it adds? (docs/semantics.md: measures, aggregates and time in
 conditions must not slow the other patterns down.)
 
 Each workload is ``match --stats`` in a fresh process; the figure is the engine's own

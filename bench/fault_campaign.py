@@ -1,4 +1,4 @@
-"""A fault campaign (issue 42): nights of `ses run` over the committed data with a new landing
+"""A fault campaign (docs/operations.md): nights of `ses run` over the committed data with a new landing
 file each night, the writer killed with SIGKILL in about half of them (at a random failpoint
 of `jobs.failpoints`, or at a random moment), then rerun; after every night `ses check` must
 pass and every table must equal that of a lake that was never killed.

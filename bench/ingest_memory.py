@@ -1,4 +1,4 @@
-"""Ingest's peak memory against the size of a landing file (issue 42, item 6).
+"""Ingest's peak memory against the size of a landing file (docs/operations.md).
 
 A hospital-shaped CSV of about SIZE MB (the committed hospital log replicated with shifted
 patient ids, so no row repeats another), ingested into a fresh lake by the code of `ses

@@ -1,4 +1,4 @@
-"""Benchmark of a night's cost against the number of patterns (issue 28).
+"""Benchmark of a night's cost against the number of patterns (docs/pipeline.md, docs/benchmarks.md).
 
 For each N, a catalogue of N valid patterns: the committed ones, then variations of the
 committed sequence patterns of the hospital and sepsis sources (another window `within`,

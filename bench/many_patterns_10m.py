@@ -1,4 +1,4 @@
-"""Many patterns over 10M events (issue 28): a night of 1, 5 and 20 patterns.
+"""Many patterns over 10M events (docs/benchmarks.md): a night of 1, 5 and 20 patterns.
 
 The events are the 10M events of ``bench/spark_pipeline.py``'s ``10m`` set (the BPI 2011
 hospital log 67 times, with shifted patient ids), with the ingest's ``ingested_at``

@@ -1,4 +1,4 @@
-"""Benchmark of the validate step of a night (issue 28): the committed patterns on the
+"""Benchmark of the validate step of a night (docs/benchmarks.md): the committed patterns on the
 committed data, in a fresh lake, two nights (the first a full recompute, the second a
 rerun of the same logical date). Prints each night's wall time, the time of
 ``quality.validate_staged`` (check frames and Great Expectations for every staged run) and

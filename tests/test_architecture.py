@@ -188,3 +188,14 @@ def test_environment_variables_are_read_in_one_module():
     documented = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
     missing = [name for name in variables if f"`{name}`" not in documented]
     assert not missing, f"variables not listed in docs/operations.md: {missing}"
+
+
+def test_the_code_points_to_the_docs_not_to_a_tracker():
+    """The issue tracker is not in the repository: code, tests and benchmarks cite
+    docs/, never "issue N"."""
+    cited = re.compile(r"\bissue #?\d+", re.IGNORECASE)
+    found = [f"{p.relative_to(ROOT)}:{n}" for folder in ("jobs", "tests", "bench", "dags")
+             for p in sorted((ROOT / folder).rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if cited.search(line) and p.name != "test_architecture.py"]
+    assert not found, f"references to an issue tracker: {found}"

@@ -1,5 +1,5 @@
 """One pass per source: the patterns of a night that read one source and partition it by
-the same attributes X are matched by one Spark job (issue 28), not one job each.
+the same attributes X are matched by one Spark job (docs/pipeline.md), not one job each.
 
 Phase 1 reads the source once over the union of the patterns' event ranges, keeps the
 events that pass at least one pattern's Theorem 1 filter and tags each with the patterns

@@ -11,12 +11,14 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from jobs.config import ROOT, load_sources
+from jobs.config import load_sources
 from jobs.core.engine.columns import from_arrow
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import aot, compile_pattern, execute
 from jobs.core.language.patternfile import load_pattern
 from jobs.pipeline.ingest import landing_files, typed_file
+
+from ..conftest import ROOT
 
 
 @pytest.fixture(scope="module")

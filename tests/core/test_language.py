@@ -267,7 +267,7 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
     ("sets: [[a]]\nconditions:\n  - foo(a.x) > 1\n", 6, "unknown function 'foo'"),
     ("sets: [[a]]\nconditions:\n  - a.x * 'k' > 1\n", 6, "need numbers"),
     ("sets: [[a]]\ncontiguity: sometimes\n", 5, "use one of none, partition, strict"),
-    # aggregates (issue 30, item 6)
+    # aggregates (docs/semantics.md, aggregate conditions)
     ("sets: [[a], [b]]\nconditions:\n  - sum(a.x) > 1\n", 6, "aggregates the singleton 'a'"),
     ("sets: [[a], [not n]]\nconditions:\n  - count(n) > 1\n", 6,
      "aggregates the negated variable 'n'"),

@@ -1,0 +1,125 @@
+"""The lake's statistics (``jobs.lake.stats``): computed on the driver or on Spark alike,
+incremental night by night, and a table's Spark frame reused while its files stay the same."""
+
+import shutil
+from dataclasses import replace
+from pathlib import Path
+import pandas.testing as pd_testing
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+from deltalake import DeltaTable
+from jobs.config import Source
+from jobs.core.engine.output import match_id_of
+from jobs.core.engine.window_matcher import windows_of
+from jobs.core.language.events import Event, events_from_arrow
+from jobs.core.language.patternfile import load_pattern
+from jobs.core.local.runner import run
+from jobs.core.plans.planners import DEFAULT
+from jobs.lake import store as lk
+from jobs.lake.store import Lake
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.horizons import RunRange, horizon, plan_range
+from jobs.pipeline.ingest import IngestError, ingest
+from jobs.pipeline.match_steps import match_step, planned_range
+from jobs.pipeline.publish_steps import publish_step
+from jobs.pipeline.run import backfill, run_all
+from jobs.project.patterns import pattern_paths
+from ..conftest import LOGICAL_DATE, ROOT, make_profile
+
+
+def _stats_rows(lake, source: str) -> list[tuple]:
+    """The stats rows without their time of computing, a sketch as its estimate."""
+    from jobs.lake.stats import distinct_estimate
+
+    rows = lake.read_arrow(lake.stats(source)).drop_columns(["computed_at"]).to_pylist()
+    return sorted(tuple((k, distinct_estimate([v]) if k == "sketch" else v)
+                        for k, v in r.items()) for r in rows)
+
+
+def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path):
+    """Every source's statistics, computed by Spark and on the driver from the same events:
+    the same rows (counts, values, quantiles, first and last ts, distinct partitions and
+    their sketches' estimates), and the sketches of one engine merge with the other's."""
+    from pyspark.sql import functions as F
+
+    from jobs.config import load_sources
+    from jobs.lake.stats import distinct_estimate, update_stats
+
+    patterns = [load_pattern(p) for p in pattern_paths()]
+    lakes = {e: lk.Lake(str(tmp_path / e)) for e in ("spark", "driver")}
+    for name, source in load_sources().items():
+        if not Path(lk.Lake(nightly[0].lake).events(name)).exists():
+            continue
+        for engine, lake in lakes.items():
+            shutil.copytree(lk.Lake(nightly[0].lake).events(name), lake.events(name))
+            out = update_stats(spark, lake, name, patterns, source.columns, engine=engine)
+            assert out["dates"] > 0, (name, engine)
+        assert _stats_rows(lakes["spark"], name) == _stats_rows(lakes["driver"], name), name
+    keyed = lakes["driver"].read_arrow(lakes["driver"].stats("hospital"))
+    keyed = keyed.filter(pc.equal(keyed.column("attribute"), "@patient"))
+    on_spark = spark.createDataFrame(keyed.select(["sketch"]).to_pandas()).agg(
+        F.hll_sketch_estimate(F.hll_union_agg("sketch"))).first()[0]
+    assert on_spark == distinct_estimate(keyed.column("sketch").to_pylist()) > 100
+    # a partition attribute of doubles is hashed as Spark writes it (1.0, not Arrow's 1)
+    from jobs.lake.stats import HLL_LG_K, _sketches
+
+    values = [1.0, 2.5, 12345.0, 0.001, None]
+    theirs = spark.createDataFrame([(v,) for v in values], "x double").agg(
+        F.hll_sketch_agg(F.col("x").cast("string"), HLL_LG_K)).first()[0]
+    mine = _sketches(pa.chunked_array([["d"] * len(values)]), pa.chunked_array([values]))
+    assert mine[3] == [bytes(theirs)] and mine[2] == [4]
+
+
+def test_a_tables_spark_frame_is_reused_while_its_files_are_the_same(spark, tmp_path):
+    """``read_spark`` keeps the frame of a snapshot's files (Spark lists every file of a
+    new one): the same files give the same frame, a new commit a new one with its rows,
+    and a data file lost since still fails as a broken table, in one line."""
+    lake = lk.Lake(str(tmp_path / "lake"))
+    path = lk.join(lake.root, "events", "t")
+    lake.write(path, pa.table({"x": [1, 2], "d": ["a", "b"]}), partition_by=["d"])
+    first = lake.read_spark(spark, path)
+    assert lake.read_spark(spark, path) is first and first.count() == 2
+    lake.append(path, pa.table({"x": [3], "d": ["c"]}), partition_by=["d"])
+    again = lake.read_spark(spark, path)
+    assert again is not first and again.count() == 3
+    assert lake.read_spark(spark, path, [("d", "=", "a")]).count() == 1
+    lost = next(Path(path, "d=b").glob("*.parquet"))
+    lost.unlink()
+    with pytest.raises(lk.BrokenTable, match="missing"):
+        lake.read_spark(spark, path)
+
+
+@pytest.mark.parametrize("engine", ["driver", "spark"])
+def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
+    from jobs.config import load_sources
+    from jobs.lake.stats import update_stats
+
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    stats = lake.read_arrow(lake.stats("sepsis")).to_pylist()
+    totals = {r["event_date"]: r["events"] for r in stats if r["attribute"] == "*"}
+    types = {}
+    for r in stats:
+        if r["attribute"] == "event_type":
+            types[r["event_date"]] = types.get(r["event_date"], 0) + r["events"]
+    assert sum(totals.values()) == 15214 and types == totals  # every event has a type
+    assert {r["attribute"] for r in stats} >= {"*", "event_type", "value", "@patient"}
+    # a copy of the lake: a late event on one old date recomputes that date only
+    copy = lk.Lake(str(tmp_path / "lake"))
+    shutil.copytree(profile.lake, copy.root)
+    sepsis, patterns = load_sources()["sepsis"], [load_pattern(p) for p in pattern_paths()]
+    assert update_stats(spark, copy, "sepsis", patterns, sepsis.columns, engine=engine) == \
+        {"dates": 0, "rows": 0}
+    events = copy.read_arrow(copy.events("sepsis"))
+    late = events.slice(0, 1).to_pylist()[0]
+    late.update(event_id="late-1", ingested_at=late["ingested_at"].replace(year=2100))
+    copy.append(copy.events("sepsis"), pa.Table.from_pylist([late], schema=events.schema),
+              partition_by=["event_date"])
+    out = update_stats(spark, copy, "sepsis", patterns, sepsis.columns, engine=engine)
+    assert out["dates"] == 1
+    after = {r["event_date"]: r["events"] for r in copy.read_arrow(copy.stats("sepsis")).to_pylist()
+             if r["attribute"] == "*"}
+    assert after[late["event_date"]] == totals[late["event_date"]] + 1
+    assert {d: n for d, n in after.items() if d != late["event_date"]} == \
+        {d: n for d, n in totals.items() if d != late["event_date"]}

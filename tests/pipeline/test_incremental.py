@@ -1,0 +1,88 @@
+"""Night after night on real Spark and Delta: a rerun changes nothing, incremental nights add
+up to a full recompute, late events are counted, a backfill recomputes its range, a new
+pattern version recomputes everything."""
+
+import shutil
+from pathlib import Path
+
+from deltalake import DeltaTable
+
+from jobs.core.language.patternfile import load_pattern
+from jobs.lake import store as lk
+from jobs.pipeline.horizons import plan_range
+from jobs.pipeline.run import backfill, run_all
+from jobs.project.patterns import pattern_paths
+
+from ..conftest import LOGICAL_DATE, make_profile
+from ..lakes import local_ids, published_ids
+
+
+def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    names = [load_pattern(p).name for p in pattern_paths()]
+    before = {n: DeltaTable(lake.matches(n)).version() for n in names}
+    events_before = DeltaTable(lake.events("hospital")).version()
+    runs_before = DeltaTable(lake.runs()).version()
+    rows = run_all(spark, profile, LOGICAL_DATE, echo=lambda *_: None)
+    assert all(r["inserted"] == 0 and r["deleted"] == 0 for r in rows if "pattern" in r)
+    assert {n: DeltaTable(lake.matches(n)).version() for n in names} == before
+    assert DeltaTable(lake.events("hospital")).version() == events_before
+    runs = DeltaTable(lake.runs()).to_pyarrow_table().to_pylist()
+    assert len(runs) == 2 * len(names) and {r["status"] for r in runs} == {"success"}
+    # runs that committed nothing are logged together: one append for all their rows
+    assert DeltaTable(lake.runs()).version() == runs_before + 1
+
+
+def test_incremental_nights_late_events_and_backfill(spark, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    p1 = [str(Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml")]
+    pattern = load_pattern(p1[0])
+    quiet = dict(echo=lambda *_: None)
+    nights = ["2010-07-10", "2010-07-20", "2010-08-30"]
+    seen = []
+    for night in nights:
+        rows = run_all(spark, profile, night, p1, **quiet)
+        seen.append(rows[0])
+    assert seen[0]["full_recompute"] and not seen[1]["full_recompute"]
+    assert seen[1]["horizon_low"] == seen[0]["horizon_high"]  # contiguous ranges
+    assert [r["inserted"] for r in seen] == [0, 1, 2]
+    assert published_ids(profile, pattern.name) == local_ids(profile, pattern)
+    # a late P dose for patient 1 on 4 July: its range is closed, so it is counted
+    (landing / "chemo_mw" / "late.csv").write_text(
+        "event_id,patient,type,value,unit,ts\ne15,1,P,100,mg,2010-07-04T00:00:00\n")
+    late = run_all(spark, profile, "2010-08-31", p1, **quiet)[0]
+    assert late["late_events"] == 1 and late["inserted"] == 0
+    assert published_ids(profile, pattern.name) != local_ids(profile, pattern)
+    # backfill of the closed range recomputes e1's match with the late dose
+    row = backfill(spark, profile, "2010-07-01", "2010-07-06", p1, **quiet)[0]
+    assert (row["inserted"], row["deleted"]) == (1, 1)
+    assert row["run_kind"] == "backfill" and row["logical_date"] is None  # a kind, no date
+    assert published_ids(profile, pattern.name) == local_ids(profile, pattern)
+
+
+def test_pattern_version_change_recomputes_everything(spark, tmp_path):
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    path = tmp_path / "p1.yaml"
+    original = (Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml").read_text()
+    path.write_text(original)
+    quiet = dict(echo=lambda *_: None)
+    first = run_all(spark, profile, "2010-08-30", [str(path)], **quiet)[0]
+    v1 = load_pattern(path).version
+    path.write_text(original.replace("within: 15d", "within: 9d"))
+    changed = load_pattern(path)
+    assert changed.version != v1
+    runs = DeltaTable(lk.Lake(profile.lake).runs()).to_pyarrow_table().to_pylist()
+    assert not plan_range("2010-08-31", changed.tau, 0, changed.version, runs).low
+    second = run_all(spark, profile, "2010-08-31", [str(path)], **quiet)[0]
+    assert first["full_recompute"] and second["full_recompute"]
+    t = DeltaTable(lk.Lake(profile.lake).matches(changed.name)).to_pyarrow_table()
+    assert set(t.column("pattern_version").to_pylist()) == {changed.version}
+    assert published_ids(profile, changed.name) == local_ids(profile, changed)
+    assert second["deleted"] >= 1  # the old version's rows went in the same commit

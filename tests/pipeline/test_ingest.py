@@ -1,0 +1,121 @@
+"""Ingest (``jobs.pipeline.ingest``): bad rows to quarantine, idempotent reruns, an unreadable
+file writes nothing, events outside the time range never reach matching, and the events
+suite runs before the commit."""
+
+import shutil
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from jobs.config import Source
+from jobs.lake import store as lk
+from jobs.lake.store import Lake
+from jobs.pipeline.ingest import IngestError, ingest
+from jobs.pipeline.run import run_all
+
+from ..lakes import P1, chemo_profile
+
+SOURCE = Source(name="toy", columns={"pid": "string", "kind": "string", "dose": "double",
+                                     "at": "timestamp"},
+                time_column="at", id_column=None, landing="toy", format="csv")
+
+
+def test_quarantine_and_idempotent_ingest(tmp_path):
+    landing = tmp_path / "landing" / "toy"
+    landing.mkdir(parents=True)
+    (landing / "a.csv").write_text(
+        "pid,kind,dose,at\n"
+        "1,C,10,2020-01-01T00:00:00\n"
+        "1,C,ten,2020-01-02T00:00:00\n"
+        "2,P,5,yesterday\n"
+        "2,P,5,2020-01-03\n"
+        "2,P,5,2020-01-03\n")  # a true duplicate row: occurrence 2 keeps it apart
+    lake = lk.Lake(str(tmp_path / "lake"))
+    r = ingest(SOURCE, str(tmp_path / "landing"), lake, "run1")
+    assert (r.rows, r.new_events, r.quarantined) == (5, 3, 2)
+    q = DeltaTable(lake.quarantine("toy")).to_pyarrow_table().to_pylist()
+    reasons = {row["line"]: row["reason"] for row in q}
+    assert reasons == {3: "column 'dose': 'ten' is not a double",
+                       4: "column 'at': 'yesterday' is not a timestamp"}
+    assert all(row["source_file"] == "toy/a.csv" for row in q)
+    events = DeltaTable(lake.events("toy")).to_pyarrow_table()
+    assert set(events.column("event_date").to_pylist()) == {"2020-01-01", "2020-01-03"}
+    assert "source_file" in events.column_names and "ingest_run" in events.column_names
+    # the same file again adds nothing; a renamed copy adds no event twice
+    assert ingest(SOURCE, str(tmp_path / "landing"), lake, "run2").files == 0
+    shutil.copy(landing / "a.csv", landing / "b.csv")
+    r3 = ingest(SOURCE, str(tmp_path / "landing"), lake, "run3")
+    assert r3.files == 1 and r3.new_events == 0
+    assert DeltaTable(lake.events("toy")).count() == 3
+
+
+def test_unreadable_file_fails_and_writes_nothing(tmp_path):
+    landing = tmp_path / "landing" / "toy"
+    landing.mkdir(parents=True)
+    (landing / "a.csv").write_text("pid,kind,dose,at\n1,C,10,2020-01-01T00:00:00\n")
+    lake = lk.Lake(str(tmp_path / "lake"))
+    ingest(SOURCE, str(tmp_path / "landing"), lake, "run1")
+    version = DeltaTable(lake.events("toy")).version()
+    (landing / "b.csv").write_text("pid,kind,dose,at\n2,C,1,2020-02-01T00:00:00\n")
+    (landing / "c.csv.gz").write_bytes(b"this is not gzip")
+    with pytest.raises(IngestError, match=r"c\.csv\.gz: cannot be read as csv"):
+        ingest(SOURCE, str(tmp_path / "landing"), lake, "run2")
+    assert DeltaTable(lake.events("toy")).version() == version  # b.csv not written either
+    log = DeltaTable(lake.ingest_log()).to_pyarrow_table().to_pylist()
+    assert [r["file"] for r in log] == ["toy/a.csv"]
+
+
+def test_event_outside_the_time_range_is_quarantined_before_matching(spark, tmp_path):
+    profile, landing = chemo_profile(tmp_path)
+    (landing / "chemo_mw" / "bad.csv").write_text(
+        "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2999-01-01T00:00:00\n"
+        "z2,1,B,1,mg,0001-01-01T00:00:00\n")
+    rows = run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
+    assert rows[0]["status"] == "success"
+    lake = lk.Lake(profile.lake)
+    q = DeltaTable(lake.quarantine("chemo_mw")).to_pyarrow_table().to_pylist()
+    assert {r["raw"][:30] for r in q} >= {'{"event_id": "z1", "patient": '}
+    assert all("outside the accepted range 1900-01-01" in r["reason"]
+               and "ingest.earliest" in r["reason"] for r in q) and len(q) == 2
+    ids = DeltaTable(lake.events("chemo_mw")).to_pyarrow_table().column("event_id").to_pylist()
+    assert "z1" not in ids and "z2" not in ids
+
+
+def test_events_suite_runs_before_commit(spark, tmp_path):
+    """A batch that fails the events suite (Great Expectations) is not committed, its files
+    stay pending, and the source's patterns fail with a row in the run log."""
+    from jobs.config import TimeRange, load_sources
+    from jobs.pipeline import quality
+    from jobs.pipeline.ingest import stage
+    from jobs.pipeline.quality import validate_events_frame
+
+    profile, landing = chemo_profile(tmp_path)
+    source = load_sources()["chemo_mw"]
+    lake = lk.Lake(profile.lake)
+    (landing / "chemo_mw" / "late.csv").write_text(
+        "event_id,patient,type,value,unit,ts\nz1,1,B,1,mg,2100-01-01T00:00:00\n")
+    wide = TimeRange()  # a batch typed without the profile's range: the suite must catch it
+    batch = stage(source, profile.landing, lake, "r1", ts_range=wide)
+    for driver_rows in (quality.DRIVER_ROWS, 0):  # GX's pandas engine, then Spark
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(quality, "DRIVER_ROWS", driver_rows)
+            outcome = validate_events_frame(spark, Lake.of_profile(profile), source,
+                                            batch.events, profile.ts_range())
+        assert not outcome.success and outcome.evaluated == 5 + len(source.columns)
+        assert outcome.failed == ["expect_column_values_to_be_between(ts): 1 row(s)"]
+        # a column whose values are not of the schema's type fails its type check
+        i = batch.events.schema.get_field_index("value")
+        retyped = batch.events.set_column(i, "value", batch.events.column(i).cast(pa.string()))
+        outcome = quality._events_suite(
+            Lake.of_profile(profile), source,
+            quality.driver_frame(retyped) if driver_rows else spark.createDataFrame(retyped),
+            wide, quality.PANDAS_TYPES if driver_rows else quality.SPARK_TYPES)
+        assert outcome.failed == ["expect_column_values_to_be_of_type(value)"], outcome.failed
+
+    def failing_gate(src, events):
+        raise RuntimeError("suite failed")
+
+    with pytest.raises(RuntimeError):
+        ingest(source, profile.landing, lake, "r1", gate=failing_gate)
+    assert not lake.exists(lake.events("chemo_mw")) and not lake.exists(lake.ingest_log())

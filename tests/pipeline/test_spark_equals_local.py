@@ -1,0 +1,240 @@
+"""Phase 1 and 2 on real Spark equal the local matcher: every pattern, with and without time
+slices, measures, disjunctions with contiguity and negation, source passes (several
+patterns in one job) and the tasks phase 2 gets."""
+
+from dataclasses import replace
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+from jobs.core.engine.output import match_id_of
+from jobs.core.language.patternfile import load_pattern
+from jobs.core.local.runner import run
+from jobs.lake import store as lk
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.horizons import RunRange, horizon
+from jobs.pipeline.match_steps import match_step, planned_range
+from jobs.pipeline.run import run_all
+from jobs.project.patterns import pattern_paths
+
+from ..conftest import LOGICAL_DATE, ROOT
+from ..lakes import P1, chemo_profile, events_from_lake, local_ids, published_ids, staged_rows
+
+DISJUNCTION = """name: toy_disjunction_contiguity
+source: sepsis
+within: 1d
+matcher: zstream
+alternatives:
+  - sets: [[not r], [t], [a]]
+    contiguity: partition
+    conditions:
+      - t.event_type = 'ER Sepsis Triage'
+      - a.event_type in ('IV Antibiotics', 'IV Liquid')
+      - t.patient = a.patient
+      - r.event_type = 'Return ER' and r.patient = t.patient
+  - sets: [[c], [l]]
+    contiguity: strict
+    conditions:
+      - c.event_type = 'CRP'
+      - l.event_type = 'LacticAcid'
+"""
+
+
+def test_every_pattern_spark_equals_local(nightly):
+    profile, rows, log = nightly
+    models = [r for r in rows if "model" in r]
+    rows = [r for r in rows if "pattern" in r]
+    assert {r["pattern"] for r in rows} == {load_pattern(p).name for p in pattern_paths()}
+    assert all(r["status"] == "success" for r in rows), rows
+    assert [(r["model"], r["status"]) for r in models] == [
+        ("lab_to_home_passes", "success"), ("paper_ex4_room_state", "success"),
+        ("sepsis_episodes", "success")]
+    for path in pattern_paths():
+        pattern = load_pattern(path)
+        expected = local_ids(profile, pattern)
+        assert expected, f"{pattern.name} should match something in the committed data"
+        assert published_ids(profile, pattern.name) == expected, pattern.name
+    assert any("tables:" in line for line in log)
+
+
+def test_measures_on_spark_equal_local(nightly):
+    """Every committed pattern with measures: its match table has one typed, documented
+    column per measure, with the values the local engine computes for each match."""
+    from jobs.config import load_sources
+    from jobs.core.language.measures import measure_types
+
+    profile = nightly[0]
+    checked = 0
+    for path in pattern_paths():
+        pattern = load_pattern(path)
+        if pattern.kind == "window" or not pattern.measure_names:
+            continue
+        checked += 1
+        events = events_from_lake(profile, pattern.source)
+        want = {match_id_of(pattern, m): dict(m.measures) for m in run(pattern, events)[0]}
+        table = DeltaTable(lk.Lake(profile.lake).matches(pattern.name))
+        schema = table.schema().to_arrow()
+        types = measure_types(pattern, dict(load_sources()[pattern.source].columns))
+        arrow = {"integer": pa.int64(), "double": pa.float64(), "string": pa.string()}
+        for name in pattern.measure_names:
+            field = pa.schema(schema).field(name)
+            assert field.type == arrow[types[name]], name
+            assert b"measure" in (field.metadata or {}).get(b"comment", b""), name
+        rows = table.to_pyarrow_table(columns=["match_id", *pattern.measure_names]).to_pylist()
+        got = {r.pop("match_id"): r for r in rows}
+        assert got == want, pattern.name
+    assert checked, "a committed pattern should have measures"
+
+
+def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
+    """The shareable committed patterns of each source, in one pass and one by one, with
+    start ranges that differ per pattern: the same staged rows and the same counters."""
+    from jobs.pipeline.phase1 import run_match_job
+    from jobs.pipeline.source_pass import PassItem, pass_groups, run_source_pass
+    from jobs.runrecord import COUNTERS
+
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    items = []
+    for k, path in enumerate(pattern_paths()):
+        pattern = load_pattern(path)
+        middle = {"hospital": "2006-06-01", "sepsis": "2014-06-01"}.get(pattern.source)
+        low = None if k % 3 == 0 or middle is None else \
+            horizon(middle, 0, 0) + k * 86400 * 10**9
+        items.append(PassItem(pattern, Path(path).read_text(), low,
+                              horizon(LOGICAL_DATE, pattern.tau, 0)))
+    # partition contiguity: a variant of the committed pattern, with its own range, shares
+    # a pass with it (positions numbered once over the union of their ranges)
+    from jobs.core.language.patternfile import parse_pattern
+
+    text = (ROOT / "patterns" / "sepsis_triage_next_is_treatment.yaml").read_text()
+    text = text.replace("name: sepsis_triage_next_is_treatment", "name: triage_next_3h")
+    text = text.replace("within: 2h", "within: 3h")
+    variant = parse_pattern(text, "<variant>")
+    assert variant.contiguity == "partition"
+    items.insert(0, PassItem(variant, text, horizon("2014-09-01", 0, 0),
+                             horizon(LOGICAL_DATE, variant.tau, 0)))
+    # patterns without partition attributes share a pass by time slices: variants of the
+    # committed one (a leading negated set) with other windows and their own ranges
+    text = (ROOT / "patterns" / "sepsis_antibiotics_without_prior_lactate.yaml").read_text()
+    for k, within in enumerate(("3d", "6h")):
+        body = text.replace("name: sepsis_antibiotics_without_prior_lactate",
+                            f"name: no_lactate_{within}").replace("within: 1d", f"within: {within}")
+        one = parse_pattern(body, "<variant>")
+        assert not one.partition_attributes
+        items.insert(0, PassItem(one, body, None if k else horizon("2014-11-01", 0, 0),
+                                 horizon(LOGICAL_DATE, one.tau, 0)))
+    # patterns that get the same rows share their preparation in the pass: variants with
+    # other windows, and one whose m and h swap properties (same rows, other masks)
+    text = (ROOT / "patterns" / "hospital_ca125_blood_then_consult.yaml").read_text()
+    swapped = text.replace("m.event_type = 'ca-125", "h.event_type = 'ca-125").replace(
+        "h.event_type = 'hemo", "m.event_type = 'hemo")
+    for name, body in (("ca125_2d", text.replace("within: 14d", "within: 2d")),
+                       ("ca125_30d", text.replace("within: 14d", "within: 30d")),
+                       ("ca125_swapped", swapped)):
+        body = body.replace("name: hospital_ca125_blood_then_consult", f"name: {name}")
+        one = parse_pattern(body, "<variant>")
+        items.insert(0, PassItem(one, body, None, horizon(LOGICAL_DATE, one.tau, 0)))
+    groups = pass_groups(items)
+    assert {g[0].pattern.source for g in groups} >= {"sepsis", "hospital"}
+    assert any(i.pattern.name == "triage_next_3h" for g in groups for i in g)
+    assert any(i.pattern.name == "no_lactate_3d" for g in groups for i in g)
+    # the last pattern of each pass reads a range without events (a quiet night): no rows
+    future = horizon("2030-01-01", 0, 0)
+    groups = [g[:-1] + [replace(g[-1], low=future, high=future + 86400 * 10**9)]
+              for g in groups]
+    for n, group in enumerate(groups):
+        # short time slices, so that many events are in two of them
+        length = 20 * 86400 * 10**9 if not group[0].pattern.partition_attributes \
+            else 90 * 86400 * 10**9
+        shared = run_source_pass(spark, lake, group, "pass", n, 10**6, slice_length=length)
+        for item in group:
+            alone = run_match_job(spark, item.pattern, item.text, lake, "alone", item.low,
+                                  item.high, length, 10**6)
+            name = item.pattern.name
+            assert staged_rows(lake, name, "pass") == staged_rows(lake, name, "alone"), name
+            for c in COUNTERS:
+                assert shared[name].stats[c] == alone.stats[c], (name, c)
+            assert (shared[name].stats["matches"] > 0) == (item is not group[-1]), name
+            lake.remove(lake.staging(name, "pass"))
+            lake.remove(lake.staging(name, "alone"))
+
+
+def test_a_failed_source_pass_is_retried_pattern_by_pattern(spark, tmp_path, monkeypatch):
+    """A pass that dies takes no pattern down: each is matched alone and published."""
+    from jobs.pipeline import run as night
+
+    profile, _ = chemo_profile(tmp_path)
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    text = Path(P1).read_text()
+    for name in ("first_p1", "second_p1"):
+        (folder / f"{name}.yaml").write_text(text.replace("name: mw_chemo_p1", f"name: {name}"))
+
+    def dies(*args, **kw):
+        raise RuntimeError("executor lost")
+
+    monkeypatch.setattr(night, "run_source_pass", dies)
+    log = []
+    rows = run_all(spark, profile, "2010-08-30", [str(p) for p in sorted(folder.iterdir())],
+                   echo=log.append)
+    assert [(r["pattern"], r["status"]) for r in rows] == [("first_p1", "success"),
+                                                            ("second_p1", "success")]
+    assert any("did not finish (RuntimeError: executor lost)" in line for line in log), log
+    assert len(published_ids(profile, "first_p1")) == len(published_ids(profile, "second_p1")) == 3
+
+
+def test_every_pattern_with_time_slices(spark, nightly):
+    profile = nightly[0]
+    for path in pattern_paths():
+        ctx = RunContext.start(profile, "sliced", LOGICAL_DATE).for_pattern(path)
+        planned = planned_range(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
+                                         True))
+        stats = match_step(spark, ctx, planned, force_slices=True)
+        assert stats["sliced"] == "all"
+        if planned.pattern.kind != "window":  # the location stream is one day: one slice
+            assert stats["groups"] > stats["partitions"]
+        staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(planned.pattern.name, "sliced"),
+                                    format="parquet").to_table().to_pylist()
+        ids = {r["match_id"] for r in staged if r["kind"] == "match"}
+        assert ids == published_ids(profile, planned.pattern.name), planned.pattern.name
+
+
+@pytest.mark.parametrize("force_slices", [False, True])
+def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nightly, tmp_path,
+                                                                       force_slices):
+    """Each alternative gets its own contiguity positions in phase 1 (partition positions
+    by its own X, strict over the source); no common X, so time slices over all events."""
+    profile = nightly[0]
+    path = tmp_path / "toy_disjunction_contiguity.yaml"
+    path.write_text(DISJUNCTION)
+    pattern = load_pattern(path)
+    rng = RunRange(None, horizon(LOGICAL_DATE, pattern.tau, 0), True)
+    ctx = RunContext.start(profile, "toy", LOGICAL_DATE).for_pattern(path, pattern)
+    planned = planned_range(ctx, rng=rng)
+    stats = match_step(spark, ctx, planned, force_slices=force_slices)
+    staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(pattern.name, "toy"),
+                                format="parquet").to_table().to_pylist()
+    matches = [r for r in staged if r["kind"] == "match"]
+    expected = local_ids(profile, pattern, high=rng.high)
+    assert {r["match_id"] for r in matches} == expected and len(matches) == len(expected)
+    assert {r["alternative"] for r in matches} == {1, 2} and stats["sliced"] == "all"
+    if not force_slices:  # the match suite checks each row against its own alternative
+        from jobs.pipeline.quality import validate_matches
+
+        outcome = validate_matches(spark, lk.Lake(profile.lake), pattern, "toy", rng.low, rng.high)
+        assert outcome.success, outcome.describe()
+        assert outcome.evaluated > 15  # the common checks and each alternative's own
+
+
+def test_phase_two_tasks_follow_the_events(spark):
+    """One task per core at least, one per ``EVENTS_PER_TASK`` events, at most the
+    shuffle's partitions (a source pass counts the events it keeps, in its cache)."""
+    from jobs.spark.session import EVENTS_PER_TASK, cores, match_tasks
+
+    most, slots = int(spark.conf.get("spark.sql.shuffle.partitions")), cores(spark)
+    assert match_tasks(spark, 0) == min(most, slots)
+    assert match_tasks(spark, EVENTS_PER_TASK * (slots + 1)) == min(most, slots + 1)
+    assert match_tasks(spark, 10**12) == most
