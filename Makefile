@@ -13,7 +13,7 @@ AOT    := jobs/core/engine/_kernels_aot.json
 .PHONY: run test test-fast browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
 
 $(STAMP): requirements.lock
-	@echo "setting up $(VENV) from requirements.lock (first time: about a minute)…"
+	@echo "setting up $(VENV) from requirements.lock (first time: several minutes)…"
 	@rm -rf $(VENV)
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
 	@$(PYTHON) -m venv $(VENV)
@@ -23,7 +23,7 @@ $(STAMP): requirements.lock
 # The matching kernels: Numba's cache, then the ahead-of-time module (jobs/core/engine/aot.py), built
 # again whenever the kernels' source changes
 $(AOT): $(STAMP) jobs/core/engine/kernels.py jobs/core/engine/kernel_codes.py jobs/core/engine/aot.py jobs/core/local/aot_build.py
-	@echo "compiling the matching kernels (once per checkout, about a minute)…"
+	@echo "compiling the matching kernels (once per checkout, a minute or two)…"
 	@$(PY) -m jobs.core.local.aot_build
 
 $(SELF): $(STAMP) $(AOT) pyproject.toml
@@ -78,9 +78,10 @@ pattern-tests: $(SELF)
 	if [ -z "$$k" ]; then echo "no changed pattern files: no pattern tests to run"; \
 	else $(PY) -m pytest -q tests/test_pattern_examples.py -k "$$k"; fi
 
+# make run PATTERN="patterns/a.yaml patterns/b.yaml": only those files
 run: $(SELF)
-	$(SES) validate
-	$(SES) run $(if $(PROFILE),--profile $(PROFILE))
+	$(SES) validate $(PATTERN)
+	$(SES) run $(if $(PROFILE),--profile $(PROFILE)) $(foreach p,$(PATTERN),--pattern $(p))
 
 # A Spark standalone cluster on this machine: a master and two workers (127.0.0.1:7077,
 # UI on 8090), for `make run PROFILE=standalone`
