@@ -1,14 +1,6 @@
-"""Measures: the computed columns of a sequence pattern's matches (``measures:``,
-docs/language.md).
-
-A measure is a value expression over a whole match: aggregates of group variables,
-attributes of positive singletons, literals and arithmetic. ``measure_value`` is the
-reference (through ``conditions.measure_value``); ``batch_measures`` computes every
-measure for a batch of matches on the engine's columns, with the same per-match
-aggregates as aggregate conditions (``jobs.core.engine.aggregates``). Both give plain Python
-values of the measure's kind: ``integer`` measures as int, other numbers as float, text
-as str, a missing value as None.
-"""
+"""Every measure of a batch of matches on the engine's columns (``batch_measures``), with
+the same per-match aggregates as aggregate conditions (``engine.aggregates``); equal to
+the reference (``language.measures.reference_measures``) value for value."""
 
 from __future__ import annotations
 

@@ -1,14 +1,10 @@
-"""Measures: the computed columns of a sequence pattern's matches (``measures:``,
-docs/language.md).
-
-A measure is a value expression over a whole match: aggregates of group variables,
-attributes of positive singletons, literals and arithmetic. ``measure_value`` is the
-reference (through ``conditions.measure_value``); ``batch_measures`` computes every
-measure for a batch of matches on the engine's columns, with the same per-match
-aggregates as aggregate conditions (``jobs.core.engine.aggregates``). Both give plain Python
-values of the measure's kind: ``integer`` measures as int, other numbers as float, text
-as str, a missing value as None.
-"""
+"""Measures (``measures:``, docs/language.md): the computed columns of a sequence
+pattern's matches. A measure is a value expression over a whole match: aggregates of group
+variables, attributes of positive singletons, literals and arithmetic. Here: the kind of
+a measure's values from the source's columns (``measure_type``, the match table's
+column types) and its value for one match by the reference evaluator
+(``reference_measures``), as plain Python values of that kind (``plain``: integer
+measures as int, other numbers as float, text as str, a missing value as None)."""
 
 from __future__ import annotations
 
