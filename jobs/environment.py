@@ -34,10 +34,10 @@ def get(name: str, default: str | None = None) -> str | None:
 
 def expand(text: str) -> str:
     """``text`` with each ``${NAME}`` replaced by that environment variable (credentials
-    in conf/ files stay out of git); raises ``KeyError`` naming a variable not set."""
+    in conf/ files stay out of git); raises ``ValueError`` naming a variable not set."""
     def var(m: re.Match) -> str:
         if m.group(1) not in os.environ:
-            raise KeyError(f"the environment variable {m.group(1)} is not set")
+            raise ValueError(f"the environment variable {m.group(1)} is not set")
         return os.environ[m.group(1)]
 
     return re.sub(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}", var, str(text))

@@ -123,7 +123,7 @@ def load_profile(name: str | None = None, path: Path | None = None,
     def setting(key: str, parse, value):
         try:
             return parse(value)
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError) as exc:
             line = lines.get(("profiles", name) + tuple(key.split(".")))
             where = f"{path}:{line}" if line else str(path)
             raise ConfigError(f"{where}: profile {name!r}: {key}: {exc}") from None

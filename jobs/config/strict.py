@@ -48,7 +48,10 @@ def read(path: Path, shape: dict) -> tuple[dict, dict[tuple, int]]:
 
 
 def _check(path: Path, node, shape, keys: tuple, lines: dict, problems: list) -> None:
-    if shape is ANY:
+    if shape is ANY:  # free keys: only their lines, for the messages about their values
+        if isinstance(node, yaml.MappingNode):
+            for key_node, _ in node.value:
+                lines[keys + (key_node.value,)] = key_node.start_mark.line + 1
         return
     where = ".".join(keys) or "the file"
     if not isinstance(node, yaml.MappingNode):

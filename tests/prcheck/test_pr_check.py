@@ -297,10 +297,17 @@ def test_warnings_for_a_slower_version_and_a_near_cap():
     failed = PatternDiff(PatternChange("p", CHANGED, None, None),
                          before=Side("success", {}, t),
                          after=Side("failed", message="MatchCapExceeded: window of patient 7 "
-                                    "has over 100 partial matches"))
+                                    "has over 100 partial matches",
+                                    error_type="MatchCapExceeded"))
     _compare(failed, cap=100, shown=5)
     assert failed.warnings[0].startswith("window cap reached (new version)")
     assert failed.failed
+    # the kind of failure comes from the error's class (PatternOutcome), not its words
+    other = PatternDiff(PatternChange("p", CHANGED, None, None), before=Side("success", {}, t),
+                        after=Side("failed", message="OSError: MatchCapExceeded.log is gone",
+                                   error_type="OSError"))
+    _compare(other, cap=100, shown=5)
+    assert other.warnings[0].startswith("run failed (new version)")
 
 
 def test_workflow_runs_validate_pattern_tests_and_pr_check():
