@@ -11,7 +11,7 @@ from pathlib import Path
 
 from jobs import environment
 from jobs.config.project import Project, current_project
-from jobs.config.strict import ANY, EACH, ConfigError, read
+from jobs.config.strict import ANY, EACH, FREE, ConfigError, read
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, DEFAULT_MEMORY_BUDGET, MatchOptions
 from jobs.core.errors import InputError
 from jobs.core.language.events import format_ts, parse_ts
@@ -86,8 +86,8 @@ def parse_bytes(text) -> int:
 
 
 PROFILE_KEYS = {
-    "landing": ANY, "lake": ANY, "site": ANY, "lock_dir": ANY, "storage_options": ANY,
-    "spark": {"master": ANY, "conf": ANY},
+    "landing": ANY, "lake": ANY, "site": ANY, "lock_dir": ANY, "storage_options": FREE,
+    "spark": {"master": ANY, "conf": FREE},
     "ingest": {"earliest", "max_future"},
     "match": {"allowed_lateness", "slice_length", "max_partition_events",
               "max_matches_per_window", "memory_budget", "parallel_jobs"},

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.config.project import current_project
-from jobs.config.strict import ANY, EACH, ConfigError, read
+from jobs.config.strict import ANY, EACH, FREE, ConfigError, read
 
 KINDS = ("string", "integer", "double", "number", "timestamp")
 FORMATS = ("csv", "jsonl", "parquet")
@@ -56,7 +56,7 @@ class Source:
 
 
 SOURCE_KEYS = {"description": ANY, "landing": ANY, "format": ANY, "time_column": ANY,
-               "id": {"column", "rule"}, "id_column": ANY, "columns": ANY}
+               "id": {"column", "rule"}, "id_column": ANY, "columns": FREE}
 SOURCES_SHAPE = {"sources": {EACH: SOURCE_KEYS}}
 
 

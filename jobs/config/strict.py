@@ -11,7 +11,8 @@ import yaml
 
 from jobs.core.errors import UserError
 
-ANY = None  # a mapping whose keys are free (Spark settings, storage options, columns)
+ANY = None  # any value
+FREE = "free"  # a mapping whose keys are free (Spark settings, storage options, columns)
 EACH = "*"  # a mapping of names (profiles, sources) whose values all have one shape
 
 
@@ -48,15 +49,18 @@ def read(path: Path, shape: dict) -> tuple[dict, dict[tuple, int]]:
 
 
 def _check(path: Path, node, shape, keys: tuple, lines: dict, problems: list) -> None:
-    if shape is ANY:  # free keys: only their lines, for the messages about their values
-        if isinstance(node, yaml.MappingNode):
-            for key_node, _ in node.value:
-                lines[keys + (key_node.value,)] = key_node.start_mark.line + 1
+    if shape is ANY:
         return
     where = ".".join(keys) or "the file"
+    if shape == FREE and isinstance(node, yaml.ScalarNode) and node.value in ("", "~", "null"):
+        return  # an empty mapping
     if not isinstance(node, yaml.MappingNode):
         problems.append(f"{path}:{node.start_mark.line + 1}: {where} must be a mapping of "
                         "keys to values")
+        return
+    if shape == FREE:  # free keys: only their lines, for the messages about their values
+        for key_node, _ in node.value:
+            lines[keys + (key_node.value,)] = key_node.start_mark.line + 1
         return
     known = set(shape) if not isinstance(shape, dict) else set(shape) - {EACH}
     for key_node, value_node in node.value:

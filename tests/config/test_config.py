@@ -65,6 +65,8 @@ def test_sources_are_strict_too(tmp_path):
     (("    ingest:\n      earliest: 1900-01-01         # events before this date are quarantined\n"
       "      max_future: 1d               # ... and events later than now + this\n",
       "    ingest: soon\n"), r"pipeline.yaml:\d+: profiles.local.ingest must be a mapping"),
+    (("      conf:\n        spark.sql.shuffle.partitions: \"8\"", "      conf: [8]\n      x:\n        spark.sql.shuffle.partitions: \"8\""),
+     r"pipeline.yaml:\d+: profiles.local.spark.conf must be a mapping"),
 ])
 def test_every_missing_or_bad_value_is_a_config_error(tmp_path, edit, message):
     old, new = edit
