@@ -141,7 +141,7 @@ def test_retract_a_bad_event_and_the_next_run_rematches(spark, tmp_path):
     retract(lake, "chemo_mw", event_ids=["e1"], reason="test")
     later = run_all(spark, profile, "2010-08-31", [P1], **quiet)[0]
     assert later["deleted"] == 1
-    from tests.pipeline.test_pipeline import events_from_lake
+    from tests.lakes import events_from_lake
 
     pattern = load_catalog([P1]).get(Path(P1))
     matches, _ = run(pattern, events_from_lake(profile, "chemo_mw"))

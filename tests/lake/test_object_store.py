@@ -157,7 +157,7 @@ def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
     filesystem with the lake's options, shipped in the task), the driver commits."""
     from jobs.pipeline.publish import publish
 
-    from .test_publish import DAY, EPOCH_NS, PATTERN, _staged
+    from ..pipeline.test_publish import DAY, EPOCH_NS, PATTERN, _staged
 
     staging = tmp_path / "staging"
     staging.mkdir()
