@@ -32,6 +32,13 @@ def get(name: str, default: str | None = None) -> str | None:
     return os.environ.get(name) or default
 
 
+def export(name: str, value: str) -> None:
+    """Set one of ``VARIABLES`` for the processes this one starts (Spark's Python workers,
+    the steps' subprocesses), so that they see what this process chose."""
+    get(name)  # only the project's own variables
+    os.environ[name] = value
+
+
 def expand(text: str) -> str:
     """``text`` with each ``${NAME}`` replaced by that environment variable (credentials
     in conf/ files stay out of git); raises ``ValueError`` naming a variable not set."""

@@ -109,8 +109,10 @@ def current_project() -> Project:
 
 
 def use_project(project: Project | None) -> Project | None:
-    """Make ``project`` this process's project (None: find it again); returns the one
-    before."""
+    """Make ``project`` this process's project, and that of the processes it starts
+    (``SES_PROJECT_DIR``; None: find it again); returns the one before."""
     global _current
     before, _current = _current, project
+    if project is not None:
+        environment.export("SES_PROJECT_DIR", str(project.root))
     return before
