@@ -38,8 +38,7 @@ browser:
 	  || { echo "could not install chromium: install it (Debian/Ubuntu: sudo apt-get install chromium) and rerun"; exit 1; }; }
 
 # The whole suite on two pytest-xdist workers, one test module per worker at a time (a
-# module's fixtures are built once; the modules that read the shared `nightly` lake go
-# together, so one worker builds it: tests/conftest.py; xdist hands out the largest first);
+# module's fixtures are built once; xdist hands out the modules with most tests first);
 # docs/testing.md. WORKERS=0 runs it in one process.
 WORKERS ?= 2
 XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)

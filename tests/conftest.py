@@ -1,5 +1,3 @@
-import ast
-import functools
 import os
 import sys
 from pathlib import Path
@@ -32,31 +30,6 @@ AIRFLOW_MODULES = {"test_airflow.py"}
 # `slow`: a test that starts a Spark application, a cluster or Airflow in a subprocess,
 # or reads the real-data slices (each of these takes tens of seconds)
 SLOW_MODULES = SPARK_MODULES | {"test_real_slices.py"}
-
-
-def pytest_xdist_make_scheduler(config, log):
-    """`make test`'s `--dist loadfile`, with one change: every module that reads the shared
-    `nightly` lake is one unit of work, so that one worker builds that lake (over a minute)
-    and the other never needs it."""
-    from xdist.scheduler import LoadFileScheduling
-
-    class NightlyTogether(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            module = super()._split_scope(nodeid)
-            return "the nightly lake" if _reads_nightly(module) else module
-
-    return NightlyTogether(config, log)
-
-
-@functools.lru_cache(maxsize=None)
-def _reads_nightly(module: str) -> bool:
-    """Whether a test module has a test or fixture that takes `nightly`."""
-    path = ROOT / module.split("::")[0]
-    if path.suffix != ".py" or not path.is_file():
-        return False
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    return any(isinstance(n, ast.FunctionDef) and any(a.arg == "nightly" for a in n.args.args)
-               for n in ast.walk(tree))
 
 
 def pytest_collection_modifyitems(config, items):

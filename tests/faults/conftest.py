@@ -39,9 +39,13 @@ class Lake:
         self.env.pop("SES_FAILPOINT", None)
 
     def jobs(self, *args, failpoint: str | None = None, timeout: int = 600):
+        """``python -m jobs --project-dir ROOT *args`` in a subprocess started in another
+        folder (this lake's): the project comes from ``--project-dir``, not from where
+        the command stands."""
         env = dict(self.env, **({"SES_FAILPOINT": failpoint} if failpoint else {}))
-        return subprocess.run([sys.executable, "-m", "jobs", *map(str, args)], cwd=ROOT,
-                              env=env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run([sys.executable, "-m", "jobs", "--project-dir", str(ROOT),
+                               *map(str, args)], cwd=self.tmp, env=env, capture_output=True,
+                              text=True, timeout=timeout)
 
     def here(self, spark, *args) -> subprocess.CompletedProcess:
         """``python -m jobs *args`` in this process, on the test run's SparkSession (the
