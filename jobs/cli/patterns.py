@@ -17,7 +17,7 @@ from jobs.cli.common import (
     user_errors,
     write_bytes,
 )
-from jobs.config import current_project, load_sources
+from jobs.config import ConfigError, check_pipeline_file, current_project, load_sources
 from jobs.core.engine.columns import read_columns
 from jobs.core.engine.options import DEFAULT_MEMORY_BUDGET
 from jobs.core.engine.runtime import MatchStats, aot, compile_pattern
@@ -47,7 +47,13 @@ RAW_ONLY = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv.gz")  # what only 
 
 
 def cmd_validate(args) -> int:
-    """Lint pattern files: schema, safe YAML, examples; with --data, on the lake too."""
+    """Lint pattern files: schema, safe YAML, examples; the keys of conf/pipeline.yaml;
+    with --data, on the lake too."""
+    try:
+        check_pipeline_file()
+    except ConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     files = pattern_files(args.paths or [str(current_project().patterns)])
     if not files:
         print(f"no pattern files (*.yaml, *.yml) in {' '.join(args.paths or ['patterns/'])}",

@@ -2,7 +2,15 @@
 (``sources``) and pipeline profiles (``profiles``), each file read strictly (``strict``:
 an unknown key is an error with ``path:line``)."""
 
-from jobs.config.profiles import NS_MAX, NS_MIN, Profile, TimeRange, load_profile, parse_bytes
+from jobs.config.profiles import (
+    NS_MAX,
+    NS_MIN,
+    Profile,
+    TimeRange,
+    check_pipeline_file,
+    load_profile,
+    parse_bytes,
+)
 from jobs.config.project import Project, ProjectNotFound, current_project, use_project
 from jobs.config.sources import (
     FORMATS,
@@ -17,6 +25,6 @@ from jobs.config.sources import (
 from jobs.config.strict import ConfigError
 
 __all__ = ["ConfigError", "FORMATS", "KEY_COLUMNS", "KINDS", "NS_MAX", "NS_MIN", "Profile",
-           "Project", "ProjectNotFound", "Source", "TYPE_COLUMNS", "TimeRange",
+           "Project", "ProjectNotFound", "Source", "TYPE_COLUMNS", "TimeRange", "check_pipeline_file",
            "current_project", "load_profile", "load_sources", "parse_bytes", "pick_column",
            "type_column", "use_project"]

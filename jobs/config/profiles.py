@@ -162,6 +162,13 @@ def load_profile(name: str | None = None, path: Path | None = None,
     )
 
 
+def check_pipeline_file(project: Project | None = None) -> None:
+    """``conf/pipeline.yaml``'s keys, every profile's (``validate``): a ``ConfigError`` with
+    ``path:line`` for a key the file may not hold. Values are checked when a profile is
+    loaded (some name environment variables only the machine that runs it has)."""
+    read((project or current_project()).pipeline_file, PIPELINE_SHAPE)
+
+
 def _duration_or_ns(value) -> int:
     """A duration written with its unit (``90d``), or a default already in ns."""
     if isinstance(value, int) and not isinstance(value, bool):

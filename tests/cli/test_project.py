@@ -60,3 +60,17 @@ def test_ses_validate_and_run_find_the_project_they_stand_in(tmp_path):
     out = _ses("--project-dir", str(proj), "run", "--logical-date", "2999-01-01", cwd=elsewhere)
     assert out.returncode == 2 and "logical date" in out.stderr.lower(), out.stderr
     assert not (elsewhere / "lake").exists()
+
+
+def test_validate_refuses_a_typo_in_the_projects_pipeline_yaml(tmp_path):
+    """A key conf/pipeline.yaml may not hold is an error with its line and the nearest known
+    key, from `ses validate` already (before any run reads the profile)."""
+    proj = _project(tmp_path)
+    conf = proj / "conf" / "pipeline.yaml"
+    text = conf.read_text(encoding="utf-8").replace("      parallel_jobs: 2 ", "      paralel_jobs: 2 ", 1)
+    conf.write_text(text, encoding="utf-8")
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "paralel_jobs" in row)
+    out = _ses("validate", cwd=proj / "patterns")
+    assert out.returncode == 2, out.stdout + out.stderr
+    assert (f"{conf}:{line}: unknown key 'paralel_jobs' in profiles.local.match; "
+            "did you mean 'parallel_jobs'?") in out.stderr
