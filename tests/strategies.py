@@ -70,7 +70,9 @@ def patterns(draw, max_vars: int = 4, matcher: str = "ses", relationships: str =
 
 
 @st.composite
-def event_tables(draw, max_events: int = 9, max_day: int = 8, distinct_ts: bool = False):
+def event_tables(draw, max_events: int = 9, max_day: int = 8, distinct_ts: bool = False,
+                 hours: bool = False):
+    """Random events in processing order; ``hours``: at some hour of their day too."""
     n = draw(st.integers(0, max_events))
     if distinct_ts:
         days = draw(st.lists(st.integers(0, max(max_day, n)), min_size=n, max_size=n, unique=True))
@@ -80,7 +82,7 @@ def event_tables(draw, max_events: int = 9, max_day: int = 8, distinct_ts: bool 
     for i in range(n):
         events.append(Event(
             f"e{i:02d}",
-            days[i] * DAY,
+            days[i] * DAY + (draw(st.sampled_from([0, 6, 23])) * DAY // 24 if hours else 0),
             {"type": draw(st.sampled_from(TYPES)), "value": draw(st.integers(0, 3)),
              "patient": draw(st.integers(1, 2))}))
     return order(events)
@@ -93,11 +95,12 @@ BOUNDS = ("+", "{1,2}", "{2,}", "{2,3}", "{2}", "{1,1}")
 def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
                       aggregates: bool = False, times: bool = False, max_vars: int = 3,
-                      as_body: bool = False):
+                      counting: bool = False, as_body: bool = False):
     """Random patterns with the second and third steps of the language: negated sets
     (leading, between, trailing) with properties and relationships, Kleene bounds,
     contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
-    group variables, conditions on time (``times``), each on request. ``as_body``: the
+    group variables, conditions on time (``times``), bounded negation, distinct counts and
+    time functions (``counting``), each on request. ``as_body``: the
     text of its sets, conditions and contiguity (one alternative of a disjunction)."""
     n_sets = draw(st.integers(1, 2))
     names = iter("abcd")
@@ -171,7 +174,30 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                 f"{g}.ts - prev({g}.ts) {draw(st.sampled_from(OPS))} {draw(st.integers(0, 2))}d",
                 f"last({g}.ts) - first({g}.ts) {draw(st.sampled_from(OPS))} {draw(st.integers(0, 3))}d",
                 f"end_ts - start_ts {draw(st.sampled_from(OPS))} {draw(st.integers(0, 4))}d"])))
+    if counting:  # the fourth step: time functions, distinct counts
+        for v in positive:
+            if draw(st.booleans()):
+                conditions.append(draw(st.sampled_from([
+                    f"hour({v}.ts) {draw(st.sampled_from(OPS))} {draw(st.sampled_from([0, 6, 12]))}",
+                    f"weekday({v}.ts) != {draw(st.integers(1, 7))} or {v}.value > 1"])))
+        if len(positive) > 1 and draw(st.booleans()):
+            x, y = draw(st.permutations(positive))[:2]
+            conditions.append(draw(st.sampled_from([
+                f"date({x}.ts) = date({y}.ts)", f"date({y}.ts) - date({x}.ts) >= 1d",
+                f"hour({x}.ts) <= hour({y}.ts)"])))
+        for g in groups:
+            if draw(st.booleans()):
+                conditions.append(draw(st.sampled_from([
+                    f"count(distinct date({g}.ts)) {draw(st.sampled_from(OPS))} "
+                    f"{draw(st.integers(1, 3))}",
+                    f"count(distinct {g}.value) >= 2",
+                    f"count(distinct {g}.type) < count({g})"])))
     measures = []
+    if counting and draw(st.booleans()):
+        measures.append(draw(st.sampled_from(
+            [f"days: count(distinct date({g}.ts))" for g in groups]
+            + [f"day: date({v}.ts)" for v in singles] + [f"h: hour({v}.ts)" for v in singles]
+            + [f"w: min(weekday({g}.ts))" for g in groups] + ["span: end_ts - start_ts"])))
     if times and draw(st.booleans()):
         measures.append(draw(st.sampled_from(
             ["span: end_ts - start_ts", "began: start_ts"]
@@ -188,7 +214,8 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
     if negation:
         for n in "nq"[:draw(st.integers(1, 2))]:
             at = draw(st.integers(0, len(layout)))
-            layout.insert(at, ("neg", [f"not {n}"]))
+            bound = draw(st.sampled_from(["", "{2,}", "{3,}"])) if counting else ""
+            layout.insert(at, ("neg", [f"'not {n}{bound}'" if bound else f"not {n}"]))
             c = prop(n) or f"{n}.type = '{draw(st.sampled_from(TYPES))}'"
             conditions.append(c)
             link = draw(st.sampled_from(["patient", "value", "none"] + ["time"] * times))

@@ -23,6 +23,8 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
+from jobs.core.language.conditions.expressions import time_function
+
 from jobs.lake import store as lk
 
 QUANTILES = [i / 20 for i in range(21)]
@@ -44,7 +46,7 @@ def needed_attributes(patterns) -> tuple[set[str], set[str]]:
             keys |= set(alt.partition_attributes)
             for props in alt.properties.values():
                 for prop in props:
-                    attrs |= set(prop.attributes)
+                    attrs |= {a for a in prop.attributes if not time_function(a)}
     return attrs, keys
 
 

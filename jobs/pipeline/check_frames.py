@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from jobs.core.engine.columns import from_arrow
 from jobs.core.engine.runtime import compile_pattern
-from jobs.core.language.conditions.expressions import Agg
+from jobs.core.language.conditions.expressions import Agg, stored
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.spark.predicates import event_date_filters
@@ -197,7 +197,7 @@ class DriverFrames:
         """A view of the events that satisfy the negated variable ``name``'s properties in
         the partitions its witnesses may lie in (up to τ before the run's first start):
         their time ``wts`` and partition values ``key_<k>``."""
-        attrs = sorted({a for p in pattern.properties[name] for a in p.attributes})
+        attrs = sorted({stored(a) for p in pattern.properties[name] for a in p.attributes})
         low = None if run.low is None else run.low - pattern.tau
         columns = list(dict.fromkeys(["event_id", "ts", *keys, *attrs]))
         table = self.lake.read_arrow(self.lake.events(pattern.source), columns,
@@ -265,10 +265,11 @@ class DriverFrames:
             view = self._witnesses(run, pattern, name, keys)
             on = " AND ".join(f"w.{quoted('key_' + k)} = c.{quoted('key_' + k)}" for k in keys)
             ctes.append(
-                f"hit_{i} AS (SELECT DISTINCT w.match_id FROM (SELECT match_id, "
+                f"hit_{i} AS (SELECT w.match_id FROM (SELECT match_id, "
                 + "".join(f"{quoted('key_' + k)}, " for k in keys)
                 + f"{lo} AS nlo, {hi} AS nhi FROM df) w JOIN {view} c ON {on} "
-                f"WHERE c.wts {lo_op} w.nlo AND c.wts {hi_op} w.nhi)")
+                f"WHERE c.wts {lo_op} w.nlo AND c.wts {hi_op} w.nhi GROUP BY w.match_id "
+                f"HAVING count(*) >= {int(n.var.min)})")  # not n{{k,}}: k witnesses
             negations.append(f", match_id NOT IN (SELECT match_id FROM hit_{i}) AS "
                              f"{quoted(pre + 'no_' + name + '_ok')}")
         counts = "".join(f", coalesce({quoted(v + '_n')}, 0) AS {quoted(pre + 'n_' + v)}"

@@ -22,6 +22,7 @@ from functools import reduce
 
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import MATCHER_CLASSES, MatchStats
+from jobs.core.language.conditions.expressions import stored
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
@@ -135,7 +136,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     if not unlinked:
         for k in keys:
             df = df.where(col(k).isNotNull())
-    needed = ["event_id", "ts", *sorted(pattern.attributes | set(keys)), *extra]
+    needed = ["event_id", "ts", *sorted({stored(a) for a in pattern.attributes} | set(keys)),
+              *extra]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
 
     slicing = None

@@ -32,7 +32,15 @@ import pyarrow as pa
 from jobs.core.engine.columns import from_arrow, processing_order
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import compile_pattern, estimate_statistics, group_events
-from jobs.core.language.conditions.expressions import Attr, BoolOp, Cmp, In, Lit, Not
+from jobs.core.language.conditions.expressions import (
+    Attr,
+    BoolOp,
+    Cmp,
+    In,
+    Lit,
+    Not,
+    stored,
+)
 from jobs.core.language.events import format_ts, to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.core.plans.costs import PlanStatistics
@@ -345,8 +353,8 @@ def _sample_key(pattern: Pattern | Disjunction, low: int | None, high: int | Non
 
 def _sample_columns(pattern: Pattern | Disjunction) -> list[str]:
     keys = set(pattern.partition_attributes)
-    return list(dict.fromkeys(["event_id", "ts", *sorted(set(compile_pattern(pattern).attributes)
-                                                         | keys)]))
+    return list(dict.fromkeys(["event_id", "ts", *sorted(
+        {stored(a) for a in compile_pattern(pattern).attributes} | keys)]))
 
 
 MAX_SAMPLED = 62  # patterns sampled by one Spark job: one bit each of a long

@@ -229,7 +229,8 @@ def _alternative_frame(spark, lake: lk.Lake, staged, events, pattern: Pattern,
         inside = ((F.col("wts") >= F.col("nlo")) if lo_in else (F.col("wts") > F.col("nlo"))) \
             & ((F.col("wts") <= F.col("nhi")) if hi_in else (F.col("wts") < F.col("nhi")))
         hits = (win.join(cand, on=[f"key_{k}" for k in keys]).where(inside)
-                .select("match_id").distinct().withColumn(f"hit_{name}", F.lit(True)))
+                .groupBy("match_id").count().where(F.col("count") >= n.var.min)  # not n{k,}
+                .select("match_id").withColumn(f"hit_{name}", F.lit(True)))
         df = df.join(hits, "match_id", "left")
         negation_cols.append(F.col(f"hit_{name}").isNull().alias(f"{pre}no_{name}_ok"))
     return df.select(

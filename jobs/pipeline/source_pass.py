@@ -46,6 +46,7 @@ from typing import Callable
 from jobs.config import Profile
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import MATCHER_CLASSES
+from jobs.core.language.conditions.expressions import stored
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.pipeline.phase1 import (
@@ -183,7 +184,7 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     if served is not None:
         df = df.where(served)
     df = df.withColumn(PATTERNS_COLUMN, tag_column(filters))
-    attributes = set().union(*(i.pattern.attributes for i in items))
+    attributes = {stored(a) for i in items for a in i.pattern.attributes}
     needed = ["event_id", "ts", *sorted(attributes | set(keys)),
               *([POSITION] if numbering else []), PATTERNS_COLUMN]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])

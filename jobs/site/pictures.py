@@ -33,10 +33,8 @@ def _save(fig, path: Path) -> Path:
 
 
 def variable_label(v) -> str:
-    if v.negated:
-        return f"not {v.name}"
-    if not v.group:
-        return v.name
+    if v.negated or not v.group:
+        return str(v)
     if v.min == 1 and v.max is None:
         return f"{v.name}+"
     return f"{v.name}{{{v.min},{'' if v.max is None else v.max}}}"

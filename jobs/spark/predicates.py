@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from functools import reduce
 
-from jobs.core.language.conditions.expressions import Attr, Cmp, Expr, In, Lit, Neg, Not
+from jobs.core.language.conditions.expressions import (
+    Attr,
+    Cmp,
+    Expr,
+    In,
+    Lit,
+    Neg,
+    Not,
+    stored,
+    time_function,
+)
 from jobs.core.language.conditions.kinds import Property
 from jobs.core.language.events import format_ts, to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern
@@ -27,13 +37,28 @@ def _value_column(e: Expr):
     if isinstance(e, Lit):
         return F.lit(e.value)
     if isinstance(e, Attr):
-        return col(e.attr)
+        func = time_function(e.attr)
+        return col(e.attr) if func is None else time_function_column(func, col(stored(e.attr)))
     if isinstance(e, Neg):
         return -_value_column(e.item).cast("double")
     left, right = _value_column(e.left).cast("double"), _value_column(e.right).cast("double")
     if e.op == "/":
         return F.try_divide(left, right)
     return {"+": left + right, "-": left - right, "*": left * right}[e.op]
+
+
+def time_function_column(func: str, ts):
+    """``expressions.derive`` as a Spark column over a timestamp column, on its
+    microseconds since the epoch (UTC whatever the session's time zone)."""
+    from pyspark.sql import functions as F
+
+    micros = F.unix_micros(ts)
+    day, hour = F.lit(86_400_000_000), F.lit(3_600_000_000)
+    if func == "date":
+        return F.timestamp_micros(micros - F.pmod(micros, day))
+    if func == "hour":
+        return F.pmod(F.floor(micros / hour), F.lit(24))
+    return F.pmod(F.floor(micros / day) + 3, F.lit(7)) + 1
 
 
 def _built_once(key: str, build):

@@ -30,8 +30,9 @@ OPERATORS = {
     "conditions": dict(rich=True),
     "aggregates": dict(aggregates=True, bounds=True),
     "times": dict(times=True, bounds=True, negation=True),
+    "counting": dict(counting=True, negation=True, bounds=True, aggregates=True),
     "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True,
-                times=True),
+                times=True, counting=True),
 }
 
 
@@ -56,7 +57,8 @@ def expected(pattern, events):
 @given(data=st.data())
 def test_every_operator_equals_the_oracle(operator, matcher, data):
     pattern = data.draw(language_patterns(matcher=matcher, **OPERATORS[operator]))
-    events = data.draw(event_tables(max_events=9, max_day=6))
+    events = data.draw(event_tables(max_events=9, max_day=6,
+                                    hours=OPERATORS[operator].get("counting", False)))
     want = expected(pattern, events)
     for options in combinations(matcher):
         assert measured(run(pattern, events, options)[0]) == want, options
@@ -370,7 +372,8 @@ def test_bounds_are_quoted_or_block_style():
 @given(data=st.data())
 def test_disjunction_equals_the_union_of_the_oracle(operators, matcher, data):
     pattern = data.draw(disjunctive_patterns(matcher=matcher, **operators))
-    events = data.draw(event_tables(max_events=9, max_day=6))
+    events = data.draw(event_tables(max_events=9, max_day=6,
+                                    hours=OPERATORS[operator].get("counting", False)))
     want = set()
     for alt in pattern.alternatives:  # the union, each match tagged with its alternative
         found = keys(oracle.ses_exec(alt, events) if matcher == "ses"

@@ -10,6 +10,7 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs.core.engine.output import match_id_of
+from jobs.core.language.events import format_ts
 from jobs.core.language.patternfile import load_pattern
 from jobs.core.local.runner import run
 from jobs.lake import store as lk
@@ -77,13 +78,16 @@ def test_measures_on_spark_equal_local(nightly):
         table = DeltaTable(lk.Lake(profile.lake).matches(pattern.name))
         schema = table.schema().to_arrow()
         types = measure_types(pattern, dict(load_sources()[pattern.source].columns))
-        arrow = {"integer": pa.int64(), "double": pa.float64(), "string": pa.string()}
+        arrow = {"integer": pa.int64(), "double": pa.float64(), "string": pa.string(),
+                 "timestamp": pa.timestamp("us", tz="UTC")}
         for name in pattern.measure_names:
             field = pa.schema(schema).field(name)
             assert field.type == arrow[types[name]], name
             assert b"measure" in (field.metadata or {}).get(b"comment", b""), name
         rows = table.to_pyarrow_table(columns=["match_id", *pattern.measure_names]).to_pylist()
-        got = {r.pop("match_id"): r for r in rows}
+        got = {r.pop("match_id"): {k: format_ts(int(v.timestamp()) * 10**9)
+                                   if types[k] == "timestamp" and v is not None else v
+                                   for k, v in r.items()} for r in rows}
         assert got == want, pattern.name
     assert checked, "a committed pattern should have measures"
 

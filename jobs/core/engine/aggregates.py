@@ -62,7 +62,15 @@ class BatchValues:
                 values[match[pick]], kinds[match[pick]] = v[pick], k[pick]
             return values, kinds
         if g.func == "count":
-            return (np.bincount(match[k != MISSING], minlength=n).astype(np.float64),
+            present = k != MISSING
+            if g.distinct:  # one per distinct (match, kind, value)
+                triples = np.unique(np.stack([match[present].astype(np.float64),
+                                              k[present].astype(np.float64), v[present]]),
+                                    axis=1)
+                counted = triples[0].astype(np.int64)
+            else:
+                counted = match[present]
+            return (np.bincount(counted, minlength=n).astype(np.float64),
                     np.full(n, NUMBER, np.int8))
         num = k == NUMBER
         counts = np.bincount(match[num], minlength=n)

@@ -18,7 +18,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.core.language.conditions.expressions import TIME, Duration
+from jobs.core.language.conditions.expressions import (
+    DAY_NS,
+    HOUR_NS,
+    TIME,
+    Duration,
+    is_time,
+    stored,
+    time_function,
+)
 from jobs.core.language.events import Event, EventFileError, format_ts, read_events
 
 MISSING, NUMBER, STRING = 0, 1, 2
@@ -181,7 +189,7 @@ def from_arrow(table: pa.Table, attributes: Iterable[str], id_column: str = "eve
     names = tuple(a for a in dict.fromkeys(attributes))
     raw = {}
     for name in names:
-        if name == TIME:  # the event time: encoded from ``ts`` by ``_encode``
+        if stored(name) == TIME:  # the event time and its functions: made by ``_encode``
             raw[name] = pa.nulls(table.num_rows, pa.float64())
             continue
         if name not in table.column_names:
@@ -249,10 +257,16 @@ def _encode(ts, ids, names, raw: dict, ordered: bool) -> EventColumns:
         kinds[r, ok] = NUMBER
     ts = np.asarray(ts, dtype=np.int64)
     base, unit = 0, 1
-    if TIME in names:
+    if any(is_time(name) for name in names):
         base, unit = _time_encoding(ts)
-        r = names.index(TIME)
-        values[r] = (ts - base) // unit
+    for r, name in enumerate(names):  # the time and its functions (date(ts), hour(ts), ...)
+        if name == TIME:
+            values[r] = (ts - base) // unit
+        elif time_function(name):
+            derived = derived_column(time_function(name), ts)
+            values[r] = (derived - base) // unit if is_time(name) else derived
+        else:
+            continue
         kinds[r] = NUMBER
     cols = EventColumns(ts, ids, names, values, kinds, dictionary, base, unit)
     if not ordered:
@@ -260,6 +274,15 @@ def _encode(ts, ids, names, raw: dict, ordered: bool) -> EventColumns:
         if not np.array_equal(order, np.arange(n)):
             cols = cols.take(order)
     return cols
+
+
+def derived_column(func: str, ts: np.ndarray) -> np.ndarray:
+    """``expressions.derive`` on a column of times (int64 nanoseconds, UTC)."""
+    if func == "date":
+        return ts - ts % DAY_NS
+    if func == "hour":
+        return (ts // HOUR_NS) % 24
+    return (ts // DAY_NS + 3) % 7 + 1
 
 
 EXACT = 2 ** 53  # integers up to this are exact as float64
@@ -288,7 +311,7 @@ def from_events(events: list[Event], attributes: Iterable[str]) -> EventColumns:
     ids = pa.array([e.id for e in events], pa.string())
     raw = {}
     for name in names:
-        if name == TIME:  # the event time: encoded from ``ts`` by ``_encode``
+        if stored(name) == TIME:  # the event time and its functions: made by ``_encode``
             raw[name] = pa.nulls(len(events), pa.float64())
             continue
         vals = [e.attrs.get(name) for e in events]

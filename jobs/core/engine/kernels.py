@@ -919,10 +919,11 @@ def ses_eager(ts, vals, kinds, masks, st_ptr, tr_var, tr_target, tr_new,
 # ------------------------------------------------------------------------------------
 @njit(cache=True)
 def negation_keep(ts, vals, kinds, offsets, ev, var, start_ts, end_ts, match_code, set_of,
-                  n_sets, tau, neg_var, neg_linked, neg_before, neg_after, cand_ptr, cand_idx,
-                  cand_code, rel_ptr, rel_attr, rel_op, rel_other, rel_oattr, ex):
-    """Per match (events ``ev[offsets[k]:offsets[k+1]]`` bound to ``var``), whether no
-    negated variable has a witness: an event of its candidates (sorted by partition code,
+                  n_sets, tau, neg_var, neg_min, neg_linked, neg_before, neg_after, cand_ptr,
+                  cand_idx, cand_code, rel_ptr, rel_attr, rel_op, rel_other, rel_oattr, ex):
+    """Per match (events ``ev[offsets[k]:offsets[k+1]]`` bound to ``var``), whether every
+    negated variable has fewer than ``neg_min`` witnesses (1 for ``not n``: none): an event
+    of its candidates (sorted by partition code,
     then processing order) inside its interval that satisfies its relationships with
     every event bound to a related variable. A linked variable (``neg_linked``) searches
     the candidates with the match's partition code, the others those with code 0 (all
@@ -971,13 +972,16 @@ def negation_keep(ts, vals, kinds, offsets, ev, var, start_ts, end_ts, match_cod
                 else:
                     p1 = mid
             p1 = _upper(cand_code, p0, c1, code)
+            found = 0
             while p < p1 and ts[cand_idx[p]] <= hi:
                 e = cand_idx[p]
                 if _rels_ok(e, n, vals, kinds, rel_ptr, rel_attr, rel_op, rel_other, rel_oattr,
                             ev[a:b], var[a:b], b - a) \
                         and _xrels_ok(e, n, vals, kinds, ex, ev[a:b], var[a:b], b - a):
-                    keep[k] = False
-                    break
+                    found += 1
+                    if found >= neg_min[j]:
+                        keep[k] = False
+                        break
                 p += 1
             if not keep[k]:
                 break

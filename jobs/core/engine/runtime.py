@@ -698,6 +698,7 @@ class NegationFilter:
         self.cand_ptr = np.array(ptr, np.int64)
         negs = c.pattern.negations
         self.neg_var = np.array([n.var.index for n in negs], np.int64)
+        self.neg_min = np.array([n.var.min for n in negs], np.int64)  # not n{k,}: k
         self.before = np.array([-1 if n.before is None else n.before for n in negs], np.int64)
         self.after = np.array([-1 if n.after is None else n.after for n in negs], np.int64)
         table = c.negation_table()
@@ -711,7 +712,7 @@ class NegationFilter:
         keep = _kernels().negation_keep(
             cols.ts, cols.values, cols.kinds, batch.offsets, batch.rows, batch.variables,
             batch.start_ts, batch.end_ts, self.code[batch.first], c.set_of, c.n_sets, c.tau,
-            self.neg_var, self.linked, self.before, self.after, self.cand_ptr, self.cand_idx,
+            self.neg_var, self.neg_min, self.linked, self.before, self.after, self.cand_ptr, self.cand_idx,
             self.cand_code, *self.rel, self.ex)
         return batch if keep.all() else batch_take(batch, np.flatnonzero(keep))
 

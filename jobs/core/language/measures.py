@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from jobs.core.language.conditions.evaluation import measure_value
-from jobs.core.language.conditions.expressions import Agg, Arith, Attr, Lit, Neg
+from jobs.core.language.conditions.expressions import Agg, Arith, Attr, Lit, Neg, time_function
 from jobs.core.language.conditions.typecheck import value_kind
 from jobs.core.language.events import format_ts
 
@@ -30,11 +30,11 @@ def measure_type(expr, column_type: Callable[[str], str | None] = lambda _: None
         v = expr.value
         return "string" if isinstance(v, str) else "integer" if isinstance(v, int) else "double"
     if isinstance(expr, Attr):
-        return _column(column_type(expr.attr))
+        return _attribute(expr.attr, column_type)
     if isinstance(expr, Agg):
         if expr.func == "count":
             return "integer"
-        kind = _column(column_type(expr.attr))
+        kind = _attribute(expr.attr, column_type)
         if expr.func == "avg":
             return "double"
         if expr.func == "sum":
@@ -48,6 +48,14 @@ def measure_type(expr, column_type: Callable[[str], str | None] = lambda _: None
             return "integer"
         return "double"
     return None  # pragma: no cover - the parser builds nothing else
+
+
+def _attribute(attr: str, column_type) -> str | None:
+    """The type of an attribute's values: the column's, an integer for ``hour(ts)`` and
+    ``weekday(ts)`` (``date(ts)`` is a time, found by ``value_kind``)."""
+    if time_function(attr):
+        return "integer"
+    return _column(column_type(attr))
 
 
 def _column(kind: str | None) -> str | None:

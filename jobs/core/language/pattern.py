@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from jobs.core.language.conditions.expressions import expr_attributes
+from jobs.core.language.conditions.expressions import expr_attributes, time_function
 from jobs.core.language.conditions.kinds import (
     AggregateCondition,
     Condition,
@@ -63,7 +63,8 @@ PLAN_ALIASES = {"left-deep": "trivial"}  # TRIVIAL's old name
 class Variable:
     """An event variable: a singleton ``v``, a group ``v+`` / ``v{min,max}`` (Kleene
     closure with bounds; ``max`` None is unbounded) in positive event set ``set_index``,
-    or a negated singleton ``not v`` (``negated``; its set_index is -1)."""
+    or a negated singleton ``not v`` (``negated``; its set_index is -1): no event fits it
+    in its interval, or with ``min`` k > 1 (``not v{k,}``) fewer than k events do."""
 
     name: str
     group: bool
@@ -80,7 +81,7 @@ class Variable:
 
     def __str__(self) -> str:
         if self.negated:
-            return "not " + self.name
+            return "not " + self.name + (f"{{{self.min},}}" if self.min > 1 else "")
         if not self.group:
             return self.name
         if not self.bounded:
@@ -233,8 +234,8 @@ class Pattern:
             return x
 
         attrs: set[str] = set()
-        for r in self.relationships:
-            if r.is_equality_on_one_attribute():
+        for r in self.relationships:  # a function of the time is no stored column
+            if r.is_equality_on_one_attribute() and not time_function(r.left.attr):
                 a = r.left.attr
                 attrs.add(a)
                 parent[find((a, r.left.var))] = find((a, r.right.var))
@@ -310,7 +311,8 @@ class Pattern:
             "matcher": self.matcher,
         }
         if self.negations:  # only new keys: the versions of older patterns stay as they were
-            out["negations"] = [[n.before, n.after, n.var.name] for n in self.negations]
+            out["negations"] = [[n.before, n.after, n.var.name] + (
+                [n.var.min] if n.var.min > 1 else []) for n in self.negations]
         if self.contiguity != "none":
             out["contiguity"] = self.contiguity
         if self.alternative is not None:
@@ -326,7 +328,7 @@ class Pattern:
 
     def describe(self) -> str:
         def negs(before):
-            return ["{not " + n.var.name + "}" for n in self.negations if n.before == before]
+            return ["{" + str(n.var) + "}" for n in self.negations if n.before == before]
 
         parts = negs(None)
         for i, s in enumerate(self.sets):

@@ -172,12 +172,14 @@ def negation_interval(pattern: Pattern, neg, m: Match) -> tuple[int, bool, int, 
 
 
 def negation_holds(pattern: Pattern, m: Match, events: list[Event]) -> bool:
-    """No event satisfies a negated variable's properties and its relationships to the
-    bound events (every event bound to a related variable) inside its interval."""
+    """Fewer than k events (``not n{k,}``; ``not n`` is k = 1: no event) satisfy a negated
+    variable's properties and its relationships to the bound events (every event bound to
+    a related variable) inside its interval."""
     binding = dict(m.bindings)
     for neg in pattern.negations:
         n = neg.var.name
         lo, lo_in, hi, hi_in = negation_interval(pattern, neg, m)
+        witnesses = 0
         for e in events:
             if not ((e.ts > lo or (lo_in and e.ts == lo)) and (e.ts < hi or (hi_in and e.ts == hi))):
                 continue
@@ -193,7 +195,9 @@ def negation_holds(pattern: Pattern, m: Match, events: list[Event]) -> bool:
                 if not ok:
                     break
             if ok:
-                return False
+                witnesses += 1
+                if witnesses >= neg.var.min:
+                    return False
     return True
 
 

@@ -26,7 +26,9 @@ from jobs.core.language.conditions.expressions import (
     Truth,
     aggregates_of,
     attributes_of,
+    derive,
     match_times_of,
+    time_function,
 )
 
 
@@ -40,8 +42,7 @@ def value_of(e: Expr, env: dict) -> Any:
     if isinstance(e, Lit):
         return e.value
     if isinstance(e, Attr):
-        v = env[(e.var, e.prev)].get(e.attr)
-        return None if isinstance(v, float) and v != v else v
+        return read(env[(e.var, e.prev)], e.attr)
     if isinstance(e, (Agg, MatchTime)):
         return env[e]
     if isinstance(e, Neg):
@@ -59,6 +60,20 @@ def value_of(e: Expr, env: dict) -> Any:
     out = {"+": operator.add, "-": operator.sub, "*": operator.mul,
            "/": operator.truediv}[e.op](float(a), float(b))
     return out if math.isfinite(out) else None
+
+
+def read(values: dict, attr: str) -> Any:
+    """An event's value of ``attr`` (missing: None, NaN too); a time function's
+    (``hour(ts)``) from the event's time."""
+    func = time_function(attr)
+    if func is not None:
+        ns = values.get(TIME)
+        if ns is None:
+            return None
+        out = derive(func, int(ns))
+        return Instant(out) if func == "date" else out
+    v = values.get(attr)
+    return None if isinstance(v, float) and v != v else v
 
 
 def _time_arith(op: str, a: Any, b: Any) -> Any:
@@ -79,19 +94,22 @@ def _time_arith(op: str, a: Any, b: Any) -> Any:
     return None
 
 
-def aggregate(func: str, attr: str | None, events: list[dict]) -> Any:
+def aggregate(func: str, attr: str | None, events: list[dict], distinct: bool = False) -> Any:
     """The value of ``func(v.attr)`` (``count(v)``: ``attr`` None) over the attributes of
     the events bound to v, in processing order: the reference for the engine's columns.
     ``sum`` and ``avg`` read numbers (other values are skipped, as missing ones are);
-    ``min`` and ``max`` compare numbers when there is one, else text."""
+    ``min`` and ``max`` compare numbers when there is one, else text; ``count(distinct
+    v.attr)`` counts the distinct present values (a number is never equal to a text)."""
     if attr is None:
         return len(events)
-    values = [a.get(attr) for a in events]
-    values = [None if isinstance(v, float) and v != v else v for v in values]
+    values = [read(a, attr) for a in events]
     if func in ("first", "last"):
         return (values[0] if func == "first" else values[-1]) if values else None
     present = [v for v in values if v is not None]
     if func == "count":
+        if distinct:
+            return len({(isinstance(v, str), v if isinstance(v, str) else float(v))
+                        for v in present})
         return len(present)
     numbers = [v for v in present if _is_number(v)]
     if func in NUMERIC_AGGREGATES:
@@ -164,7 +182,7 @@ def match_env(expr: Expr, binding: dict[str, list[dict]]) -> dict:
     for a in attributes_of(expr):
         env[(a.var, False)] = binding[a.var][0]
     for g in aggregates_of(expr):
-        env[g] = aggregate(g.func, g.attr, binding[g.var])
+        env[g] = aggregate(g.func, g.attr, binding[g.var], g.distinct)
     wanted = list(match_times_of(expr))
     times = [e[TIME] for es in binding.values() for e in es] if wanted else []
     for t in wanted:

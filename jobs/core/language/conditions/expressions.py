@@ -20,12 +20,44 @@ OPERATORS: dict[str, Callable[[Any, Any], bool]] = {
 }
 FLIPPED = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 ARITH = ("+", "-", "*", "/")
-KEYWORDS = {"and", "or", "not", "in", "prev"}
+KEYWORDS = {"and", "or", "not", "in", "prev", "distinct"}
 TIME = "ts"  # the attribute that is each event's time
 MATCH_TIMES = ("start_ts", "end_ts")  # the first and the last event time of a match
 DURATION_UNITS = {"ms": 10**6, "s": 10**9, "min": 60 * 10**9, "h": 3600 * 10**9,
                   "d": 86400 * 10**9}
 AGGREGATES = ("count", "sum", "avg", "min", "max", "first", "last")
+# functions of an event's time (UTC): the calendar day (a time, its midnight), the hour
+# 0-23 and the ISO weekday 1 (Monday) - 7 (Sunday); ``hour(p.ts)`` reads the derived
+# column ``hour(ts)``, which the engine's columns compute from the time
+TIME_FUNCTIONS = ("date", "hour", "weekday")
+DAY_NS, HOUR_NS = 86400 * 10**9, 3600 * 10**9
+
+
+def time_function(attr: str) -> str | None:
+    """The function of a derived column (``'hour(ts)'`` -> ``'hour'``), else None."""
+    if attr.endswith(f"({TIME})") and attr[:-len(TIME) - 2] in TIME_FUNCTIONS:
+        return attr[:-len(TIME) - 2]
+    return None
+
+
+def stored(attr: str) -> str:
+    """The stored column an attribute reads: ``ts`` for a function of the time."""
+    return TIME if time_function(attr) else attr
+
+
+def is_time(attr: str) -> bool:
+    """Whether an attribute's values are times: ``ts`` and ``date(ts)``."""
+    return attr == TIME or time_function(attr) == "date"
+
+
+def derive(func: str, ns: int) -> int:
+    """``func`` of a time in nanoseconds since the epoch (UTC): the day's midnight in
+    nanoseconds, the hour, or the ISO weekday (1970-01-01 was a Thursday, 4)."""
+    if func == "date":
+        return ns - ns % DAY_NS
+    if func == "hour":
+        return (ns // HOUR_NS) % 24
+    return (ns // DAY_NS + 3) % 7 + 1
 NUMERIC_AGGREGATES = ("sum", "avg")  # the others also take text
 
 
@@ -55,7 +87,15 @@ class Attr:
     prev: bool = False
 
     def __str__(self) -> str:
-        return f"prev({self.var}.{self.attr})" if self.prev else f"{self.var}.{self.attr}"
+        return column_text(self.var, self.attr, self.prev)
+
+
+def column_text(var: str, attr: str, prev: bool = False) -> str:
+    """``p.value``, ``prev(p.value)``, ``hour(p.ts)``, ``hour(prev(p.ts))``."""
+    func = time_function(attr)
+    inner = f"{var}.{stored(attr)}"
+    inner = f"prev({inner})" if prev else inner
+    return f"{func}({inner})" if func else inner
 
 
 class Duration(int):
@@ -97,12 +137,15 @@ class Agg:
     var: str
     attr: str | None  # None: count(v)
     running: bool = False  # func(prev(v.attr)): over the events bound to v before this one
+    distinct: bool = False  # count(distinct v.attr): the number of distinct present values
 
     def __str__(self) -> str:
         if self.running:
-            return f"{self.func}(prev({self.var}.{self.attr}))"
-        return f"{self.func}({self.var})" if self.attr is None else \
-            f"{self.func}({self.var}.{self.attr})"
+            return f"{self.func}({column_text(self.var, self.attr, True)})"
+        if self.attr is None:
+            return f"{self.func}({self.var})"
+        return f"{self.func}({'distinct ' if self.distinct else ''}" \
+            f"{column_text(self.var, self.attr)})"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,8 @@ from jobs.core.language.conditions.expressions import (
     DURATION_UNITS,
     KEYWORDS,
     MATCH_TIMES,
+    TIME,
+    TIME_FUNCTIONS,
     Agg,
     Arith,
     Attr,
@@ -304,10 +306,13 @@ class _Parser:
             if nxt is not None and nxt.text == "(":
                 if tok.word in AGGREGATES:
                     return self.aggregate(tok)
+                if tok.word in TIME_FUNCTIONS:
+                    return self.time_function(tok)
                 if tok.word != "prev":
                     raise ConditionSyntaxError(
-                        f"unknown function {tok.text!r}: the functions are prev(v.attr) "
-                        f"and the aggregates {', '.join(AGGREGATES)}", tok.column)
+                        f"unknown function {tok.text!r}: the functions are prev(v.attr), "
+                        f"the aggregates {', '.join(AGGREGATES)} and the time functions "
+                        f"{', '.join(f'{f}(v.ts)' for f in TIME_FUNCTIONS)}", tok.column)
                 self.i += 2
                 inner = self.peek()
                 if inner is not None and inner.word in AGGREGATES and self.peek(1) is not None \
@@ -342,11 +347,45 @@ class _Parser:
         self.i += 1
         return Lit(Duration(int(number.text) * DURATION_UNITS[unit.text]))
 
-    def aggregate(self, tok: _Token) -> Agg:
-        """``count(v)``, ``count(v.attr)`` or ``func(v.attr)`` at ``tok``."""
+    def time_function(self, tok: _Token) -> Attr:
+        """``date(v.ts)``, ``hour(prev(v.ts))``... at ``tok``: the derived column."""
         func = tok.word
         self.i += 2
+        prev = self.is_word("prev") and self.peek(1) is not None and self.peek(1).text == "("
+        if prev:
+            self.i += 2
+        at = self.peek()
+        ref = self.ref()
+        if ref.attr != TIME:
+            raise ConditionSyntaxError(f"{func}() takes an event's time: write {func}("
+                                       f"{ref.var}.{TIME}), not {func}({ref})",
+                                       at.column if at else None)
+        if prev:
+            self.take("punct", ")", "')' closing prev(")
+        self.take("punct", ")", f"')' closing {func}(")
+        return Attr(ref.var, f"{func}({TIME})", prev=prev)
+
+    def aggregate(self, tok: _Token) -> Agg:
+        """``count(v)``, ``count(v.attr)``, ``count(distinct v.attr)`` or ``func(v.attr)``
+        at ``tok``; the attribute may be a time function (``count(distinct date(p.ts))``)."""
+        func = tok.word
+        self.i += 2
+        distinct = self.is_word("distinct")
+        if distinct:
+            if func != "count":
+                raise ConditionSyntaxError(f"distinct is for count only: count(distinct "
+                                           f"v.attr); {func} of the distinct values is "
+                                           f"{func} of the values", self.peek().column)
+            self.i += 1
         inner = self.peek()
+        if inner is not None and inner.word in TIME_FUNCTIONS and self.peek(1) is not None \
+                and self.peek(1).text == "(":
+            attr = self.time_function(inner)
+            if attr.prev:
+                raise ConditionSyntaxError(f"write {func}(prev(...)) around the attribute "
+                                           f"only: {func}(prev(v.ts))", inner.column)
+            self.take("punct", ")", f"')' closing {func}(")
+            return Agg(func, attr.var, attr.attr, distinct=distinct)
         if inner is not None and inner.word == "prev":
             self.i += 1
             self.take("punct", "(", "'(' after prev")
@@ -359,12 +398,16 @@ class _Parser:
                                        "nest", inner.column)
         name = self.take("name", what="a variable name")
         attr = None
+        if distinct and (self.peek() is None or self.peek().text != "."):
+            raise ConditionSyntaxError(f"count(distinct {name.text}) counts nothing: write "
+                                       f"count(distinct {name.text}.attr), e.g. count(distinct "
+                                       f"date({name.text}.ts))", name.column)
         if func != "count" or (self.peek() is not None and self.peek().text == "."):
             self.take("punct", ".", f"'.' after {name.text} (write {func}({name.text}.attr))")
             attr = self.take("name", what="an attribute name after '.'").text
         self.take("punct", ")", f"')' closing {func}(")
         self.used.append((name.text, name.column))
-        return Agg(func, name.text, attr)
+        return Agg(func, name.text, attr, distinct=distinct)
 
     def ref(self) -> Ref:
         name = self.take("name", what="a variable name")

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from jobs.core.language.conditions.expressions import (
     NUMERIC_AGGREGATES,
-    TIME,
     Agg,
     Arith,
     Attr,
@@ -20,6 +19,7 @@ from jobs.core.language.conditions.expressions import (
     Neg,
     Not,
     comparisons_of,
+    is_time,
 )
 
 
@@ -58,7 +58,7 @@ def time_problems(e: Expr) -> list[str]:
         if leaf is not None:
             return leaf
         if isinstance(x, Agg):
-            if x.attr != TIME or x.func == "count":
+            if x.attr is None or not is_time(x.attr) or x.func == "count":
                 return "value"
             if x.func in NUMERIC_AGGREGATES:
                 out.append(f"{x}: {x.func} of times is not defined; use first, last, min or "
@@ -124,7 +124,7 @@ def _leaf_kind(e: Expr) -> str | None:
     if isinstance(e, MatchTime):
         return "time"
     if isinstance(e, Attr):
-        return "time" if e.attr == TIME else "value"
+        return "time" if is_time(e.attr) else "value"
     return None
 
 
@@ -135,7 +135,8 @@ def value_kind(e: Expr) -> str:
     if leaf is not None:
         return leaf
     if isinstance(e, Agg):
-        return "time" if e.attr == TIME and e.func not in ("count",) else "value"
+        return "time" if e.attr is not None and is_time(e.attr) and e.func != "count" \
+            else "value"
     if isinstance(e, Neg):
         return value_kind(e.item)
     if isinstance(e, Arith):

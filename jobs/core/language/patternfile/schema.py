@@ -20,6 +20,9 @@ from jobs.core.language.conditions.expressions import (
     aggregates_of,
     comparisons_of,
     expr_attributes,
+    is_time,
+    stored,
+    time_function,
 )
 from jobs.core.language.measures import measure_type
 from jobs.core.language.pattern import Disjunction, Pattern
@@ -38,6 +41,8 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
     columns = ", ".join(sorted(schema))
 
     def kind_of(attr):
+        if time_function(attr):  # hour(ts), weekday(ts) are numbers; date(ts) a time
+            return None if is_time(attr) else "number"
         return "number" if schema.get(attr) in ("number", "integer", "double") else schema.get(attr)
 
     if pattern.kind == "window":
@@ -54,7 +59,7 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
     for cond, line in conditions:
         where = str(cond) if isinstance(cond, _Measure) else f"in condition '{cond}'"
         attrs = cond.attributes
-        missing = [a for a in attrs if a not in schema and a != TIME]
+        missing = [a for a in attrs if a not in schema and stored(a) != TIME]
         for a in missing:
             hint = difflib.get_close_matches(a, list(schema), n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""
@@ -128,7 +133,7 @@ def _type_problems(expr, kind_of, value: bool = False) -> list[str]:
         if isinstance(e, Lit):
             return "string" if isinstance(e.value, str) else "number"
         if isinstance(e, MatchTime) or (isinstance(e, Lit) and isinstance(e.value, Duration)) \
-                or (isinstance(e, (Attr, Agg)) and e.attr == TIME):
+                or (isinstance(e, (Attr, Agg)) and e.attr is not None and is_time(e.attr)):
             return None  # times and durations: conditions.time_problems checks them
         if isinstance(e, Agg):
             if e.attr is None or e.func == "count" or e.func in NUMERIC_AGGREGATES:

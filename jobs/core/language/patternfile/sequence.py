@@ -10,10 +10,10 @@ import yaml
 
 from jobs.core.language.conditions.expressions import (
     KEYWORDS,
-    TIME,
     ConditionSyntaxError,
     aggregates_of,
     attributes_of,
+    is_time,
     match_times_of,
 )
 from jobs.core.language.conditions.kinds import (
@@ -263,7 +263,8 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
                 problems.append(Problem(path, line_of(vnode),
                                         f"bad variable {raw!r} in set {i + 1}: write a name, "
                                         "p+ for one or more events, 'p{2,5}' or 'p{3,}' for "
-                                        "bounds, or 'not n' for a negated event"))
+                                        "bounds, 'not n' for a negated event or 'not n{2,}' "
+                                        "for fewer than 2 such events"))
                 continue
             neg, name, suffix, lo, comma, hi = m.groups()
             line = line_of(vnode)
@@ -298,11 +299,14 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
                     problems.append(Problem(path, line, f"{raw}: bounds above {MAX_BOUND:,} "
                                             "are not supported"))
                     continue
-            if neg and group:
-                problems.append(Problem(path, line, f"'{raw}': a negated variable is a "
-                                        f"single event; write 'not {name}' without "
-                                        f"{suffix}"))
+            if neg and group and not (comma is not None and not hi):
+                problems.append(Problem(path, line, f"'{raw}': a negated variable takes a "
+                                        f"lower bound only: 'not {name}' (no event fits "
+                                        f"{name}) or 'not {name}{{k,}}' (fewer than k events "
+                                        f"fit {name})"))
                 continue
+            if neg:
+                group, vmax = False, None
             kinds.add(bool(neg))
             current.append((name, group, vmin, vmax, bool(neg)))
         if len(kinds) > 1:
@@ -329,8 +333,8 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
         if not negated:
             position += 1
             continue
-        for name, *_ in current:
-            var = Variable(name, False, -1, n_index, negated=True)
+        for name, _, vmin, *_ in current:
+            var = Variable(name, False, -1, n_index, min=vmin, max=None, negated=True)
             n_index += 1
             negations.append(Negation(var, None if position < 0 else position,
                                       position + 1 if position + 1 < len(sets) else None))
@@ -387,7 +391,7 @@ def _on_time(cond) -> str | None:
     problems = time_problems(cond.expr)
     if problems:
         return problems[0]
-    if isinstance(cond, Property) and any(a.attr == TIME for a in attributes_of(cond.expr)):
+    if isinstance(cond, Property) and any(is_time(a.attr) for a in attributes_of(cond.expr)):
         return (f"reads only {cond.var}'s own time: relate it to another variable's time, "
                 f"e.g. b.ts - {cond.var}.ts <= 9d, or bound the whole match with within")
     return None
