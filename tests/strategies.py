@@ -95,7 +95,7 @@ BOUNDS = ("+", "{1,2}", "{2,}", "{2,3}", "{2}", "{1,1}")
 def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
                       aggregates: bool = False, times: bool = False, max_vars: int = 3,
-                      counting: bool = False, as_body: bool = False):
+                      counting: bool = False, steps: bool = False, as_body: bool = False):
     """Random patterns with the second and third steps of the language: negated sets
     (leading, between, trailing) with properties and relationships, Kleene bounds,
     contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
@@ -197,7 +197,7 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
         measures.append(draw(st.sampled_from(
             [f"days: count(distinct date({g}.ts))" for g in groups]
             + [f"day: date({v}.ts)" for v in singles] + [f"h: hour({v}.ts)" for v in singles]
-            + [f"w: min(weekday({g}.ts))" for g in groups] + ["span: end_ts - start_ts"])))
+            + [f"w: min(weekday({g}.ts))" for g in groups] + ["width: end_ts - start_ts"])))
     if times and draw(st.booleans()):
         measures.append(draw(st.sampled_from(
             ["span: end_ts - start_ts", "began: start_ts"]
@@ -211,11 +211,18 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                 + [f"{v}.value + 1" for v in singles] + [f"{v}.type" for v in singles]
             measures.append(f"m{k}: {draw(st.sampled_from(choices))}")
     layout = [("pos", s) for s in sets]
+    if steps:  # [next b] on a later set of one variable
+        for k, s in enumerate(sets[1:], start=1):
+            if len(s) == 1 and draw(st.booleans()):
+                layout[k] = ("pos", ["'next " + s[0].strip("'") + "'"])
     if negation:
         for n in "nq"[:draw(st.integers(1, 2))]:
             at = draw(st.integers(0, len(layout)))
             bound = draw(st.sampled_from(["", "{2,}", "{3,}"])) if counting else ""
-            layout.insert(at, ("neg", [f"'not {n}{bound}'" if bound else f"not {n}"]))
+            if steps and any(kind == "pos" for kind, _ in layout[:at]) and draw(st.booleans()):
+                layout.insert(at, ("neg", [f"'not next {n}'"]))
+            else:
+                layout.insert(at, ("neg", [f"'not {n}{bound}'" if bound else f"not {n}"]))
             c = prop(n) or f"{n}.type = '{draw(st.sampled_from(TYPES))}'"
             conditions.append(c)
             link = draw(st.sampled_from(["patient", "value", "none"] + ["time"] * times))

@@ -85,7 +85,7 @@ def positions_column(pattern: Pattern):
 
     keys = list(pattern.partition_attributes)
     window = Window.orderBy("ts", "event_id")
-    if pattern.contiguity == "partition" and keys:
+    if pattern.position_rule == "partition" and keys:
         window = Window.partitionBy(*[col(k) for k in keys]).orderBy("ts", "event_id")
     return (F.row_number().over(window) - 1).cast("long")
 
@@ -123,7 +123,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     stats = {"events": scanned}
     extra = []
     for alt in pattern.alternatives:
-        if alt.contiguity != "none":
+        if alt.position_rule is not None:  # contiguity, next steps
             df = df.withColumn(position_column(alt), positions_column(alt))
             extra.append(position_column(alt))
     if keep is not None:

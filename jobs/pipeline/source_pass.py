@@ -111,13 +111,13 @@ class PassItem:
 def numbered(pattern: Pattern | Disjunction) -> bool:
     """A sequence pattern (one alternative) with partition contiguity: its positions are
     numbered within X (``phase1.positions_column``)."""
-    return not isinstance(pattern, Disjunction) and pattern.contiguity == "partition"
+    return not isinstance(pattern, Disjunction) and pattern.position_rule == "partition"
 
 
 def shareable(pattern: Pattern | Disjunction) -> bool:
     if pattern.kind == "window" or unlinked_negation(pattern):
         return False
-    free = all(alt.contiguity == "none" for alt in pattern.alternatives)
+    free = all(alt.position_rule is None for alt in pattern.alternatives)
     if not pattern.partition_attributes:  # a pass by time slices
         return free
     return free or numbered(pattern)

@@ -31,8 +31,9 @@ OPERATORS = {
     "aggregates": dict(aggregates=True, bounds=True),
     "times": dict(times=True, bounds=True, negation=True),
     "counting": dict(counting=True, negation=True, bounds=True, aggregates=True),
+    "next": dict(steps=True, negation=True, bounds=True, rich=True),
     "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True,
-                times=True, counting=True),
+                times=True, counting=True, steps=True),
 }
 
 

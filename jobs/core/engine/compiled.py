@@ -298,7 +298,7 @@ class CompiledPattern:
         """Contiguity positions in processing order, numbered before any filter: over
         all events (strict) or within the partition values X (partition)."""
         n = cols.n
-        if self.contiguity == "strict" or not self.partition_attributes:
+        if self.pattern.position_rule == "strict" or not self.partition_attributes:
             return np.arange(n, dtype=np.int64)
         code, keep = self.partition_codes(cols)
         out = np.full(n, -(1 << 40), np.int64)  # no partition: never next to anything

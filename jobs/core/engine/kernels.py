@@ -522,6 +522,8 @@ def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, t
         return False
     if tr_new[t] and not ts[j] > ilast[k]:
         return False
+    if tr_new[t] == 2 and not _contiguous(k, j, ihead, node_ev, ihead.shape[1], ex[2]):
+        return False  # a [next b] step: the very next event after the set before
     for c in range(trc_ptr[t], trc_ptr[t + 1]):
         a = trc_attr[c]
         op = trc_op[c]

@@ -30,6 +30,7 @@ from jobs.core.engine.aggregates import AggregateFilter
 from jobs.core.engine.columns import EventColumns
 from jobs.core.engine.compiled import OPS, CompiledDisjunction, CompiledPattern
 from jobs.core.engine.kernel_codes import compare
+from jobs.core.engine.next_steps import NextFilter
 from jobs.core.engine.options import (
     MatchOptions,
 )
@@ -311,8 +312,9 @@ class SESMatcher(Matcher):
                 elif v.is_group:
                     out.append((v.index, sid, False))
             if sub == (1 << len(sets[i])) - 1 and i + 1 < len(sets):
+                new = 2 if i + 1 in c.pattern.next_sets else 1  # 2: must be the next event
                 for j, v in enumerate(sets[i + 1]):
-                    out.append((v.index, ids[(i + 1, 1 << j)], True))
+                    out.append((v.index, ids[(i + 1, 1 << j)], new))
             for var, target, new in out:
                 rows = []
                 for x, a, op, y, b in pairs:
@@ -329,7 +331,7 @@ class SESMatcher(Matcher):
         self.st_ptr = st_ptr
         self.tr_var = np.array([t[0] for t in trans], np.int64)
         self.tr_target = np.array([t[1] for t in trans], np.int64)
-        self.tr_new = np.array([t[2] for t in trans], np.bool_)
+        self.tr_new = np.array([t[2] for t in trans], np.int64)  # 0 loop/same set, 1 new, 2 next
         trc_ptr = np.zeros(len(trans) + 1, np.int64)
         flat = []
         for k, rows in enumerate(checks):
@@ -572,16 +574,23 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
     if isinstance(c, CompiledDisjunction):
         yield from _execute_disjunction(c, cols, options, stats, batch_size, positions)
         return
-    negation = NegationFilter(c, cols) if c.negated else None
+    negation = NegationFilter(c, cols) if any(not n.next for n in c.pattern.negations) \
+        else None
     aggregates = c.pattern.aggregate_conditions
     totals = AggregateFilter(aggregates, cols, {v.name: k for k, v in enumerate(
         c.pattern.variables)}, cols.row) if aggregates else None
-    if c.contiguity != "none" and positions is None:
+    if c.pattern.position_rule is not None and positions is None:
         positions = c.positions(cols)
+    steps = NextFilter(c, cols, positions, check_sets=True) \
+        if c.pattern.next_sets or c.pattern.next_negations else None
     for batch in _execute(c, cols, options, stats, batch_size, positions):
         before = len(batch)
         if negation is not None:
             batch = negation.filter(batch)
+        if steps is not None and len(batch):
+            keep = steps.keep(batch)
+            if not keep.all():
+                batch = batch_take(batch, np.flatnonzero(keep))
         if totals is not None and len(batch):
             keep = totals.keep(batch)
             if not keep.all():
@@ -683,10 +692,11 @@ class NegationFilter:
         code, present = c.partition_codes(cols)
         self.code = np.where(present, code, -1)
         linked = c.pattern.linked_negations
-        self.linked = np.array([n.name in linked and bool(c.partition_attributes)
-                                for n in c.negated], np.bool_)
+        negs = [n for n in c.pattern.negations if not n.next]  # [not next n]: NextFilter
+        self.linked = np.array([n.var.name in linked and bool(c.partition_attributes)
+                                for n in negs], np.bool_)
         idx, codes, ptr = [], [], [0]
-        for j, n in enumerate(c.negated):
+        for j, n in enumerate([x.var for x in negs]):
             rows = np.flatnonzero(c.fits(n.name, cols))
             k = self.code[rows] if self.linked[j] else np.zeros(len(rows), np.int64)
             order = np.argsort(k, kind="stable")
@@ -696,7 +706,6 @@ class NegationFilter:
         self.cand_idx = np.concatenate(idx).astype(np.int64)
         self.cand_code = np.concatenate(codes).astype(np.int64)
         self.cand_ptr = np.array(ptr, np.int64)
-        negs = c.pattern.negations
         self.neg_var = np.array([n.var.index for n in negs], np.int64)
         self.neg_min = np.array([n.var.min for n in negs], np.int64)  # not n{k,}: k
         self.before = np.array([-1 if n.before is None else n.before for n in negs], np.int64)

@@ -97,6 +97,7 @@ class Negation:
     var: Variable
     before: int | None
     after: int | None
+    next: bool = False  # [not next n]: the very next event after set ``before`` does not fit
 
     @property
     def kind(self) -> str:
@@ -140,6 +141,7 @@ class Pattern:
     description: str = ""
     negations: tuple[Negation, ...] = ()
     contiguity: str = "none"
+    next_sets: tuple[int, ...] = ()  # the positive sets written [next b] (DESIGN: per step)
     alternative: int | None = None  # 1, 2, ...: which alternative of a disjunction
     plan: str | None = field(default=None, compare=False)  # a pinned plan generator
     path: str | None = field(default=None, compare=False)
@@ -193,6 +195,20 @@ class Pattern:
         """The conditions with aggregates: each holds or not for a whole match, so they
         are tested on the matches of the other conditions (docs/semantics.md)."""
         return tuple(c for c in self.conditions if isinstance(c, AggregateCondition))
+
+    @cached_property
+    def next_negations(self) -> tuple[Negation, ...]:
+        """The negations written ``[not next n]``."""
+        return tuple(n for n in self.negations if n.next)
+
+    @cached_property
+    def position_rule(self) -> str | None:
+        """How positions are numbered, if the pattern needs them: by its contiguity, or
+        for ``next`` steps within the partition (over all events without partition
+        attributes); None when nothing reads positions."""
+        if self.contiguity != "none":
+            return self.contiguity
+        return "partition" if self.next_sets or self.next_negations else None
 
     @cached_property
     def min_events(self) -> int:
@@ -288,7 +304,7 @@ class Pattern:
     def linked_negations(self) -> frozenset[str]:
         """The negated variables equal to a positive variable on every partition
         attribute (top-level equalities): their witnesses lie in the match's partition."""
-        out = set()
+        out = {n.var.name for n in self.next_negations}  # the partition's next event
         positives = {v.name for v in self.variables}
         for n in self.negated:
             linked = set()
@@ -312,7 +328,10 @@ class Pattern:
         }
         if self.negations:  # only new keys: the versions of older patterns stay as they were
             out["negations"] = [[n.before, n.after, n.var.name] + (
-                [n.var.min] if n.var.min > 1 else []) for n in self.negations]
+                [n.var.min] if n.var.min > 1 else []) + (["next"] if n.next else [])
+                for n in self.negations]
+        if self.next_sets:
+            out["next"] = list(self.next_sets)
         if self.contiguity != "none":
             out["contiguity"] = self.contiguity
         if self.alternative is not None:
@@ -328,11 +347,13 @@ class Pattern:
 
     def describe(self) -> str:
         def negs(before):
-            return ["{" + str(n.var) + "}" for n in self.negations if n.before == before]
+            return ["{" + str(n.var).replace("not ", "not next " if n.next else "not ") + "}"
+                    for n in self.negations if n.before == before]
 
         parts = negs(None)
         for i, s in enumerate(self.sets):
-            parts.append("{" + ", ".join(str(v) for v in s) + "}")
+            parts.append("{" + ("next " if i in self.next_sets else "")
+                         + ", ".join(str(v) for v in s) + "}")
             parts += negs(i)
         extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
         return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"

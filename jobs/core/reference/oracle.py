@@ -125,9 +125,11 @@ def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
     out: list[Match] = []
     for i in range(len(events)):
         out.extend(matches_starting_at(pattern, tau_window(events, i, pattern.tau)))
-    if pattern.contiguity != "none":
+    if pattern.position_rule is not None:
         pos = positions(pattern, events)
-        out = [m for m in out if is_contiguous(m, pos)]
+        if pattern.contiguity != "none":
+            out = [m for m in out if is_contiguous(m, pos)]
+        out = [m for m in out if next_steps_hold(pattern, m, pos)]
     return negation_filter(pattern, out, events)
 
 
@@ -138,7 +140,7 @@ def positions(pattern: Pattern, events: list[Event]) -> dict[int, int]:
     """Each event's position (by ``seq``) in processing order: over all events for strict
     contiguity, within the events of the same partition values X for partition
     contiguity (events with a missing value of X have none)."""
-    if pattern.contiguity == "strict" or not pattern.partition_attributes:
+    if pattern.position_rule == "strict" or not pattern.partition_attributes:
         return {e.seq: k for k, e in enumerate(events)}
     out: dict[int, int] = {}
     counters: dict[tuple, int] = defaultdict(int)
@@ -155,6 +157,50 @@ def is_contiguous(m: Match, pos: dict[int, int]) -> bool:
     """The bound events are consecutive: their positions form one run."""
     p = sorted(pos.get(e.seq, -10**9) for e in m.events)
     return all(b == a + 1 for a, b in zip(p, p[1:]))
+
+
+def next_steps_hold(pattern: Pattern, m: Match, pos: dict[int, int]) -> bool:
+    """Every set written ``[next b]`` starts at the position right after the last event of
+    the sets before it (positions by ``Pattern.position_rule``)."""
+    binding = dict(m.bindings)
+    for k in pattern.next_sets:
+        before = [pos.get(e.seq) for s in pattern.sets[:k] for v in s for e in binding[v.name]]
+        first = min(pos.get(e.seq, -10**9) for v in pattern.sets[k] for e in binding[v.name])
+        if None in before or first != max(before) + 1:
+            return False
+    return True
+
+
+def next_event(pattern: Pattern, neg, m: Match, events: list[Event], pos: dict[int, int]
+               ) -> Event | None:
+    """The event ``[not next n]`` looks at: the one right after the last bound event of the
+    sets up to ``neg.before`` in the positions (in the match's partition), if any; trailing,
+    only up to ``start_ts + τ``."""
+    binding = dict(m.bindings)
+    last = max((e for s in pattern.sets[:neg.before + 1] for v in s for e in binding[v.name]),
+               key=lambda e: pos.get(e.seq, -10**9))
+    if last.seq not in pos:
+        return None
+    key = tuple(last.values.get(a) for a in pattern.partition_attributes) \
+        if pattern.position_rule == "partition" else ()
+    for e in events:
+        if pos.get(e.seq) == pos[last.seq] + 1 and (
+                not key or tuple(e.values.get(a) for a in pattern.partition_attributes) == key):
+            return e if neg.after is not None or e.ts <= m.start.ts + pattern.tau else None
+    return None
+
+
+def witness(pattern: Pattern, n: str, e: Event, binding: dict) -> bool:
+    """``e`` satisfies negated variable ``n``'s properties and its relationships with every
+    event bound to a related variable."""
+    if not all(p.holds(e.values) for p in pattern.properties[n]):
+        return False
+    for rel in pattern.negation_relationships[n]:
+        x, y = rel.variables
+        for b in binding[y if x == n else x]:
+            if not (rel.holds(e.values, b.values) if x == n else rel.holds(b.values, e.values)):
+                return False
+    return True
 
 
 def negation_interval(pattern: Pattern, neg, m: Match) -> tuple[int, bool, int, bool]:
@@ -176,25 +222,20 @@ def negation_holds(pattern: Pattern, m: Match, events: list[Event]) -> bool:
     variable's properties and its relationships to the bound events (every event bound to
     a related variable) inside its interval."""
     binding = dict(m.bindings)
+    pos = positions(pattern, events) if pattern.next_negations else {}
     for neg in pattern.negations:
         n = neg.var.name
+        if neg.next:  # [not next n]: the very next event does not fit n
+            e = next_event(pattern, neg, m, events, pos)
+            if e is not None and witness(pattern, n, e, binding):
+                return False
+            continue
         lo, lo_in, hi, hi_in = negation_interval(pattern, neg, m)
         witnesses = 0
         for e in events:
             if not ((e.ts > lo or (lo_in and e.ts == lo)) and (e.ts < hi or (hi_in and e.ts == hi))):
                 continue
-            if not all(p.holds(e.values) for p in pattern.properties[n]):
-                continue
-            ok = True
-            for rel in pattern.negation_relationships[n]:
-                x, y = rel.variables
-                for b in binding[y if x == n else x]:
-                    if not (rel.holds(e.values, b.values) if x == n else rel.holds(b.values, e.values)):
-                        ok = False
-                        break
-                if not ok:
-                    break
-            if ok:
+            if witness(pattern, n, e, binding):
                 witnesses += 1
                 if witnesses >= neg.var.min:
                     return False
@@ -266,9 +307,13 @@ def _consume(pattern: Pattern, state: frozenset[str], buffer: list, e: Event,
     """Algorithm 2, ConsumeEvent; with contiguity (``pos``) a transition fires only on
     the event right after the instance's last bound event."""
     out = []
-    if pos is not None and buffer and pos.get(e.seq) != pos.get(buffer[-1][1].seq, -2) + 1:
+    if pattern.contiguity != "none" and buffer and \
+            pos.get(e.seq) != pos.get(buffer[-1][1].seq, -2) + 1:
         return [(state, buffer)]
     for var, new_set in _transitions(pattern, state, buffer):
+        if new_set and var.set_index in pattern.next_sets and \
+                pos.get(e.seq) != pos.get(buffer[-1][1].seq, -2) + 1:
+            continue  # a [next b] step: the very next event after the set before
         buffer2 = buffer + [(var.name, e)]
         if _theta_delta_holds(pattern, var, new_set, buffer2):
             out.append((state | {var.name}, buffer2))
@@ -285,7 +330,7 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
     omega: list[tuple[frozenset[str], list]] = []
     peak = 0
 
-    pos = positions(pattern, events) if pattern.contiguity != "none" else None
+    pos = positions(pattern, events) if pattern.position_rule is not None else None
 
     def emit(buffer):
         binding: dict[str, list[Event]] = defaultdict(list)

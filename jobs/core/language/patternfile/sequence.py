@@ -58,8 +58,8 @@ BODY_KEYS = ("sets", "conditions", "contiguity", "measures")  # each alternative
 # the columns of every sequence pattern's match table (a measure may not take their names)
 MATCH_COLUMNS = ("kind", "match_id", "pattern", "pattern_version", "alternative", "start_ts",
                  "end_ts", "n_events", "bindings", "values", "stats", "run_id")
-VARIABLE = re.compile(r"^(not\s+)?([A-Za-z_][A-Za-z0-9_]*)(\+|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$",
-                      re.IGNORECASE)
+VARIABLE = re.compile(r"^(not\s+)?(next\s+)?([A-Za-z_][A-Za-z0-9_]*)"
+                      r"(\+|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$", re.IGNORECASE)
 MAX_BOUND = 10_000
 RESERVED = set(KEYWORDS) | {"alternative"}  # the tag of a disjunction's expected matches
 MAX_VARIABLES = 60  # one bit per variable in the events' 64-bit masks
@@ -125,7 +125,8 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
     patterns = tuple(Pattern(name=name, source=source, within=within, tau=tau, sets=b.sets,
                              conditions=tuple(b.conditions), matcher=matcher,
                              description=description, negations=b.negations,
-                             contiguity=b.contiguity, alternative=k + 1 if disjunctive else None,
+                             contiguity=b.contiguity, next_sets=b.next_sets,
+                             alternative=k + 1 if disjunctive else None,
                              plan=plan, measures=b.measures,
                              path=path, condition_lines=tuple(b.lines),
                              examples=() if disjunctive else tuple(examples))
@@ -154,6 +155,7 @@ class _Body:
     lines: list
     contiguity: str
     measures: tuple = ()
+    next_sets: tuple = ()
 
     @property
     def positives(self) -> dict[str, Variable]:
@@ -164,7 +166,7 @@ def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
                 path: str, problems: list[Problem]) -> _Body:
     """``sets``, ``conditions`` and ``contiguity`` of the file or of one alternative."""
     broken: set[str] = set()  # names of badly written variables: no follow-on errors for them
-    sets, negations = _parse_sets(fields.get("sets"), path, problems, broken)
+    sets, negations, next_sets = _parse_sets(fields.get("sets"), path, problems, broken)
     variables = {v.name: v for s in sets for v in s}
     variables.update((n.var.name, n.var) for n in negations)
     conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
@@ -182,7 +184,7 @@ def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
                                         "states per set of k); split the set or use matcher "
                                         "zstream"))
     measures = _parse_measures(fields.get("measures"), variables, path, problems, broken)
-    return _Body(sets, negations, conditions, cond_lines, contiguity, measures)
+    return _Body(sets, negations, conditions, cond_lines, contiguity, measures, next_sets)
 
 
 def _contiguity(node, default: str, path: str, problems: list[Problem]) -> str:
@@ -238,14 +240,15 @@ def _parse_alternatives(node, line: int, matcher: str, contiguity: str, path: st
 
 
 def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
-                ) -> tuple[tuple[tuple[Variable, ...], ...], tuple[Negation, ...]]:
-    """The positive event sets (P⁺) and the negated variables with their intervals."""
+                ) -> tuple[tuple[tuple[Variable, ...], ...], tuple[Negation, ...], tuple[int, ...]]:
+    """The positive event sets (P⁺), the negated variables with their intervals, and the
+    positive sets written ``[next b]`` (their event is the very next one)."""
     if node is None:
-        return (), ()
+        return (), (), ()
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         problems.append(Problem(path, line_of(node), "sets must be a non-empty list of event "
                                 "sets, e.g. [[c, p+], [b]]"))
-        return (), ()
+        return (), (), ()
     seen: dict[str, int] = {}
     parsed: list[tuple[bool, list[tuple]]] = []  # (negated set?, [(name, group, lo, hi)])
     for i, set_node in enumerate(node.value):
@@ -258,16 +261,26 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
             raw = scalar(vnode) if isinstance(vnode, yaml.ScalarNode) else None
             m = VARIABLE.match(raw.strip()) if isinstance(raw, str) else None
             if m is None:
-                if isinstance(raw, str) and re.match(r"(not\s+)?[A-Za-z_]\w*", raw):
-                    broken.add(re.match(r"(?:not\s+)?([A-Za-z_]\w*)", raw).group(1))
+                if isinstance(raw, str) and re.match(r"(not\s+)?(next\s+)?[A-Za-z_]\w*", raw):
+                    broken.add(re.match(r"(?:not\s+)?(?:next\s+)?([A-Za-z_]\w*)", raw).group(1))
                 problems.append(Problem(path, line_of(vnode),
                                         f"bad variable {raw!r} in set {i + 1}: write a name, "
                                         "p+ for one or more events, 'p{2,5}' or 'p{3,}' for "
                                         "bounds, 'not n' for a negated event or 'not n{2,}' "
                                         "for fewer than 2 such events"))
                 continue
-            neg, name, suffix, lo, comma, hi = m.groups()
+            neg, nxt, name, suffix, lo, comma, hi = m.groups()
             line = line_of(vnode)
+            if nxt and len(set_node.value) > 1:
+                problems.append(Problem(path, line, f"'{raw}': a 'next' step is a set of its "
+                                        f"own, e.g. [[a], [next {name}]]: its event is the "
+                                        "very next one after the set before"))
+                continue
+            if nxt and neg and suffix:
+                problems.append(Problem(path, line, f"'{raw}': 'not next {name}' is about one "
+                                        f"event (the very next one): write it without "
+                                        f"{suffix}"))
+                continue
             if name in RESERVED:
                 problems.append(Problem(path, line, f"{name!r} is reserved and cannot "
                                         "name a variable"))
@@ -308,7 +321,7 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
             if neg:
                 group, vmax = False, None
             kinds.add(bool(neg))
-            current.append((name, group, vmin, vmax, bool(neg)))
+            current.append((name, group, vmin, vmax, bool(neg), bool(nxt)))
         if len(kinds) > 1:
             problems.append(Problem(path, line_of(set_node), f"event set {i + 1} mixes negated "
                                     "and positive variables: put the 'not' variables in a "
@@ -320,12 +333,17 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
     if parsed and not positives:
         problems.append(Problem(path, line_of(node), "every event set is negated: a pattern "
                                 "needs at least one positive variable"))
-        return (), ()
-    sets, negations, index = [], [], 0
+        return (), (), ()
+    if parsed and parsed[0][1][0][5]:
+        problems.append(Problem(path, line_of(node.value[0]), "the first set cannot be a "
+                                "'next' step: 'next' means right after the set before"))
+    sets, negations, index, next_sets = [], [], 0, []
     for negated, current in parsed:
         if not negated:
+            if current[0][5]:
+                next_sets.append(len(sets))
             sets.append(tuple(Variable(name, group, len(sets), index + k, vmin, vmax)
-                              for k, (name, group, vmin, vmax, _) in enumerate(current)))
+                              for k, (name, group, vmin, vmax, *_) in enumerate(current)))
             index += len(current)
     n_index = index
     position = -1  # index of the last positive set seen
@@ -333,12 +351,17 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
         if not negated:
             position += 1
             continue
-        for name, _, vmin, *_ in current:
+        for name, _, vmin, _, _, nxt in current:
             var = Variable(name, False, -1, n_index, min=vmin, max=None, negated=True)
             n_index += 1
+            if nxt and position < 0:
+                problems.append(Problem(path, line_of(node.value[0]), f"'not next {name}' "
+                                        "cannot lead: it is about the event right after the "
+                                        "set before it"))
             negations.append(Negation(var, None if position < 0 else position,
-                                      position + 1 if position + 1 < len(sets) else None))
-    return tuple(sets), tuple(negations)
+                                      position + 1 if position + 1 < len(sets) else None,
+                                      next=nxt))
+    return tuple(sets), tuple(negations), tuple(next_sets)
 
 
 def _parse_conditions(node, variables: dict[str, Variable], path: str,
