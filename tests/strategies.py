@@ -113,7 +113,9 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             v = next(names)
             group = draw(st.booleans())
             suffix = (draw(st.sampled_from(BOUNDS)) if bounds else "+") if group else ""
-            current.append(f"'{v}{suffix}'" if "{" in suffix else v + suffix)
+            prefix = "consecutive " if steps and group and draw(st.booleans()) else ""
+            current.append(f"'{prefix}{v}{suffix}'" if "{" in suffix or prefix
+                           else v + suffix)
             variables.append((v, group))
         if current:
             sets.append(current)
@@ -213,7 +215,7 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
     layout = [("pos", s) for s in sets]
     if steps:  # [next b] on a later set of one variable
         for k, s in enumerate(sets[1:], start=1):
-            if len(s) == 1 and draw(st.booleans()):
+            if len(s) == 1 and "consecutive" not in s[0] and draw(st.booleans()):
                 layout[k] = ("pos", ["'next " + s[0].strip("'") + "'"])
     if negation:
         for n in "nq"[:draw(st.integers(1, 2))]:

@@ -33,22 +33,20 @@ def _save(fig, path: Path) -> Path:
 
 
 def variable_label(v) -> str:
-    if v.negated or not v.group:
-        return str(v)
-    if v.min == 1 and v.max is None:
-        return f"{v.name}+"
-    return f"{v.name}{{{v.min},{'' if v.max is None else v.max}}}"
+    return str(v)  # p+, 'p{2,5}', not n{2,}, consecutive c{3}
 
 
 def _rows(pattern) -> list[tuple[str, list[list[str]]]]:
     """(row label, sets as lists of labels, negated sets in their place) per alternative."""
     out = []
     for k, alt in enumerate(pattern.alternatives, start=1):
-        columns: list[list[str]] = [[variable_label(v) for v in s] for s in alt.sets]
+        columns: list[list[str]] = [[("next " if i in alt.next_sets else "") + variable_label(v)
+                                     for v in s] for i, s in enumerate(alt.sets)]
         for n in sorted(alt.negations, key=lambda n: -1 if n.before is None else n.before,
                         reverse=True):
             at = 0 if n.before is None else n.before + 1
-            columns.insert(at, [variable_label(n.var)])
+            label = variable_label(n.var)
+            columns.insert(at, [label.replace("not ", "not next ", 1) if n.next else label])
         label = f"alternative {k}" if len(pattern.alternatives) > 1 else ""
         out.append((label, columns))
     return out

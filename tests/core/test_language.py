@@ -257,7 +257,7 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
 
 
 @pytest.mark.parametrize("body, line, fragment", [
-    ("sets: [[a], [not p+]]\n", 4, "a negated variable is a single event"),
+    ("sets: [[a], [not p+]]\n", 4, "a negated variable takes a lower bound only"),
     ("sets:\n  - - a\n    - p{5,2}\n", 6, "the minimum 5 is larger than the maximum 2"),
     ("sets:\n  - - a\n    - p{0,2}\n", 6, "the minimum must be at least 1"),
     ("sets: [[a, p{2,5}]]\n", 4, "quote them, [a, 'p{2,5}']"),
@@ -374,7 +374,7 @@ def test_bounds_are_quoted_or_block_style():
 def test_disjunction_equals_the_union_of_the_oracle(operators, matcher, data):
     pattern = data.draw(disjunctive_patterns(matcher=matcher, **operators))
     events = data.draw(event_tables(max_events=9, max_day=6,
-                                    hours=OPERATORS[operator].get("counting", False)))
+                                    hours=operators.get("counting", False)))
     want = set()
     for alt in pattern.alternatives:  # the union, each match tagged with its alternative
         found = keys(oracle.ses_exec(alt, events) if matcher == "ses"

@@ -63,7 +63,8 @@ def _upper(a, lo, hi, x):
 #  0 vmin, 1 vmax (Kleene bounds per variable), 2 pos (contiguity positions), 3 contig,
 #  4 code, 5 program ptr, 6 constant values, 7 constant kinds, 8-9 stack scratch,
 #  10-12 program relationship rows (ptr, other variable, program), 13-14 program prev
-#  rows per variable (ptr, program).
+#  rows per variable (ptr, program), 15 ranks of the consecutive groups' events among the
+#  events that fit them (one row per such group), 16 each variable's row there (-1: none).
 @njit(cache=True)
 def run_program(code, lo, hi, cval, ckind, vals, kinds, e0, e1, sv, sk):
     """Whether program ``code[lo:hi]`` is true for event e0 in slot 0 and e1 in slot 1
@@ -553,6 +554,9 @@ def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, t
                        vals[prev_oattr[c], x], kinds[prev_oattr[c], x]):
                 return False
         if not _xprev_ok(j, x, v, vals, kinds, ex):
+            return False
+        ci = ex[16][v]  # a consecutive group: no event that fits it between
+        if ci >= 0 and ex[15][ci, j] != ex[15][ci, x] + 1:
             return False
         vmax = ex[1][v]
         if vmax < _I64_MAX:  # Kleene bound: the loop stops at the maximum

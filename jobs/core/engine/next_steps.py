@@ -25,22 +25,50 @@ from jobs.core.language.conditions.expressions import Attr
 NONE = np.iinfo(np.int64).min // 4  # no position: next to nothing
 
 
-class NextFilter:
-    """Keeps the matches of a batch whose ``next`` steps hold (``[next b]`` checked only
-    when the matcher did not: ``check_sets``)."""
+def consecutive_ranks(c: CompiledPattern, cols: EventColumns, masks: np.ndarray | None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """(ranks, row of each variable) for the ``consecutive`` groups: each event's rank among
+    the events of its partition that fit the group's properties (``masks``: the property
+    bits; default ``c.masks(cols)``), in processing order; -1 rows for the other variables.
+    Any run of events that holds every event between its first and last gives the same
+    differences of ranks, so a time slice or a filtered group ranks exactly."""
+    groups = [v for v in c.pattern.variables if v.consecutive]
+    rank_of = np.full(c.m, -1, np.int64)
+    ranks = np.zeros((len(groups), cols.n if groups else 0), np.int64)
+    if not groups:
+        return ranks, rank_of
+    masks = c.masks(cols) if masks is None else masks
+    code, present = c.partition_codes(cols)
+    code = np.where(present, code, -1)
+    order = np.argsort(code, kind="stable")
+    start = np.r_[True, code[order][1:] != code[order][:-1]]
+    for k, v in enumerate(groups):
+        rank_of[v.index] = k
+        fit = ((masks[order] >> v.index) & 1).astype(np.int64)
+        total = np.cumsum(fit)
+        base = np.maximum.accumulate(np.where(start, total - fit, 0))
+        ranks[k, order] = total - base - 1
+        ranks[k, order[~present[order]]] = -(1 << 40)  # no partition: next to nothing
+    return ranks, rank_of
 
-    def __init__(self, c: CompiledPattern, cols: EventColumns, positions: np.ndarray,
-                 check_sets: bool):
+
+class NextFilter:
+    """Keeps the matches of a batch whose ``next`` steps and ``consecutive`` groups hold
+    (the SES automaton has checked ``[next b]`` and consecutive groups already; checking
+    them again costs little)."""
+
+    def __init__(self, c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None):
         self.c, self.cols = c, cols
-        self.pos = positions
-        self.sets = c.pattern.next_sets if check_sets else ()
+        self.pos = positions if positions is not None else np.zeros(cols.n, np.int64)
+        self.sets = c.pattern.next_sets
         self.negations = c.pattern.next_negations
+        self.ranks, self.rank_of = consecutive_ranks(c, cols, None)
         code, present = c.partition_codes(cols)
         partitioned = c.pattern.position_rule == "partition" and bool(c.partition_attributes)
         self.code = np.where(present, code, -1) if partitioned else np.zeros(cols.n, np.int64)
-        ok = positions > NONE
+        ok = self.pos > NONE
         self.key_rows = np.flatnonzero(ok)
-        keys = self._key(self.code[self.key_rows], positions[self.key_rows])
+        keys = self._key(self.code[self.key_rows], self.pos[self.key_rows])
         order = np.argsort(keys, kind="stable")
         self.key_rows, self.keys = self.key_rows[order], keys[order]
         self.fits = {n.var.name: c.fits(n.var.name, cols) for n in self.negations}
@@ -70,6 +98,13 @@ class NextFilter:
             keep &= first == before + 1
         for neg in self.negations:
             keep &= ~self._witnessed(neg, batch, match, sets, pos)
+        for v, k in enumerate(self.rank_of):
+            if k < 0:
+                continue
+            sel = batch.variables == v  # a group's rows are in processing order
+            r, mm = self.ranks[k][batch.rows[sel]], match[sel]
+            gap = (mm[1:] == mm[:-1]) & (r[1:] != r[:-1] + 1)
+            keep[mm[1:][gap]] = False
         return keep
 
     def _witnessed(self, neg, batch, match, sets, pos) -> np.ndarray:

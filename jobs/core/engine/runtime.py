@@ -30,7 +30,7 @@ from jobs.core.engine.aggregates import AggregateFilter
 from jobs.core.engine.columns import EventColumns
 from jobs.core.engine.compiled import OPS, CompiledDisjunction, CompiledPattern
 from jobs.core.engine.kernel_codes import compare
-from jobs.core.engine.next_steps import NextFilter
+from jobs.core.engine.next_steps import NextFilter, consecutive_ranks
 from jobs.core.engine.options import (
     MatchOptions,
 )
@@ -191,7 +191,7 @@ class Matcher:
         key = ("extras", self.name)
         if key not in group.cache:
             group.cache[key] = extras(self.compiled, group.cols, group.positions,
-                                      self.program_rows)
+                                      self.program_rows, group.masks)
         return group.cache[key]
 
     def describe_plan(self, group: GroupData) -> tuple[str, float]:
@@ -239,14 +239,15 @@ class Matcher:
 
 
 def extras(c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None,
-           rows) -> tuple:
+           rows, masks: np.ndarray | None = None) -> tuple:
     code, ptr = c.program_arrays
     cval, ckind = c.programs.constants(cols)
     prev = c.prev_program_rows
     pos = positions if positions is not None else np.zeros(0, np.int64)
+    ranks, rank_of = consecutive_ranks(c, cols, masks)
     return (c.vmin, c.vmax, pos, int(c.contiguity != "none"), code, ptr, cval, ckind,
             np.empty(c.programs.depth + 1, np.float64), np.empty(c.programs.depth + 1, np.int8),
-            rows.ptr, rows.other, rows.program, prev.ptr, prev.program)
+            rows.ptr, rows.other, rows.program, prev.ptr, prev.program, ranks, rank_of)
 
 
 def _mb(n: int) -> str:
@@ -581,8 +582,8 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
         c.pattern.variables)}, cols.row) if aggregates else None
     if c.pattern.position_rule is not None and positions is None:
         positions = c.positions(cols)
-    steps = NextFilter(c, cols, positions, check_sets=True) \
-        if c.pattern.next_sets or c.pattern.next_negations else None
+    steps = NextFilter(c, cols, positions) if c.pattern.next_sets or c.pattern.next_negations \
+        or any(v.consecutive for v in c.pattern.variables) else None
     for batch in _execute(c, cols, options, stats, batch_size, positions):
         before = len(batch)
         if negation is not None:

@@ -73,6 +73,7 @@ class Variable:
     min: int = 1
     max: int | None = 1
     negated: bool = False
+    consecutive: bool = False  # a group whose events follow each other among those fitting it
 
     @property
     def bounded(self) -> bool:
@@ -84,9 +85,10 @@ class Variable:
             return "not " + self.name + (f"{{{self.min},}}" if self.min > 1 else "")
         if not self.group:
             return self.name
+        prefix = "consecutive " if self.consecutive else ""
         if not self.bounded:
-            return self.name + "+"
-        return f"{self.name}{{{self.min},{'' if self.max is None else self.max}}}"
+            return prefix + self.name + "+"
+        return f"{prefix}{self.name}{{{self.min},{'' if self.max is None else self.max}}}"
 
 
 @dataclass(frozen=True)

@@ -125,6 +125,9 @@ def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
     out: list[Match] = []
     for i in range(len(events)):
         out.extend(matches_starting_at(pattern, tau_window(events, i, pattern.tau)))
+    if any(v.consecutive for v in pattern.variables):
+        ranks = consecutive_ranks(pattern, events)
+        out = [m for m in out if consecutive_hold(pattern, dict(m.bindings), ranks)]
     if pattern.position_rule is not None:
         pos = positions(pattern, events)
         if pattern.contiguity != "none":
@@ -157,6 +160,38 @@ def is_contiguous(m: Match, pos: dict[int, int]) -> bool:
     """The bound events are consecutive: their positions form one run."""
     p = sorted(pos.get(e.seq, -10**9) for e in m.events)
     return all(b == a + 1 for a, b in zip(p, p[1:]))
+
+
+def consecutive_ranks(pattern: Pattern, events: list[Event]) -> dict[str, dict[int, int]]:
+    """Per ``consecutive`` group variable, each event's rank (by ``seq``) among the events
+    of its partition (values of X; every event without X) that satisfy the variable's
+    properties, in processing order."""
+    out: dict[str, dict[int, int]] = {}
+    for v in pattern.variables:
+        if not v.consecutive:
+            continue
+        counters: dict[tuple, int] = defaultdict(int)
+        ranks: dict[int, int] = {}
+        for e in events:
+            if not all(p.holds(e.values) for p in pattern.properties[v.name]):
+                continue
+            key = tuple(e.values.get(a) for a in pattern.partition_attributes)
+            if any(x is None or x != x for x in key):
+                continue
+            ranks[e.seq] = counters[key]
+            counters[key] += 1
+        out[v.name] = ranks
+    return out
+
+
+def consecutive_hold(pattern: Pattern, binding: dict, ranks: dict[str, dict[int, int]]) -> bool:
+    """Each ``consecutive`` group's events follow each other among the events that fit it
+    (no event of the partition satisfying its properties lies between two of them)."""
+    for name, rank in ranks.items():
+        seq = [rank.get(e.seq) for e in binding.get(name, ())]
+        if None in seq or any(b != a + 1 for a, b in zip(seq, seq[1:])):
+            return False
+    return True
 
 
 def next_steps_hold(pattern: Pattern, m: Match, pos: dict[int, int]) -> bool:
@@ -303,7 +338,7 @@ def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
 
 
 def _consume(pattern: Pattern, state: frozenset[str], buffer: list, e: Event,
-             pos: dict[int, int] | None = None):
+             pos: dict[int, int] | None = None, ranks: dict | None = None):
     """Algorithm 2, ConsumeEvent; with contiguity (``pos``) a transition fires only on
     the event right after the instance's last bound event."""
     out = []
@@ -315,6 +350,10 @@ def _consume(pattern: Pattern, state: frozenset[str], buffer: list, e: Event,
                 pos.get(e.seq) != pos.get(buffer[-1][1].seq, -2) + 1:
             continue  # a [next b] step: the very next event after the set before
         buffer2 = buffer + [(var.name, e)]
+        if ranks and var.name in ranks and not consecutive_hold(
+                pattern, {var.name: [x for n, x in buffer2 if n == var.name][-2:]},
+                {var.name: ranks[var.name]}):
+            continue  # a consecutive group skips no event that fits it
         if _theta_delta_holds(pattern, var, new_set, buffer2):
             out.append((state | {var.name}, buffer2))
     if not out and state:
@@ -331,6 +370,7 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
     peak = 0
 
     pos = positions(pattern, events) if pattern.position_rule is not None else None
+    ranks = consecutive_ranks(pattern, events)
 
     def emit(buffer):
         binding: dict[str, list[Event]] = defaultdict(list)
@@ -349,7 +389,7 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
                 if state == final:
                     emit(buffer)
             else:
-                nxt.extend(_consume(pattern, state, buffer, e, pos))
+                nxt.extend(_consume(pattern, state, buffer, e, pos, ranks))
         omega = nxt
         peak = max(peak, len(omega))
     for state, buffer in omega:

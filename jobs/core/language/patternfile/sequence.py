@@ -58,7 +58,7 @@ BODY_KEYS = ("sets", "conditions", "contiguity", "measures")  # each alternative
 # the columns of every sequence pattern's match table (a measure may not take their names)
 MATCH_COLUMNS = ("kind", "match_id", "pattern", "pattern_version", "alternative", "start_ts",
                  "end_ts", "n_events", "bindings", "values", "stats", "run_id")
-VARIABLE = re.compile(r"^(not\s+)?(next\s+)?([A-Za-z_][A-Za-z0-9_]*)"
+VARIABLE = re.compile(r"^(not\s+)?(next\s+)?(consecutive\s+)?([A-Za-z_][A-Za-z0-9_]*)"
                       r"(\+|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$", re.IGNORECASE)
 MAX_BOUND = 10_000
 RESERVED = set(KEYWORDS) | {"alternative"}  # the tag of a disjunction's expected matches
@@ -262,14 +262,15 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
             m = VARIABLE.match(raw.strip()) if isinstance(raw, str) else None
             if m is None:
                 if isinstance(raw, str) and re.match(r"(not\s+)?(next\s+)?[A-Za-z_]\w*", raw):
-                    broken.add(re.match(r"(?:not\s+)?(?:next\s+)?([A-Za-z_]\w*)", raw).group(1))
+                    broken.add(re.match(r"(?:not\s+)?(?:next\s+)?(?:consecutive\s+)?"
+                                        r"([A-Za-z_]\w*)", raw).group(1))
                 problems.append(Problem(path, line_of(vnode),
                                         f"bad variable {raw!r} in set {i + 1}: write a name, "
                                         "p+ for one or more events, 'p{2,5}' or 'p{3,}' for "
                                         "bounds, 'not n' for a negated event or 'not n{2,}' "
                                         "for fewer than 2 such events"))
                 continue
-            neg, nxt, name, suffix, lo, comma, hi = m.groups()
+            neg, nxt, cons, name, suffix, lo, comma, hi = m.groups()
             line = line_of(vnode)
             if nxt and len(set_node.value) > 1:
                 problems.append(Problem(path, line, f"'{raw}': a 'next' step is a set of its "
@@ -320,8 +321,14 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
                 continue
             if neg:
                 group, vmax = False, None
+            if cons and (neg or not group):
+                problems.append(Problem(path, line, f"'{raw}': consecutive is for a group "
+                                        f"(consecutive {name}+ or 'consecutive {name}{{3}}'): "
+                                        "its events follow each other among the events that "
+                                        "fit it"))
+                continue
             kinds.add(bool(neg))
-            current.append((name, group, vmin, vmax, bool(neg), bool(nxt)))
+            current.append((name, group, vmin, vmax, bool(neg), bool(nxt), bool(cons)))
         if len(kinds) > 1:
             problems.append(Problem(path, line_of(set_node), f"event set {i + 1} mixes negated "
                                     "and positive variables: put the 'not' variables in a "
@@ -342,8 +349,10 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
         if not negated:
             if current[0][5]:
                 next_sets.append(len(sets))
-            sets.append(tuple(Variable(name, group, len(sets), index + k, vmin, vmax)
-                              for k, (name, group, vmin, vmax, *_) in enumerate(current)))
+            sets.append(tuple(Variable(name, group, len(sets), index + k, vmin, vmax,
+                                       consecutive=cons)
+                              for k, (name, group, vmin, vmax, _, _, cons)
+                              in enumerate(current)))
             index += len(current)
     n_index = index
     position = -1  # index of the last positive set seen
@@ -351,7 +360,7 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
         if not negated:
             position += 1
             continue
-        for name, _, vmin, _, _, nxt in current:
+        for name, _, vmin, _, _, nxt, _ in current:
             var = Variable(name, False, -1, n_index, min=vmin, max=None, negated=True)
             n_index += 1
             if nxt and position < 0:
