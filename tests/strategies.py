@@ -95,7 +95,8 @@ BOUNDS = ("+", "{1,2}", "{2,}", "{2,3}", "{2}", "{1,1}")
 def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
                       aggregates: bool = False, times: bool = False, max_vars: int = 3,
-                      counting: bool = False, steps: bool = False, as_body: bool = False):
+                      counting: bool = False, steps: bool = False, optional: bool = False,
+                      as_body: bool = False):
     """Random patterns with the second and third steps of the language: negated sets
     (leading, between, trailing) with properties and relationships, Kleene bounds,
     contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
@@ -113,9 +114,11 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             v = next(names)
             group = draw(st.booleans())
             suffix = (draw(st.sampled_from(BOUNDS)) if bounds else "+") if group else ""
+            if optional and variables and draw(st.booleans()):  # the first stays required
+                suffix = draw(st.sampled_from(["*", "{0,2}"])) if group else "?"
             prefix = "consecutive " if steps and group and draw(st.booleans()) else ""
-            current.append(f"'{prefix}{v}{suffix}'" if "{" in suffix or prefix
-                           else v + suffix)
+            current.append(f"'{prefix}{v}{suffix}'" if "{" in suffix or prefix or "?" in suffix
+                           or "*" in suffix else v + suffix)
             variables.append((v, group))
         if current:
             sets.append(current)
@@ -139,8 +142,8 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                               else f"prev({v}.value) - 1 {op} {v}.value")
     positive = [v for v, _ in variables]
     if len(positive) > 1 and draw(st.booleans()):
-        for x, y in zip(positive, positive[1:]):
-            conditions.append(f"{x}.patient = {y}.patient")
+        for x, y in zip(positive, positive[1:]):  # with optional steps: all to the first
+            conditions.append(f"{positive[0] if optional else x}.patient = {y}.patient")
     if len(positive) > 1 and draw(st.booleans()):
         x, y = draw(st.permutations(positive))[:2]
         conditions.append(f"{x}.value {draw(st.sampled_from(OPS))} {y}.value" if not rich

@@ -90,12 +90,20 @@ def checked_negations(pattern: Pattern):
     partition)."""
     out = []
     for n in pattern.negations:
+        if n.next:  # [not next n]: one event, found by position (the matcher checks it)
+            continue
         rels = pattern.negation_relationships[n.var.name]
         if n.var.name in pattern.linked_negations and pattern.partition_attributes and all(
                 r.is_equality_on_one_attribute() and r.left.attr in pattern.partition_attributes
                 for r in rels):
             out.append(n)
     return out
+
+
+def required(pattern: Pattern, a, b) -> bool:
+    """Whether two consecutive sets both bind an event in every match (so their order can
+    be checked; an optional step may leave one empty)."""
+    return all(any(v.name in pattern.required for v in s) for s in (a, b))
 
 
 def keys_of(pattern: Pattern | Disjunction) -> list[str]:
@@ -235,7 +243,7 @@ class DriverFrames:
         def first(names):
             return "least(" + ", ".join(quoted(v.name + "_lo") for v in names) + ")"
 
-        order = [f"coalesce({last(a)} < {first(b)}, false)"
+        order = [f"coalesce({last(a)} < {first(b)}, {str(not required(pattern, a, b)).lower()})"
                  for a, b in zip(pattern.sets, pattern.sets[1:])]
         part = [f"{quoted('dk_' + k)} = 1 AND {quoted('nk_' + k)} = bound" for k in keys]
         ctes = [

@@ -36,6 +36,7 @@ from jobs.pipeline.check_frames import (
     counted_measures,
     has_counted_measures,
     prefix,
+    required,
 )
 from jobs.spark.predicates import col, event_date_filters, property_column
 from jobs.status import new_run_id
@@ -193,7 +194,8 @@ def _alternative_frame(spark, lake: lk.Lake, staged, events, pattern: Pattern,
     for a, b in zip(pattern.sets, pattern.sets[1:]):
         last_a = F.greatest(*[F.col(f"{v.name}_hi") for v in a]) if len(a) > 1 else F.col(f"{a[0].name}_hi")
         first_b = F.least(*[F.col(f"{v.name}_lo") for v in b]) if len(b) > 1 else F.col(f"{b[0].name}_lo")
-        order_terms.append(F.coalesce(last_a < first_b, F.lit(False)))
+        # a set that may be absent (optional steps) leaves nothing to compare
+        order_terms.append(F.coalesce(last_a < first_b, F.lit(not required(pattern, a, b))))
     part_terms = [(F.col(f"dk_{k}") == 1) & (F.col(f"nk_{k}") == F.col("bound")) for k in keys]
     true = F.lit(True)
     negation_cols = []

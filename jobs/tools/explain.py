@@ -132,18 +132,36 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
                 rep.matched += 1
                 continue
             blamed = False
-            for cond in dict.fromkeys(alt.conditions):
-                rest = tuple(x for x in alt.conditions if x != cond)
-                try:
-                    relaxed = replace(alt, conditions=rest, condition_lines=())
-                except (TypeError, ValueError):
-                    continue
+            for label, relaxed in _relaxations(alt):
                 if e.id in _first_ids(relaxed, span):
-                    rep.failed[str(cond)] = rep.failed.get(str(cond), 0) + 1
+                    rep.failed[label] = rep.failed.get(label, 0) + 1
                     blamed = True
             if not blamed:
                 rep.unexplained += 1
     return reports
+
+
+def _relaxations(alt):
+    """(what is relaxed, the pattern without it): each condition, each negated set (its
+    bound raised out of reach), each ``[next b]`` step and each consecutive group."""
+    for cond in dict.fromkeys(alt.conditions):
+        rest = tuple(x for x in alt.conditions if x != cond)
+        try:
+            yield str(cond), replace(alt, conditions=rest, condition_lines=())
+        except (TypeError, ValueError):
+            continue
+    for k, neg in enumerate(alt.negations):
+        label = str(neg.var).replace("not ", "not next " if neg.next else "not ", 1)
+        never = replace(neg, var=replace(neg.var, min=1 << 62))
+        yield label, replace(alt, negations=alt.negations[:k] + (never,) + alt.negations[k + 1:])
+    for k in alt.next_sets:
+        yield f"next {', '.join(v.name for v in alt.sets[k])}", replace(
+            alt, next_sets=tuple(x for x in alt.next_sets if x != k))
+    for v in alt.variables:
+        if v.consecutive:
+            yield str(v), replace(alt, sets=tuple(tuple(
+                replace(w, consecutive=False) if w.name == v.name else w for w in s)
+                for s in alt.sets))
 
 
 def whole_match_lines(pattern, columns: dict[str, str]) -> list[str]:

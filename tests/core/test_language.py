@@ -32,8 +32,9 @@ OPERATORS = {
     "times": dict(times=True, bounds=True, negation=True),
     "counting": dict(counting=True, negation=True, bounds=True, aggregates=True),
     "next": dict(steps=True, negation=True, bounds=True, rich=True),
+    "optional": dict(optional=True, negation=True, bounds=True, aggregates=True, steps=True),
     "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True,
-                times=True, counting=True, steps=True),
+                times=True, counting=True, steps=True, optional=True),
 }
 
 
@@ -259,7 +260,7 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
 @pytest.mark.parametrize("body, line, fragment", [
     ("sets: [[a], [not p+]]\n", 4, "a negated variable takes a lower bound only"),
     ("sets:\n  - - a\n    - p{5,2}\n", 6, "the minimum 5 is larger than the maximum 2"),
-    ("sets:\n  - - a\n    - p{0,2}\n", 6, "the minimum must be at least 1"),
+    ("sets:\n  - - a\n    - p{0}\n", 6, "the minimum must be at least 1"),
     ("sets: [[a, p{2,5}]]\n", 4, "quote them, [a, 'p{2,5}']"),
     ("sets: [[a, not n]]\n", 4, "mixes negated and positive"),
     ("sets: [[not n]]\nconditions:\n  - n.x = 1\n", 4, "at least one positive variable"),
@@ -290,6 +291,24 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
      "compares a duration with a number"),
     ("sets: [[p+]]\nconditions:\n  - sum(p.ts) > 5\n", 6, "sum of times is not defined"),
     ("sets: [[p+]]\nconditions:\n  - sum(q.x) > 1\n", 6, "unknown variable 'q'"),
+    # the fourth step: counting, time functions, next steps, consecutive groups
+    ("sets: [[a], ['not n{2,3}']]\n", 4, "takes a lower bound only"),
+    ("sets: [[p+]]\nconditions:\n  - count(distinct p) > 1\n", 6,
+     "write count(distinct p.attr)"),
+    ("sets: [[p+]]\nconditions:\n  - sum(distinct p.x) > 1\n", 6, "distinct is for count"),
+    ("sets: [[a]]\nconditions:\n  - hour(a.x) > 1\n", 6, "takes an event's time"),
+    ("sets: [[a]]\nconditions:\n  - date(a.ts) > 1\n", 6, "compares a time with a number"),
+    ("sets: [[a], [b]]\nconditions:\n  - date(a.ts) = a.ts\n", 6, "reads only a's own time"),
+    ("sets: [[next a], [b]]\n", 4, "the first set cannot be a 'next' step"),
+    ("sets: [['not next n'], [a]]\n", 4, "cannot lead"),
+    ("sets: [[a], [next b, c]]\n", 4, "a 'next' step is a set of its own"),
+    ("sets: [[a], ['not next n{2,}']]\n", 4, "is about one event"),
+    ("sets: [[consecutive a], [b]]\n", 4, "consecutive is for a group"),
+    ("sets: [['a?'], ['p*']]\n", 4, "could match no event at all"),
+    ("sets: [[a], ['t?'], [b]]\nconditions:\n  - a.k = t.k\n  - t.k = b.k\n", 4,
+     "t may be absent, so it cannot be the only link on k"),
+    ("sets: [[a], ['not n?']]\n", 4, "a negated variable cannot be optional"),
+    ("sets:\n  - [a]\n  - optional: ['not n']\n", 6, "a negated set cannot be optional"),
 ])
 def test_language_mistakes(body, line, fragment):
     assert_problem(HEAD + body, line, fragment)

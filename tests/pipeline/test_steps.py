@@ -41,7 +41,9 @@ def _restaged(lake: Lake, pattern, run_id: str) -> int:
     measures = [] if pattern.kind == "window" else list(pattern.measure_names)
     rows = [{"kind": "match", **{k: r[k] for k in keep},
              "bindings": json.dumps(dict(r["bindings"])),
-             **({"values": json.dumps({m: r[m] for m in measures})} if measures else {})}
+             **({"values": json.dumps({m: r[m] for m in measures},
+                                      default=lambda d: d.strftime("%Y-%m-%dT%H:%M:%S"))}
+                if measures else {})}
             for r in t.to_pylist()]
     rows.sort(key=lambda r: r["match_id"])
     if len(rows) >= 6:

@@ -39,10 +39,14 @@ class BatchValues:
             ns = self.batch.start_ts if node.which == "start_ts" else self.batch.end_ts
             return ((ns - self.cols.time_base) // self.cols.time_unit).astype(np.float64), \
                 np.full(self.n, NUMBER, np.int8)
-        if isinstance(node, Attr):  # a positive singleton: one row per match
-            _, rows = self._bound(node.var)
+        if isinstance(node, Attr):  # a positive singleton: one row per match (or none: t?)
+            match, rows = self._bound(node.var)
             r = self.row_of(node.attr)
-            return self.cols.values[r][rows], self.cols.kinds[r][rows]
+            if len(rows) == self.n:
+                return self.cols.values[r][rows], self.cols.kinds[r][rows]
+            values, kinds = np.full(self.n, np.nan), np.full(self.n, MISSING, np.int8)
+            values[match], kinds[match] = self.cols.values[r][rows], self.cols.kinds[r][rows]
+            return values, kinds
         return self.aggregate(node)
 
     def aggregate(self, g: Agg) -> tuple[np.ndarray, np.ndarray]:

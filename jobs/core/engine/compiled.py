@@ -319,14 +319,17 @@ class CompiledDisjunction:
     the same event columns (the union of their attributes). The engine runs them one
     after the other on the same columns; each batch of matches names its alternative."""
 
-    def __init__(self, disjunction: Disjunction):
+    def __init__(self, disjunction: Disjunction, compile_one=None):
+        """``compile_one(alternative, attributes)``: how an alternative is compiled
+        (default ``CompiledPattern``; one with optional steps has its own class)."""
+        compile_one = compile_one or CompiledPattern
         self.pattern = disjunction
         self.name = disjunction.name
         attrs = set(disjunction.attributes)
         for alt in disjunction.alternatives:
             attrs |= set(alt.partition_attributes)
         self.attributes = tuple(sorted(attrs))
-        self.alternatives = tuple(CompiledPattern(a, self.attributes)
+        self.alternatives = tuple(compile_one(a, self.attributes)
                                   for a in disjunction.alternatives)
         self.partition_attributes = disjunction.partition_attributes
         self.tau = disjunction.tau

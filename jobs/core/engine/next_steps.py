@@ -61,7 +61,8 @@ class NextFilter:
         self.c, self.cols = c, cols
         self.pos = positions if positions is not None else np.zeros(cols.n, np.int64)
         self.sets = c.pattern.next_sets
-        self.negations = c.pattern.next_negations
+        # one next event is never k >= 2 witnesses (explain relaxes a negation so)
+        self.negations = tuple(n for n in c.pattern.next_negations if n.var.min <= 1)
         self.ranks, self.rank_of = consecutive_ranks(c, cols, None)
         code, present = c.partition_codes(cols)
         partitioned = c.pattern.position_rule == "partition" and bool(c.partition_attributes)

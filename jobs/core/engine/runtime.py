@@ -31,6 +31,7 @@ from jobs.core.engine.columns import EventColumns
 from jobs.core.engine.compiled import OPS, CompiledDisjunction, CompiledPattern
 from jobs.core.engine.kernel_codes import compare
 from jobs.core.engine.next_steps import NextFilter, consecutive_ranks
+from jobs.core.engine.optional import CompiledOptional, maximal
 from jobs.core.engine.options import (
     MatchOptions,
 )
@@ -445,8 +446,14 @@ def prepare(compiled: CompiledPattern, options: MatchOptions, partitioned: bool)
 def compile_pattern(pattern: Pattern | Disjunction) -> CompiledPattern | CompiledDisjunction:
     """The one compile step: a pattern file's model -> what ``execute`` runs."""
     if isinstance(pattern, Disjunction):
-        return CompiledDisjunction(pattern)
-    return CompiledPattern(pattern)
+        return CompiledDisjunction(pattern, _compile_one)
+    return _compile_one(pattern)
+
+
+def _compile_one(pattern: Pattern, attributes: tuple[str, ...] | None = None):
+    if pattern.optional_units:
+        return CompiledOptional(pattern, attributes)
+    return CompiledPattern(pattern, attributes)
 
 
 # --------------------------------------------------------------------------------------
@@ -575,6 +582,9 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
     if isinstance(c, CompiledDisjunction):
         yield from _execute_disjunction(c, cols, options, stats, batch_size, positions)
         return
+    if isinstance(c, CompiledOptional):
+        yield from _execute_optional(c, cols, options, stats, batch_size, positions)
+        return
     negation = NegationFilter(c, cols) if any(not n.next for n in c.pattern.negations) \
         else None
     aggregates = c.pattern.aggregate_conditions
@@ -601,6 +611,62 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
         if not len(batch):
             continue
         yield batch
+
+
+def _execute_optional(c: CompiledOptional, cols: EventColumns, options: MatchOptions,
+                      stats: MatchStats | None, batch_size: int, positions
+                      ) -> Iterator[MatchBatch]:
+    """The union of the expansions' matches in the pattern's own variables; for SES only
+    the maximal ones per first event (``engine.optional``). The stats add up the
+    expansions' work."""
+    st = stats if stats is not None else MatchStats()
+    if c.pattern.position_rule is not None and positions is None:
+        positions = c.positions(cols)
+    parts, found = [], []
+    for compiled, origin in c.expansions:
+        part = MatchStats()
+        parts.append(part)
+        for batch in execute(compiled, cols, options, part, batch_size, positions):
+            batch.variables = origin[batch.variables]
+            found.append(batch)
+    _add_up(st, parts, cols)
+    st.events_after_filter = int(np.count_nonzero(c.masks(cols))) if options.filter \
+        and options.strategy == "lazy" else cols.n
+    if not found:
+        return
+    if (options.matcher or c.pattern.matcher) != "ses":
+        yield from found
+        return
+    batch = concat_batches(found)
+    keep = maximal(batch, c.m)
+    st.matches -= int((~keep).sum())
+    batch = batch_take(batch, np.flatnonzero(keep))
+    yield batch_take(batch, np.lexsort((batch.end_ts, batch.first)))
+
+
+def _add_up(st: MatchStats, parts: list[MatchStats], cols: EventColumns) -> None:
+    st.events = cols.n
+    for f in ("windows", "candidate_windows", "matcher_calls", "matches", "work", "seconds"):
+        setattr(st, f, getattr(st, f) + sum(getattr(p, f) for p in parts))
+    for f in MatchStats.MAXIMA + ("partitions",):
+        setattr(st, f, max([getattr(st, f)] + [getattr(p, f) for p in parts]))
+    st.matcher, st.work_item = parts[0].matcher, parts[0].work_item
+    plans = [p.plan for p in parts if p.plan]
+    if plans:
+        st.plan = " | ".join(plans)
+        st.plan_cost = sum(p.plan_cost for p in parts)
+
+
+def concat_batches(batches: list[MatchBatch]) -> MatchBatch:
+    """One batch of several (of one pattern)."""
+    counts = np.concatenate([np.diff(b.offsets) for b in batches])
+    offsets = np.zeros(len(counts) + 1, np.int64)
+    np.cumsum(counts, out=offsets[1:])
+    return MatchBatch(np.concatenate([b.first for b in batches]),
+                      np.concatenate([b.start_ts for b in batches]),
+                      np.concatenate([b.end_ts for b in batches]), offsets,
+                      np.concatenate([b.rows for b in batches]),
+                      np.concatenate([b.variables for b in batches]), batches[0].alternative)
 
 
 def _execute_disjunction(c: CompiledDisjunction, cols: EventColumns, options: MatchOptions,

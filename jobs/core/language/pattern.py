@@ -84,11 +84,18 @@ class Variable:
         if self.negated:
             return "not " + self.name + (f"{{{self.min},}}" if self.min > 1 else "")
         if not self.group:
-            return self.name
+            return self.name + ("?" if self.min == 0 else "")
         prefix = "consecutive " if self.consecutive else ""
         if not self.bounded:
             return prefix + self.name + "+"
+        if (self.min, self.max) == (0, None):
+            return prefix + self.name + "*"
         return f"{prefix}{self.name}{{{self.min},{'' if self.max is None else self.max}}}"
+
+    @property
+    def optional(self) -> bool:
+        """``t?``, ``p*``, ``p{0,n}``: the variable may bind no event."""
+        return self.min == 0 and not self.negated
 
 
 @dataclass(frozen=True)
@@ -144,12 +151,15 @@ class Pattern:
     negations: tuple[Negation, ...] = ()
     contiguity: str = "none"
     next_sets: tuple[int, ...] = ()  # the positive sets written [next b] (DESIGN: per step)
+    optional_sets: tuple[int, ...] = ()  # the sets written {optional: [...]}: all or none
     alternative: int | None = None  # 1, 2, ...: which alternative of a disjunction
     plan: str | None = field(default=None, compare=False)  # a pinned plan generator
     path: str | None = field(default=None, compare=False)
     condition_lines: tuple[int, ...] = field(default=(), compare=False, repr=False)
     examples: tuple[Example, ...] = field(default=(), compare=False, repr=False)
     measures: tuple[Measure, ...] = ()
+    # X given rather than derived: an expansion of optional steps keeps its pattern's X
+    partition_keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
 
     @property
     def alternatives(self) -> tuple[Pattern, ...]:
@@ -214,8 +224,25 @@ class Pattern:
 
     @cached_property
     def min_events(self) -> int:
-        """The fewest events a match binds (Σ of the variables' minimums)."""
-        return sum(v.min for v in self.variables)
+        """The fewest events a match binds (Σ of the minimums of the variables outside
+        optional sets)."""
+        return sum(v.min for v in self.variables if v.set_index not in self.optional_sets)
+
+    @cached_property
+    def required(self) -> frozenset[str]:
+        """The positive variables every match binds."""
+        return frozenset(v.name for v in self.variables
+                         if not v.optional and v.set_index not in self.optional_sets)
+
+    @cached_property
+    def optional_units(self) -> tuple[tuple[str, ...], ...]:
+        """What may be absent from a match, each unit all or nothing: an optional variable
+        (``t?``, ``p*``, ``p{0,n}``) outside optional sets, or an optional set's variables."""
+        out = [tuple(v.name for v in s) for i, s in enumerate(self.sets)
+               if i in self.optional_sets]
+        out += [(v.name,) for v in self.variables
+                if v.optional and v.set_index not in self.optional_sets]
+        return tuple(out)
 
     @cached_property
     def prev_relationships(self) -> dict[str, tuple[PrevRelationship, ...]]:
@@ -286,6 +313,8 @@ class Pattern:
     @cached_property
     def partition_attributes(self) -> tuple[str, ...]:
         """X = {A | v_i.A = v_j.A ∈ Θ+eq for all i, j} (match-window paper, Def. 6)."""
+        if self.partition_keys is not None:
+            return self.partition_keys
         names = {v.name for v in self.variables}
         if len(names) < 2:
             return ()
@@ -307,7 +336,7 @@ class Pattern:
         """The negated variables equal to a positive variable on every partition
         attribute (top-level equalities): their witnesses lie in the match's partition."""
         out = {n.var.name for n in self.next_negations}  # the partition's next event
-        positives = {v.name for v in self.variables}
+        positives = self.required  # a link through an optional variable may be absent
         for n in self.negated:
             linked = set()
             for r in self.negation_relationships[n.name]:
@@ -334,6 +363,8 @@ class Pattern:
                 for n in self.negations]
         if self.next_sets:
             out["next"] = list(self.next_sets)
+        if self.optional_sets:
+            out["optional_sets"] = list(self.optional_sets)
         if self.contiguity != "none":
             out["contiguity"] = self.contiguity
         if self.alternative is not None:
@@ -355,7 +386,8 @@ class Pattern:
         parts = negs(None)
         for i, s in enumerate(self.sets):
             parts.append("{" + ("next " if i in self.next_sets else "")
-                         + ", ".join(str(v) for v in s) + "}")
+                         + ", ".join(str(v) for v in s) + "}"
+                         + ("?" if i in self.optional_sets else ""))
             parts += negs(i)
         extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
         return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from jobs.core.language.events import Event
+from jobs.core.language.optional import expansions
 from jobs.core.language.pattern import Disjunction, Pattern, Variable
 from jobs.core.reference.matches import (
     Match,
@@ -119,9 +120,31 @@ def tau_window(events: list[Event], i: int, tau: int) -> list[Event]:
     return out
 
 
+def optional_matches(pattern: Pattern, events: list[Event], run, maximal: bool) -> list[Match]:
+    """A pattern with optional steps: the union of ``run`` over its expansions
+    (``language.optional``), each match binding the absent variables to no event; with
+    ``maximal`` (SES) only the matches no other match with the same first event strictly
+    contains."""
+    found: dict[tuple, Match] = {}
+    for e in expansions(pattern):
+        for m in run(e.pattern, events):
+            binding = {v.name: [] for v in pattern.variables}
+            binding.update({v: list(es) for v, es in m.bindings})
+            full = make_match(pattern, binding)
+            found[full.key] = full
+    out = list(found.values())
+    if maximal:
+        pairs = {m.key: {(v, e.seq) for v, es in m.bindings for e in es} for m in out}
+        out = [m for m in out if not any(
+            o.start.seq == m.start.seq and pairs[m.key] < pairs[o.key] for o in out)]
+    return out
+
+
 def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
     """Every match of ``pattern`` in ``events`` (in processing order) by Definition 2,
     with contiguity and negation (docs/language.md) applied to P⁺'s matches."""
+    if pattern.optional_units:
+        return optional_matches(pattern, events, all_matches, maximal=False)
     out: list[Match] = []
     for i in range(len(events)):
         out.extend(matches_starting_at(pattern, tau_window(events, i, pattern.tau)))
@@ -262,7 +285,7 @@ def negation_holds(pattern: Pattern, m: Match, events: list[Event]) -> bool:
         n = neg.var.name
         if neg.next:  # [not next n]: the very next event does not fit n
             e = next_event(pattern, neg, m, events, pos)
-            if e is not None and witness(pattern, n, e, binding):
+            if e is not None and neg.var.min <= 1 and witness(pattern, n, e, binding):
                 return False
             continue
         lo, lo_in, hi, hi_in = negation_interval(pattern, neg, m)
@@ -364,6 +387,9 @@ def _consume(pattern: Pattern, state: frozenset[str], buffer: list, e: Event,
 def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -> list[Match]:
     """Algorithm 1, SESExec, over ``events`` in processing order; accepting instances still
     alive at the end of the input are matches too (their window closed with the input)."""
+    if pattern.optional_units:
+        return optional_matches(pattern, events, lambda p, ev: ses_exec(p, ev, stats),
+                                maximal=True)
     final = frozenset(v.name for v in pattern.variables)
     results: dict[tuple, Match] = {}
     omega: list[tuple[frozenset[str], list]] = []

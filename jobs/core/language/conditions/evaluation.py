@@ -179,8 +179,8 @@ def match_env(expr: Expr, binding: dict[str, list[dict]]) -> dict:
     """The values ``expr`` reads of a whole match: singletons' attributes, aggregates and
     the match's first and last event times."""
     env: dict = {}
-    for a in attributes_of(expr):
-        env[(a.var, False)] = binding[a.var][0]
+    for a in attributes_of(expr):  # an optional singleton bound to no event: all missing
+        env[(a.var, False)] = binding[a.var][0] if binding[a.var] else {}
     for g in aggregates_of(expr):
         env[g] = aggregate(g.func, g.attr, binding[g.var], g.distinct)
     wanted = list(match_times_of(expr))

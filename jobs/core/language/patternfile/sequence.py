@@ -25,6 +25,7 @@ from jobs.core.language.conditions.kinds import (
 )
 from jobs.core.language.conditions.parser import parse_conditions, parse_value
 from jobs.core.language.conditions.typecheck import time_problems
+from jobs.core.language.optional import optional_problems
 from jobs.core.language.pattern import (
     CONTIGUITY,
     MATCHER_NAMES,
@@ -59,7 +60,7 @@ BODY_KEYS = ("sets", "conditions", "contiguity", "measures")  # each alternative
 MATCH_COLUMNS = ("kind", "match_id", "pattern", "pattern_version", "alternative", "start_ts",
                  "end_ts", "n_events", "bindings", "values", "stats", "run_id")
 VARIABLE = re.compile(r"^(not\s+)?(next\s+)?(consecutive\s+)?([A-Za-z_][A-Za-z0-9_]*)"
-                      r"(\+|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$", re.IGNORECASE)
+                      r"(\+|\*|\?|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$", re.IGNORECASE)
 MAX_BOUND = 10_000
 RESERVED = set(KEYWORDS) | {"alternative"}  # the tag of a disjunction's expected matches
 MAX_VARIABLES = 60  # one bit per variable in the events' 64-bit masks
@@ -126,6 +127,7 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
                              conditions=tuple(b.conditions), matcher=matcher,
                              description=description, negations=b.negations,
                              contiguity=b.contiguity, next_sets=b.next_sets,
+                             optional_sets=b.optional_sets,
                              alternative=k + 1 if disjunctive else None,
                              plan=plan, measures=b.measures,
                              path=path, condition_lines=tuple(b.lines),
@@ -135,6 +137,11 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
         name=name, source=source, within=within, tau=tau, matcher=matcher,
         alternatives=patterns, description=description, plan=plan, path=path,
         examples=tuple(examples))
+    for p in patterns:
+        for message in optional_problems(p):
+            where = f"alternative {p.alternative}: " if p.alternative else ""
+            problems.append(Problem(path, key_lines.get("sets", key_lines.get(
+                "alternatives", line_of(root))), where + message))
     for m in (m for p in patterns for m in p.measures):
         if m.name in out.partition_attributes:
             problems.append(Problem(path, m.line, f"measure {m.name!r}: the match table has "
@@ -156,6 +163,7 @@ class _Body:
     contiguity: str
     measures: tuple = ()
     next_sets: tuple = ()
+    optional_sets: tuple = ()
 
     @property
     def positives(self) -> dict[str, Variable]:
@@ -166,7 +174,8 @@ def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
                 path: str, problems: list[Problem]) -> _Body:
     """``sets``, ``conditions`` and ``contiguity`` of the file or of one alternative."""
     broken: set[str] = set()  # names of badly written variables: no follow-on errors for them
-    sets, negations, next_sets = _parse_sets(fields.get("sets"), path, problems, broken)
+    sets, negations, next_sets, optional_sets = _parse_sets(fields.get("sets"), path,
+                                                            problems, broken)
     variables = {v.name: v for s in sets for v in s}
     variables.update((n.var.name, n.var) for n in negations)
     conditions, cond_lines = _parse_conditions(fields.get("conditions"), variables, path,
@@ -184,7 +193,8 @@ def _parse_body(fields: dict[str, yaml.Node], matcher: str, contiguity: str,
                                         "states per set of k); split the set or use matcher "
                                         "zstream"))
     measures = _parse_measures(fields.get("measures"), variables, path, problems, broken)
-    return _Body(sets, negations, conditions, cond_lines, contiguity, measures, next_sets)
+    return _Body(sets, negations, conditions, cond_lines, contiguity, measures, next_sets,
+                 optional_sets)
 
 
 def _contiguity(node, default: str, path: str, problems: list[Problem]) -> str:
@@ -240,18 +250,25 @@ def _parse_alternatives(node, line: int, matcher: str, contiguity: str, path: st
 
 
 def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
-                ) -> tuple[tuple[tuple[Variable, ...], ...], tuple[Negation, ...], tuple[int, ...]]:
-    """The positive event sets (P⁺), the negated variables with their intervals, and the
-    positive sets written ``[next b]`` (their event is the very next one)."""
+                ) -> tuple[tuple[tuple[Variable, ...], ...], tuple[Negation, ...], tuple[int, ...],
+                           tuple[int, ...]]:
+    """The positive event sets (P⁺), the negated variables with their intervals, the
+    positive sets written ``[next b]`` (their event is the very next one) and those written
+    ``{optional: [...]}`` (all of their variables, or none)."""
     if node is None:
-        return (), (), ()
+        return (), (), (), ()
     if not isinstance(node, yaml.SequenceNode) or not node.value:
         problems.append(Problem(path, line_of(node), "sets must be a non-empty list of event "
                                 "sets, e.g. [[c, p+], [b]]"))
-        return (), (), ()
+        return (), (), (), ()
     seen: dict[str, int] = {}
     parsed: list[tuple[bool, list[tuple]]] = []  # (negated set?, [(name, group, lo, hi)])
+    optional_nodes = set()  # the sets written {optional: [a, b]}: all of them, or none
     for i, set_node in enumerate(node.value):
+        if isinstance(set_node, yaml.MappingNode) and len(set_node.value) == 1 \
+                and scalar(set_node.value[0][0]) == "optional":
+            set_node = set_node.value[0][1]
+            optional_nodes.add(len(parsed))
         if not isinstance(set_node, yaml.SequenceNode) or not set_node.value:
             problems.append(Problem(path, line_of(set_node), f"event set {i + 1} must be a "
                                     "non-empty list of variables, e.g. [c, p+]"))
@@ -296,14 +313,18 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
             group, vmin, vmax = False, 1, 1
             if suffix == "+":
                 group, vmax = True, None
+            elif suffix == "*":
+                group, vmin, vmax = True, 0, None
+            elif suffix == "?":
+                vmin = 0
             elif suffix:
                 vmin = int(lo)
                 vmax = vmin if comma is None else (int(hi) if hi else None)
                 group = True
-                if vmin < 1:
+                if vmin < 1 and (neg or vmax == 0):
                     problems.append(Problem(path, line, f"{raw}: the minimum must be at least "
-                                            "1 (a variable binds at least one event; to "
-                                            "require that no event occurs, use 'not')"))
+                                            "1 here (to require that no event occurs, use "
+                                            "'not n'; for at most k events, 'not n{k+1,}')"))
                     continue
                 if vmax is not None and vmax < vmin:
                     problems.append(Problem(path, line, f"{raw}: the minimum {vmin} is larger "
@@ -313,6 +334,10 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
                     problems.append(Problem(path, line, f"{raw}: bounds above {MAX_BOUND:,} "
                                             "are not supported"))
                     continue
+            if neg and suffix in ("*", "?"):
+                problems.append(Problem(path, line, f"'{raw}': a negated variable cannot be "
+                                        f"optional: 'not {name}' already allows no event"))
+                continue
             if neg and group and not (comma is not None and not hi):
                 problems.append(Problem(path, line, f"'{raw}': a negated variable takes a "
                                         f"lower bound only: 'not {name}' (no event fits "
@@ -334,19 +359,26 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
                                     "and positive variables: put the 'not' variables in a "
                                     "set of their own, e.g. [[a], [not n], [b]]"))
             continue
+        if current and len(parsed) in optional_nodes and kinds == {True}:
+            problems.append(Problem(path, line_of(set_node), f"event set {i + 1}: a negated "
+                                    "set cannot be optional"))
+            continue
         if current:
             parsed.append((kinds == {True}, current))
     positives = [s for negated, s in parsed if not negated]
     if parsed and not positives:
         problems.append(Problem(path, line_of(node), "every event set is negated: a pattern "
                                 "needs at least one positive variable"))
-        return (), (), ()
+        return (), (), (), ()
     if parsed and parsed[0][1][0][5]:
         problems.append(Problem(path, line_of(node.value[0]), "the first set cannot be a "
                                 "'next' step: 'next' means right after the set before"))
     sets, negations, index, next_sets = [], [], 0, []
-    for negated, current in parsed:
+    optional_sets: list[int] = []
+    for k, (negated, current) in enumerate(parsed):
         if not negated:
+            if k in optional_nodes:
+                optional_sets.append(len(sets))
             if current[0][5]:
                 next_sets.append(len(sets))
             sets.append(tuple(Variable(name, group, len(sets), index + k, vmin, vmax,
@@ -370,7 +402,7 @@ def _parse_sets(node, path: str, problems: list[Problem], broken: set[str]
             negations.append(Negation(var, None if position < 0 else position,
                                       position + 1 if position + 1 < len(sets) else None,
                                       next=nxt))
-    return tuple(sets), tuple(negations), tuple(next_sets)
+    return tuple(sets), tuple(negations), tuple(next_sets), tuple(optional_sets)
 
 
 def _parse_conditions(node, variables: dict[str, Variable], path: str,
@@ -464,7 +496,7 @@ def _aggregate_misuse(cond: AggregateCondition | Measure, variables: dict[str, V
         if v.negated:
             return (f"{g} aggregates the negated variable {v.name!r}: a negated variable "
                     "binds no event of a match")
-        if not v.group:
+        if not v.group and not (v.optional and g.func == "count" and g.attr is None):
             return (f"{g} aggregates the singleton {v.name!r}, which binds one event: write "
                     f"{v.name}.{g.attr or 'attr'} (or {v.name}+ in sets to make it a group)")
     for a in attributes_of(cond.expr):

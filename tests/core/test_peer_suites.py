@@ -1,0 +1,68 @@
+"""Cases from the peers' own test suites, translated: the inputs and the expected matches are
+the peers' facts, the patterns are ours. Flink CEP streams carry no key, so the positions
+of ``next`` count every event (a pattern without partition attributes); Flink's event
+timestamps are milliseconds. Each case runs both matchers where the peer's contiguity means
+the same, under every pruning combination, and the oracle.
+
+Flink CEP, ``NFAITCase``: testStrictContinuityWithResults, testStrictContinuityNoResults
+(``next()``); ``NotPatternITCase``: testNotNext, testNotNextNoMatches,
+testNotNextNoMatchesAtTheEnd (``notNext()``).
+"""
+
+import itertools
+
+import pytest
+
+from jobs.core.language.events import Event, order
+from jobs.core.language.patternfile import parse_pattern
+from jobs.core.local.runner import MatchOptions, run
+from jobs.core.reference import oracle
+
+MS = 10**6
+
+
+def stream(*pairs) -> list[Event]:
+    """Flink's (name, timestamp in ms) records; ids are the test's variable names."""
+    return order([Event(ident, ts * MS, {"name": ident.rstrip("0123456789")})
+                  for ident, ts in pairs])
+
+
+def pattern(sets: str, names: dict[str, str], matcher: str):
+    conditions = "".join(f"  - {v}.name = '{n}'\n" for v, n in names.items())
+    return parse_pattern(f"name: peer\nsource: s\nwithin: 1h\nsets: {sets}\nconditions:\n"
+                         f"{conditions}matcher: {matcher}\n", "<peer>")
+
+
+def matches(p, events) -> set[tuple[str, ...]]:
+    """Each match's event ids in processing order, the same under every pruning."""
+    want = {tuple(e.id for e in m.events) for m in oracle.meaning(p, events)}
+    for f, part, c in itertools.product([True, False], repeat=3):
+        options = MatchOptions(matcher=p.matcher, filter=f, partition=part, conditions=c)
+        got = {tuple(e.id for e in m.events) for m in run(p, events, options)[0]}
+        assert got == want, options
+    return want
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+def test_flink_strict_continuity(matcher):
+    p = pattern("[[a], [next b]]", {"a": "a", "b": "b"}, matcher)
+    assert matches(p, stream(("a1", 3), ("b1", 5))) == {("a1", "b1")}
+    assert matches(p, stream(("a1", 3), ("c1", 4), ("b1", 5))) == set()
+
+
+def test_flink_not_next():
+    """a, notNext b, followedByAny c, followedBy d: every c (followedByAny), so zstream."""
+    p = pattern("[[a], ['not next n'], [c], [d]]", {"a": "a", "n": "b", "c": "c", "d": "d"},
+                "zstream")
+    events = stream(("a1", 1), ("c1", 2), ("b1", 3), ("c2", 4), ("d1", 5))
+    assert matches(p, events) == {("a1", "c1", "d1"), ("a1", "c2", "d1")}
+    events = stream(("a1", 1), ("b1", 2), ("c1", 3), ("c2", 4), ("d1", 5))
+    assert matches(p, events) == set()
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+def test_flink_not_next_at_the_end(matcher):
+    p = pattern("[[a], [c], [d], ['not next n']]", {"a": "a", "c": "c", "d": "d", "n": "b"},
+                matcher)
+    events = stream(("a1", 1), ("c1", 2), ("c2", 3), ("d1", 4), ("b1", 5))
+    assert matches(p, events) == set()
