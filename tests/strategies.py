@@ -165,7 +165,11 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             conditions.append(draw(st.sampled_from([
                 f"{g}.value > max(prev({g}.value))", f"{g}.value >= max(prev({g}.value))",
                 f"min(prev({g}.value)) > {g}.value", f"{g}.value <= min(prev({g}.value))",
-                f"{g}.ts > max(prev({g}.ts))"])))
+                f"{g}.ts > max(prev({g}.ts))",
+                # the fourth step: iterative conditions against the events bound before
+                f"{g}.value >= 2 * first({g}.value) - 1", f"{g}.value > avg({g}.value)",
+                f"count({g}) < 2 or {g}.value > sum({g}.value) - 2",
+                f"{g}.type != last({g}.type)", f"{g}.ts - first({g}.ts) <= 2d"])))
     if times and len(positive) > 1:
         x, y = draw(st.permutations(positive))[:2]
         d = f"{draw(st.integers(0, 4))}{draw(st.sampled_from(['d', 'h']))}"

@@ -37,7 +37,8 @@ MODULE = "_kernels_aot"
 MANIFEST = HERE / f"{MODULE}.json"
 SOURCE = HERE / "kernels.py"
 PATTERNS = HERE.parents[2] / "patterns"  # the committed patterns (their examples)
-ENTRY_POINTS = ("scan_windows", "zstream_windows", "ses_windows", "ses_eager", "negation_keep")
+ENTRY_POINTS = ("scan_windows", "zstream_windows", "ses_windows", "ses_eager", "negation_keep",
+                "running_keep")
 
 
 def source_digest() -> str:

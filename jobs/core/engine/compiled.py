@@ -148,6 +148,15 @@ class CompiledPattern:
                                                                       (y, False): 1})))
                 self._xpairs.append((j, i, self.programs.add(r.expr, {(y, False): 0,
                                                                       (x, False): 1})))
+        # running conditions the automaton checks with a program (the monotone ones are
+        # prev relationships): per variable, (program, [(slot, func, row)])
+        self._running: list[list[tuple[int, list]]] = [[] for _ in range(self.m)]
+        for v in self.variables:
+            for c in pattern.running_conditions[v.name]:
+                if not c.monotone:
+                    aggs: list = []
+                    k = self.programs.add(c.expr, {(v.name, False): 0}, aggs)
+                    self._running[v.index].append((k, aggs))
         self._xprev: list[list[int]] = [[] for _ in range(self.m)]
         for v in self.variables:
             for c in pattern.prev_relationships[v.name]:
@@ -286,6 +295,25 @@ class CompiledPattern:
     @cached_property
     def prev_program_rows(self) -> RelationRows:
         return relation_rows([[(v, p) for p in self._xprev[v]] for v in range(self.m)])
+
+    @cached_property
+    def running_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The kernels' running conditions: per variable the range of its conditions, each
+        condition's program, the range of its aggregates, and the aggregates (constant
+        slot, function code, attribute row or -1)."""
+        ptr, prog, aptr, aggs = [0], [], [0], []
+        for v in range(self.m):
+            for k, found in self._running[v]:
+                prog.append(k)
+                aggs.extend(found)
+                aptr.append(len(aggs))
+            ptr.append(len(prog))
+        return (np.array(ptr, np.int64), np.array(prog, np.int64), np.array(aptr, np.int64),
+                np.array(aggs, np.int64).reshape(-1, 3))
+
+    @property
+    def has_running(self) -> bool:
+        return any(self._running)
 
     def negation_table(self) -> ConditionTable:
         """The comparison relationships of the negated variables with the positive ones

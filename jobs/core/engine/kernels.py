@@ -64,7 +64,10 @@ def _upper(a, lo, hi, x):
 #  4 code, 5 program ptr, 6 constant values, 7 constant kinds, 8-9 stack scratch,
 #  10-12 program relationship rows (ptr, other variable, program), 13-14 program prev
 #  rows per variable (ptr, program), 15 ranks of the consecutive groups' events among the
-#  events that fit them (one row per such group), 16 each variable's row there (-1: none).
+#  events that fit them (one row per such group), 16 each variable's row there (-1: none),
+#  17-20 running conditions (``CompiledPattern.running_arrays``): per variable the range
+#  of its conditions, each one's program, the range of its aggregates, the aggregates
+#  (constant slot, function, attribute row or -1), filled in before the program runs.
 @njit(cache=True)
 def run_program(code, lo, hi, cval, ckind, vals, kinds, e0, e1, sv, sk):
     """Whether program ``code[lo:hi]`` is true for event e0 in slot 0 and e1 in slot 1
@@ -558,6 +561,9 @@ def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, t
         ci = ex[16][v]  # a consecutive group: no event that fits it between
         if ci >= 0 and ex[15][ci, j] != ex[15][ci, x] + 1:
             return False
+        if ex[17][v + 1] > ex[17][v] and not _running_ok(j, v, h, node_ev, node_prev, vals,
+                                                          kinds, ex):
+            return False
         vmax = ex[1][v]
         if vmax < _I64_MAX:  # Kleene bound: the loop stops at the maximum
             count = 0
@@ -568,6 +574,119 @@ def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, t
             if count >= vmax:
                 return False
     return True
+
+
+@njit(cache=True)
+def _aggregate(func, b, seq, n, vals, kinds):
+    """(value, kind) of an aggregate over the events ``seq[:n]`` (processing order), as
+    ``conditions.aggregate``: 0 count, 1 sum, 2 avg, 3 min, 4 max, 5 first, 6 last;
+    ``b`` the attribute row, -1 for count(v)."""
+    if b < 0:
+        return float(n), 1
+    if func == 5 or func == 6:
+        if n == 0:
+            return np.nan, 0
+        x = seq[0] if func == 5 else seq[n - 1]
+        return vals[b, x], kinds[b, x]
+    present = 0
+    numbers = 0
+    total = 0.0
+    lo = np.inf
+    hi = -np.inf
+    texts = 0
+    tlo = np.inf
+    thi = -np.inf
+    for q in range(n):
+        x = seq[q]
+        k = kinds[b, x]
+        if k == 0:
+            continue
+        present += 1
+        v = vals[b, x]
+        if k == 1:
+            numbers += 1
+            total += v
+            lo = min(lo, v)
+            hi = max(hi, v)
+        elif k == 2:
+            texts += 1
+            tlo = min(tlo, v)
+            thi = max(thi, v)
+    if func == 0:
+        return float(present), 1
+    if func == 1 or func == 2:
+        if numbers == 0:
+            return np.nan, 0
+        return (total if func == 1 else total / numbers), 1
+    if numbers > 0:
+        return (lo if func == 3 else hi), 1
+    if texts > 0:
+        return (tlo if func == 3 else thi), 2
+    return np.nan, 0
+
+
+@njit(cache=True)
+def _running_holds(r, j, seq, n, vals, kinds, ex):
+    """Running condition r for event j against the events ``seq[:n]`` bound before it:
+    its aggregates into their constant slots, then its program with j in slot 0."""
+    aptr = ex[19]
+    aggs = ex[20]
+    for a in range(aptr[r], aptr[r + 1]):
+        value, kind = _aggregate(aggs[a, 1], aggs[a, 2], seq, n, vals, kinds)
+        ex[6][aggs[a, 0]] = value
+        ex[7][aggs[a, 0]] = kind
+    p = ex[18][r]
+    return run_program(ex[4], ex[5][p], ex[5][p + 1], ex[6], ex[7], vals, kinds, j, j, ex[8],
+                       ex[9])
+
+
+@njit(cache=True)
+def _running_ok(j, v, h, node_ev, node_prev, vals, kinds, ex):
+    """Every running condition of variable v for event j against the events of v's chain
+    (newest node ``h``), oldest first."""
+    n = 0
+    node = h
+    while node >= 0:
+        n += 1
+        node = node_prev[node]
+    seq = np.empty(n, np.int64)
+    node = h
+    q = n - 1
+    while node >= 0:
+        seq[q] = node_ev[node]
+        q -= 1
+        node = node_prev[node]
+    for r in range(ex[17][v], ex[17][v + 1]):
+        if not _running_holds(r, j, seq, n, vals, kinds, ex):
+            return False
+    return True
+
+
+@njit(cache=True)
+def running_keep(offsets, rows, variables, vals, kinds, ex):
+    """Per match (rows ``rows[offsets[k]:offsets[k+1]]``, variable by variable in
+    processing order), whether every running condition holds for each event of its group
+    against the events before it (ZStream's matches; the automaton checks them itself)."""
+    n_match = offsets.shape[0] - 1
+    keep = np.ones(n_match, np.bool_)
+    m = ex[17].shape[0] - 1
+    for k in range(n_match):
+        a = offsets[k]
+        b = offsets[k + 1]
+        for v in range(m):
+            if ex[17][v + 1] == ex[17][v]:
+                continue
+            seq = rows[a:b][variables[a:b] == v]
+            for i in range(1, seq.shape[0]):
+                for r in range(ex[17][v], ex[17][v + 1]):
+                    if not _running_holds(r, seq[i], seq, i, vals, kinds, ex):
+                        keep[k] = False
+                        break
+                if not keep[k]:
+                    break
+            if not keep[k]:
+                break
+    return keep
 
 
 @njit(cache=True, inline="always")

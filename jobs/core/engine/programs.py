@@ -39,38 +39,46 @@ TRUTH = 3  # the kind of a truth value on the stack (value 1.0 true, 0.0 false)
 FALSE, TRUE, UNKNOWN = 0, 1, 2
 
 
-def _compile(e: Expr, slot_of, row_of, literals: list, out: list) -> None:
-    if isinstance(e, Lit):
+AGG_FUNCS = {"count": 0, "sum": 1, "avg": 2, "min": 3, "max": 4, "first": 5, "last": 6}
+
+
+def _compile(e: Expr, slot_of, row_of, literals: list, out: list, aggs=None) -> None:
+    if isinstance(e, Agg) and aggs is not None:  # a running aggregate: a constant slot the
+        literals.append(None)                    # kernel fills before it runs the program
+        aggs.append((len(literals) - 1, AGG_FUNCS[e.func],
+                     -1 if e.attr is None else row_of(e.attr)))
+        out.append((CONST, len(literals) - 1, 0))
+    elif isinstance(e, Lit):
         literals.append(e.value)
         out.append((CONST, len(literals) - 1, 0))
     elif isinstance(e, Attr):
         out.append((LOAD, slot_of(e), row_of(e.attr)))
     elif isinstance(e, Neg):
-        _compile(e.item, slot_of, row_of, literals, out)
+        _compile(e.item, slot_of, row_of, literals, out, aggs)
         out.append((NEG, 0, 0))
     elif isinstance(e, Arith):
-        _compile(e.left, slot_of, row_of, literals, out)
-        _compile(e.right, slot_of, row_of, literals, out)
+        _compile(e.left, slot_of, row_of, literals, out, aggs)
+        _compile(e.right, slot_of, row_of, literals, out, aggs)
         out.append((ARITH, ARITH_CODES[e.op], 0))
     elif isinstance(e, Cmp):
-        _compile(e.left, slot_of, row_of, literals, out)
-        _compile(e.right, slot_of, row_of, literals, out)
+        _compile(e.left, slot_of, row_of, literals, out, aggs)
+        _compile(e.right, slot_of, row_of, literals, out, aggs)
         out.append((CMP, CMP_CODES[e.op], 0))
     elif isinstance(e, In):
         for k, lit in enumerate(e.values):
-            _compile(e.item, slot_of, row_of, literals, out)
-            _compile(lit, slot_of, row_of, literals, out)
+            _compile(e.item, slot_of, row_of, literals, out, aggs)
+            _compile(lit, slot_of, row_of, literals, out, aggs)
             out.append((CMP, CMP_CODES["="], 0))
             if k:
                 out.append((OR, 0, 0))
         if e.negated:
             out.append((NOT, 0, 0))
     elif isinstance(e, Not):
-        _compile(e.item, slot_of, row_of, literals, out)
+        _compile(e.item, slot_of, row_of, literals, out, aggs)
         out.append((NOT, 0, 0))
     elif isinstance(e, BoolOp):
         for k, x in enumerate(e.items):
-            _compile(x, slot_of, row_of, literals, out)
+            _compile(x, slot_of, row_of, literals, out, aggs)
             if k:
                 out.append((AND if e.op == "and" else OR, 0, 0))
     else:  # pragma: no cover - the parser builds nothing else
@@ -96,10 +104,14 @@ class Programs:
         self.literals: list = []
         self.depth = 1
 
-    def add(self, expr: Expr, slots: dict[tuple[str, bool], int]) -> int:
-        """Compile ``expr`` with its (variable, prev?) references mapped to slots 0/1."""
+    def add(self, expr: Expr, slots: dict[tuple[str, bool], int], aggs: list | None = None
+            ) -> int:
+        """Compile ``expr`` with its (variable, prev?) references mapped to slots 0/1;
+        with ``aggs``, each aggregate becomes a constant slot, listed there as (slot, func
+        code, attribute row or -1) for the kernel to fill (running conditions)."""
         code: list = []
-        _compile(expr, lambda a: slots[(a.var, a.prev)], self._row_of, self.literals, code)
+        _compile(expr, lambda a: slots[(a.var, a.prev)], self._row_of, self.literals, code,
+                 aggs)
         self._code.extend(code)
         self._ptr.append(len(self._code))
         self.depth = max(self.depth, _depth(code))

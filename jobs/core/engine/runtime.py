@@ -248,7 +248,8 @@ def extras(c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None,
     ranks, rank_of = consecutive_ranks(c, cols, masks)
     return (c.vmin, c.vmax, pos, int(c.contiguity != "none"), code, ptr, cval, ckind,
             np.empty(c.programs.depth + 1, np.float64), np.empty(c.programs.depth + 1, np.int8),
-            rows.ptr, rows.other, rows.program, prev.ptr, prev.program, ranks, rank_of)
+            rows.ptr, rows.other, rows.program, prev.ptr, prev.program, ranks, rank_of,
+            *c.running_arrays)
 
 
 def _mb(n: int) -> str:
@@ -594,12 +595,21 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
         positions = c.positions(cols)
     steps = NextFilter(c, cols, positions) if c.pattern.next_sets or c.pattern.next_negations \
         or any(v.consecutive for v in c.pattern.variables) else None
+    # running conditions: the SES automaton checks them when it binds; ZStream's matches
+    # are filtered (every binding, so the filter is exact)
+    running = extras(c, cols, None, c.program_rows(c.m)) if c.has_running and \
+        (options.matcher or c.pattern.matcher) != "ses" else None
     for batch in _execute(c, cols, options, stats, batch_size, positions):
         before = len(batch)
         if negation is not None:
             batch = negation.filter(batch)
         if steps is not None and len(batch):
             keep = steps.keep(batch)
+            if not keep.all():
+                batch = batch_take(batch, np.flatnonzero(keep))
+        if running is not None and len(batch):
+            keep = _kernels().running_keep(batch.offsets, batch.rows, batch.variables,
+                                           cols.values, cols.kinds, running)
             if not keep.all():
                 batch = batch_take(batch, np.flatnonzero(keep))
         if totals is not None and len(batch):

@@ -249,7 +249,8 @@ class Pattern:
         """What the engine checks between consecutive events of each group: the declared
         prev relationships and those the running conditions are equivalent to."""
         return {v.name: self.declared_prev_relationships[v.name] + tuple(
-            c.as_prev() for c in self.running_conditions[v.name]) for v in self.variables}
+            c.as_prev() for c in self.running_conditions[v.name] if c.monotone)
+            for v in self.variables}
 
     @cached_property
     def declared_prev_relationships(self) -> dict[str, tuple[PrevRelationship, ...]]:

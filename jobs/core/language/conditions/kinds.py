@@ -179,6 +179,14 @@ class RunningCondition:
             env[g] = aggregate(g.func, g.attr, earlier)
         return truth(self.expr, env) is True
 
+    @property
+    def monotone(self) -> bool:
+        """One of the forms equivalent to a prev relationship (``p.a > max(prev(p.a))``)."""
+        e = self.expr
+        return (isinstance(e, Cmp) and isinstance(e.left, Attr) and isinstance(e.right, Agg)
+                and e.right.running and (e.right.func, e.op) in RUNNING
+                and e.left.attr == e.right.attr)
+
     def as_prev(self) -> PrevRelationship:
         """The equivalent prev relationship (``prev(p.a) < p.a`` for ``p.a >
         max(prev(p.a))``): over a sequence, each event above every earlier one is each
@@ -207,12 +215,24 @@ def _running(expr: Expr, refs: list, aggs: list) -> RunningCondition:
     ok = (isinstance(expr, Cmp) and isinstance(expr.left, Attr) and not expr.left.prev
           and isinstance(expr.right, Agg) and (expr.right.func, expr.op) in RUNNING
           and expr.left.var == expr.right.var and expr.left.attr == expr.right.attr)
-    if not ok:
+    if ok:
+        return RunningCondition(expr.left.var, expr)
+    return running_condition(expr, running[0].var)
+
+
+def running_condition(expr: Expr, var: str) -> RunningCondition:
+    """A condition of each event of group ``var`` against an aggregate of the events bound
+    to it before: ``p.a op k * agg(p.b) + c`` in any linear arrangement."""
+    refs = list(attributes_of(expr))
+    if any(a.var != var or a.prev for a in refs) or any(
+            g.var != var or g.distinct for g in aggregates_of(expr)) or any(
+            True for _ in match_times_of(expr)):
         raise ConditionSyntaxError(
-            f"running aggregates are supported as p.a > max(prev(p.a)) (or >=) and p.a < "
-            f"min(prev(p.a)) (or <=): each event above (below) every earlier one of its "
-            f"group; {expr} is not one of them yet")
-    return RunningCondition(expr.left.var, expr)
+            f"a running condition reads the current event of one group and aggregates of "
+            f"the events bound to it before (e.g. p.value >= 1.5 * first(p.value), p.value > "
+            f"avg(p.value) + 10, p.ts - first(p.ts) <= 2d), without distinct, prev() or "
+            f"start_ts/end_ts; {expr} is not of that form")
+    return RunningCondition(var, expr)
 
 
 Condition = Property | Relationship | PrevRelationship | AggregateCondition | RunningCondition

@@ -387,6 +387,9 @@ class _Parser:
             self.take("punct", ")", f"')' closing {func}(")
             return Agg(func, attr.var, attr.attr, distinct=distinct)
         if inner is not None and inner.word == "prev":
+            if distinct:
+                raise ConditionSyntaxError(f"count(distinct ...) counts over a whole match: "
+                                           f"write distinct without prev()", inner.column)
             self.i += 1
             self.take("punct", "(", "'(' after prev")
             ref = self.ref()

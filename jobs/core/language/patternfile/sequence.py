@@ -22,6 +22,7 @@ from jobs.core.language.conditions.kinds import (
     Property,
     Relationship,
     RunningCondition,
+    running_condition,
 )
 from jobs.core.language.conditions.parser import parse_conditions, parse_value
 from jobs.core.language.conditions.typecheck import time_problems
@@ -439,6 +440,7 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
                                             f"variable {v!r} (the pattern's variables are "
                                             f"{known})"))
                 continue
+            cond = _as_running(cond, variables)
             message = _misuse(cond, variables) or _on_time(cond)
             if message:
                 problems.append(Problem(path, line, f"in condition {shown!r}: {message}"))
@@ -446,6 +448,25 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
             conditions.append(cond)
             lines.append(line)
     return conditions, lines
+
+
+def _as_running(cond, variables: dict[str, Variable]):
+    """A condition on the whole match that reads a group's current event and aggregates of
+    that group only (``p.value >= 1.5 * first(p.value)``) is a running condition: each
+    event of the group against the events bound to it before (Flink's iterative
+    conditions), when it has the form the engine runs."""
+    if not isinstance(cond, AggregateCondition) or any(
+            True for _ in match_times_of(cond.expr)):
+        return cond
+    names = {a.var for a in attributes_of(cond.expr)}
+    groups = {g.var for g in aggregates_of(cond.expr)}
+    v = variables.get(next(iter(names))) if len(names) == 1 else None
+    if v is not None and names == groups and v.group and not v.negated:
+        try:
+            return running_condition(cond.expr, v.name)
+        except ConditionSyntaxError:
+            return cond  # the misuse check says what is wrong
+    return cond
 
 
 def _on_time(cond) -> str | None:
