@@ -66,3 +66,15 @@ def test_flink_not_next_at_the_end(matcher):
                 matcher)
     events = stream(("a1", 1), ("c1", 2), ("c2", 3), ("d1", 4), ("b1", 5))
     assert matches(p, events) == set()
+
+
+def test_flink_not_followed_by_before_optional():
+    """NotPatternITCase testNotFollowedByBeforeOptional: a, notFollowedBy b, followedByAny c
+    optional, followedBy d; and testNotFollowedByBeforeOptionalTimes (c times(2) optional:
+    a whole optional set)."""
+    names = {"a": "a", "n": "b", "c": "c", "d": "d"}
+    events = stream(("a1", 1), ("c1", 2), ("b1", 3), ("c2", 4), ("d1", 5))
+    p = pattern("[[a], [not n], ['c?'], [d]]", names, "zstream")
+    assert matches(p, events) == {("a1", "c1", "d1")}
+    p = pattern("[[a], [not n], {optional: ['c{2}']}, [d]]", names, "zstream")
+    assert matches(p, events) == {("a1", "c1", "c2", "d1")}
