@@ -96,7 +96,7 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
                       aggregates: bool = False, times: bool = False, max_vars: int = 3,
                       counting: bool = False, steps: bool = False, optional: bool = False,
-                      as_body: bool = False):
+                      episodes: bool = False, as_body: bool = False):
     """Random patterns with the second and third steps of the language: negated sets
     (leading, between, trailing) with properties and relationships, Kleene bounds,
     contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
@@ -141,12 +141,13 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             conditions.append(f"prev({v}.value) {op} {v}.value" if not rich or draw(st.booleans())
                               else f"prev({v}.value) - 1 {op} {v}.value")
     positive = [v for v, _ in variables]
-    if len(positive) > 1 and draw(st.booleans()):
+    if len(positive) > 1 and (episodes or draw(st.booleans())):  # after_match needs X
         for x, y in zip(positive, positive[1:]):  # with optional steps: all to the first
             conditions.append(f"{positive[0] if optional else x}.patient = {y}.patient")
     if len(positive) > 1 and draw(st.booleans()):
         x, y = draw(st.permutations(positive))[:2]
-        conditions.append(f"{x}.value {draw(st.sampled_from(OPS))} {y}.value" if not rich
+        op = draw(st.sampled_from([o for o in OPS if o != "=" or not episodes]))
+        conditions.append(f"{x}.value {op} {y}.value" if not rich
                           else f"{x}.value >= {y}.value * 2 or {x}.type = {y}.type")
     groups = [v for v, group in variables if group]
     singles = [v for v, group in variables if not group]
@@ -234,8 +235,9 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                 layout.insert(at, ("neg", [f"'not {n}{bound}'" if bound else f"not {n}"]))
             c = prop(n) or f"{n}.type = '{draw(st.sampled_from(TYPES))}'"
             conditions.append(c)
-            link = draw(st.sampled_from(["patient", "value", "none"] + ["time"] * times))
-            target = draw(st.sampled_from(positive))
+            link = "patient" if episodes else \
+                draw(st.sampled_from(["patient", "value", "none"] + ["time"] * times))
+            target = positive[0] if episodes else draw(st.sampled_from(positive))
             if link == "patient":
                 conditions.append(f"{n}.patient = {target}.patient")
             elif link == "value":
@@ -250,8 +252,11 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             + ("measures:\n" + "".join(f"  {m}\n" for m in measures) if measures else ""))
     if as_body:
         return body
+    rule = draw(st.sampled_from(["past_last_event", "to_next_event",
+                                 f"to_first {positive[-1]}", f"to_last {positive[0]}"])) \
+        if episodes and len(positive) > 1 else "all"
     text = (f"name: random\nsource: random\nwithin: {draw(st.integers(1, 4))}d\n"
-            + body + f"matcher: {matcher}\n")
+            + body + f"matcher: {matcher}\nafter_match: {rule}\n")
     return parse_pattern(text, "<random>")
 
 

@@ -17,7 +17,7 @@ from jobs.core.language.pattern import Pattern
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, plan_range
 from jobs.pipeline.phase1 import run_match_job
-from jobs.pipeline.planning import SmallSources, choose_plan, needs_replan
+from jobs.pipeline.planning import SmallSources, choose_plan, driver_planned, needs_replan
 from jobs.pipeline.publish import previous_runs
 from jobs.pipeline.retract import reopened_low
 from jobs.runrecord import COUNTERS, RunRecord
@@ -54,6 +54,11 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             rng = RunRange(reopen, rng.high, rng.full)
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
+        if not rng.full and getattr(pattern, "after_match", "all") != "all":
+            # which episodes are taken depends on every earlier one of the partition: a
+            # late event or a retraction anywhere may replace all that follow, so each
+            # night takes them again over the whole history (docs/semantics.md)
+            rng = RunRange(None, rng.high, True)
     return PlannedRun(ctx.path, pattern, text, rng, runs)
 
 
@@ -115,7 +120,7 @@ def choose_join_plan(spark, ctx: RunContext, planned: PlannedRun, small: SmallSo
     small sources, sampled on the driver."""
 
     pattern = planned.pattern
-    if pattern.matcher != "zstream":
+    if not driver_planned(pattern):
         return None
     source = load_sources().get(pattern.source)
     kinds = dict(source.columns) if source else {}

@@ -141,9 +141,10 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
 
     slicing = None
-    if not keys or force_slices or unlinked:
+    episodes = getattr(pattern, "after_match", "all") != "all"  # whole partitions, always
+    if (not keys or force_slices or unlinked) and not episodes:
         slicing = "all"
-    elif max_partition_events and scanned > max_partition_events:
+    elif max_partition_events and scanned > max_partition_events and not episodes:
         big = (df.groupBy(*[col(k) for k in keys]).count()
                .where(F.col("count") > max_partition_events).drop("count"))
         big_keys = big.limit(10_000).collect()

@@ -360,11 +360,19 @@ def _sample_columns(pattern: Pattern | Disjunction) -> list[str]:
 MAX_SAMPLED = 62  # patterns sampled by one Spark job: one bit each of a long
 
 
+def driver_planned(pattern: Pattern | Disjunction) -> bool:
+    """Whether the driver chooses the run's join plan: a ZStream pattern without optional
+    steps (each expansion of optional steps has its own variables: the engine plans each
+    one on its group's events, ``engine.runtime.ZStreamMatcher``)."""
+    return pattern.matcher == "zstream" and not any(
+        a.optional_units for a in pattern.alternatives)
+
+
 def needs_spark_sample(pattern: Pattern | Disjunction, low: int | None, high: int | None,
                        small: SmallSources) -> bool:
     """Whether the plan of this run samples the source with Spark (a ZStream pattern with
     X over a source too large for the driver, not sampled yet tonight)."""
-    return (pattern.matcher == "zstream" and bool(pattern.partition_attributes)
+    return (driver_planned(pattern) and bool(pattern.partition_attributes)
             and small.events(pattern.source) is None
             and _sample_key(pattern, low, high) not in small.samples)
 

@@ -32,7 +32,7 @@ from jobs.core.local.runner import run
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match_steps import planned_range
-from jobs.pipeline.planning import choose_plan, explain_text
+from jobs.pipeline.planning import choose_plan, driver_planned, explain_text
 from jobs.project.patterns import load_catalog
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 
@@ -104,6 +104,8 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
         reports.append(rep)
         c = compile_pattern(alt)
         cols = from_events(events, c.attributes)
+        if hasattr(c, "expansions"):  # optional steps: the scan of the fewest variables
+            c = min((e for e, _ in c.expansions), key=lambda e: e.m)
         options = MatchOptions()
         group = group_events(c, cols, options, bool(c.partition_attributes))
         rep.kept = len(group.rows)
@@ -252,6 +254,9 @@ def explain_pattern(spark, profile: Profile, path: Path, partition: str | None =
         return out + _why_not_lines(pattern, events, partition, at)
     if pattern.matcher != "zstream":
         return out + ["plan: the SES automaton follows the order of the sets (no plan to choose)"]
+    if not driver_planned(pattern):
+        return out + ["plan: optional steps: each expansion gets its own plan from its "
+                      "group's events when it runs (docs/semantics.md)"]
     ctx = RunContext.start(profile, "explain", logical_date or date.today().isoformat())
     planned = planned_range(ctx.for_pattern(path, pattern))
     choice = choose_plan(spark, ctx.lake, pattern, planned.rng.low, planned.rng.high, kinds,

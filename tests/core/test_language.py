@@ -33,6 +33,7 @@ OPERATORS = {
     "counting": dict(counting=True, negation=True, bounds=True, aggregates=True),
     "next": dict(steps=True, negation=True, bounds=True, rich=True),
     "optional": dict(optional=True, negation=True, bounds=True, aggregates=True, steps=True),
+    "after_match": dict(episodes=True, negation=True, bounds=True, optional=True),
     "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True,
                 times=True, counting=True, steps=True, optional=True),
 }
@@ -310,6 +311,12 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
      "t may be absent, so it cannot be the only link on k"),
     ("sets: [[a], ['not n?']]\n", 4, "a negated variable cannot be optional"),
     ("sets:\n  - [a]\n  - optional: ['not n']\n", 6, "a negated set cannot be optional"),
+    ("sets: [[a], [b]]\nafter_match: skip_ahead\n", 5, "use one of all, past_last_event"),
+    ("sets: [[a], [b]]\nafter_match: past_last_event\n", 5, "takes episodes per partition"),
+    ("sets: [[a], [b]]\nconditions:\n  - a.k = b.k\nafter_match: to_first c\n", 7,
+     "'c' is not a positive variable"),
+    ("sets: [[a], [b], [not n]]\nconditions:\n  - a.k = b.k\nafter_match: to_next_event\n",
+     7, "must be linked to the partition attributes"),
 ])
 def test_language_mistakes(body, line, fragment):
     assert_problem(HEAD + body, line, fragment)

@@ -6,7 +6,10 @@ the same, under every pruning combination, and the oracle.
 
 Flink CEP, ``NFAITCase``: testStrictContinuityWithResults, testStrictContinuityNoResults
 (``next()``); ``NotPatternITCase``: testNotNext, testNotNextNoMatches,
-testNotNextNoMatchesAtTheEnd (``notNext()``).
+testNotNextNoMatchesAtTheEnd (``notNext()``), testNotFollowedByBeforeOptional(Times)
+(``optional()``); ``AfterMatchSkipITCase``: testNoSkipWithFollowedByAny,
+testSkipToNextWithFollowedByAny (after-match skip; every Flink event gets one key ``k``,
+since episodes are taken per partition here).
 """
 
 import itertools
@@ -23,14 +26,14 @@ MS = 10**6
 
 def stream(*pairs) -> list[Event]:
     """Flink's (name, timestamp in ms) records; ids are the test's variable names."""
-    return order([Event(ident, ts * MS, {"name": ident.rstrip("0123456789")})
+    return order([Event(ident, ts * MS, {"name": ident.rstrip("0123456789"), "k": 1})
                   for ident, ts in pairs])
 
 
-def pattern(sets: str, names: dict[str, str], matcher: str):
+def pattern(sets: str, names: dict[str, str], matcher: str, extra: str = ""):
     conditions = "".join(f"  - {v}.name = '{n}'\n" for v, n in names.items())
     return parse_pattern(f"name: peer\nsource: s\nwithin: 1h\nsets: {sets}\nconditions:\n"
-                         f"{conditions}matcher: {matcher}\n", "<peer>")
+                         f"{conditions}{extra}matcher: {matcher}\n", "<peer>")
 
 
 def matches(p, events) -> set[tuple[str, ...]]:
@@ -78,3 +81,15 @@ def test_flink_not_followed_by_before_optional():
     assert matches(p, events) == {("a1", "c1", "d1")}
     p = pattern("[[a], [not n], {optional: ['c{2}']}, [d]]", names, "zstream")
     assert matches(p, events) == {("a1", "c1", "c2", "d1")}
+
+
+@pytest.mark.parametrize("rule, expected", [
+    ("all", {("a1", "b1"), ("a1", "b2"), ("a2", "b2")}),
+    ("to_next_event", {("a1", "b1"), ("a2", "b2")}),
+])
+def test_flink_after_match_skip(rule, expected):
+    """a followedByAny b (every b: zstream), with no skip and with skip to next."""
+    p = pattern("[[a], [b]]", {"a": "a", "b": "b"}, "zstream",
+                f"  - a.k = b.k\nafter_match: {rule}\n")
+    events = stream(("a1", 1), ("b1", 2), ("a2", 4), ("b2", 5))
+    assert matches(p, events) == expected

@@ -29,6 +29,7 @@ from jobs.core.engine import aot
 from jobs.core.engine.aggregates import AggregateFilter
 from jobs.core.engine.columns import EventColumns
 from jobs.core.engine.compiled import OPS, CompiledDisjunction, CompiledPattern
+from jobs.core.engine.episodes import kept_episodes
 from jobs.core.engine.kernel_codes import compare
 from jobs.core.engine.next_steps import NextFilter, consecutive_ranks
 from jobs.core.engine.optional import CompiledOptional, maximal
@@ -579,7 +580,24 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
     array or None per alternative); by default they are counted on ``cols``. Negation
     filters the matches of P⁺ against all of ``cols``. A disjunction runs its
     alternatives one after the other; each batch names its alternative. Aggregate
-    conditions are tested on each match the other conditions give (docs/semantics.md)."""
+    conditions are tested on each match the other conditions give (docs/semantics.md);
+    ``after_match`` takes episodes among all the call's matches (``engine.episodes``)."""
+    if getattr(c.pattern, "after_match", "all") != "all":
+        found = list(_execute_any(c, cols, options, stats, batch_size, positions))
+        if found:
+            batch = concat_batches(found)
+            kept = kept_episodes(c, cols, batch)
+            if stats is not None:
+                stats.matches -= len(batch) - len(kept)
+            batch = batch_take(batch, np.sort(kept))
+            if len(batch):
+                yield batch_take(batch, np.lexsort((batch.end_ts, batch.first)))
+        return
+    yield from _execute_any(c, cols, options, stats, batch_size, positions)
+
+
+def _execute_any(c, cols: EventColumns, options: MatchOptions, stats: MatchStats | None,
+                 batch_size: int, positions) -> Iterator[MatchBatch]:
     if isinstance(c, CompiledDisjunction):
         yield from _execute_disjunction(c, cols, options, stats, batch_size, positions)
         return

@@ -125,7 +125,7 @@ def _expand(pattern: Pattern, absent: frozenset[str]) -> Expansion | None:
                   conditions=tuple(dict.fromkeys(conditions)), condition_lines=(),
                   next_sets=tuple(new_of[i] for i in pattern.next_sets
                                   if i in new_of and new_of[i] > 0),
-                  optional_sets=(), measures=(), examples=(),
+                  optional_sets=(), measures=(), examples=(), after_match="all",
                   partition_keys=pattern.partition_attributes)
     return Expansion(out, frozenset(present), tuple(origin))
 

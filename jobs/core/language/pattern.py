@@ -152,6 +152,7 @@ class Pattern:
     contiguity: str = "none"
     next_sets: tuple[int, ...] = ()  # the positive sets written [next b] (DESIGN: per step)
     optional_sets: tuple[int, ...] = ()  # the sets written {optional: [...]}: all or none
+    after_match: str = "all"  # which matches are kept: all, past_last_event, to_first v, ...
     alternative: int | None = None  # 1, 2, ...: which alternative of a disjunction
     plan: str | None = field(default=None, compare=False)  # a pinned plan generator
     path: str | None = field(default=None, compare=False)
@@ -366,6 +367,8 @@ class Pattern:
             out["next"] = list(self.next_sets)
         if self.optional_sets:
             out["optional_sets"] = list(self.optional_sets)
+        if self.after_match != "all":
+            out["after_match"] = self.after_match
         if self.contiguity != "none":
             out["contiguity"] = self.contiguity
         if self.alternative is not None:
@@ -391,6 +394,7 @@ class Pattern:
                          + ("?" if i in self.optional_sets else ""))
             parts += negs(i)
         extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
+        extra += "" if self.after_match == "all" else f", after match {self.after_match}"
         return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"
 
 

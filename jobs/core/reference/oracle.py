@@ -41,7 +41,7 @@ def meaning(pattern: Pattern | Disjunction, events: list[Event],
     of SESExec for ``ses``, every match of Definition 2 for ``zstream``. A disjunction
     means the union of its alternatives' matches, each tagged with its alternative."""
     run = ses_exec if (matcher or pattern.matcher) == "ses" else all_matches
-    if isinstance(pattern, Disjunction):
+    if isinstance(pattern, Disjunction):  # after_match is refused with alternatives
         return [with_measure_columns(m, pattern.measure_names)
                 for alt in pattern.alternatives for m in run(alt, events)]
     return run(pattern, events)
@@ -120,6 +120,45 @@ def tau_window(events: list[Event], i: int, tau: int) -> list[Event]:
     return out
 
 
+def preference(m: Match) -> tuple:
+    """The order of a partition's matches for after_match: by first event (processing
+    order), then the one with more events, then the earlier last event, then the bound
+    events variable by variable (docs/semantics.md, after-match skip)."""
+    return (m.start.seq, -len(m.events), m.end.seq,
+            tuple(tuple(e.seq for e in es) for _, es in m.bindings))
+
+
+def select_episodes(pattern: Pattern, matches: list[Match]) -> list[Match]:
+    """MATCH_RECOGNIZE's AFTER MATCH SKIP on a matcher's matches, per partition (values of
+    X of the first event): in ``preference`` order, a match is kept when its first event
+    comes after the previous kept match's last event (``past_last_event``), first event
+    (``to_next_event``), or, not before its first (last) event bound to v and after its
+    first event (``to_first v``, ``to_last v``; v unbound: as to_next_event)."""
+    rule = pattern.after_match
+    if rule == "all":
+        return matches
+    words = rule.split()
+    parts: dict[tuple, list[Match]] = defaultdict(list)
+    for m in matches:
+        parts[tuple(m.start.values.get(a) for a in pattern.partition_attributes)].append(m)
+    out = []
+    for found in parts.values():
+        after, at_least = -1, -1  # the next first event: > after and >= at_least (seq)
+        for m in sorted(found, key=preference):
+            if not (m.start.seq > after and m.start.seq >= at_least):
+                continue
+            out.append(m)
+            if rule == "past_last_event":
+                after = m.end.seq
+            else:
+                after = m.start.seq
+                if len(words) == 2:
+                    bound = dict(m.bindings)[words[1]]
+                    if bound:
+                        at_least = (bound[0] if words[0] == "to_first" else bound[-1]).seq
+    return out
+
+
 def optional_matches(pattern: Pattern, events: list[Event], run, maximal: bool) -> list[Match]:
     """A pattern with optional steps: the union of ``run`` over its expansions
     (``language.optional``), each match binding the absent variables to no event; with
@@ -144,7 +183,8 @@ def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
     """Every match of ``pattern`` in ``events`` (in processing order) by Definition 2,
     with contiguity and negation (docs/language.md) applied to P⁺'s matches."""
     if pattern.optional_units:
-        return optional_matches(pattern, events, all_matches, maximal=False)
+        return select_episodes(pattern, optional_matches(pattern, events, all_matches,
+                                                         maximal=False))
     out: list[Match] = []
     for i in range(len(events)):
         out.extend(matches_starting_at(pattern, tau_window(events, i, pattern.tau)))
@@ -156,7 +196,7 @@ def all_matches(pattern: Pattern, events: list[Event]) -> list[Match]:
         if pattern.contiguity != "none":
             out = [m for m in out if is_contiguous(m, pos)]
         out = [m for m in out if next_steps_hold(pattern, m, pos)]
-    return negation_filter(pattern, out, events)
+    return select_episodes(pattern, negation_filter(pattern, out, events))
 
 
 # --------------------------------------------------------------------------------------
@@ -388,8 +428,8 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
     """Algorithm 1, SESExec, over ``events`` in processing order; accepting instances still
     alive at the end of the input are matches too (their window closed with the input)."""
     if pattern.optional_units:
-        return optional_matches(pattern, events, lambda p, ev: ses_exec(p, ev, stats),
-                                maximal=True)
+        return select_episodes(pattern, optional_matches(
+            pattern, events, lambda p, ev: ses_exec(p, ev, stats), maximal=True))
     final = frozenset(v.name for v in pattern.variables)
     results: dict[tuple, Match] = {}
     omega: list[tuple[frozenset[str], list]] = []
@@ -424,7 +464,7 @@ def ses_exec(pattern: Pattern, events: list[Event], stats: dict | None = None) -
     if stats is not None:
         stats["max_instances"] = max(stats.get("max_instances", 0), peak)
     kept = [m for m in results.values() if aggregates_hold(pattern, dict(m.bindings))]
-    return negation_filter(pattern, kept, events)
+    return select_episodes(pattern, negation_filter(pattern, kept, events))
 
 
 # --------------------------------------------------------------------------------------

@@ -388,8 +388,8 @@ class _Parser:
             return Agg(func, attr.var, attr.attr, distinct=distinct)
         if inner is not None and inner.word == "prev":
             if distinct:
-                raise ConditionSyntaxError(f"count(distinct ...) counts over a whole match: "
-                                           f"write distinct without prev()", inner.column)
+                raise ConditionSyntaxError("count(distinct ...) counts over a whole match: "
+                                           "write distinct without prev()", inner.column)
             self.i += 1
             self.take("punct", "(", "'(' after prev")
             ref = self.ref()

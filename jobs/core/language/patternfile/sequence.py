@@ -53,7 +53,7 @@ from jobs.core.language.patternfile.nodes import (
 
 REQUIRED = ("name", "source", "within", "sets")
 OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity", "alternatives",
-            "measures",
+            "measures", "after_match",
             "plan", "kind")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
 BODY_KEYS = ("sets", "conditions", "contiguity", "measures")  # each alternative's own
@@ -63,6 +63,8 @@ MATCH_COLUMNS = ("kind", "match_id", "pattern", "pattern_version", "alternative"
 VARIABLE = re.compile(r"^(not\s+)?(next\s+)?(consecutive\s+)?([A-Za-z_][A-Za-z0-9_]*)"
                       r"(\+|\*|\?|\{\s*(\d+)\s*(,\s*(\d*)\s*)?\})?$", re.IGNORECASE)
 MAX_BOUND = 10_000
+AFTER_MATCH = ("all", "past_last_event", "to_next_event")  # and to_first VAR, to_last VAR
+AFTER_MATCH_TO = ("to_first", "to_last")
 RESERVED = set(KEYWORDS) | {"alternative"}  # the tag of a disjunction's expected matches
 MAX_VARIABLES = 60  # one bit per variable in the events' 64-bit masks
 MAX_SES_SET = 12  # the SES automaton has 2^k states for a set of k variables
@@ -111,6 +113,17 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
                                     f"matcher {matcher} (its automaton follows the sets' "
                                     "order): remove plan, or set matcher: zstream"))
     within, tau = within_field(fields.get("within"), path, problems)
+    after_match = text_field("after_match") or "all" if "after_match" in fields else "all"
+    words = after_match.split()
+    if not (after_match in AFTER_MATCH or (len(words) == 2 and words[0] in AFTER_MATCH_TO)):
+        problems.append(Problem(path, key_lines["after_match"], f"after_match {after_match!r}: "
+                                f"use one of {', '.join(AFTER_MATCH)}, or to_first VAR / "
+                                "to_last VAR"))
+        after_match = "all"
+    elif after_match != "all" and disjunctive:
+        problems.append(Problem(path, key_lines["after_match"], "after_match with "
+                                "alternatives is not supported yet: write one file per "
+                                "alternative"))
 
     contiguity = _contiguity(fields.get("contiguity"), "none", path, problems)
     if disjunctive:
@@ -128,7 +141,7 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
                              conditions=tuple(b.conditions), matcher=matcher,
                              description=description, negations=b.negations,
                              contiguity=b.contiguity, next_sets=b.next_sets,
-                             optional_sets=b.optional_sets,
+                             optional_sets=b.optional_sets, after_match=after_match,
                              alternative=k + 1 if disjunctive else None,
                              plan=plan, measures=b.measures,
                              path=path, condition_lines=tuple(b.lines),
@@ -139,6 +152,8 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
         alternatives=patterns, description=description, plan=plan, path=path,
         examples=tuple(examples))
     for p in patterns:
+        for message in after_match_problems(p):
+            problems.append(Problem(path, key_lines["after_match"], message))
         for message in optional_problems(p):
             where = f"alternative {p.alternative}: " if p.alternative else ""
             problems.append(Problem(path, key_lines.get("sets", key_lines.get(
@@ -448,6 +463,26 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
             conditions.append(cond)
             lines.append(line)
     return conditions, lines
+
+
+def after_match_problems(p: Pattern) -> list[str]:
+    """What keeps ``after_match`` from being exact: episodes are taken per partition over
+    its whole history, so the pattern needs partition attributes, every negated variable
+    linked to them (no time slices), and a positive variable after to_first/to_last."""
+    if p.after_match == "all":
+        return []
+    words = p.after_match.split()
+    if len(words) == 2 and words[1] not in {v.name for v in p.variables}:
+        return [f"after_match {p.after_match}: {words[1]!r} is not a positive variable of "
+                f"the pattern (its variables are {', '.join(v.name for v in p.variables)})"]
+    if not p.partition_attributes:
+        return [f"after_match {p.after_match} takes episodes per partition: relate every "
+                "variable on a partition attribute (e.g. a.patient = b.patient)"]
+    unlinked = {v.name for v in p.negated} - p.linked_negations
+    if unlinked:
+        return [f"after_match {p.after_match}: the negated variable(s) {', '.join(sorted(unlinked))} "
+                "must be linked to the partition attributes (e.g. n.patient = a.patient)"]
+    return []
 
 
 def _as_running(cond, variables: dict[str, Variable]):
