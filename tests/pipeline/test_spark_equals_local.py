@@ -206,22 +206,34 @@ def test_every_pattern_with_time_slices(spark, nightly):
         assert ids == published_ids(profile, planned.pattern.name), planned.pattern.name
 
 
+def _staged_toy(spark, profile, tmp_path, text: str, force_slices: bool):
+    """A pattern file's whole history matched by phases 1 and 2 into staging: (pattern,
+    range, counters, staged match rows)."""
+    pattern = load_pattern(_written(tmp_path, text))
+    path = Path(pattern.path)
+    rng = RunRange(None, horizon(LOGICAL_DATE, pattern.tau, 0), True)
+    ctx = RunContext.start(profile, "toy", LOGICAL_DATE).for_pattern(path, pattern)
+    stats = match_step(spark, ctx, planned_range(ctx, rng=rng), force_slices=force_slices)
+    staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(pattern.name, "toy"),
+                                format="parquet").to_table().to_pylist()
+    return pattern, rng, stats, [r for r in staged if r["kind"] == "match"]
+
+
+def _written(tmp_path, text: str) -> Path:
+    name = text.split("\n", 1)[0].split(":", 1)[1].strip()
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return path
+
+
 @pytest.mark.parametrize("force_slices", [False, True])
 def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nightly, tmp_path,
                                                                        force_slices):
     """Each alternative gets its own contiguity positions in phase 1 (partition positions
     by its own X, strict over the source); no common X, so time slices over all events."""
     profile = nightly[0]
-    path = tmp_path / "toy_disjunction_contiguity.yaml"
-    path.write_text(DISJUNCTION)
-    pattern = load_pattern(path)
-    rng = RunRange(None, horizon(LOGICAL_DATE, pattern.tau, 0), True)
-    ctx = RunContext.start(profile, "toy", LOGICAL_DATE).for_pattern(path, pattern)
-    planned = planned_range(ctx, rng=rng)
-    stats = match_step(spark, ctx, planned, force_slices=force_slices)
-    staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(pattern.name, "toy"),
-                                format="parquet").to_table().to_pylist()
-    matches = [r for r in staged if r["kind"] == "match"]
+    pattern, rng, stats, matches = _staged_toy(spark, profile, tmp_path, DISJUNCTION,
+                                               force_slices)
     expected = local_ids(profile, pattern, high=rng.high)
     assert {r["match_id"] for r in matches} == expected and len(matches) == len(expected)
     assert {r["alternative"] for r in matches} == {1, 2} and stats["sliced"] == "all"
@@ -276,16 +288,7 @@ def test_fourth_step_spark_equals_local(spark, nightly, force_slices, tmp_path):
     [not next f] (positions numbered in phase 1 by X), a time function and a distinct
     count: Spark's staged matches and measures equal the local engine's, sliced or not."""
     profile = nightly[0]
-    path = tmp_path / "toy_fourth_step.yaml"
-    path.write_text(FOURTH_STEP)
-    pattern = load_pattern(path)
-    rng = RunRange(None, horizon(LOGICAL_DATE, pattern.tau, 0), True)
-    ctx = RunContext.start(profile, "toy", LOGICAL_DATE).for_pattern(path, pattern)
-    planned = planned_range(ctx, rng=rng)
-    match_step(spark, ctx, planned, force_slices=force_slices)
-    staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(pattern.name, "toy"),
-                                format="parquet").to_table().to_pylist()
-    matches = [r for r in staged if r["kind"] == "match"]
+    pattern, rng, _, matches = _staged_toy(spark, profile, tmp_path, FOURTH_STEP, force_slices)
     expected = local_ids(profile, pattern, high=rng.high)
     assert expected and {r["match_id"] for r in matches} == expected
     assert len(matches) == len(expected)
@@ -295,3 +298,22 @@ def test_fourth_step_spark_equals_local(spark, nightly, force_slices, tmp_path):
     want = {match_id_of(pattern, m): dict(m.measures) for m in run(pattern, events)[0]}
     assert {r["match_id"]: json.loads(r["values"]) for r in matches} == \
         {k: v for k, v in want.items() if k in expected}
+
+
+def test_after_match_takes_its_episodes_over_the_whole_history_each_night(nightly):
+    """A pattern with after_match: which episodes are kept depends on every earlier match
+    of the partition, so a later night's range is the whole history again (a late event or
+    a retraction may replace every episode after it), while a pattern without it goes on
+    from the previous run's horizon."""
+    from datetime import date, timedelta
+
+    profile = nightly[0]
+    later = (date.fromisoformat(LOGICAL_DATE) + timedelta(days=1)).isoformat()
+    ranges = {}
+    for name in ("mw_chemo_courses", "mw_chemo_p1"):
+        path = ROOT / "patterns" / f"{name}.yaml"
+        pattern = load_pattern(path)
+        ctx = RunContext.start(profile, "later", later).for_pattern(path, pattern)
+        ranges[name] = planned_range(ctx).rng
+    assert ranges["mw_chemo_courses"].low is None and ranges["mw_chemo_courses"].full
+    assert ranges["mw_chemo_p1"].low is not None

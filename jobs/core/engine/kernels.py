@@ -63,11 +63,16 @@ def _upper(a, lo, hi, x):
 #  0 vmin, 1 vmax (Kleene bounds per variable), 2 pos (contiguity positions), 3 contig,
 #  4 code, 5 program ptr, 6 constant values, 7 constant kinds, 8-9 stack scratch,
 #  10-12 program relationship rows (ptr, other variable, program), 13-14 program prev
-#  rows per variable (ptr, program), 15 ranks of the consecutive groups' events among the
-#  events that fit them (one row per such group), 16 each variable's row there (-1: none),
-#  17-20 running conditions (``CompiledPattern.running_arrays``): per variable the range
-#  of its conditions, each one's program, the range of its aggregates, the aggregates
-#  (constant slot, function, attribute row or -1), filled in before the program runs.
+#  rows per variable (ptr, program), 15 the fourth step's tables packed in one int64 array
+#  (``runtime.features``; one array, not six: the tuple is copied at every event the
+#  automaton steps): a header of offsets (F_*), each variable's consecutive-rank row (-1:
+#  none), per variable the range of its running conditions, each one's program, the range
+#  of its aggregates, the aggregates (constant slot, function, attribute row or -1), and
+#  the ranks of the consecutive groups' events among the events that fit them.
+# the header of ``ex[15]``: the number of events, then where each table starts
+F_N, F_RANK_OF, F_RPTR, F_RPROG, F_APTR, F_AGGS, F_RANKS = range(7)
+
+
 @njit(cache=True)
 def run_program(code, lo, hi, cval, ckind, vals, kinds, e0, e1, sv, sk):
     """Whether program ``code[lo:hi]`` is true for event e0 in slot 0 and e1 in slot 1
@@ -558,11 +563,12 @@ def _fires(k, j, t, ts, vals, kinds, masks, tr_var, tr_new, trc_ptr, trc_attr, t
                 return False
         if not _xprev_ok(j, x, v, vals, kinds, ex):
             return False
-        ci = ex[16][v]  # a consecutive group: no event that fits it between
-        if ci >= 0 and ex[15][ci, j] != ex[15][ci, x] + 1:
+        f = ex[15]
+        ci = f[f[F_RANK_OF] + v]  # a consecutive group: no event that fits it between
+        if ci >= 0 and f[f[F_RANKS] + ci * f[F_N] + j] != f[f[F_RANKS] + ci * f[F_N] + x] + 1:
             return False
-        if ex[17][v + 1] > ex[17][v] and not _running_ok(j, v, h, node_ev, node_prev, vals,
-                                                          kinds, ex):
+        if f[f[F_RPTR] + v + 1] > f[f[F_RPTR] + v] and not _running_ok(
+                j, v, h, node_ev, node_prev, vals, kinds, ex):
             return False
         vmax = ex[1][v]
         if vmax < _I64_MAX:  # Kleene bound: the loop stops at the maximum
@@ -629,13 +635,13 @@ def _aggregate(func, b, seq, n, vals, kinds):
 def _running_holds(r, j, seq, n, vals, kinds, ex):
     """Running condition r for event j against the events ``seq[:n]`` bound before it:
     its aggregates into their constant slots, then its program with j in slot 0."""
-    aptr = ex[19]
-    aggs = ex[20]
-    for a in range(aptr[r], aptr[r + 1]):
-        value, kind = _aggregate(aggs[a, 1], aggs[a, 2], seq, n, vals, kinds)
-        ex[6][aggs[a, 0]] = value
-        ex[7][aggs[a, 0]] = kind
-    p = ex[18][r]
+    f = ex[15]
+    for a in range(f[f[F_APTR] + r], f[f[F_APTR] + r + 1]):
+        q = f[F_AGGS] + 3 * a
+        value, kind = _aggregate(f[q + 1], f[q + 2], seq, n, vals, kinds)
+        ex[6][f[q]] = value
+        ex[7][f[q]] = kind
+    p = f[f[F_RPROG] + r]
     return run_program(ex[4], ex[5][p], ex[5][p + 1], ex[6], ex[7], vals, kinds, j, j, ex[8],
                        ex[9])
 
@@ -656,7 +662,8 @@ def _running_ok(j, v, h, node_ev, node_prev, vals, kinds, ex):
         seq[q] = node_ev[node]
         q -= 1
         node = node_prev[node]
-    for r in range(ex[17][v], ex[17][v + 1]):
+    f = ex[15]
+    for r in range(f[f[F_RPTR] + v], f[f[F_RPTR] + v + 1]):
         if not _running_holds(r, j, seq, n, vals, kinds, ex):
             return False
     return True
@@ -669,16 +676,19 @@ def running_keep(offsets, rows, variables, vals, kinds, ex):
     against the events before it (ZStream's matches; the automaton checks them itself)."""
     n_match = offsets.shape[0] - 1
     keep = np.ones(n_match, np.bool_)
-    m = ex[17].shape[0] - 1
+    f = ex[15]
+    m = f[F_RPROG] - f[F_RPTR] - 1
     for k in range(n_match):
         a = offsets[k]
         b = offsets[k + 1]
         for v in range(m):
-            if ex[17][v + 1] == ex[17][v]:
+            lo = f[f[F_RPTR] + v]
+            hi = f[f[F_RPTR] + v + 1]
+            if hi == lo:
                 continue
             seq = rows[a:b][variables[a:b] == v]
             for i in range(1, seq.shape[0]):
-                for r in range(ex[17][v], ex[17][v + 1]):
+                for r in range(lo, hi):
                     if not _running_holds(r, seq[i], seq, i, vals, kinds, ex):
                         keep[k] = False
                         break

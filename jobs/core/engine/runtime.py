@@ -240,17 +240,38 @@ class Matcher:
                            what or self.work_item, self.cap)
 
 
+# the kernels that neither step the automaton nor run running conditions take the first
+# entries of ``ex`` only: the same argument types as before the fourth step of the language,
+# so their compiled code (and its speed) is the same
+BASIC_EXTRAS = 15
+
+
 def extras(c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None,
            rows, masks: np.ndarray | None = None) -> tuple:
     code, ptr = c.program_arrays
     cval, ckind = c.programs.constants(cols)
     prev = c.prev_program_rows
     pos = positions if positions is not None else np.zeros(0, np.int64)
-    ranks, rank_of = consecutive_ranks(c, cols, masks)
     return (c.vmin, c.vmax, pos, int(c.contiguity != "none"), code, ptr, cval, ckind,
             np.empty(c.programs.depth + 1, np.float64), np.empty(c.programs.depth + 1, np.int8),
-            rows.ptr, rows.other, rows.program, prev.ptr, prev.program, ranks, rank_of,
-            *c.running_arrays)
+            rows.ptr, rows.other, rows.program, prev.ptr, prev.program,
+            features(c, cols, masks))
+
+
+def features(c: CompiledPattern, cols: EventColumns, masks: np.ndarray | None) -> np.ndarray:
+    """``ex[15]``: the fourth step's tables in one int64 array (``kernels.F_*``): each
+    variable's consecutive-rank row, the running conditions' ranges, programs and
+    aggregates, and the ranks (``next_steps.consecutive_ranks``)."""
+    ranks, rank_of = consecutive_ranks(c, cols, masks)
+    rptr, rprog, raptr, raggs = c.running_arrays
+    parts = [rank_of, rptr, rprog, raptr, raggs.ravel(), ranks.ravel()]
+    header = np.zeros(7, np.int64)
+    header[0] = ranks.shape[1] if ranks.size else 0
+    at = 7
+    for k, part in enumerate(parts, start=1):
+        header[k] = at
+        at += len(part)
+    return np.concatenate([header, *[p.astype(np.int64) for p in parts]])
 
 
 def _mb(n: int) -> str:
@@ -427,7 +448,8 @@ class ZStreamMatcher(Matcher):
                                            cand_ptr, cand_idx, cand_ts, *self.rel, *self.prev,
                                            c.set_of, c.group, orders, windows.first,
                                            windows.end, start, self.cap, out_win, out_off,
-                                           out_ev, out_var, stats, self.extras(group))
+                                           out_ev, out_var, stats,
+                                           self.extras(group)[:BASIC_EXTRAS])
         return self._run(call, group, windows, start, capacity)
 
 
@@ -817,7 +839,7 @@ class NegationFilter:
             cols.ts, cols.values, cols.kinds, batch.offsets, batch.rows, batch.variables,
             batch.start_ts, batch.end_ts, self.code[batch.first], c.set_of, c.n_sets, c.tau,
             self.neg_var, self.neg_min, self.linked, self.before, self.after, self.cand_ptr, self.cand_idx,
-            self.cand_code, *self.rel, self.ex)
+            self.cand_code, *self.rel, self.ex[:BASIC_EXTRAS])
         return batch if keep.all() else batch_take(batch, np.flatnonzero(keep))
 
 
