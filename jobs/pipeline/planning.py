@@ -320,6 +320,7 @@ def sample_statistics(spark, lake: lk.Lake, pattern: Pattern | Disjunction,
     cols = from_arrow(table, compiled.attributes, ordered=True)
     out = []
     for alt in compiled.alternatives:
+        alt = getattr(alt, "full", alt)  # optional steps: the expansion with every step
         partitioned = bool(alt.partition_attributes)
         group = group_events(alt, cols, MatchOptions(), partitioned)
         per_var = [np.flatnonzero((group.masks >> v.index) & 1) for v in alt.variables]
