@@ -54,7 +54,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             rng = RunRange(reopen, rng.high, rng.full)
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
-        if not rng.full and getattr(pattern, "after_match", "all") != "all":
+        if not rng.full and pattern.after_match != "all":
             # which episodes are taken depends on every earlier one of the partition: a
             # late event or a retraction anywhere may replace all that follow, so each
             # night takes them again over the whole history (docs/semantics.md)

@@ -141,7 +141,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
 
     slicing = None
-    episodes = getattr(pattern, "after_match", "all") != "all"  # whole partitions, always
+    episodes = pattern.after_match != "all"  # whole partitions, always
     if (not keys or force_slices or unlinked) and not episodes:
         slicing = "all"
     elif max_partition_events and scanned > max_partition_events and not episodes:

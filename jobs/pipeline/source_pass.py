@@ -116,7 +116,7 @@ def numbered(pattern: Pattern | Disjunction) -> bool:
 
 def shareable(pattern: Pattern | Disjunction) -> bool:
     if pattern.kind == "window" or unlinked_negation(pattern) \
-            or getattr(pattern, "after_match", "all") != "all":
+            or pattern.after_match != "all":
         return False
     free = all(alt.position_rule is None for alt in pattern.alternatives)
     if not pattern.partition_attributes:  # a pass by time slices

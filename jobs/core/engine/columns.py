@@ -19,10 +19,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.core.language.conditions.expressions import (
-    DAY_NS,
-    HOUR_NS,
     TIME,
     Duration,
+    derive,
     is_time,
     stored,
     time_function,
@@ -262,8 +261,8 @@ def _encode(ts, ids, names, raw: dict, ordered: bool) -> EventColumns:
     for r, name in enumerate(names):  # the time and its functions (date(ts), hour(ts), ...)
         if name == TIME:
             values[r] = (ts - base) // unit
-        elif time_function(name):
-            derived = derived_column(time_function(name), ts)
+        elif time_function(name):  # the reference's formula, on the whole column
+            derived = derive(time_function(name), ts)
             values[r] = (derived - base) // unit if is_time(name) else derived
         else:
             continue
@@ -274,15 +273,6 @@ def _encode(ts, ids, names, raw: dict, ordered: bool) -> EventColumns:
         if not np.array_equal(order, np.arange(n)):
             cols = cols.take(order)
     return cols
-
-
-def derived_column(func: str, ts: np.ndarray) -> np.ndarray:
-    """``expressions.derive`` on a column of times (int64 nanoseconds, UTC)."""
-    if func == "date":
-        return ts - ts % DAY_NS
-    if func == "hour":
-        return (ts // HOUR_NS) % 24
-    return (ts // DAY_NS + 3) % 7 + 1
 
 
 EXACT = 2 ** 53  # integers up to this are exact as float64

@@ -53,17 +53,19 @@ def consecutive_ranks(c: CompiledPattern, cols: EventColumns, masks: np.ndarray 
 
 
 class NextFilter:
-    """Keeps the matches of a batch whose ``next`` steps and ``consecutive`` groups hold
-    (the SES automaton has checked ``[next b]`` and consecutive groups already; checking
-    them again costs little)."""
+    """Keeps the matches of a batch whose ``next`` steps and ``consecutive`` groups hold;
+    ``automaton``: the SES automaton checked ``[next b]`` and the consecutive groups as it
+    bound the events, so only ``[not next n]`` is left to check."""
 
-    def __init__(self, c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None):
+    def __init__(self, c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None,
+                 automaton: bool = False):
         self.c, self.cols = c, cols
         self.pos = positions if positions is not None else np.zeros(cols.n, np.int64)
-        self.sets = c.pattern.next_sets
+        self.sets = () if automaton else c.pattern.next_sets
         # one next event is never k >= 2 witnesses (explain relaxes a negation so)
         self.negations = tuple(n for n in c.pattern.next_negations if n.var.min <= 1)
-        self.ranks, self.rank_of = consecutive_ranks(c, cols, None)
+        self.ranks, self.rank_of = (np.zeros((0, 0), np.int64), np.full(c.m, -1, np.int64)) \
+            if automaton else consecutive_ranks(c, cols, None)
         code, present = c.partition_codes(cols)
         partitioned = c.pattern.position_rule == "partition" and bool(c.partition_attributes)
         self.code = np.where(present, code, -1) if partitioned else np.zeros(cols.n, np.int64)
@@ -78,10 +80,6 @@ class NextFilter:
     @staticmethod
     def _key(code: np.ndarray, pos: np.ndarray) -> np.ndarray:
         return code.astype(np.int64) * (1 << 40) + pos
-
-    @property
-    def active(self) -> bool:
-        return bool(self.sets or self.negations)
 
     def keep(self, batch) -> np.ndarray:
         n = len(batch)

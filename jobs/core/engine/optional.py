@@ -54,7 +54,7 @@ class CompiledOptional:
         return self.full.partition_codes(cols, rows)
 
 
-def maximal(batch, m: int) -> np.ndarray:
+def maximal(batch) -> np.ndarray:
     """Per match of ``batch``, whether no other match with the same first event binds a
     strict superset of its (variable, row) pairs."""
     n = len(batch)

@@ -261,8 +261,13 @@ def extras(c: CompiledPattern, cols: EventColumns, positions: np.ndarray | None,
 def features(c: CompiledPattern, cols: EventColumns, masks: np.ndarray | None) -> np.ndarray:
     """``ex[15]``: the fourth step's tables in one int64 array (``kernels.F_*``): each
     variable's consecutive-rank row, the running conditions' ranges, programs and
-    aggregates, and the ranks (``next_steps.consecutive_ranks``)."""
-    ranks, rank_of = consecutive_ranks(c, cols, masks)
+    aggregates, and the ranks (``next_steps.consecutive_ranks``). Without ``masks`` (the
+    negation filter and ZStream's running filter, which run programs only and never step
+    the automaton) the ranks are left out rather than computed for nothing."""
+    if masks is None:
+        ranks, rank_of = np.zeros((0, 0), np.int64), np.full(c.m, -1, np.int64)
+    else:
+        ranks, rank_of = consecutive_ranks(c, cols, masks)
     rptr, rprog, raptr, raggs = c.running_arrays
     parts = [rank_of, rptr, rprog, raptr, raggs.ravel(), ranks.ravel()]
     header = np.zeros(7, np.int64)
@@ -604,7 +609,7 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
     alternatives one after the other; each batch names its alternative. Aggregate
     conditions are tested on each match the other conditions give (docs/semantics.md);
     ``after_match`` takes episodes among all the call's matches (``engine.episodes``)."""
-    if getattr(c.pattern, "after_match", "all") != "all":
+    if c.pattern.after_match != "all":
         found = list(_execute_any(c, cols, options, stats, batch_size, positions))
         if found:
             batch = concat_batches(found)
@@ -633,8 +638,12 @@ def _execute_any(c, cols: EventColumns, options: MatchOptions, stats: MatchStats
         c.pattern.variables)}, cols.row) if aggregates else None
     if c.pattern.position_rule is not None and positions is None:
         positions = c.positions(cols)
-    steps = NextFilter(c, cols, positions) if c.pattern.next_sets or c.pattern.next_negations \
-        or any(v.consecutive for v in c.pattern.variables) else None
+    # the SES automaton checks [next b] and consecutive groups as it binds (``tr_new``,
+    # ``ex[15]``); ZStream's bindings are filtered; [not next n] filters both
+    automaton = (options.matcher or c.pattern.matcher) == "ses"
+    steps = NextFilter(c, cols, positions, automaton) if c.pattern.next_negations or (
+        not automaton and (c.pattern.next_sets or any(v.consecutive
+                                                      for v in c.pattern.variables))) else None
     # running conditions: the SES automaton checks them when it binds; ZStream's matches
     # are filtered (every binding, so the filter is exact)
     running = extras(c, cols, None, c.program_rows(c.m)) if c.has_running and \
@@ -679,27 +688,31 @@ def _execute_optional(c: CompiledOptional, cols: EventColumns, options: MatchOpt
         for batch in execute(compiled, cols, options, part, batch_size, positions):
             batch.variables = origin[batch.variables]
             found.append(batch)
-    _add_up(st, parts, cols)
-    st.events_after_filter = int(np.count_nonzero(c.masks(cols))) if options.filter \
-        and options.strategy == "lazy" else cols.n
+    _add_up(st, parts, c, cols, options)
     if not found:
         return
     if (options.matcher or c.pattern.matcher) != "ses":
         yield from found
         return
     batch = concat_batches(found)
-    keep = maximal(batch, c.m)
+    keep = maximal(batch)
     st.matches -= int((~keep).sum())
     batch = batch_take(batch, np.flatnonzero(keep))
     yield batch_take(batch, np.lexsort((batch.end_ts, batch.first)))
 
 
-def _add_up(st: MatchStats, parts: list[MatchStats], cols: EventColumns) -> None:
+def _add_up(st: MatchStats, parts: list[MatchStats], c, cols: EventColumns,
+            options: MatchOptions) -> None:
+    """The stats of several runs on the same columns (a disjunction's alternatives, an
+    optional pattern's expansions): their work adds up, the finest one's partitions and
+    peaks, and ``events_after_filter`` counts the events some of them kept, once."""
     st.events = cols.n
     for f in ("windows", "candidate_windows", "matcher_calls", "matches", "work", "seconds"):
         setattr(st, f, getattr(st, f) + sum(getattr(p, f) for p in parts))
     for f in MatchStats.MAXIMA + ("partitions",):
         setattr(st, f, max([getattr(st, f)] + [getattr(p, f) for p in parts]))
+    st.events_after_filter = int(np.count_nonzero(c.masks(cols))) if options.filter \
+        and options.strategy == "lazy" else cols.n
     st.matcher, st.work_item = parts[0].matcher, parts[0].work_item
     plans = [p.plan for p in parts if p.plan]
     if plans:
@@ -733,18 +746,7 @@ def _execute_disjunction(c: CompiledDisjunction, cols: EventColumns, options: Ma
         for batch in execute(alt, cols, options, part, batch_size, own):
             batch.alternative = k
             yield batch
-    st.events = cols.n
-    for f in ("windows", "candidate_windows", "matcher_calls", "matches", "work", "seconds"):
-        setattr(st, f, getattr(st, f) + sum(getattr(p, f) for p in parts))
-    for f in MatchStats.MAXIMA + ("partitions",):  # the finest alternative's partitions
-        setattr(st, f, max([getattr(st, f)] + [getattr(p, f) for p in parts]))
-    st.events_after_filter = int(np.count_nonzero(c.masks(cols))) if options.filter \
-        and options.strategy == "lazy" else cols.n
-    st.matcher, st.work_item = parts[0].matcher, parts[0].work_item
-    plans = [p.plan for p in parts if p.plan]
-    if plans:
-        st.plan = " | ".join(plans)
-        st.plan_cost = sum(p.plan_cost for p in parts)
+    _add_up(st, parts, c, cols, options)
 
 
 def _execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions,

@@ -407,6 +407,7 @@ class Disjunction:
     events that matches two alternatives gives two matches."""
 
     kind = "sequence"  # the other kind of pattern file: window.WindowPattern
+    after_match = "all"  # refused with alternatives (one file per alternative)
     name: str
     source: str | None
     within: str

@@ -52,6 +52,7 @@ class WindowPattern:
     span limit τ (batch finality), the optional ``select`` values (one row per window)
     and ``where`` (a filter of the output windows)."""
 
+    after_match = "all"  # every window is kept (``after_match:`` is for sequence patterns)
     name: str
     source: str | None
     within: str

@@ -50,9 +50,10 @@ def is_time(attr: str) -> bool:
     return attr == TIME or time_function(attr) == "date"
 
 
-def derive(func: str, ns: int) -> int:
+def derive(func: str, ns):
     """``func`` of a time in nanoseconds since the epoch (UTC): the day's midnight in
-    nanoseconds, the hour, or the ISO weekday (1970-01-01 was a Thursday, 4)."""
+    nanoseconds, the hour, or the ISO weekday (1970-01-01 was a Thursday, 4). ``ns`` is an
+    int or a numpy int64 array (floor division and modulo agree for both)."""
     if func == "date":
         return ns - ns % DAY_NS
     if func == "hour":
