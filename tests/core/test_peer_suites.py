@@ -10,6 +10,12 @@ testNotNextNoMatchesAtTheEnd (``notNext()``), testNotFollowedByBeforeOptional(Ti
 (``optional()``); ``AfterMatchSkipITCase``: testNoSkipWithFollowedByAny,
 testSkipToNextWithFollowedByAny (after-match skip; every Flink event gets one key ``k``,
 since episodes are taken per partition here).
+
+Trino, ``TestRowPatternMatching``: testSimpleQuery, testAfterMatchSkip (every skip rule, the
+never-binding optional ``D?``), testRunningAndFinal (``FINAL LAST`` measures). Its
+quantifier tests (``B*``, ``B?``, ``B{,2}`` alone) expect empty matches, which this language
+refuses (a pattern that could match nothing), and compare the first row of ``B`` with a row
+outside the match (``PREV``), which no condition here reads: they stay untranslated.
 """
 
 import itertools
@@ -93,3 +99,77 @@ def test_flink_after_match_skip(rule, expected):
                 f"  - a.k = b.k\nafter_match: {rule}\n")
     events = stream(("a1", 1), ("b1", 2), ("a2", 4), ("b2", 5))
     assert matches(p, events) == expected
+
+
+# Trino, ``TestRowPatternMatching`` (MATCH_RECOGNIZE). Rows ``(id, value)`` ordered by id, one
+# partition; MATCH_RECOGNIZE's rows are contiguous (``contiguity: partition``) and its
+# ``PREV(B.value)`` for the first row of ``B`` is the row before it, the last row of the set
+# before: ``first(b.value) < a.value`` beside the running ``b.value < prev(b.value)``.
+# MATCH_RECOGNIZE is greedy and keeps one match per start row, so its expected matches
+# are the episodes of both matchers (``zstream``'s shorter matches lose the tie to the longer
+# one; SES keeps the maximal one).
+A_B_PLUS_C_PLUS = ("[[a], ['b+'], ['c+']{optional}]", """  - b.value < prev(b.value)
+  - first(b.value) < a.value
+  - c.value > prev(c.value)
+  - first(c.value) > last(b.value)
+""")
+
+
+def rows(*values) -> list[Event]:
+    """Trino's ``VALUES (id, value)`` with ids 1, 2, ...; one row a minute."""
+    return order([Event(str(i), i * 60 * 10**9, {"value": float(v), "k": 1})
+                  for i, v in enumerate(values, start=1)])
+
+
+def trino(rule: str, matcher: str, optional_d: bool = False, measures: str = ""):
+    sets, conditions = A_B_PLUS_C_PLUS
+    if optional_d:  # D AS false: an optional step that never binds
+        sets = sets.format(optional=", ['d?']")
+        conditions += "  - d.value < 0\n  - d.k = a.k\n"
+    else:
+        sets = sets.format(optional="")
+    return parse_pattern(
+        f"name: trino\nsource: s\nwithin: 1h\nsets: {sets}\nconditions:\n{conditions}"
+        f"  - a.k = b.k\n  - b.k = c.k\ncontiguity: partition\nafter_match: {rule}\n"
+        f"matcher: {matcher}\n{measures}", "<trino>")
+
+
+def ids(found) -> set[tuple[int, ...]]:
+    return {tuple(int(i) for i in m) for m in found}
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+def test_trino_simple_query(matcher):
+    """testSimpleQuery: A B+ C+, AFTER MATCH SKIP PAST LAST ROW."""
+    p = trino("past_last_event", matcher)
+    events = rows(90, 80, 70, 80, 90, 50, 40, 60)
+    assert ids(matches(p, events)) == {(1, 2, 3, 4, 5), (6, 7, 8)}
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+@pytest.mark.parametrize("rule, expected", [
+    ("past_last_event", {(1, 2, 3, 4)}),
+    ("to_next_event", {(1, 2, 3, 4), (2, 3, 4), (4, 5, 6)}),
+    ("to_first c", {(1, 2, 3, 4), (4, 5, 6)}),
+    ("to_last b", {(1, 2, 3, 4), (4, 5, 6)}),
+])
+def test_trino_after_match_skip(matcher, rule, expected):
+    """testAfterMatchSkip: A B+ C+ D? with D never true, under each skip rule."""
+    p = trino(rule, matcher, optional_d=True)
+    events = rows(90, 80, 70, 80, 70, 80)
+    assert ids(matches(p, events)) == expected
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+def test_trino_running_and_final(matcher):
+    """testRunningAndFinal: A B+ C+ over 90, 80, 70, 100, 200; the FINAL LAST measures."""
+    measures = ("measures:\n  a_final: a.value\n  b_final: last(b.value)\n"
+                "  c_final: last(c.value)\n")
+    p = trino("past_last_event", matcher, measures=measures)
+    events = rows(90, 80, 70, 100, 200)
+    assert ids(matches(p, events)) == {(1, 2, 3, 4, 5)}
+    want = {"a_final": 90.0, "b_final": 70.0, "c_final": 200.0}
+    (match,) = oracle.meaning(p, events)
+    assert dict(match.measures) == want
+    (found,) = run(p, events, MatchOptions(matcher=matcher))[0]
+    assert dict(found.measures) == want
