@@ -32,7 +32,7 @@ def progress(label: str, spark=None, echo=print, every: float = EVERY):
     def beat() -> None:
         while not done.wait(every):
             what = ""
-            if spark is not None:
+            if spark is not None and getattr(spark, "started", True):  # never starts one
                 try:
                     what = f" ({spark_activity(spark)})"
                 except Exception:  # noqa: BLE001 - a progress line never fails a step

@@ -12,7 +12,7 @@ from pathlib import Path
 from jobs.config import load_profile, parse_bytes
 from jobs.core.errors import EXIT_INPUT, EXIT_RETRY, Transient, UserError
 from jobs.lake.store import storage_error
-from jobs.spark.session import build_session
+from jobs.spark.session import LazySession
 
 
 def pattern_files(paths: list[str]) -> list[Path]:
@@ -58,9 +58,10 @@ def process_seconds() -> float | None:
 
 
 def spark_for(args):
-    """The profile of ``--profile`` and its Spark session."""
+    """The profile of ``--profile`` and its Spark session, started on first use
+    (``LazySession``: a command with nothing for Spark to do never starts it)."""
     profile = load_profile(args.profile)
-    return profile, build_session(profile)
+    return profile, LazySession(profile)
 
 
 def user_errors(fn):

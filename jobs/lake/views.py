@@ -147,6 +147,25 @@ def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
     return list(tables) + list(derived) + register_references(spark, refs)
 
 
+def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
+    """What ``sql`` reads, directly or through the derived views, as {name: version}: each
+    Delta table's path and version, each reference file's path and modification time;
+    the same inputs give the same answer (``run_models`` skips a model whose inputs did
+    not change)."""
+    tables, refs = lake_tables(lake), _references()
+    derived = derived_views(lake, tables, "spark")
+    wanted = _with_what_they_read(views_named(sql, [*tables, *derived, *refs]), tables,
+                                  derived, refs)
+    out = {}
+    for view in sorted(wanted):
+        if view in tables:
+            dt = lake.read_table(tables[view])
+            out[tables[view]] = str(dt.version()) if dt is not None else "missing"
+        elif view in refs:
+            out[str(refs[view])] = str(refs[view].stat().st_mtime_ns)
+    return out
+
+
 def _references() -> dict[str, object]:
     """View name -> file of the reference tables (``conf/reference/*.csv``)."""
     folder = current_project().references

@@ -70,7 +70,9 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
         echo("ingest " + describe(r))
         reached("ingest:after-log")  # before the statistics' commit
         results.append(r)
-        if spark is not None:
+        unchanged = not r.new_events and r.rebuilt is None \
+            and ctx.lake.exists(ctx.lake.stats(name))
+        if spark is not None and not unchanged:  # nothing new: no Spark work at all
             if patterns is None:  # the whole catalogue's: stats serve every pattern
                 patterns = [p for _, p in pipeline_catalog()[1]]
             stats_step(spark, ctx, name, source, patterns, echo)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jobs.config import load_sources
 from jobs.core.language.pattern import Pattern
+from jobs.lake.extent import EventsExtent
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, plan_range
 from jobs.pipeline.phase1 import run_match_job
@@ -33,17 +34,32 @@ class PlannedRun:
     text: str
     rng: RunRange
     runs: list[RunRecord]  # the pattern's earlier records in the runs table
+    idle: bool = False  # nothing can change its matches tonight (``is_idle``): no Spark
+
+
+def is_idle(rng: RunRange, last_success: datetime | None, extent: EventsExtent | None) -> bool:
+    """Whether a run over ``rng`` can only match nothing and delete nothing: the range is
+    incremental, the source's events table was not written since the last successful
+    run of this version started (no new, late, retracted or re-ingested event), and no
+    event of it lies in [low, high), where every match of the range would start."""
+    return (extent is not None and last_success is not None and not rng.full
+            and extent.written_at <= last_success
+            and not extent.holds_between(rng.low, rng.high))
 
 
 def planned_range(ctx: RunContext, rng: RunRange | None = None,
-         runs: list[RunRecord] | None = None) -> PlannedRun:
+         runs: list[RunRecord] | None = None, extent: EventsExtent | None = None
+                  ) -> PlannedRun:
     """The run's start range: after the previous run's horizon, and back to where
     retractions since that run could change matches. ``runs``: the pattern's records
-    of the runs table, when the caller read them already (one read per night)."""
+    of the runs table, when the caller read them already (one read per night);
+    ``extent``: the source's ``EventsExtent`` (a nightly run with nothing new is then
+    ``idle``)."""
     pattern = ctx.pattern
     text = ctx.path.read_text(encoding="utf-8")
     if runs is None:
         runs = previous_runs(ctx.lake, pattern.name)
+    idle = False
     if rng is None:
         rng = plan_range(ctx.logical_date, pattern.tau, ctx.profile.allowed_lateness,
                          pattern.version, runs)
@@ -54,12 +70,13 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             rng = RunRange(reopen, rng.high, rng.full)
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
-        if not rng.full and pattern.after_match != "all":
+        idle = is_idle(rng, max(ok) if ok else None, extent)
+        if not rng.full and pattern.after_match != "all" and not idle:
             # which episodes are taken depends on every earlier one of the partition: a
             # late event or a retraction anywhere may replace all that follow, so each
             # night takes them again over the whole history (docs/semantics.md)
             rng = RunRange(None, rng.high, True)
-    return PlannedRun(ctx.path, pattern, text, rng, runs)
+    return PlannedRun(ctx.path, pattern, text, rng, runs, idle)
 
 
 def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:
@@ -99,7 +116,7 @@ def night_diagnostics(spark, ctxs: list[RunContext], planned: dict) -> tuple[dic
     """The late events of every pattern and the variable counts of every fully
     recomputed sequence pattern of a night, one Spark aggregate per source each
     (``match_step`` then runs no job of its own for them)."""
-    ok = [p for p in planned.values() if not isinstance(p, Exception)]
+    ok = [p for p in planned.values() if not isinstance(p, Exception) and not p.idle]
     late = late_events_many(spark, ctxs[0].lake, ok) if ok else {}
     counts: dict[str, list] = {}
     by_source: dict[str, list] = {}
@@ -140,8 +157,8 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
     profile = ctx.profile
     started = datetime.now(timezone.utc)
     t0 = time.perf_counter()
-    if planned.rng.empty:
-        stats = {**dict.fromkeys(COUNTERS, 0), "seconds": 0.0}
+    if planned.rng.empty or planned.idle:
+        stats = {**dict.fromkeys(COUNTERS, 0), "seconds": 0.0, "idle": planned.idle or None}
         staging = ctx.staging
     elif shared is not None:
         result, choice = shared
@@ -154,7 +171,7 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
                                force_slices=force_slices,
                                plan_json=choice.to_json() if choice else None)
         staging, stats = result.staging, result.stats
-    if not planned.rng.empty:
+    if not planned.rng.empty and not planned.idle:
         if choice is not None:
             stats.update(plan=choice.text, plan_generator=choice.generator,
                          estimated_pm=round(choice.estimated, 6),
@@ -162,7 +179,8 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
                          replanned=choice.replanned or None)
     late, counts = diagnostics or ({}, {})
     name = planned.pattern.name
-    stats["late_events"] = late[name] if name in late else late_events(spark, ctx, planned)
+    stats["late_events"] = 0 if planned.idle else \
+        late[name] if name in late else late_events(spark, ctx, planned)
     stats["warnings"] = match_warnings(spark, ctx, planned, stats, counts.get(name))
     stats.update(match_seconds=round(time.perf_counter() - t0 + stats.get("pass_seconds", 0), 3),
                  low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,

@@ -3,11 +3,15 @@ each computed, tested and only then written to ``models/<name>``."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
 from pathlib import Path
 
+from deltalake import CommitProperties
+
 from jobs.failpoints import reached
-from jobs.lake.views import register_spark
+from jobs.lake.views import inputs_of, register_spark
 from jobs.pipeline.quality import DRIVER_ROWS, build_docs, run_suite
 from jobs.project.models import expectations, load_models
 from jobs.spark.sql import check_read_only
@@ -16,6 +20,27 @@ from jobs.status import FAILED, SKIPPED, SUCCESS
 
 class ModelFailed(RuntimeError):
     """A model's tests failed: its table keeps its previous version."""
+
+
+INPUTS_KEY = "ses.model.inputs"  # in the commit that wrote a model: what it was built from
+
+
+def model_inputs(lake, m) -> dict[str, str]:
+    """What model ``m`` is built from: its SQL and tests, and the versions of the tables
+    and reference files it reads (``views.inputs_of``)."""
+    text = json.dumps([m.sql, list(m.tests)], sort_keys=True, default=str)
+    return {"model": hashlib.sha256(text.encode()).hexdigest(), **inputs_of(lake, m.sql)}
+
+
+def built_from(lake, name: str) -> dict | None:
+    """The inputs recorded by the last build of model ``name`` (None: none recorded)."""
+    dt = lake.read_table(lake.model(name))
+    if dt is None:
+        return None
+    for commit in dt.history(20):  # newest first; a maintenance commit records none
+        if INPUTS_KEY in commit:
+            return json.loads(commit[INPUTS_KEY])
+    return None
 
 
 def run_models(spark, lake, select: list[str] | None = None, folder: Path | None = None,
@@ -29,8 +54,7 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
     models = load_models(folder, select)
     failed: set[str] = set()
     rows, results = [], []
-    views = set(register_spark(spark, lake, sql="\n".join(m.sql for m in models))) \
-        if models else set()
+    views: set[str] | None = None  # registered on Spark when a model is first built
     for m in models:
         t0 = time.perf_counter()
         blocked = [d for d in m.depends_on if d in failed]
@@ -41,6 +65,15 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             echo(f"SKIPPED model {m.name}: depends on failed {', '.join(blocked)}")
             continue
         try:
+            inputs = model_inputs(lake, m)
+            if built_from(lake, m.name) == inputs:  # nothing it reads changed: no Spark
+                n = lake.count_rows(lake.model(m.name))
+                rows.append({"model": m.name, "status": SUCCESS, "rows": n, "unchanged": True,
+                             "seconds": round(time.perf_counter() - t0, 1)})
+                echo(f"model {m.name}: {n} row(s), unchanged (its inputs did not change)")
+                continue
+            if views is None:
+                views = set(register_spark(spark, lake, sql="\n".join(x.sql for x in models)))
             missing = [t for t in m.tables if t not in views]
             if missing:
                 raise ModelFailed(f"reads {', '.join(missing)}, which the lake does not have "
@@ -58,7 +91,9 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
                 if not outcome.success:
                     raise ModelFailed(f"tests failed, previous version kept: "
                                       f"{outcome.describe()}")
-            lake.write(lake.model(m.name), table, mode="overwrite", schema_mode="overwrite")
+            lake.write(lake.model(m.name), table, mode="overwrite", schema_mode="overwrite",
+                       commit_properties=CommitProperties(
+                           custom_metadata={INPUTS_KEY: json.dumps(inputs)}))
             reached("models:after-model")
             # the models after it read the new version
             lake.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")

@@ -116,7 +116,8 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
         message="; ".join(f"warning: {w}" for w in stats.get("warnings") or []) or None,
         validate_seconds=verdict.get("seconds"),
         started_at=datetime.fromisoformat(stats["started_at"]))
-    if stats.get("matches", 0) == 0 and rng.empty:
+    unchanged = stats.get("matches", 0) == 0 and (rng.empty or stats.get("idle"))
+    if unchanged:  # nothing to insert, nothing published in the range to delete
         outcome = {"inserted": 0, "deleted": 0, "committed": False}
     else:
         outcome = publish(spark, lake, pattern, run_id, staging, rng, run_row=row.as_row())
@@ -129,7 +130,8 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
         log.append(row, hold=not outcome["committed"])
     else:
         log_run(lake, row)
-    if lake.exists(lake.matches(pattern.name)):  # after the runs row: reconcile reads the merge
+    if not unchanged and lake.exists(lake.matches(pattern.name)):  # after the runs row:
+        # reconcile reads the merge
         document_match_table(lake, pattern)
     lake.remove(staging)
     return row

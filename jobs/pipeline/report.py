@@ -34,7 +34,8 @@ def summary(profile: Profile, rows: list[RunRecord], run_id: str, seconds: float
         lines.append(f"{r['pattern']:40} {r['matches']:>8} {r['inserted']:>6} {r['events']:>12} "
                      f"{r['events_after_filter']:>8} {r.get('late_events', 0):>5} "
                      f"{secs(r.get('match_seconds')):>6} {secs(r.get('validate_seconds')):>6} "
-                     f"{secs(r.get('publish_seconds')):>6}  {r['status']}")
+                     f"{secs(r.get('publish_seconds')):>6}  {r['status']}"
+                     + (" (nothing new: no Spark)" if r.get("idle") else ""))
     lake = profile.lake
     lines.append(f"\ntables: {lake}/matches/<pattern>, {lake}/runs, {lake}/events/<source>, "
                  f"{lake}/quarantine/<source> (Delta)")

@@ -18,6 +18,7 @@ from pathlib import Path
 from jobs.config import Profile
 from jobs.core.language.patternfile import PatternError
 from jobs.failpoints import reached
+from jobs.lake.extent import events_extent
 from jobs.lake.locks import lake_lock, pattern_lock
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
@@ -202,7 +203,7 @@ class Night:
 
     def _ready(self) -> list[PlannedRun]:
         return [one for one in self.planned.values()
-                if not isinstance(one, Exception) and not one.rng.empty]
+                if not isinstance(one, Exception) and not one.rng.empty and not one.idle]
 
     def plan(self) -> None:
         """Each pattern's range (``planned_range``), from one read of the runs table."""
@@ -210,12 +211,16 @@ class Night:
         for record in all_runs(self.lake):
             if record.pattern in history:
                 history[record.pattern].append(record)
+        extents: dict = {}  # each source's EventsExtent, read once: idle patterns
         for ctx in self.ctxs:
-            name = ctx.pattern.name
+            name, source = ctx.pattern.name, ctx.pattern.source
             try:
-                if ctx.pattern.source in self.bad_sources:
-                    raise ValidationFailed(self.bad_sources[ctx.pattern.source])
-                self.planned[name] = planned_range(ctx, self.ranges.get(name), history[name])
+                if source in self.bad_sources:
+                    raise ValidationFailed(self.bad_sources[source])
+                if source not in extents and name not in self.ranges:
+                    extents[source] = events_extent(self.lake, source)
+                self.planned[name] = planned_range(ctx, self.ranges.get(name), history[name],
+                                                   extents.get(source))
             except Exception as exc:  # noqa: BLE001 - reported with its pattern when matched
                 self.planned[name] = exc
 
@@ -246,7 +251,8 @@ class Night:
         by side); the contexts of those that matched."""
         alone = [ctx for ctx in self.ctxs if ctx.pattern.name not in self.shared
                  and not isinstance(self.planned[ctx.pattern.name], Exception)
-                 and not self.planned[ctx.pattern.name].rng.empty]
+                 and not self.planned[ctx.pattern.name].rng.empty
+                 and not self.planned[ctx.pattern.name].idle]
         workers = min(self.profile.parallel_jobs, len(alone))
         matched = []
         with ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="match") as pool:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from jobs.lake.store import Lake
 from jobs.site import pictures
-from jobs.site.pages import SiteContent, gather
+from jobs.site.pages import PageCache, SiteContent, gather
 from jobs.status import SUCCESS
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -38,12 +38,14 @@ def _examples(pattern) -> list[dict]:
 
 def build_site(lake: Lake, out: Path | None = None, echo=print) -> Path:
     """Write the site for the lake; returns its index.html."""
-    cat = gather(lake)
     out = out or site_folder(lake)
+    cache = PageCache(out if out.exists() else None)
+    cat = gather(lake, cache)
     tmp = out.with_name(out.name + ".new")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "img").mkdir(parents=True)
     img = _write(cat, tmp, out / "img" if out.exists() else None)
+    cache.write(tmp)
     shutil.rmtree(out, ignore_errors=True)  # readers see the old site or the new one
     tmp.rename(out)
     echo(f"catalogue: {out / 'index.html'} ({len(cat.patterns)} patterns, "

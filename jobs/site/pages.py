@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -96,37 +97,44 @@ def _month_counts(t: pa.Table) -> list[tuple[str, int]]:
 
 
 class SourceEvents:
-    """Each source's events as the site needs them (id, time, type), read once per build:
-    opening and scanning a large events table per pattern cost a second each."""
+    """Each source's events as the site needs them, without scanning a whole events table
+    (its time would grow with the history): the bound events of a few matches from the
+    days they span (partition pruning), and a source's totals from its Delta log and its
+    statistics table."""
 
     def __init__(self, lake: lk.Lake):
-        self.lake, self.sources, self._tables = lake, load_sources(), {}
+        self.lake, self.sources = lake, load_sources()
 
     def type_column(self, source: str) -> str | None:
         s = self.sources.get(source)
         return s.type_column if s else None
 
-    def table(self, source: str) -> pa.Table | None:
-        """The events of ``source`` (None: no table yet); raises ``BrokenTable``."""
-        if source not in self._tables:
-            label = self.type_column(source)
-            self._tables[source] = self.lake.read_arrow(
-                self.lake.events(source), columns=["event_id", "ts"] + ([label] if label else []))
-        return self._tables[source]
+    def of_matches(self, source: str, ids: list[str], spans: list[tuple]) -> pa.Table | None:
+        """Events ``ids`` of ``source``, read from the days ``spans`` ((start, end) pairs)
+        cover (None: no table yet); raises ``BrokenTable``."""
+        days = sorted({(start + timedelta(days=k)).strftime("%Y-%m-%d")
+                       for start, end in spans for k in range((end - start).days + 2)})
+        label = self.type_column(source)
+        if not self.lake.exists(self.lake.events(source)):
+            return None
+        return self.lake.read_arrow(
+            self.lake.events(source), columns=["event_id", "ts"] + ([label] if label else []),
+            filter=pc.field("event_id").isin(ids),
+            partition_filters=[("event_date", "in", days)] if days else None)
 
 
 def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
     """The first matches (by start) with their events: (variable, time, id, label)."""
     if t.num_rows == 0:
         return []
-    table = events.table(pattern.source)
-    if table is None:
-        return []
     first = t.sort_by([("start_ts", "ascending"), ("match_id", "ascending")]) \
         .slice(0, SHOWN_MATCHES).to_pylist()
     ids = sorted({e for m in first for _, es in m["bindings"] for e in es})
+    spans = [(m["start_ts"], m["end_ts"]) for m in first]  # its bound events lie in it
+    found = events.of_matches(pattern.source, ids, spans)
+    if found is None:
+        return []
     label = events.type_column(pattern.source)
-    found = table.filter(pc.is_in(table.column("event_id"), pa.array(ids, pa.string())))
     by_id = {e["event_id"]: e for e in found.to_pylist()}
     out = []
     for m in first:
@@ -138,19 +146,19 @@ def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
 
 
 def _pattern_page(lake: lk.Lake, events: SourceEvents, path: Path, pattern,
-                  runs: list[dict]) -> PatternPage:
+                  runs: list[dict], cache: PageCache | None = None) -> PatternPage:
     page = PatternPage(pattern.name, _rel(path), path.read_text(encoding="utf-8"), pattern,
                        description=pattern.description or "", version=pattern.version)
-    page.runs = [r for r in runs if r["pattern"] == pattern.name]
+    page.runs = runs
     try:
-        _fill_pattern_page(lake, events, pattern, page)
+        _fill_pattern_page(lake, events, pattern, page, cache)
     except (lk.BrokenTable, FileNotFoundError) as exc:
         page.problems = [str(exc)]  # the page says so; the other pages are built
     return page
 
 
-def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: PatternPage
-                       ) -> None:
+def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: PatternPage,
+                       cache: PageCache | None = None) -> None:
     dt = lake.read_table(lake.matches(pattern.name))
     if dt is None:
         return
@@ -158,36 +166,115 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
     schema = pa.schema(dt.schema().to_arrow())
     page.columns = [(f.name, str(f.type), (f.metadata or {}).get(b"comment", b"").decode())
                     for f in schema]
+    key = f"{dt.version()}:{page.table_version}"
+    kept = cache.get(f"pattern {pattern.name}", key) if cache is not None else None
+    if kept is not None:  # the table did not change since the previous build: no read
+        page.rows, page.per_month = kept["rows"], [tuple(x) for x in kept["per_month"]]
+        page.shown = _shown_from_json(kept["shown"])
+        return
     t = dt.to_pyarrow_dataset().to_table(columns=["match_id", "start_ts", "end_ts",
                                                    "bindings"])
     page.rows = t.num_rows
     page.per_month = _month_counts(t)
     page.shown = _shown_matches(events, pattern, t)
+    if cache is not None:
+        cache.keep(f"pattern {pattern.name}", key, {"rows": page.rows, "per_month": page.per_month,
+                                                    "shown": _shown_to_json(page.shown)})
+
+
+class PageCache:
+    """What the pages read from the lake, by each table's version, kept in the site's
+    ``pages.json``: a build reads only the match and events tables that changed since the
+    previous one (on a night with nothing new, none), so its time does not grow with the
+    history."""
+
+    FILE = "pages.json"
+
+    def __init__(self, previous: Path | None):
+        self.old, self.new = {}, {}
+        if previous is not None and (previous / self.FILE).exists():
+            try:
+                self.old = json.loads((previous / self.FILE).read_text(encoding="utf-8"))
+            except ValueError:  # unreadable: every table is read
+                self.old = {}
+
+    def get(self, name: str, key: str) -> dict | None:
+        kept = self.old.get(name)
+        if not isinstance(kept, dict) or kept.get("key") != key:
+            return None
+        self.new[name] = kept
+        return kept
+
+    def keep(self, name: str, key: str, data: dict) -> None:
+        self.new[name] = {"key": key, **data}
+
+    def write(self, folder: Path) -> None:
+        (folder / self.FILE).write_text(json.dumps(self.new), encoding="utf-8")
+
+
+def _shown_to_json(shown: list[dict]) -> list[dict]:
+    return [{**m, "start": m["start"].isoformat(), "end": m["end"].isoformat(),
+             "events": [(v, ts.isoformat(), e, label) for v, ts, e, label in m["events"]]}
+            for m in shown]
+
+
+def _shown_from_json(shown: list[dict]) -> list[dict]:
+    return [{**m, "start": _time(m["start"]), "end": _time(m["end"]),
+             "events": [(v, _time(ts), e, label) for v, ts, e, label in m["events"]]}
+            for m in shown]
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text)
 
 
 def _rel(path: Path) -> str:
     return current_project().relative(path)
 
 
-def _source_page(events: SourceEvents, name: str, source) -> SourcePage:
+def _source_page(events: SourceEvents, name: str, source, cache: PageCache | None = None
+                 ) -> SourcePage:
+    """A source's totals from the Delta log (events, first and last time: no data file
+    read) and its event types from ``stats/<source>`` (the types a pattern reads), read
+    again only when the events table changed."""
     columns = dict(source.columns)
     page = SourcePage(name, source.description or "", columns, type_column=source.type_column)
+    lake = events.lake
     try:
-        t = events.table(name)
-        if t is None:
+        dt = lake.read_table(lake.events(name))
+        if dt is None:
             return page
+        files = pa.table(dt.get_add_actions(flatten=True))
     except (lk.BrokenTable, FileNotFoundError) as exc:
         page.description = f"{page.description} ({exc})".strip()
         return page
-    page.events = t.num_rows
-    if t.num_rows:
-        lo, hi = pc.min_max(t.column("ts")).values()
-        page.first, page.last = str(lo.as_py())[:19], str(hi.as_py())[:19]
+    page.events = pc.sum(files.column("num_records")).as_py() or 0 if files.num_rows else 0
+    if page.events and "min.ts" in files.column_names:
+        page.first = str(pc.min(files.column("min.ts")).as_py())[:19]
+        page.last = str(pc.max(files.column("max.ts")).as_py())[:19]
     if page.type_column:
-        counts = pc.value_counts(t.column(page.type_column)).to_pylist()
-        page.types = sorted(((str(c["values"]), c["counts"]) for c in counts),
-                            key=lambda x: (-x[1], x[0]))[:TOP_TYPES]
+        key = f"{dt.version()}:{page.type_column}"
+        kept = cache.get(f"source {name}", key) if cache is not None else None
+        page.types = [tuple(x) for x in kept["types"]] if kept is not None else \
+            _type_counts(lake, name, page.type_column)
+        if cache is not None:
+            cache.keep(f"source {name}", key, {"types": page.types})
     return page
+
+
+def _type_counts(lake: lk.Lake, source: str, column: str) -> list[tuple[str, int]]:
+    """The most frequent values of ``column``, from the statistics table (empty when no
+    pattern reads the column, so none were computed)."""
+    try:
+        t = lake.read_arrow(lake.stats(source), columns=["attribute", "value", "events"],
+                            filter=pc.field("attribute") == column)
+    except (lk.BrokenTable, FileNotFoundError):
+        return []
+    if t is None or t.num_rows == 0:
+        return []
+    sums = t.group_by("value").aggregate([("events", "sum")]).to_pylist()
+    return sorted(((str(r["value"]), r["events_sum"]) for r in sums),
+                  key=lambda x: (-x[1], x[0]))[:TOP_TYPES]
 
 
 def _model_pages(lake: lk.Lake) -> list[ModelPage]:
@@ -243,17 +330,22 @@ def latest_validations(home: Path) -> list[dict]:
     return out
 
 
-def gather(lake: lk.Lake) -> SiteContent:
-    """Everything the site shows, for the lake and the project's files."""
+def gather(lake: lk.Lake, cache: PageCache | None = None) -> SiteContent:
+    """Everything the site shows, for the lake and the project's files; ``cache``: what
+    the previous build read from the match tables (``PageCache``)."""
     runs_t = lake.read_arrow(lake.runs())
     runs = sorted(runs_t.to_pylist(), key=lambda r: (str(r["started_at"]), r["pattern"])) \
         if runs_t is not None else []
     catalog = load_catalog(pattern_paths())
     events = SourceEvents(lake)
-    pages = [_pattern_page(lake, events, p, pattern, runs) for p, pattern in catalog.patterns]
+    by_pattern: dict[str, list[dict]] = {}
+    for r in runs:
+        by_pattern.setdefault(r["pattern"], []).append(r)
+    pages = [_pattern_page(lake, events, p, pattern, by_pattern.get(pattern.name, []), cache)
+             for p, pattern in catalog.patterns]
     for r in catalog.rejected:
         pages.append(PatternPage(r.name, _rel(r.path), r.path.read_text(encoding="utf-8"),
                                  None, problems=[str(p) for p in r.problems]))
-    sources = [_source_page(events, name, s) for name, s in events.sources.items()]
+    sources = [_source_page(events, name, s, cache) for name, s in events.sources.items()]
     return SiteContent(lake.root, lake.local_home(), sorted(pages, key=lambda p: p.name), sources,
                      _model_pages(lake), latest_validations(lake.local_home()), runs)

@@ -98,6 +98,33 @@ def build_session(profile: Profile, app_name: str = "ses-lakehouse"):
     return spark
 
 
+class LazySession:
+    """The profile's SparkSession, built on first use: a night with nothing new (no new
+    events, no pattern whose range holds an event, no model whose inputs changed) never
+    starts a JVM. Stands for the session everywhere (attributes are the session's);
+    ``started`` says whether it was built."""
+
+    def __init__(self, profile: Profile, app_name: str = "ses-lakehouse"):
+        self._profile, self._app_name = profile, app_name
+        self._session = None
+        self._lock = threading.Lock()
+
+    @property
+    def started(self) -> bool:
+        return self._session is not None
+
+    def get(self):
+        with self._lock:
+            if self._session is None:
+                self._session = build_session(self._profile, self._app_name)
+            return self._session
+
+    def __getattr__(self, name: str):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.get(), name)
+
+
 # what every new Python worker prints when spark.executor.pyspark.memory is set (the
 # limit that keeps a worker from taking the machine): noise on the console of `ses run`
 WORKER_BANNERS = (b"Current mem limits:", b"Setting mem limits to ")

@@ -86,3 +86,39 @@ def test_pattern_version_change_recomputes_everything(spark, tmp_path):
     assert set(t.column("pattern_version").to_pylist()) == {changed.version}
     assert published_ids(profile, changed.name) == local_ids(profile, changed)
     assert second["deleted"] >= 1  # the old version's rows went in the same commit
+
+
+def test_a_night_with_nothing_new_starts_no_spark_and_changes_nothing(spark, tmp_path):
+    """Idle patterns (match_steps.is_idle): the events table not written since the last
+    run, and no event in the night's range: no Spark, no publish, a success row each."""
+    from .test_model_runs import NoSpark
+
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    root = Path(__file__).resolve().parents[2] / "patterns"
+    paths = [str(root / "mw_chemo_p1.yaml"), str(root / "mw_chemo_courses.yaml")]
+    names = [load_pattern(p).name for p in paths]
+    lake = lk.Lake(profile.lake)
+    log = []
+    first = run_all(spark, profile, "2010-08-30", paths, echo=log.append)
+    assert all(r["status"] == "success" and not r.get("idle") for r in first)
+    versions = {n: DeltaTable(lake.matches(n)).version() for n in names}
+    idle = NoSpark()
+    log.clear()
+    second = run_all(idle, profile, "2010-08-31", paths, echo=log.append)
+    assert not idle.used
+    assert [(r["status"], r.get("idle"), r["inserted"], r["deleted"]) for r in second] == [
+        ("success", True, 0, 0)] * 2
+    assert not second[0]["full_recompute"]  # after_match too: nothing to take again
+    assert all(r["horizon_low"] == f["horizon_high"] for r, f in zip(second, first))
+    assert {n: DeltaTable(lake.matches(n)).version() for n in names} == versions
+    assert any("(nothing new: no Spark)" in line for line in log)
+    # a new file makes the next night a real one again, counted as late where it is late
+    (landing / "chemo_mw" / "late.csv").write_text(
+        "event_id,patient,type,value,unit,ts\ne15,1,P,100,mg,2010-07-04T00:00:00\n")
+    third = run_all(spark, profile, "2010-09-01", paths, echo=lambda *_: None)
+    assert [r.get("idle") for r in third] == [None, None]
+    assert third[0]["late_events"] == 1 and third[1]["full_recompute"]
+    assert published_ids(profile, names[0]) != local_ids(profile, load_pattern(paths[0]))

@@ -62,3 +62,43 @@ def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark
                                                              ("b_top", "skipped")]
         assert "expect_column_values_to_be_unique(person)" in rows[0]["message"], rows
     assert DeltaTable(lake.model("a_counts")).version() == before
+
+
+class NoSpark:
+    """Stands for a session that must not be used: any use is recorded and fails."""
+
+    def __init__(self):
+        self.used = []
+
+    def __getattr__(self, name):
+        self.used.append(name)
+        raise AssertionError(f"Spark used: {name}")
+
+
+def test_a_model_whose_inputs_did_not_change_is_not_rewritten(spark, nightly, tmp_path):
+    from jobs.pipeline.models import run_models
+
+    lake = lk.Lake(nightly[0].lake)
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "c_counts.sql").write_text(
+        "SELECT person, count(*) AS n FROM matches_paper_ex5_lab_to_home GROUP BY person")
+    (folder / "d_top.sql").write_text("SELECT person FROM models_c_counts WHERE n > 1")
+    log = []
+    assert [r["status"] for r in run_models(spark, lake, folder=folder, echo=log.append)] \
+        == ["success", "success"]
+    versions = {m: DeltaTable(lake.model(m)).version() for m in ("c_counts", "d_top")}
+    idle = NoSpark()  # nothing they read changed: no Spark, no write
+    rows = run_models(idle, lake, folder=folder, echo=log.append)
+    assert [(r["model"], r["status"], r.get("unchanged")) for r in rows] == [
+        ("c_counts", "success", True), ("d_top", "success", True)]
+    assert rows[0]["rows"] == 2 and not idle.used
+    assert {m: DeltaTable(lake.model(m)).version() for m in versions} == versions
+    assert "model d_top: 1 row(s), unchanged (its inputs did not change)" in log
+    # a changed model file is built again, and so is the model that reads it
+    (folder / "c_counts.sql").write_text(
+        "SELECT person, count(*) + 0 AS n FROM matches_paper_ex5_lab_to_home GROUP BY person")
+    rows = run_models(spark, lake, folder=folder, echo=log.append)
+    assert [r.get("unchanged") for r in rows] == [None, None]
+    assert {m: DeltaTable(lake.model(m)).version() for m in versions} == {
+        m: v + 1 for m, v in versions.items()}

@@ -1,0 +1,56 @@
+"""What the Delta log of ``events/<source>`` says without reading a row: when the table was
+last written, and the time range of each data file (its ``ts`` statistics). A night uses it
+to see, with no Spark, that a pattern has nothing new to match (``match_steps.idle``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from jobs.lake.store import Lake
+
+
+@dataclass(frozen=True)
+class EventsExtent:
+    written_at: datetime  # the newest commit of the table
+    lows: np.ndarray  # per data file: its smallest and largest ts, nanoseconds
+    highs: np.ndarray
+    complete: bool  # every file has its ts statistics (else nothing can be ruled out)
+
+    def holds_between(self, low: int | None, high: int) -> bool:
+        """Whether some event may have ``low <= ts < high`` (None: from the beginning);
+        True when a file has no statistics."""
+        if not self.complete:
+            return True
+        hit = self.lows < high
+        if low is not None:
+            hit &= self.highs >= low
+        return bool(hit.any())
+
+
+def _ns(column: pa.ChunkedArray) -> np.ndarray:
+    return pc.cast(column, pa.timestamp("ns", tz="UTC")).cast(pa.int64()) \
+        .to_numpy(zero_copy_only=False)
+
+
+def events_extent(lake: Lake, source: str) -> EventsExtent | None:
+    """The extent of ``events/<source>`` (None: no such table)."""
+    dt = lake.read_table(lake.events(source))
+    if dt is None:
+        return None
+    history = dt.history(1)
+    written = datetime.fromtimestamp(history[0]["timestamp"] / 1000, tz=timezone.utc)
+    files = pa.table(dt.get_add_actions(flatten=True))
+    none = np.zeros(0, np.int64)
+    if files.num_rows == 0:
+        return EventsExtent(written, none, none, True)
+    if "min.ts" not in files.column_names:
+        return EventsExtent(written, none, none, False)
+    lows, highs = files.column("min.ts"), files.column("max.ts")
+    if lows.null_count or highs.null_count:
+        return EventsExtent(written, none, none, False)
+    return EventsExtent(written, _ns(lows), _ns(highs), True)
