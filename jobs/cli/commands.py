@@ -27,6 +27,7 @@ COMMANDS = {
     "retract": "pipeline", "docs": "pipeline",
     "query": "tables", "runs": "tables", "explain": "explain",
     "pr-check": "operate", "cluster": "operate", "check": "operate", "vacuum": "operate",
+    "maintain": "operate",
     "run-patterns": "steps", "run-pattern": "steps", "match-job": "steps", "validate-run": "steps",
     "validate-events": "steps", "publish": "steps", "serve": "steps",
 }
@@ -44,6 +45,7 @@ SUMMARIES = {
     "cluster": "a Spark standalone cluster on this machine",
     "check": "verify the lake's invariants (an fsck); exit 1 naming each violation",
     "vacuum": "delete the data files no recent snapshot names (killed writes, rewrites)",
+    "maintain": "compact small files, checkpoint the Delta logs, vacuum: every table",
     "run-patterns": "match, validate and publish several pattern files: one pass per source",
     "run-pattern": "match, validate and publish one pattern in one Spark application",
     "match-job": "one pattern on Spark into staging",

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+from datetime import date
 from pathlib import Path
 
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import current_project, load_profile
 from jobs.lake.locks import lake_lock
+from jobs.lake.maintenance import due, last_maintenance, maintain
 from jobs.lake.store import Lake
 from jobs.ops import cluster
 from jobs.prcheck.check import pr_check
@@ -104,6 +106,24 @@ def cmd_vacuum(args) -> int:
     return 0
 
 
+@user_errors
+def cmd_maintain(args) -> int:
+    """Table maintenance (``jobs.lake.maintenance``) under the lake lock; with
+    ``--if-due``, only when the profile's ``maintenance.every`` has passed (the DAG's
+    weekly task)."""
+    profile = load_profile(args.profile)
+    lake = Lake.of_profile(profile)
+    logical_date = args.logical_date or date.today().isoformat()
+    if args.if_due and not due(lake, profile.maintain_every, logical_date):
+        last = last_maintenance(lake) or {}
+        print(f"maintenance not due (last for {last.get('logical_date')}, every "
+              f"{profile.maintain_every // (86400 * 10**9)}d)")
+        return 0
+    with lake_lock(profile.lake, "maintain", profile.lock_dir):
+        maintain(lake, profile.retention, logical_date)
+    return 0
+
+
 def register(r: Registry) -> None:
     pr = r.add("operate", "pr-check", "what the branch's pattern and model changes do to the "
                "published tables: validate, run base and new versions in a scratch lake, "
@@ -140,3 +160,10 @@ def register(r: Registry) -> None:
                    help=f"keep what a snapshot this recent needs (default {RETENTION_HOURS}: "
                         "a reader's snapshot up to a week old stays whole)")
     v.add_argument("--dry-run", action="store_true", help="only list what would go")
+    m = r.add("operate", "maintain", "compact small files (OPTIMIZE), checkpoint and trim "
+              "every table's Delta log, VACUUM what no snapshot of the profile's "
+              "maintenance.retention names; `run` does it every maintenance.every", cmd_maintain)
+    m.add_argument("--if-due", action="store_true",
+                   help="only when the last maintenance is maintenance.every old")
+    m.add_argument("--logical-date", help="YYYY-MM-DD the schedule counts from (default: "
+                   "today)")

@@ -51,6 +51,8 @@ class Profile:
     site: str | None = None  # the catalogue site, rebuilt after every run (None: only `docs`)
     pr_sample: int | None = None  # pr-check: the lake's last this-many ns (None: committed data)
     storage_options: dict[str, str] = field(default_factory=dict)  # delta-rs, object stores
+    maintain_every: int = 7 * 86400 * 10**9  # ns between two table maintenances (0: never)
+    retention: int = 7 * 86400 * 10**9  # VACUUM keeps what a snapshot this recent needs (ns)
 
     def ts_range(self, now=None):
         """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
@@ -92,6 +94,7 @@ PROFILE_KEYS = {
     "match": {"allowed_lateness", "slice_length", "max_partition_events",
               "max_matches_per_window", "memory_budget", "parallel_jobs"},
     "pr_check": {"sample"},
+    "maintenance": {"every", "retention"},
 }
 PIPELINE_SHAPE = {"airflow": {"schedule", "start_date", "retries", "retry_delay_minutes"},
                   "profiles": {EACH: PROFILE_KEYS}}
@@ -119,6 +122,7 @@ def load_profile(name: str | None = None, path: Path | None = None,
     match = spec.get("match") or {}
     ingest = spec.get("ingest") or {}
     sample = (spec.get("pr_check") or {}).get("sample")
+    upkeep = spec.get("maintenance") or {}
 
     def setting(key: str, parse, value):
         try:
@@ -159,6 +163,10 @@ def load_profile(name: str | None = None, path: Path | None = None,
         pr_sample=setting("pr_check.sample", parse_duration, sample) if sample else None,
         storage_options={str(k): setting(f"storage_options.{k}", environment.expand, v)
                          for k, v in (spec.get("storage_options") or {}).items()},
+        maintain_every=setting("maintenance.every", _duration_or_ns,
+                               upkeep.get("every", d.maintain_every)),
+        retention=setting("maintenance.retention", _at_least_a_day,
+                          upkeep.get("retention", d.retention)),
     )
 
 
@@ -174,6 +182,14 @@ def _duration_or_ns(value) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     return parse_duration(value)
+
+
+def _at_least_a_day(value) -> int:
+    ns = _duration_or_ns(value)
+    if ns < 86400 * 10**9:
+        raise ValueError(f"{value!r} is shorter than 1d: a reader's snapshot (a run, a query) "
+                         "could lose its files")
+    return ns
 
 
 def _date_text(value) -> str:

@@ -13,10 +13,12 @@ import pyarrow.compute as pc
 
 from jobs.lake.store import Lake
 
+UPKEEP = {"OPTIMIZE", "VACUUM START", "VACUUM END"}  # commits that change no row
+
 
 @dataclass(frozen=True)
 class EventsExtent:
-    written_at: datetime  # the newest commit of the table
+    written_at: datetime  # the newest commit that changed rows (of the last ten; else the oldest)
     lows: np.ndarray  # per data file: its smallest and largest ts, nanoseconds
     highs: np.ndarray
     complete: bool  # every file has its ts statistics (else nothing can be ruled out)
@@ -42,8 +44,9 @@ def events_extent(lake: Lake, source: str) -> EventsExtent | None:
     dt = lake.read_table(lake.events(source))
     if dt is None:
         return None
-    history = dt.history(1)
-    written = datetime.fromtimestamp(history[0]["timestamp"] / 1000, tz=timezone.utc)
+    history = dt.history(10)  # newest first
+    data = [c for c in history if c.get("operation") not in UPKEEP] or history[-1:]
+    written = datetime.fromtimestamp(data[0]["timestamp"] / 1000, tz=timezone.utc)
     files = pa.table(dt.get_add_actions(flatten=True))
     none = np.zeros(0, np.int64)
     if files.num_rows == 0:

@@ -20,6 +20,7 @@ from jobs.core.language.patternfile import PatternError
 from jobs.failpoints import reached
 from jobs.lake.extent import events_extent
 from jobs.lake.locks import lake_lock, pattern_lock
+from jobs.lake.maintenance import due, maintain
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, backfill_range, check_logical_date
@@ -71,6 +72,7 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         finish_run(lake, run_id)
         echo(summary(profile, outcomes, run_id, time.perf_counter() - t0))
         model_rows = models_step(spark, ctx, echo) if paths is None else []
+        maintenance_step(ctx, echo)
         site_step(ctx, echo)
     return outcomes + model_rows
 
@@ -367,6 +369,22 @@ class Night:
                 result.stats["pass_seconds"] = round(share, 3)
                 out[name] = (result, choices[name])
         return out
+
+
+def maintenance_step(ctx: RunContext, echo=print) -> list:
+    """The lake's table maintenance when due (``maintenance.every`` since the last one, by
+    logical date; ``jobs.lake.maintenance``), inside the run's lake lock; a failure is
+    reported and never fails the run (the next run tries again)."""
+    profile = ctx.profile
+    if not ctx.logical_date or not due(ctx.lake, profile.maintain_every, ctx.logical_date):
+        return []
+    try:
+        with progress("maintenance", None, echo):
+            return maintain(ctx.lake, profile.retention, ctx.logical_date, echo)
+    except Exception as exc:  # noqa: BLE001 - maintenance is upkeep, not the night's result
+        echo(f"warning: table maintenance not done ({short_error(exc)}); the next run or "
+             "`ses maintain` retries")
+        return []
 
 
 def site_step(ctx: RunContext, echo=print) -> None:

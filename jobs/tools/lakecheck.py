@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 
 from jobs.lake import rewrite
 from jobs.lake import store as lk
+from jobs.lake.maintenance import all_tables
 from jobs.lake.views import lake_tables, match_sources
 from jobs.pipeline.reconcile import orphan_staging
 from jobs.status import SUCCESS
@@ -82,12 +83,7 @@ def check_lake(lake: lk.Lake) -> list[Finding]:
 
 
 def _all_tables(lake: lk.Lake) -> dict[str, str]:
-    out = {}
-    for kind in ("events", "quarantine", "matches", "stats", "models"):
-        for name in lake.children(lk.join(lake.root, kind)):
-            out[f"{kind}/{name}"] = lk.join(lake.root, kind, name)
-    for name in ("runs", "ingest_log", "retractions"):
-        out[name] = lk.join(lake.root, name)
+    out = all_tables(lake)
     return {k: v for k, v in out.items() if lake.exists(v) or k.split("/")[0] in
             ("events", "matches")}
 
