@@ -1,11 +1,13 @@
 """The nightly Airflow run against ``make run`` on the committed data (docs/operations.md's target:
-within 1.5x).
+within 1.5x), and the night after it, with nothing new (issue 45's target: <= 30 s through
+the DAG, <= 10 s for ``ses run``).
 
 Both start from an empty lake of their own (every pattern is a full recompute):
 ``python -m jobs run`` (what ``make run`` runs after ``validate``), then the DAG under a real
 ``airflow standalone`` (scheduler, DAG processor, API server; LocalExecutor with the
-settings of ``make airflow``), triggered from the CLI without a logical date, timed from
-the trigger to the run's end. Prints a table and writes bench/out/airflow_run.json.
+settings of ``make airflow``), triggered from the CLI for yesterday's logical date, timed
+from the trigger to the run's end; then each again for today's date, with no new file (an
+empty night). Prints a table and writes bench/out/airflow_run.json.
 
     .venv/bin/python bench/airflow_run.py [--keep]
 """
@@ -20,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import date, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,15 +40,19 @@ def profile(folder: Path) -> Path:
     return conf
 
 
-def make_run(folder: Path) -> float:
+TODAY = date.today()
+NIGHTS = [(TODAY - timedelta(days=1)).isoformat(), TODAY.isoformat()]  # first, then empty
+
+
+def make_run(folder: Path, day: str) -> float:
     env = dict(os.environ, SES_PIPELINE_CONF=str(profile(folder)))
     t0 = time.perf_counter()
-    subprocess.run([str(BIN / "python"), "-m", "jobs", "run"], cwd=ROOT, env=env, check=True,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run([str(BIN / "python"), "-m", "jobs", "run", "--logical-date", day], cwd=ROOT,
+                   env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - t0
 
 
-def airflow_run(folder: Path, timeout: float = 1800) -> tuple[float, str, dict]:
+def airflow_run(folder: Path, timeout: float = 1800) -> list[tuple[float, str, dict]]:
     home = folder / "airflow"
     env = dict(os.environ, SES_PIPELINE_CONF=str(profile(folder)), AIRFLOW_HOME=str(home),
                PATH=f"{BIN}:{os.environ['PATH']}",
@@ -70,20 +77,25 @@ def airflow_run(folder: Path, timeout: float = 1800) -> tuple[float, str, dict]:
                 raise RuntimeError(f"airflow standalone did not list the DAG: {folder}/standalone.log")
             time.sleep(3)
         airflow("dags", "unpause", "ses_nightly")
-        t0 = time.perf_counter()
-        airflow("dags", "trigger", "ses_nightly")
-        state = "queued"
-        while state in ("queued", "running") and time.perf_counter() - t0 < timeout:
-            time.sleep(3)
-            runs = _json(airflow("dags", "list-runs", "ses_nightly", "-o", "json"))
-            state = runs[0]["state"] if runs else "queued"
-        seconds = time.perf_counter() - t0
-        tasks = _json(_safe(airflow, "tasks", "states-for-dag-run", "ses_nightly",
-                            runs[0]["run_id"], "-o", "json"))
-        states: dict[str, int] = {}
-        for t in tasks:
-            states[t.get("state")] = states.get(t.get("state"), 0) + 1
-        return seconds, state, states
+        out = []
+        for day in NIGHTS:
+            t0 = time.perf_counter()
+            airflow("dags", "trigger", "ses_nightly", "--logical-date", f"{day}T02:00:00+00:00")
+            state, run = "queued", None
+            while state in ("queued", "running") and time.perf_counter() - t0 < timeout:
+                time.sleep(1)
+                runs = _json(airflow("dags", "list-runs", "ses_nightly", "-o", "json"))
+                run = next((r for r in runs if str(r.get("logical_date", "")).startswith(day)),
+                           None)
+                state = run["state"] if run else "queued"
+            seconds = time.perf_counter() - t0
+            tasks = _json(_safe(airflow, "tasks", "states-for-dag-run", "ses_nightly",
+                                run["run_id"], "-o", "json")) if run else []
+            states: dict[str, int] = {}
+            for t in tasks:
+                states[t.get("state")] = states.get(t.get("state"), 0) + 1
+            out.append((seconds, state, states))
+        return out
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         try:
@@ -115,13 +127,18 @@ def main() -> int:
     (scratch / "dag").mkdir()
     print(f"scratch: {scratch}")
     print("make run (python -m jobs run) …", flush=True)
-    local = make_run(scratch / "make")
-    print(f"  {local:.0f} s")
+    local, empty = (make_run(scratch / "make", day) for day in NIGHTS)
+    print(f"  {local:.0f} s; the empty night after it {empty:.1f} s")
     print("Airflow (standalone, LocalExecutor, 2 tasks at a time) …", flush=True)
-    seconds, state, states = airflow_run(scratch / "dag")
+    (seconds, state, states), (empty_dag, empty_state, empty_states) = airflow_run(scratch / "dag")
     print(f"  {seconds:.0f} s, run {state}, tasks {states}")
+    print(f"  the empty night: {empty_dag:.0f} s, run {empty_state}, tasks {empty_states}")
     out = {"make_run_seconds": round(local, 1), "airflow_seconds": round(seconds, 1),
-           "ratio": round(seconds / local, 2), "airflow_state": state, "task_states": states}
+           "ratio": round(seconds / local, 2), "airflow_state": state, "task_states": states,
+           "empty_night": {"ses_run_seconds": round(empty, 1),
+                           "airflow_seconds": round(empty_dag, 1), "airflow_state": empty_state,
+                           "task_states": empty_states}}
+    state = state if empty_state == "success" else empty_state
     print(json.dumps(out))
     (ROOT / "bench" / "out").mkdir(parents=True, exist_ok=True)
     (ROOT / "bench" / "out" / "airflow_run.json").write_text(json.dumps(out, indent=1))

@@ -19,16 +19,21 @@ mend (a pattern file, a failed suite, a match limit) is not retried; any other i
 the retry matches only the patterns this run has not published. A pattern file that does
 not load gets a task of its own, named after the file, that fails with the file's line.
 
-The steps of one DAG run share one warm Spark application (``spark_session``, a setup
-task; see ``jobs/ops/session.py``), which ``stop_session`` ends; a step that finds no
-session runs with its own spark-submit on the profile's Spark master
+The steps of one DAG run share one warm step server (``spark_session``, a setup task; see
+``jobs/ops/session.py``), which ``stop_session`` ends; the first step that needs Spark
+starts its Spark application and the later ones find it warm (a night with nothing new
+starts none); a step that finds no server runs with its own spark-submit on the
+profile's Spark master
 (``jobs.spark.session.submit_command``). Every step is idempotent: publishing replaces,
 by match_id, the matches of the range the logical date closes (the run's own date when a
 trigger gives none).
 
 After the source tasks, one task per SQL model of ``models/`` (in dependency order):
-each builds, tests and publishes its table; a model's task waits for the models it reads.
-Last, ``catalogue`` rebuilds the catalogue site (``ses docs``).
+each builds, tests and publishes its table (or leaves it as it is when nothing it reads
+changed); a model's task waits for the models it reads. Then ``maintain`` does the lake's
+table maintenance when it is due (``maintenance.every`` in the profile, weekly by default:
+compaction, log checkpoints, VACUUM). Last, ``catalogue`` rebuilds the catalogue site
+(``ses docs``).
 
 Environment: SES_PROFILE (profile in conf/pipeline.yaml), SES_PIPELINE_CONF (another
 pipeline.yaml), SES_PATTERNS (a glob, relative to the project or absolute, instead of
@@ -236,6 +241,14 @@ def ses_nightly():
     def models_invalid(message: str) -> None:
         raise RuntimeError(message)
 
+    @task(trigger_rule="all_done")
+    def maintain() -> str:
+        """The lake's table maintenance when due (``ses maintain --if-due``)."""
+        from airflow.sdk import get_current_context
+
+        run_id, day = _run(get_current_context())
+        return _job(run_id, "maintain", "--if-due", "--logical-date", day, spark=False)
+
     @task(retries=0)
     def catalogue() -> str:
         """The catalogue site (patterns, matches, runs, quality), also after failures."""
@@ -251,7 +264,8 @@ def ses_nightly():
     # teardowns: they run also after failures, and do not decide the run's state (the
     # summary and the models do)
     site = catalogue().as_teardown(setups=session)
-    done >> site >> stop_session().as_teardown(setups=session)
+    upkeep = maintain()
+    done >> upkeep >> site >> stop_session().as_teardown(setups=session)
     models, problem = _models()
     if problem:
         runs >> models_invalid.override(trigger_rule="all_done")(problem) >> site
@@ -264,7 +278,7 @@ def ses_nightly():
         else:
             runs >> t
         built[name] = t
-        t >> site
+        t >> upkeep
 
 
 ses_nightly()

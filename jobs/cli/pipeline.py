@@ -18,7 +18,7 @@ from jobs.pipeline.reconcile import reconcile
 from jobs.pipeline.run import backfill, models_task, retract_task, run_all
 from jobs.project.models import ModelError, load_models
 from jobs.site.build import build_site
-from jobs.spark.session import build_session
+from jobs.spark.session import LazySession
 from jobs.status import FAILED, SUCCESS, new_run_id
 
 
@@ -36,7 +36,7 @@ def cmd_ingest(args) -> int:
     """Raw landing files into events/<source>."""
     profile = load_profile(args.profile)
     ctx = RunContext.start(profile, args.run_id or new_run_id())
-    spark = build_session(profile)  # a Spark that cannot read the lake stops before it
+    spark = LazySession(profile)  # started by the first batch with new events
     with lake_lock(profile.lake, f"ingest {ctx.run_id}", profile.lock_dir):
         reconcile(ctx.lake)
         _, failed = ingest_sources(spark, ctx, args.source or None,

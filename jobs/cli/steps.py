@@ -28,7 +28,7 @@ from jobs.pipeline.quality import ValidationFailed
 from jobs.pipeline.report import summary
 from jobs.pipeline.run import run_pattern, run_task
 from jobs.project.patterns import load_catalog
-from jobs.spark.session import build_session
+from jobs.spark.session import LazySession, build_session
 
 
 def pattern_step(step):
@@ -88,7 +88,7 @@ def cmd_run_patterns(args) -> int:
     pattern was published, 2 when those that failed cannot be mended by a retry (their
     file, their events, their suite, their limits), 1 otherwise."""
     profile = load_profile(args.profile)
-    outcomes = run_task(lambda: build_session(profile), profile, args.run_id,
+    outcomes = run_task(lambda: LazySession(profile), profile, args.run_id,
                         args.logical_date, [Path(p) for p in args.patterns], args.slices)
     print(summary(profile, outcomes, args.run_id, None))
     failed = [o for o in outcomes if not o.ok]

@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Callable
 
 from jobs.config import load_profile
-from jobs.spark.session import build_session
 
 END = "\x00EXIT "
 
@@ -57,11 +56,12 @@ class _Lines:
 
 def serve(path: Path, main: Callable[[list[str]], int], idle: float = 900.0,
           profile: str | None = None) -> int:
-    """Start the profile's Spark session, then answer steps on ``path`` until ``stop`` or
-    ``idle`` seconds without a request. ``main`` runs one step's argv (the CLI hands in
-    its own entry point, so this module does not import the CLI above it)."""
-
-    build_session(load_profile(profile))  # warm before the first step
+    """Answer steps on ``path`` until ``stop`` or ``idle`` seconds without a request; the
+    first step that needs Spark starts the session (``LazySession`` in the steps), and the
+    steps after it find it warm. A night with nothing new never starts it. ``main`` runs
+    one step's argv (the CLI hands in its own entry point, so this module does not import
+    the CLI above it)."""
+    load_profile(profile)  # a bad profile stops the server before it answers
 
     lock = threading.Lock()  # one step at a time: they write one lake
     last = [time.monotonic()]
@@ -139,9 +139,11 @@ def start(path: Path, env: dict, cwd: Path, python: str, log: Path,
     if ask(path, ["ping"], echo=lambda _: None) is not None:
         return True
     with open(log, "a") as out:
+        # stdin from /dev/null: the task's own stdin is its socket to Airflow's supervisor,
+        # which a child holding it would keep open (the task then waits for it to close)
         subprocess.Popen([python, "-m", "jobs", "serve", "--socket", str(path)], cwd=cwd,
-                         env=env, stdout=out, stderr=subprocess.STDOUT,
-                         start_new_session=True)
+                         env=env, stdin=subprocess.DEVNULL, stdout=out,
+                         stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.exists() and ask(path, ["ping"], echo=lambda _: None) is not None:

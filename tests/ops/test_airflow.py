@@ -50,7 +50,8 @@ def test_dag_imports_with_expected_tasks(airflow_env):
     assert proc.returncode == 0, proc.stderr[-3000:]
     info = json.loads(proc.stdout.strip().splitlines()[-1])
     assert info["errors"] == {}
-    assert info["tasks"] == ["catalogue", "ingest", "list_groups", "model_lab_to_home_passes",
+    assert info["tasks"] == ["catalogue", "ingest", "list_groups", "maintain",
+                             "model_lab_to_home_passes",
                              "model_paper_ex4_room_state", "model_sepsis_episodes",
                              "run_source", "spark_session", "stop_session", "summary"]
     assert info["map_index"] == "{{ group_name }}"  # mapped tasks show the source's name

@@ -51,6 +51,26 @@ def test_steps_run_in_the_session_one_at_a_time(spark, tmp_path):
     assert not server.is_alive() and not path.exists()
 
 
+def test_the_server_holds_none_of_the_starting_task_s_streams(tmp_path):
+    """Airflow's supervisor talks to a task over its stdin: the server it starts (which
+    outlives the task) must not keep that stream open, or the task's worker waits for it."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\nreadlink /proc/self/fd/0 > \"$0.stdin\"\n")
+    fake.chmod(0o755)
+    code = ("import os, sys\nfrom pathlib import Path\nfrom jobs.ops.session import start\n"
+            f"t = Path({str(tmp_path)!r})\n"
+            "print(start(t / 'x.sock', dict(os.environ), t, str(t / 'python'), t / 'log', "
+            "timeout=2))\n")
+    # the task's stdin is a pipe, as a supervisor's socket is
+    task = subprocess.run([sys.executable, "-c", code], stdin=subprocess.PIPE, cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert task.stdout.strip() == "False", task.stderr  # the fake never serves
+    deadline = time.monotonic() + 10
+    while not (tmp_path / "python.stdin").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert (tmp_path / "python.stdin").read_text().strip() == "/dev/null"
+
+
 def test_no_session_means_the_caller_runs_the_step(tmp_path):
     assert ask(tmp_path / "none.sock", ["validate"], print) is None
     assert socket_path("20261122T020000Z-abcdef").name == "ses-20261122T020000Z-abcdef.sock"
