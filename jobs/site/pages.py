@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -138,9 +138,10 @@ def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
     by_id = {e["event_id"]: e for e in found.to_pylist()}
     out = []
     for m in first:
-        marks = [(var, by_id[e]["ts"], e, str(by_id[e].get(label) or "") if label else "")
+        marks = [(var, _utc(by_id[e]["ts"]), e, str(by_id[e].get(label) or "") if label else "")
                  for var, es in m["bindings"] for e in es if e in by_id]
-        out.append({"match_id": m["match_id"], "start": m["start_ts"], "end": m["end_ts"],
+        out.append({"match_id": m["match_id"], "start": _utc(m["start_ts"]),
+                    "end": _utc(m["end_ts"]),
                     "events": sorted(marks, key=lambda x: (x[1], x[2]))})
     return out
 
@@ -225,7 +226,13 @@ def _shown_from_json(shown: list[dict]) -> list[dict]:
 
 
 def _time(text: str) -> datetime:
-    return datetime.fromisoformat(text)
+    return _utc(datetime.fromisoformat(text))
+
+
+def _utc(t: datetime) -> datetime:
+    """One tzinfo object for UTC, read from Arrow or from pages.json alike (the pictures'
+    digests compare them)."""
+    return t.replace(tzinfo=timezone.utc) if t.tzinfo is not None else t
 
 
 def _rel(path: Path) -> str:
