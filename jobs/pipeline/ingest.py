@@ -118,6 +118,32 @@ def sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+class Digests:
+    """The sha256 of each landing file of a source, remembered by its size and modification
+    time (``_digests/<source>.json`` in the lake): a night hashes only the files that are
+    new or changed, not every file of the history again."""
+
+    def __init__(self, lake: lk.Lake, source: str):
+        self.lake, self.uri = lake, lk.join(lake.root, "_digests", f"{source}.json")
+        try:
+            self.old = json.loads(lake.read_text(self.uri))
+        except (FileNotFoundError, OSError, ValueError):
+            self.old = {}
+        self.new: dict[str, list] = {}
+
+    def of(self, label: str, path: Path) -> str:
+        st = path.stat()
+        key = [st.st_size, st.st_mtime_ns]
+        kept = self.old.get(label)
+        digest = kept[2] if isinstance(kept, list) and kept[:2] == key else sha256(path)
+        self.new[label] = [*key, digest]
+        return digest
+
+    def save(self) -> None:
+        if self.new != self.old:
+            self.lake.write_text(self.uri, json.dumps(self.new))
+
+
 def _open_text(path: Path):
     raw = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
     # utf-8-sig: a byte-order mark is not part of the first column's name
@@ -464,10 +490,11 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     raw = _Spool(lake, lk.join(folder, "typed.parquet"), pa.schema([*schema, *SPOOLED]))
     quarantine, entries = [], []
     path = None
+    digests = Digests(lake, source.name)
     try:
         for path in landing_files(source, landing_root):
             label = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
-            digest = sha256(path)
+            digest = digests.of(label, path)
             if (label, digest) in done:
                 result.skipped_files += 1
                 continue
@@ -515,6 +542,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
             entries.append({"source": source.name, "file": label, "sha256": digest,
                             "rows": rows, "events": events, "quarantined": quarantined,
                             "ingest_run": run_id, "ingested_at": now})
+        digests.save()
     except MemoryError:
         quarantine.clear()  # what makes room for this line
         raise IngestError(f"{path}: the ingest of source {source.name!r} ran out of memory "

@@ -119,3 +119,32 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
     with pytest.raises(RuntimeError):
         ingest(source, profile.landing, lake, "r1", gate=failing_gate)
     assert not lake.exists(lake.events("chemo_mw")) and not lake.exists(lake.ingest_log())
+
+
+def test_a_night_hashes_only_new_or_changed_landing_files(tmp_path, monkeypatch):
+    """Digests: each file's sha256 is remembered by size and modification time, so the
+    ingest log's (file, sha256) key costs no read of the files already ingested."""
+    import os
+
+    from jobs.pipeline import ingest as ingest_module
+
+    landing = tmp_path / "landing" / "toy"
+    landing.mkdir(parents=True)
+    for day in (1, 2, 3):
+        (landing / f"d{day}.csv").write_text(f"pid,kind,dose,at\n1,C,{day},2020-01-0{day}\n")
+    lake = lk.Lake(str(tmp_path / "lake"))
+    hashed = []
+    real = ingest_module.sha256
+    monkeypatch.setattr(ingest_module, "sha256", lambda p: hashed.append(p.name) or real(p))
+    assert ingest(SOURCE, str(tmp_path / "landing"), lake, "run1").new_events == 3
+    assert sorted(hashed) == ["d1.csv", "d2.csv", "d3.csv"]
+    hashed.clear()
+    (landing / "d4.csv").write_text("pid,kind,dose,at\n1,C,4,2020-01-04\n")
+    r = ingest(SOURCE, str(tmp_path / "landing"), lake, "run2")
+    assert hashed == ["d4.csv"] and (r.files, r.skipped_files, r.new_events) == (1, 3, 1)
+    # a file rewritten in place (new content, new time) is hashed and read again
+    hashed.clear()
+    (landing / "d1.csv").write_text("pid,kind,dose,at\n1,C,1,2020-01-01\n2,C,9,2020-01-05\n")
+    os.utime(landing / "d1.csv", ns=(1, 1))
+    r = ingest(SOURCE, str(tmp_path / "landing"), lake, "run3")
+    assert hashed == ["d1.csv"] and r.files == 1 and r.new_events == 1
