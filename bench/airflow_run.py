@@ -80,7 +80,7 @@ def airflow_run(folder: Path, timeout: float = 1800) -> list[tuple[float, str, d
         out = []
         for day in NIGHTS:
             t0 = time.perf_counter()
-            airflow("dags", "trigger", "ses_nightly", "--logical-date", f"{day}T02:00:00+00:00")
+            airflow("dags", "trigger", "ses_nightly", "--logical-date", f"{day}T00:00:00+00:00")
             state, run = "queued", None
             while state in ("queued", "running") and time.perf_counter() - t0 < timeout:
                 time.sleep(1)

@@ -76,14 +76,16 @@ def write_days(landing: Path, copies: int) -> dict[date, Path]:
     shutil.rmtree(landing, ignore_errors=True)
     landing.mkdir(parents=True)
     log = pq.read_table(REAL, columns=COLUMNS)
+    log = log.cast(pa.schema([pa.field(f.name, pa.string()) if pa.types.is_large_string(f.type)
+                              else f for f in log.schema]))
     base = pc.cast(log.column("timestamp"), pa.timestamp("us"))
     t0 = pc.min(base).as_py()
     offset = pc.divide(pc.cast(pc.subtract(base, pa.scalar(t0, pa.timestamp("us"))),
                                pa.int64()), 86400 * 10**6)  # whole days since the first
     parts = []
     for r in range(copies):
-        day = pc.remainder(pc.add(offset, r), 365) if hasattr(pc, "remainder") else \
-            pc.subtract(pc.add(offset, r), pc.multiply(pc.divide(pc.add(offset, r), 365), 365))
+        shifted = pc.add(offset, r)
+        day = pc.subtract(shifted, pc.multiply(pc.divide(shifted, 365), 365))  # mod 365
         parts.append(pa.table({"copy": pa.array([r] * log.num_rows, pa.int32()),
                                "day": pc.cast(day, pa.int32()), "row": pa.array(
                                    range(log.num_rows), pa.int32())}))
@@ -135,10 +137,11 @@ def project(scratch: Path, name: str) -> Path:
     (home / "models").mkdir()
     (home / "landing" / "hospital").mkdir(parents=True)
     shutil.copy(ROOT / "conf" / "sources.yaml", home / "conf")
+    shutil.copytree(ROOT / "expectations", home / "expectations")
     if (ROOT / "conf" / "reference").is_dir():
         shutil.copytree(ROOT / "conf" / "reference", home / "conf" / "reference")
     text = (ROOT / "conf" / "pipeline.yaml").read_text()
-    text = text.replace("    site: site ", "    site: site ", 1)
+    text = text.replace("    landing: data/landing ", "    landing: landing ", 1)
     (home / "conf" / "pipeline.yaml").write_text(text)
     variants(home / "patterns")
     (home / "models" / "hospital_patient_matches.sql").write_text(MODEL)
@@ -260,7 +263,8 @@ def year(args, spark, days, scratch) -> dict:
         outcomes = [r for r in rows if "pattern" in r]
         night = {"night": n, "logical_date": logical.isoformat(), "days": len(deliver),
                  "wall_seconds": round(wall, 2), "steps": steps.take(),
-                 "failed": [r["pattern"] for r in outcomes if r["status"] != "success"],
+                 "failed": [f"{r['pattern']}: {(r['message'] or '')[:100]}" for r in outcomes
+                            if r["status"] != "success"][:3],
                  "new_events": None, "matches": sum(r["matches"] or 0 for r in outcomes),
                  "inserted": sum(r["inserted"] or 0 for r in outcomes),
                  "tables": table_sizes(lake), "memory": memory(spark),
