@@ -24,6 +24,7 @@ from jobs.project.patterns import load_catalog, pattern_paths
 
 SHOWN_MATCHES = 5  # matches drawn on a pattern's timeline
 TOP_TYPES = 25  # event types listed per source
+RUNS_SHOWN = 5000  # the newest runs rows the site lists and draws (a year's grow nightly)
 
 
 @dataclass
@@ -337,10 +338,20 @@ def latest_validations(home: Path) -> list[dict]:
     return out
 
 
+def _recent_runs(lake: lk.Lake) -> pa.Table | None:
+    """The newest ``RUNS_SHOWN`` rows of the runs table (one column read to find them)."""
+    times = lake.read_arrow(lake.runs(), columns=["started_at"])
+    if times is None or times.num_rows <= RUNS_SHOWN:
+        return lake.read_arrow(lake.runs())
+    cut = pc.sort_indices(times, sort_keys=[("started_at", "descending")])
+    since = times.column("started_at")[cut[RUNS_SHOWN - 1].as_py()]
+    return lake.read_arrow(lake.runs(), filter=pc.field("started_at") >= since)
+
+
 def gather(lake: lk.Lake, cache: PageCache | None = None) -> SiteContent:
     """Everything the site shows, for the lake and the project's files; ``cache``: what
     the previous build read from the match tables (``PageCache``)."""
-    runs_t = lake.read_arrow(lake.runs())
+    runs_t = _recent_runs(lake)
     runs = sorted(runs_t.to_pylist(), key=lambda r: (str(r["started_at"]), r["pattern"])) \
         if runs_t is not None else []
     catalog = load_catalog(pattern_paths())
