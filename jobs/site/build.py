@@ -112,8 +112,8 @@ def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Picture
             img.draw(pictures.per_month, f"{p.name}_months.png", p.per_month,
                      f"matches of {p.name} per month (by first event)")
             img.draw(pictures.timeline, f"{p.name}_timeline.png", p.shown)
-            img.draw(pictures.run_history, f"{p.name}_runs.png", p.runs[-40:])
         page("pattern.html", f"patterns/{p.name}.html", title=p.name, p=p,
+             runs_svg=pictures.run_history_svg(p.runs[-40:]),
              examples=_examples(p.pattern) if p.pattern is not None else [])
     for s in cat.sources:
         mine = [p for p in cat.patterns if p.pattern is not None and p.pattern.source == s.name]
