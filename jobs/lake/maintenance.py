@@ -23,6 +23,7 @@ import json
 import time
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from pathlib import Path
 
 from jobs.lake import store as lk
 
@@ -70,21 +71,51 @@ def maintain_table(lake: lk.Lake, name: str, path: str, retention_hours: int
                        round(time.perf_counter() - t0, 3))
 
 
+GX_RESULTS = ("gx/uncommitted/validations", "gx/uncommitted/data_docs/local_site/validations")
+
+
+def prune_results(home: Path, retention: int, now: float | None = None) -> int:
+    """Delete the Great Expectations results (JSON and their Data Docs pages) older than
+    ``retention`` ns under the lake's home, keeping the newest of each suite: they grow by
+    one per pattern per night, and the catalogue lists the folder. Returns the files
+    deleted."""
+    cut = (now or time.time()) - retention / 1e9
+    gone = 0
+    for sub in GX_RESULTS:
+        folder = home / sub
+        if not folder.is_dir():
+            continue
+        for suite in folder.iterdir():
+            files = sorted(suite.rglob("*.*"), key=lambda f: f.stat().st_mtime)
+            for f in files[:-1]:  # the newest stays, however old
+                if f.is_file() and f.stat().st_mtime < cut:
+                    f.unlink()
+                    gone += 1
+            for d in sorted((d for d in suite.rglob("*") if d.is_dir()), reverse=True):
+                if not any(d.iterdir()):
+                    d.rmdir()
+    return gone
+
+
 def maintain(lake: lk.Lake, retention: int, logical_date: str | None = None, echo=print
              ) -> list[TableUpkeep]:
-    """``maintain_table`` for every table of the lake; the last maintenance is recorded
-    (``STATE``) for ``due``. ``retention`` in ns."""
+    """``maintain_table`` for every table of the lake, and the old quality results pruned
+    (``prune_results``); the last maintenance is recorded (``STATE``) for ``due``.
+    ``retention`` in ns."""
     hours = max(1, retention // (3600 * 10**9))
     t0 = time.perf_counter()
     done = [u for name, path in all_tables(lake).items()
             if (u := maintain_table(lake, name, path, hours)) is not None]
+    pruned = prune_results(lake.local_home(), retention) if lake.local else 0
     seconds = round(time.perf_counter() - t0, 1)
     lake.write_text(lk.join(lake.root, STATE), json.dumps({
         "at": datetime.now(timezone.utc).isoformat(), "logical_date": logical_date,
-        "seconds": seconds, "tables": [asdict(u) for u in done]}))
+        "seconds": seconds, "quality_results_deleted": pruned,
+        "tables": [asdict(u) for u in done]}))
     before, after = sum(u.files_before for u in done), sum(u.files_after for u in done)
     echo(f"maintenance: {len(done)} tables, {before} -> {after} data files, "
-         f"{sum(u.vacuumed for u in done)} vacuumed, {seconds} s")
+         f"{sum(u.vacuumed for u in done)} vacuumed, {pruned} old quality results deleted, "
+         f"{seconds} s")
     return done
 
 

@@ -110,7 +110,7 @@ def test_ses_maintain_command(tmp_path):
 
     out = ses("maintain", "--if-due", "--logical-date", "2026-01-03")
     assert out.returncode == 0, out.stderr
-    assert "maintenance: 3 tables, 9 -> 5 data files" in out.stdout
+    assert "maintenance: 3 tables, 9 -> 5 data files, 0 vacuumed, 0 old quality" in out.stdout
     assert len(DeltaTable(lake.runs()).file_uris()) == 1
     again = ses("maintain", "--if-due", "--logical-date", "2026-01-05")
     assert again.returncode == 0 and "maintenance not due (last for 2026-01-03" in again.stdout
@@ -122,3 +122,23 @@ def test_ses_maintain_command(tmp_path):
     out = ses("maintain")
     assert out.returncode == 2 and "maintenance.retention" in out.stderr \
         and "shorter than 1d" in out.stderr
+
+
+def test_old_quality_results_are_pruned_but_each_suite_keeps_its_newest(tmp_path):
+    import os
+
+    from jobs.lake.maintenance import prune_results
+
+    folder = tmp_path / "gx" / "uncommitted" / "validations"
+    now = 1_800_000_000.0
+    for suite in ("matches_a", "matches_b"):
+        for night in range(3):
+            f = folder / suite / f"run{night}" / "t" / "batch.json"
+            f.parent.mkdir(parents=True)
+            f.write_text("{}")
+            os.utime(f, (now - (10 - night) * 86400, now - (10 - night) * 86400))
+    os.utime(folder / "matches_b" / "run2" / "t" / "batch.json", (now, now))
+    assert prune_results(tmp_path, 7 * DAY, now=now) == 4
+    left = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.json"))
+    assert left == ["matches_a/run2/t/batch.json", "matches_b/run2/t/batch.json"]
+    assert not (folder / "matches_a" / "run0").exists()  # empty folders go too
