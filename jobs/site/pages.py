@@ -174,11 +174,15 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
         page.rows, page.per_month = kept["rows"], [tuple(x) for x in kept["per_month"]]
         page.shown = _shown_from_json(kept["shown"])
         return
-    t = dt.to_pyarrow_dataset().to_table(columns=["match_id", "start_ts", "end_ts",
-                                                   "bindings"])
+    dataset = dt.to_pyarrow_dataset()
+    t = dataset.to_table(columns=["match_id", "start_ts"])  # 2 narrow columns of each row
     page.rows = t.num_rows
     page.per_month = _month_counts(t)
-    page.shown = _shown_matches(events, pattern, t)
+    first = t.sort_by([("start_ts", "ascending"), ("match_id", "ascending")]) \
+        .slice(0, SHOWN_MATCHES)
+    shown = dataset.to_table(columns=["match_id", "start_ts", "end_ts", "bindings"],
+                             filter=pc.field("match_id").isin(first.column("match_id")))
+    page.shown = _shown_matches(events, pattern, shown)
     if cache is not None:
         cache.keep(f"pattern {pattern.name}", key, {"rows": page.rows, "per_month": page.per_month,
                                                     "shown": _shown_to_json(page.shown)})
