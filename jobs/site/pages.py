@@ -120,7 +120,7 @@ class SourceEvents:
             return None
         return self.lake.read_arrow(
             self.lake.events(source), columns=["event_id", "ts"] + ([label] if label else []),
-            filter=pc.field("event_id").isin(ids),
+            filter=pc.field("event_id").isin(pa.array(ids, pa.string())),
             partition_filters=[("event_date", "in", days)] if days else None)
 
 
@@ -179,10 +179,11 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
     page.rows = t.num_rows
     page.per_month = _month_counts(t)
     first = t.sort_by([("start_ts", "ascending"), ("match_id", "ascending")]) \
-        .slice(0, SHOWN_MATCHES)
+        .slice(0, SHOWN_MATCHES).column("match_id").to_pylist()
     shown = dataset.to_table(columns=["match_id", "start_ts", "end_ts", "bindings"],
-                             filter=pc.field("match_id").isin(first.column("match_id")))
-    page.shown = _shown_matches(events, pattern, shown)
+                             filter=pc.field("match_id").isin(pa.array(first, pa.string()))) \
+        if first else None
+    page.shown = _shown_matches(events, pattern, shown) if shown is not None else []
     if cache is not None:
         cache.keep(f"pattern {pattern.name}", key, {"rows": page.rows, "per_month": page.per_month,
                                                     "shown": _shown_to_json(page.shown)})
