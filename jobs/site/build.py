@@ -109,11 +109,10 @@ def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Picture
     for p in cat.patterns:
         if p.pattern is not None:
             img.draw(pictures.pattern_shape, f"{p.name}_shape.png", p.pattern)
-            img.draw(pictures.per_month, f"{p.name}_months.png", p.per_month,
-                     f"matches of {p.name} per month (by first event)")
             img.draw(pictures.timeline, f"{p.name}_timeline.png", p.shown)
         page("pattern.html", f"patterns/{p.name}.html", title=p.name, p=p,
              runs_svg=pictures.run_history_svg(p.runs[-40:]),
+             months_svg=pictures.per_month_svg(p.per_month),
              examples=_examples(p.pattern) if p.pattern is not None else [])
     for s in cat.sources:
         mine = [p for p in cat.patterns if p.pattern is not None and p.pattern.source == s.name]

@@ -4,6 +4,7 @@ on a time axis, matches per month, the timeline of a few matches, run history, l
 from __future__ import annotations
 
 from datetime import datetime
+from html import escape
 from pathlib import Path
 
 from jobs.status import SUCCESS
@@ -92,21 +93,33 @@ def pattern_shape(pattern, path: Path) -> Path:
     return _save(fig, path)
 
 
-def per_month(counts: list[tuple[str, int]], path: Path, title: str) -> Path:
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 2.8))
-    if counts:
-        labels = [m for m, _ in counts]
-        ax.bar(range(len(counts)), [n for _, n in counts], color=COLORS[0])
-        step = max(1, len(labels) // 12)
-        ax.set_xticks(range(0, len(labels), step), labels[::step], rotation=45, ha="right",
-                      fontsize=8)
-    else:
-        ax.text(0.5, 0.5, "no matches", ha="center", va="center", transform=ax.transAxes)
-    ax.set_ylabel("matches")
-    ax.set_title(title, fontsize=10)
-    ax.spines[["top", "right"]].set_visible(False)
-    return _save(fig, path)
+def per_month_svg(counts: list[tuple[str, int]], width: int = 720, height: int = 190) -> str:
+    """Matches per month (by first event) as inline SVG written as text: the chart changes
+    with every night that publishes, so a PNG per pattern per night would be the
+    catalogue's largest cost. Every bar has its count as a tooltip; a label for about
+    every twelfth month."""
+    if not counts:
+        return '<p class="muted">no matches</p>'
+    left, right, top, bottom = 44, 10, 14, 40
+    w, h = width - left - right, height - top - bottom
+    most = max(n for _, n in counts) or 1
+    step = w / len(counts)
+    every = max(1, len(counts) // 12)
+    out = [f'<svg class="months" width="{width}" height="{height}" role="img" '
+           f'aria-label="matches per month" xmlns="http://www.w3.org/2000/svg">',
+           f'<text x="{left}" y="10" font-size="10">matches per month (by first event)</text>',
+           f'<text x="2" y="{top + 8}" font-size="9">{most}</text>']
+    for i, (month, n) in enumerate(counts):
+        bar = h * n / most
+        out.append(f'<rect x="{left + i * step + step * 0.1:.1f}" y="{top + h - bar:.1f}" '
+                   f'width="{max(step * 0.8, 0.5):.1f}" height="{bar:.1f}" '
+                   f'fill="{COLORS[0]}"><title>{escape(month)}: {n}</title></rect>')
+        if i % every == 0:
+            out.append(f'<text x="{left + i * step:.1f}" y="{height - 24}" font-size="9">'
+                       f'{escape(month)}</text>')
+    out += [f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="{GREY}"/>',
+            "</svg>"]
+    return "\n".join(out)
 
 
 def before_after(months: list[tuple[str, int, int]], path: Path, title: str) -> Path:
