@@ -382,33 +382,25 @@ def plots(nights: list[dict]) -> list[Path]:
     ax.legend(fontsize=7)
     save(fig, "wall")
 
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for name in GROWING:
-        ax.plot(xs, [n["tables"].get(name, {}).get("files", 0) for n in nights], label=name)
-    ax.set_yscale("symlog")
-    ax.set_xlabel("night")
-    ax.set_ylabel("data files")
-    ax.set_title("data files per table (maintenance compacts weekly)")
-    ax.legend(fontsize=7)
-    save(fig, "files")
+    def lines(series: dict[str, list], ylabel: str, title: str, name: str,
+              log: bool = False) -> None:
+        fig, ax = plt.subplots(figsize=(9, 4))
+        for label, ys in series.items():
+            ax.plot(xs, ys, label=label)
+        if log:
+            ax.set_yscale("symlog")
+        ax.set_xlabel("night")
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        save(fig, name)
 
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for name in QUERIES:
-        ax.plot(xs, [n["queries"].get(name) or 0 for n in nights], label=name)
-    ax.set_xlabel("night")
-    ax.set_ylabel("seconds")
-    ax.set_title("analyst queries (ses query, DuckDB)")
-    ax.legend(fontsize=7)
-    save(fig, "queries")
-
-    fig, ax = plt.subplots(figsize=(9, 4))
-    for key in ("driver_rss_mb", "jvm_heap_mb"):
-        ax.plot(xs, [n["memory"][key] for n in nights], label=key)
-    ax.set_xlabel("night")
-    ax.set_ylabel("MB")
-    ax.set_title("driver memory after each night")
-    ax.legend(fontsize=7)
-    save(fig, "memory")
+    lines({t: [n["tables"].get(t, {}).get("files", 0) for n in nights] for t in GROWING},
+          "data files", "data files per table (maintenance compacts weekly)", "files", log=True)
+    lines({q: [n["queries"].get(q) or 0 for n in nights] for q in QUERIES}, "seconds",
+          "analyst queries (ses query, DuckDB)", "queries")
+    lines({k: [n["memory"][k] for n in nights] for k in ("driver_rss_mb", "jvm_heap_mb")},
+          "MB", "driver memory after each night", "memory")
     return out
 
 
