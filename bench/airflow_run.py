@@ -1,6 +1,6 @@
 """The nightly Airflow run against ``make run`` on the committed data (docs/operations.md's target:
-within 1.5x), and the night after it, with nothing new (issue 45's target: <= 30 s through
-the DAG, <= 10 s for ``ses run``).
+within 1.5x), and the night after it, with nothing new (the target: <= 30 s through the
+DAG, <= 10 s for ``ses run``).
 
 Both start from an empty lake of their own (every pattern is a full recompute):
 ``python -m jobs run`` (what ``make run`` runs after ``validate``), then the DAG under a real

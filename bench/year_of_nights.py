@@ -1,4 +1,4 @@
-"""A year of nights (issue 45): a history of ~10M events delivered as one landing file per
+"""A year of nights: a history of ~10M events delivered as one landing file per
 day over 365 days, and 50 patterns, run night after night through ``run_all`` (what ``make
 run`` runs: ingest, match, validate, publish, models, maintenance, catalogue) in one warm
 Spark session. Per night it records the wall time and each step's, the data files and log

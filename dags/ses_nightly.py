@@ -264,8 +264,11 @@ def ses_nightly():
     # teardowns: they run also after failures, and do not decide the run's state (the
     # summary and the models do)
     site = catalogue().as_teardown(setups=session)
+    # maintenance after the source tasks and the models, before the catalogue: not after
+    # the summary, which stays a leaf and so decides the run's state
     upkeep = maintain()
-    done >> upkeep >> site >> stop_session().as_teardown(setups=session)
+    done >> site >> stop_session().as_teardown(setups=session)
+    runs >> upkeep >> site
     models, problem = _models()
     if problem:
         runs >> models_invalid.override(trigger_rule="all_done")(problem) >> site

@@ -71,6 +71,8 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
         idle = is_idle(rng, max(ok) if ok else None, extent)
+        if idle:  # a broken match table fails its pattern, as the publish would have
+            ctx.lake.check_files(ctx.lake.matches(pattern.name))
         if not rng.full and pattern.after_match != "all" and not idle:
             # which episodes are taken depends on every earlier one of the partition: a
             # late event or a retraction anywhere may replace all that follow, so each
