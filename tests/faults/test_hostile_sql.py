@@ -272,6 +272,10 @@ def test_a_broken_table_is_named_in_one_line_and_the_others_keep_working(
     backup = tmp_path / "backup"
     shutil.copytree(table, backup)
     try:
+        # a checkpoint at the last version (table maintenance writes one) would stand in
+        # for the commit cut short: without one, the log cannot be read
+        for f in (table / "_delta_log").glob("*checkpoint*"):
+            f.unlink()
         last = sorted((table / "_delta_log").glob("*.json"))[-1]
         last.write_bytes(last.read_bytes()[: last.stat().st_size // 2])  # cut short
         for engine in ("duckdb", "spark"):
@@ -296,7 +300,7 @@ def test_a_broken_table_is_named_in_one_line_and_the_others_keep_working(
         shutil.rmtree(table)
         shutil.copytree(backup, table)
     # a data file gone
-    data = sorted(table.rglob("*.parquet"))[0]
+    data = sorted(p for p in table.rglob("*.parquet") if "_delta_log" not in p.parts)[0]
     moved = tmp_path / data.name
     shutil.move(data, moved)
     try:
