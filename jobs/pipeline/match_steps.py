@@ -65,12 +65,13 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
                          pattern.version, runs)
         ok = [r["started_at"] for r in runs if r["status"] == SUCCESS
               and r["pattern_version"] == pattern.version]
-        reopen = reopened_low(ctx.lake, pattern.source, max(ok) if ok else None, pattern.tau)
+        last_success = max(ok) if ok else None
+        reopen = reopened_low(ctx.lake, pattern.source, last_success, pattern.tau)
         if reopen is not None and rng.low is not None and reopen < rng.low:
             rng = RunRange(reopen, rng.high, rng.full)
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
-        idle = is_idle(rng, max(ok) if ok else None, extent)
+        idle = is_idle(rng, last_success, extent)
         if idle:  # a broken match table fails its pattern, as the publish would have
             ctx.lake.check_files(ctx.lake.matches(pattern.name))
         if not rng.full and pattern.after_match != "all" and not idle:
