@@ -213,12 +213,7 @@ class Lake:
                 dataset = pads.FileSystemDataset(
                     [f for f in dataset.get_fragments() if file_name(f.path) in only],
                     dataset.schema, dataset.format, dataset.filesystem)
-            try:
-                return dataset.to_table(columns=columns, filter=filter)
-            except pa.ArrowNotImplementedError as exc:
-                if "_view" not in str(exc):
-                    raise
-                return _read_mixed(dataset, columns, filter)
+            return scan(dataset, columns, filter)
         except FileNotFoundError as exc:
             raise BrokenTable(self.name_of(path),
                               f"a data file is missing: {_first_line(exc)[:200]}") from None
@@ -491,6 +486,17 @@ def _s3(options: dict[str, str]):
         scheme, _, host = s["endpoint"].rpartition("://")
         kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
     return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})
+
+
+def scan(dataset, columns: list[str] | None = None, filter=None) -> pa.Table:
+    """``dataset.to_table`` of a Delta table's Arrow dataset, also when its files mix
+    string types (``_read_mixed``)."""
+    try:
+        return dataset.to_table(columns=columns, filter=filter)
+    except pa.ArrowNotImplementedError as exc:
+        if "_view" not in str(exc):
+            raise
+        return _read_mixed(dataset, columns, filter)
 
 
 def _read_mixed(dataset, columns, filter) -> pa.Table:

@@ -21,6 +21,7 @@ from jobs.config import current_project, load_sources
 from jobs.lake import store as lk
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import load_catalog, pattern_paths
+from jobs.site.match_files import FileSummary, read_first, summarise_table
 
 SHOWN_MATCHES = 5  # matches drawn on a pattern's timeline
 TOP_TYPES = 25  # event types listed per source
@@ -87,14 +88,6 @@ class SiteContent:
                 if node:
                     edges.append((f"{node} {name}", f"model {m.name}"))
         return edges
-
-
-def _month_counts(t: pa.Table) -> list[tuple[str, int]]:
-    if t.num_rows == 0:
-        return []
-    months = pc.strftime(t.column("start_ts"), format="%Y-%m")
-    counts = pc.value_counts(months).to_pylist()
-    return sorted((c["values"], c["counts"]) for c in counts)
 
 
 class SourceEvents:
@@ -174,19 +167,28 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
         page.rows, page.per_month = kept["rows"], [tuple(x) for x in kept["per_month"]]
         page.shown = _shown_from_json(kept["shown"])
         return
+    old = cache.previous(f"pattern {pattern.name}") if cache is not None else None
     dataset = dt.to_pyarrow_dataset()
-    t = dataset.to_table(columns=["match_id", "start_ts"])  # 2 narrow columns of each row
-    page.rows = t.num_rows
-    page.per_month = _month_counts(t)
-    first = t.sort_by([("start_ts", "ascending"), ("match_id", "ascending")]) \
-        .slice(0, SHOWN_MATCHES).column("match_id").to_pylist()
-    shown = dataset.to_table(columns=["match_id", "start_ts", "end_ts", "bindings"],
-                             filter=pc.field("match_id").isin(pa.array(first, pa.string()))) \
-        if first else None
-    page.shown = _shown_matches(events, pattern, shown) if shown is not None else []
+    summary = summarise_table(dataset, _kept_files(old), SHOWN_MATCHES)
+    page.rows, page.per_month = summary.rows, summary.per_month
+    ids = [m for _, m in summary.first]
+    if old is not None and old.get("shown_ids") == ids and "shown" in old:
+        page.shown = _shown_from_json(old["shown"])  # the same first matches: their events
+    else:
+        shown = read_first(dataset, summary, ["match_id", "start_ts", "end_ts", "bindings"])
+        page.shown = _shown_matches(events, pattern, shown) if shown is not None else []
     if cache is not None:
-        cache.keep(f"pattern {pattern.name}", key, {"rows": page.rows, "per_month": page.per_month,
-                                                    "shown": _shown_to_json(page.shown)})
+        cache.keep(f"pattern {pattern.name}", key, {
+            "rows": page.rows, "per_month": page.per_month, "shown": _shown_to_json(page.shown),
+            "shown_ids": ids, "files": {n: f.to_json() for n, f in summary.files.items()}})
+
+
+def _kept_files(old: dict | None) -> dict[str, FileSummary]:
+    """The per-file summaries of the previous build (none if unreadable: all are read)."""
+    try:
+        return {n: FileSummary.from_json(f) for n, f in (old or {}).get("files", {}).items()}
+    except (TypeError, ValueError, KeyError, AttributeError):
+        return {}
 
 
 class PageCache:
@@ -211,6 +213,12 @@ class PageCache:
             return None
         self.new[name] = kept
         return kept
+
+    def previous(self, name: str) -> dict | None:
+        """The previous build's entry of ``name`` whatever its key (its per-file parts
+        still hold for the files the table still has)."""
+        kept = self.old.get(name)
+        return kept if isinstance(kept, dict) else None
 
     def keep(self, name: str, key: str, data: dict) -> None:
         self.new[name] = {"key": key, **data}
