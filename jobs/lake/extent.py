@@ -57,3 +57,26 @@ def events_extent(lake: Lake, source: str) -> EventsExtent | None:
     if lows.null_count or highs.null_count:
         return EventsExtent(written, none, none, False)
     return EventsExtent(written, _ns(lows), _ns(highs), True)
+
+
+def files_ingested_after(lake: Lake, source: str, since: datetime) -> set[str] | None:
+    """The data files of ``events/<source>`` that may hold an event ingested after
+    ``since``, by their ``ingested_at`` statistics (a file whose largest value is not after
+    ``since`` holds none): a night's late-event count then reads what arrived since the
+    last run, not the history. Delta truncates timestamp statistics to milliseconds, so a
+    file is kept when its maximum is within a millisecond of ``since``. None: a file
+    without statistics (every file must be read)."""
+    from jobs.lake.store import file_name
+
+    dt = lake.table(lake.events(source))
+    files = pa.table(dt.get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return set()
+    if "max.ingested_at" not in files.column_names or files.column("max.ingested_at").null_count:
+        return None
+    newest = _ns(files.column("max.ingested_at")) + 1_000_000  # the truncated millisecond
+    cut = int(since.timestamp() * 1_000_000) * 1000 if since.tzinfo else None
+    if cut is None:
+        return None
+    paths = files.column("path").to_pylist()
+    return {file_name(p) for p, n in zip(paths, newest) if n > cut}

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from jobs.config import load_sources
 from jobs.core.language.pattern import Pattern
-from jobs.lake.extent import EventsExtent
+from jobs.lake.extent import EventsExtent, files_ingested_after
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, plan_range
 from jobs.pipeline.phase1 import run_match_job
@@ -89,10 +89,11 @@ def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:
 
 
 def late_events_many(spark, lake, planned: list[PlannedRun]) -> dict[str, int]:
-    """``late_events`` of several patterns, one aggregate per source."""
+    """``late_events`` of several patterns, one aggregate per source over the files that
+    may hold an event ingested since the earliest of their last runs."""
     from pyspark.sql import functions as F
 
-    out, terms = {}, {}
+    out, terms, since = {}, {}, {}
     for one in planned:
         pattern = one.pattern
         out[pattern.name] = 0
@@ -108,8 +109,13 @@ def late_events_many(spark, lake, planned: list[PlannedRun]) -> dict[str, int]:
             cond &= keep
         terms.setdefault(pattern.source, []).append(
             (pattern.name, F.sum(F.when(cond, 1).otherwise(0)).alias(f"n{len(out)}")))
+        since[pattern.source] = min(last_start, since.get(pattern.source, last_start))
     for source, columns in terms.items():
-        row = lake.read_spark(spark, lake.events(source)).agg(*[c for _, c in columns]).first()
+        files = files_ingested_after(lake, source, since[source])
+        if files is not None and not files:
+            continue  # nothing ingested since the last runs: no late event
+        row = lake.read_spark(spark, lake.events(source), only=files) \
+            .agg(*[c for _, c in columns]).first()
         for (name, _), value in zip(columns, row):
             out[name] = int(value or 0)
     return out

@@ -35,19 +35,20 @@ from jobs.pipeline.match_steps import (
 from jobs.pipeline.models import run_models
 from jobs.pipeline.outcome import PatternOutcome, short_error
 from jobs.pipeline.planning import SmallSources, needs_spark_sample, sample_from, sample_many
-from jobs.pipeline.publish import RunsLog, all_runs
+from jobs.pipeline.publish import RunsLog
 from jobs.pipeline.publish_steps import log_failure, publish_step, validate_steps
 from jobs.pipeline.quality import ValidationFailed
 from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.report import describe_range, summary
 from jobs.pipeline.retract import retract
+from jobs.pipeline.run_history import planning_runs, published_by
 from jobs.pipeline.source_pass import PassItem, numbered, pass_groups, run_source_pass, shareable
 from jobs.progress import progress
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import PatternCatalog, load_catalog
 from jobs.runrecord import BACKFILL
 from jobs.site.build import build_site
-from jobs.status import FAILED, SUCCESS, new_run_id
+from jobs.status import FAILED, new_run_id
 
 
 def run_all(spark, profile: Profile, logical_date: str | None = None,
@@ -133,8 +134,7 @@ def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
     lake = Lake.of_profile(profile)
     ctx = RunContext(profile, lake, run_id, check_logical_date(profile, logical_date))
     catalog = load_catalog(paths)
-    done = {r["pattern"] for r in all_runs(lake) if r["run_id"] == run_id
-            and r["status"] == SUCCESS}
+    done = published_by(lake, run_id)
     patterns = [(path, p) for path, p in catalog.patterns if p.name not in done]
     for name in sorted(done & {p.name for _, p in catalog.patterns}):
         echo(f"{name}: already published by run {run_id}, skipped")
@@ -208,11 +208,12 @@ class Night:
                 if not isinstance(one, Exception) and not one.rng.empty and not one.idle]
 
     def plan(self) -> None:
-        """Each pattern's range (``planned_range``), from one read of the runs table."""
-        history: dict[str, list] = {ctx.pattern.name: [] for ctx in self.ctxs}
-        for record in all_runs(self.lake):
-            if record.pattern in history:
-                history[record.pattern].append(record)
+        """Each pattern's range (``planned_range``), from one read of the runs table (the
+        rows it needs: ``run_history.planning_runs``)."""
+        history: dict[str, list] = {}
+        for ld in {ctx.logical_date for ctx in self.ctxs}:
+            history.update(planning_runs(self.lake, {ctx.pattern.name for ctx in self.ctxs
+                                                     if ctx.logical_date == ld}, ld))
         extents: dict = {}  # each source's EventsExtent, read once: idle patterns
         for ctx in self.ctxs:
             name, source = ctx.pattern.name, ctx.pattern.source

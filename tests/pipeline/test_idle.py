@@ -53,3 +53,23 @@ def test_the_extent_comes_from_the_delta_log(tmp_path):
     assert e.complete and sorted(e.lows.tolist()) == [jan1, jan1 + 2 * day]
     assert e.holds_between(jan1, jan1 + 1) and not e.holds_between(jan1 + 1, jan1 + 2 * day)
     assert abs((e.written_at - datetime.now(timezone.utc)).total_seconds()) < 60
+
+
+def test_late_events_are_counted_in_the_files_ingested_since_the_last_run(tmp_path):
+    """The files a night's late-event count reads: those whose ``ingested_at`` statistics
+    may exceed the last run's start (Delta truncates them to milliseconds: a file within
+    that millisecond is read too)."""
+    from jobs.lake.extent import files_ingested_after
+
+    lake = lk.Lake.of(str(tmp_path / "lake"))
+    at = datetime(2026, 1, 5, 10, 0, 0, 700, tzinfo=timezone.utc)  # 0.7 ms after the second
+    stamp = pa.timestamp("us", tz="UTC")
+    for n, ingested in enumerate([at - timedelta(days=1), at]):
+        lake.append(lake.events("s"), pa.table({
+            "event_id": [f"e{n}"], "ts": pa.array([ingested], stamp),
+            "ingested_at": pa.array([ingested], stamp)}))
+    names = {lk.file_name(f) for f in lake.table(lake.events("s")).file_uris()}
+    assert files_ingested_after(lake, "s", at - timedelta(days=2)) == names
+    newest = files_ingested_after(lake, "s", at - timedelta(microseconds=500))
+    assert len(newest) == 1 and newest < names  # the 0.7 ms one, despite its stats' .000
+    assert files_ingested_after(lake, "s", at + timedelta(seconds=1)) == set()
