@@ -311,7 +311,8 @@ def events_in(lake) -> int:
 
 def proportional(spark, days, scratch) -> dict:
     """Nights adding 1, 5 and 20 % of a 250-day history's events (catch-ups of 3, 13 and 50
-    days), each against a full recompute of the history it joins (a fresh lake, one run)."""
+    days), each against a full recompute of the history it joins (a fresh lake, one run);
+    a night with nothing new gives the fixed cost."""
     from jobs.config import load_profile
     from jobs.config.project import Project, use_project
     from jobs.lake.store import Lake
@@ -324,12 +325,13 @@ def proportional(spark, days, scratch) -> dict:
     lake = Lake.of_profile(profile)
     steps = Steps()
 
-    def night(deliver: list[date]) -> dict:
+    def night(deliver: list[date], logical: date | None = None) -> dict:
         for d in deliver:
             shutil.copy(days[d], home / "landing" / "hospital" / days[d].name)
         before = events_in(lake) if Path(lake.events("hospital")).exists() else 0
         t0 = time.perf_counter()
-        rows = run_all(spark, profile, deliver[-1].isoformat(), echo=lambda *_: None)
+        rows = run_all(spark, profile, (logical or deliver[-1]).isoformat(),
+                       echo=lambda *_: None)
         wall = time.perf_counter() - t0
         after = events_in(lake)
         return {"days": len(deliver), "history_events": before, "new_events": after - before,
@@ -350,6 +352,12 @@ def proportional(spark, days, scratch) -> dict:
         out[label] = one
         print(f"{label}: {one}", flush=True)
         at += n
+    out["empty"] = night([], order[at - 1] + timedelta(days=1))  # no file: the fixed cost
+    print(f"a night with nothing new: {out['empty']}", flush=True)
+    for label in ("1%", "5%", "20%"):
+        one = out[label]
+        one["ratio_above_fixed"] = round((one["wall_seconds"] - out["empty"]["wall_seconds"])
+                                         / one["full_recompute_seconds"], 3)
     return out
 
 
