@@ -88,10 +88,11 @@ def loans_log() -> pa.Table:
     return _dated(t)
 
 
-def hospital_copies(copies: int):
-    """The hospital log ``copies`` times, copy ``i`` with patients ``<patient>_<i>`` and
-    event ids ``<i>-<j>``, one month of every copy at a time (so that each append holds a
-    month and writes one file per day): yields one Arrow table per month."""
+def hospital_copies(copies: int, first: int = 0):
+    """The hospital log ``copies`` times, copy ``i`` (from ``first``) with patients
+    ``<patient>_<i>`` and event ids ``<i>-<j>``, one month of every copy at a time (so that
+    each append holds a month and writes one file per day): yields one Arrow table per
+    month."""
     base = hospital_log()
     base = base.append_column("serial", pa.array([f"{j:06d}" for j in range(base.num_rows)]))
     months = pc.utf8_slice_codeunits(base.column("event_date"), 0, 7)
@@ -99,7 +100,7 @@ def hospital_copies(copies: int):
         rows = base.filter(pc.equal(months, month))
         patient = rows.column("patient").cast(pa.string())
         parts = []
-        for i in range(copies):
+        for i in range(first, first + copies):
             part = rows.set_column(rows.column_names.index("patient"), "patient",
                                    pc.binary_join_element_wise(patient, f"_{i:03d}", ""))
             parts.append(part.append_column("event_id", pc.binary_join_element_wise(

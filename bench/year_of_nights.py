@@ -57,6 +57,13 @@ QUERIES = {
     "match_events": "SELECT variable, count(*) AS n FROM match_events WHERE pattern = "
                     "'hospital_crossmatch_transfusion' GROUP BY variable",
     "model": "SELECT * FROM models_hospital_patient_matches ORDER BY matches DESC LIMIT 10",
+    # the same questions over the last week only: the same amount of data on day 10 and on
+    # day 365, so their times show what the history's files and logs cost a reader
+    "match_table_week": "SELECT count(*) AS n FROM matches_hospital_ca125_blood_then_consult "
+                        "WHERE start_ts >= TIMESTAMPTZ '{since}'",
+    "match_events_week": "SELECT variable, count(*) AS n FROM match_events WHERE pattern = "
+                         "'hospital_crossmatch_transfusion' AND ts >= TIMESTAMPTZ '{since}' "
+                         "GROUP BY variable",
 }
 GROWING = ["runs", "ingest_log", "events/hospital", "stats/hospital",
            "matches/hospital_ca125_blood_then_consult", "models/hospital_patient_matches"]
@@ -203,14 +210,15 @@ def table_sizes(lake) -> dict[str, dict]:
     return out
 
 
-def query_seconds(lake) -> dict[str, float]:
+def query_seconds(lake, logical: date) -> dict[str, float]:
     from jobs.tools.query import run_duckdb
 
     out = {}
+    since = f"{logical - timedelta(days=7)} 00:00:00+00"
     for name, sql in QUERIES.items():
         t0 = time.perf_counter()
         try:
-            run_duckdb(lake, sql, None)
+            run_duckdb(lake, sql.replace("{since}", since), None)
             out[name] = round(time.perf_counter() - t0, 3)
         except Exception as exc:  # noqa: BLE001 - a table not there yet
             out[name] = None
@@ -268,7 +276,7 @@ def year(args, spark, days, scratch) -> dict:
                  "new_events": None, "matches": sum(r["matches"] or 0 for r in outcomes),
                  "inserted": sum(r["inserted"] or 0 for r in outcomes),
                  "tables": table_sizes(lake), "memory": memory(spark),
-                 "queries": query_seconds(lake)}
+                 "queries": query_seconds(lake, logical)}
         nights.append(night)
         print(f"night {n:3d} {logical} ({len(deliver)} day(s)): {wall:6.1f} s "
               f"{night['steps']} queries {night['queries']} failed {night['failed']}",

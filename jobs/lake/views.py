@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import re
 
-from jobs.lake import store as lk
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from jobs.config import current_project
+from jobs.lake import store as lk
 
 KINDS = ("matches", "events", "quarantine", "stats", "models")
 SINGLES = ("runs", "ingest_log", "retractions")
@@ -39,25 +42,24 @@ def lake_tables(lake: lk.Lake) -> dict[str, str]:
 
 def match_sources(lake: lk.Lake, tables: dict[str, str]) -> dict[str, str]:
     """Pattern -> source of every match table whose events table exists: from the table's
-    metadata (written at publish), else from the runs log."""
-    logged = {}
-    runs = lake.read_arrow(lake.runs(), columns=["pattern", "source"]) if "runs" in tables \
-        else None
-    for r in runs.to_pylist() if runs is not None else []:
-        if r["source"]:
-            logged[r["pattern"]] = r["source"]
-    out = {}
+    metadata (written at publish), else from the runs log (read only for a table without
+    it: the runs log grows every night, and a query should not pay for it)."""
+    found: dict[str, str | None] = {}
     for view, path in tables.items():
         if view.startswith("matches_"):
-            pattern = view[len("matches_"):]
             try:
-                source = lake.table(path).metadata().configuration.get(SOURCE_KEY) \
-                    or logged.get(pattern)
+                found[view[len("matches_"):]] = \
+                    lake.table(path).metadata().configuration.get(SOURCE_KEY)
             except lk.BrokenTable:
                 continue  # named when a query reads it; the other tables keep working
-            if source and f"events_{source}" in tables:
-                out[pattern] = source
-    return out
+    missing = sorted(p for p, s in found.items() if not s)
+    if missing and "runs" in tables:
+        runs = lake.read_arrow(lake.runs(), columns=["pattern", "source"],
+                               filter=pc.field("pattern").isin(pa.array(missing, pa.string())))
+        for r in runs.to_pylist() if runs is not None else []:
+            if r["source"]:
+                found[r["pattern"]] = r["source"]
+    return {p: s for p, s in found.items() if s and f"events_{s}" in tables}
 
 
 def view_names(lake: lk.Lake) -> list[str]:

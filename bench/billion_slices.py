@@ -1,0 +1,135 @@
+"""A billion events in slices: the match job over ten slices of 100M events each, one after
+the other in one warm Spark session, with the time, the memory and the lake's sizes of
+each slice: the figures behind "what a 1B-event history needs" in docs/benchmarks.md.
+
+The history is the BPI 2011 hospital log replicated 6,660 times with shifted patient ids
+(1.0B events); slice ``k`` holds the copies ``666 k .. 666 k + 665`` (100.1M events): a
+partition-disjoint tenth of the history. For a pattern partitioned by patient, the
+history's matches are the union of the slices' matches (no window crosses two slices),
+so the slices are what a cluster would run as ten tasks of one job, run here one by one.
+Each slice is written as its own Delta table (one file per day, month by month, never
+whole in memory), matched (``hospital_ca125_blood_then_consult``, a full recompute),
+published into a match table of its own (``<pattern>_slice<k>``), and then deleted (the
+disk holds one slice's events at a time).
+
+    .venv/bin/python bench/billion_slices.py [--slices 10] [--copies 666]
+
+Writes bench/out/billion_slices.json and docs/benchmarks/billion_slices.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+from spark_pipeline import PATTERNS, MemorySampler, hospital_copies  # noqa: E402
+
+from jobs.config import load_profile  # noqa: E402
+from jobs.core.language.patternfile import parse_pattern  # noqa: E402
+from jobs.lake import store as lk  # noqa: E402
+from jobs.pipeline.horizons import RunRange  # noqa: E402
+from jobs.pipeline.phase1 import run_match_job  # noqa: E402
+from jobs.pipeline.publish import publish  # noqa: E402
+from jobs.spark.session import build_session  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+
+
+def folder_bytes(path: Path, pattern: str = "*") -> int:
+    return sum(f.stat().st_size for f in path.rglob(pattern) if f.is_file())
+
+
+def one_slice(spark, profile, lake: lk.Lake, text: str, k: int, copies: int) -> dict:
+    name = parse_pattern(text, "<slices>").name
+    text = text.replace(f"name: {name}\n", f"name: {name}_slice{k}\n")
+    pattern = parse_pattern(text, f"<slice {k}>")
+    path = lake.events("slice")
+    shutil.rmtree(path, ignore_errors=True)
+    t0 = time.perf_counter()
+    for month in hospital_copies(copies, first=k * copies):
+        lake.write(path, month, partition_by=["event_date"], mode="append")
+    write_s = time.perf_counter() - t0
+    dt = lake.table(path)
+    events = dt.count()
+    kw = dict(low=None, high=None, slice_length=profile.slice_length,
+              max_partition_events=profile.max_partition_events,
+              options=profile.match_options())
+    with MemorySampler() as mem:
+        job = run_match_job(spark, pattern, text, lake, f"slice{k}", **kw)
+        t1 = time.perf_counter()
+        published = publish(spark, lake, pattern, f"slice{k}", job.staging,
+                            RunRange(None, 2**62, True))
+        publish_s = time.perf_counter() - t1
+    row = {"slice": k, "events": events, "write_s": round(write_s, 1),
+           "match_s": round(job.stats["seconds"], 1), "publish_s": round(publish_s, 1),
+           "kept": job.stats["events_after_filter"], "matches": job.stats["matches"],
+           "inserted": published["inserted"],
+           "data_files": len(dt.file_uris()),
+           "parquet_mb": round(folder_bytes(Path(path), "*.parquet") / 2**20, 1),
+           "log_kb": round(folder_bytes(Path(path) / "_delta_log") / 2**10, 1),
+           **mem.peaks()}
+    shutil.rmtree(path, ignore_errors=True)
+    return row
+
+
+def plot(rows: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    xs = [r["slice"] + 1 for r in rows]
+    a.bar(xs, [r["match_s"] for r in rows], label="match job")
+    a.bar(xs, [r["publish_s"] for r in rows], bottom=[r["match_s"] for r in rows],
+          label="publish")
+    a.set(xlabel="slice (100M events each)", ylabel="seconds", title="time per slice")
+    a.legend()
+    for key, label in (("jvm_peak_mb", "driver JVM"), ("worker_peak_mb", "Python worker"),
+                       ("driver_peak_mb", "Python driver")):
+        b.plot(xs, [r[key] for r in rows], marker="o", label=label)
+    b.set(xlabel="slice", ylabel="peak RSS (MB)", title="memory per slice", ylim=(0, None))
+    b.legend()
+    fig.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--slices", type=int, default=10)
+    ap.add_argument("--copies", type=int, default=666, help="hospital log copies per slice")
+    ap.add_argument("--lake", default=str(OUT / "billion_lake"))
+    args = ap.parse_args(argv)
+    profile = load_profile("local")
+    shutil.rmtree(args.lake, ignore_errors=True)
+    lake = lk.Lake(args.lake)
+    text = PATTERNS["hospital"].replace("source: hospital\n", "source: slice\n")
+    spark = build_session(profile, "ses-billion-slices")
+    rows = []
+    try:
+        for k in range(args.slices):
+            rows.append(one_slice(spark, profile, lake, text, k, args.copies))
+            print(json.dumps(rows[-1]), flush=True)
+            OUT.mkdir(parents=True, exist_ok=True)
+            (OUT / "billion_slices.json").write_text(json.dumps(rows, indent=1))
+    finally:
+        spark.stop()
+    plot(rows, ROOT / "docs" / "benchmarks" / "billion_slices.png")
+    total = sum(r["events"] for r in rows)
+    print(f"{total:,} events in {len(rows)} slices: match {sum(r['match_s'] for r in rows):.0f} s, "
+          f"publish {sum(r['publish_s'] for r in rows):.0f} s, "
+          f"write {sum(r['write_s'] for r in rows):.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
