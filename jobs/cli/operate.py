@@ -13,7 +13,7 @@ from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import current_project, load_profile
 from jobs.lake.locks import lake_lock
-from jobs.lake.maintenance import due, last_maintenance, maintain
+from jobs.lake.maintenance import compact_logs, due, last_maintenance, maintain
 from jobs.lake.store import Lake
 from jobs.ops import cluster
 from jobs.prcheck.check import pr_check
@@ -116,8 +116,11 @@ def cmd_maintain(args) -> int:
     logical_date = args.logical_date or date.today().isoformat()
     if args.if_due and not due(lake, profile.maintain_every, logical_date):
         last = last_maintenance(lake) or {}
+        with lake_lock(profile.lake, "maintain", profile.lock_dir):
+            logs = compact_logs(lake)
         print(f"maintenance not due (last for {last.get('logical_date')}, every "
-              f"{profile.maintain_every // (86400 * 10**9)}d)")
+              f"{profile.maintain_every // (86400 * 10**9)}d)"
+              + (f"; compacted {', '.join(logs)}" if logs else ""))
         return 0
     with lake_lock(profile.lake, "maintain", profile.lock_dir):
         maintain(lake, profile.retention, logical_date)

@@ -71,6 +71,24 @@ def maintain_table(lake: lk.Lake, name: str, path: str, retention_hours: int
                        round(time.perf_counter() - t0, 3))
 
 
+LOGS = ("runs", "ingest_log")  # a row (a commit) per pattern or source per night
+LOG_FILES = 64  # a log with more data files than this is compacted the same night
+
+
+def compact_logs(lake: lk.Lake, most: int = LOG_FILES) -> list[str]:
+    """Compact the run logs that hold more than ``most`` data files (a night adds one per
+    pattern: every reader of the runs table would list and open a week of them between two
+    maintenances). No checkpoint, no VACUUM: the weekly maintenance does those. Returns
+    the tables compacted."""
+    done = []
+    for name in LOGS:
+        dt = lake.read_table(lk.join(lake.root, name))
+        if dt is not None and len(dt.file_uris()) > most:
+            dt.optimize.compact(target_size=SMALL)
+            done.append(name)
+    return done
+
+
 GX_RESULTS = ("gx/uncommitted/validations", "gx/uncommitted/data_docs/local_site/validations")
 
 

@@ -20,7 +20,7 @@ from jobs.core.language.patternfile import PatternError
 from jobs.failpoints import reached
 from jobs.lake.extent import events_extent
 from jobs.lake.locks import lake_lock, pattern_lock
-from jobs.lake.maintenance import due, maintain
+from jobs.lake.maintenance import compact_logs, due, maintain
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, backfill_range, check_logical_date
@@ -374,12 +374,14 @@ class Night:
 
 def maintenance_step(ctx: RunContext, echo=print) -> list:
     """The lake's table maintenance when due (``maintenance.every`` since the last one, by
-    logical date; ``jobs.lake.maintenance``), inside the run's lake lock; a failure is
-    reported and never fails the run (the next run tries again)."""
+    logical date; ``jobs.lake.maintenance``), else the run logs compacted when a week of
+    nights has fragmented them (``compact_logs``); inside the run's lake lock; a failure
+    is reported and never fails the run (the next run tries again)."""
     profile = ctx.profile
-    if not ctx.logical_date or not due(ctx.lake, profile.maintain_every, ctx.logical_date):
-        return []
     try:
+        if not ctx.logical_date or not due(ctx.lake, profile.maintain_every, ctx.logical_date):
+            compact_logs(ctx.lake)  # the run logs between two maintenances
+            return []
         with progress("maintenance", None, echo):
             return maintain(ctx.lake, profile.retention, ctx.logical_date, echo)
     except Exception as exc:  # noqa: BLE001 - maintenance is upkeep, not the night's result

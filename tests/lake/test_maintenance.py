@@ -142,3 +142,21 @@ def test_old_quality_results_are_pruned_but_each_suite_keeps_its_newest(tmp_path
     left = sorted(str(p.relative_to(folder)) for p in folder.rglob("*.json"))
     assert left == ["matches_a/run2/t/batch.json", "matches_b/run2/t/batch.json"]
     assert not (folder / "matches_a" / "run0").exists()  # empty folders go too
+
+
+def test_the_run_logs_are_compacted_between_maintenances_once_fragmented(tmp_path):
+    """A night adds a runs file per pattern: past ``most`` files the log is compacted
+    that night (not a row changes); the other tables wait for the weekly maintenance."""
+    from jobs.lake.maintenance import compact_logs
+
+    lake = lk.Lake.of(str(tmp_path / "lake"))
+    nights(lake, 5)
+    before = rows(lake, lake.runs(), "run_id")
+    assert compact_logs(lake, most=5) == []  # 5 files: not yet
+    lake.append(lake.runs(), pa.table({"run_id": ["r5"], "pattern": ["p"],
+                                       "matches": pa.array([5], pa.int64())}))
+    assert compact_logs(lake, most=5) == ["runs"]
+    assert len(DeltaTable(lake.runs()).file_uris()) == 1
+    assert rows(lake, lake.runs(), "run_id") == before + [
+        {"run_id": "r5", "pattern": "p", "matches": 5}]
+    assert len(DeltaTable(lake.matches("p")).file_uris()) == 5  # untouched
