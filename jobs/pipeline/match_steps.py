@@ -19,8 +19,8 @@ from jobs.pipeline.context import RunContext
 from jobs.pipeline.horizons import RunRange, plan_range
 from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import SmallSources, choose_plan, driver_planned, needs_replan
-from jobs.pipeline.publish import previous_runs
 from jobs.pipeline.retract import reopened_low
+from jobs.pipeline.run_history import planning_runs
 from jobs.runrecord import COUNTERS, RunRecord
 from jobs.spark.diagnostics import unsatisfiable, variable_counts, variable_counts_many
 from jobs.spark.predicates import filter_column
@@ -58,7 +58,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
     pattern = ctx.pattern
     text = ctx.path.read_text(encoding="utf-8")
     if runs is None:
-        runs = previous_runs(ctx.lake, pattern.name)
+        runs = planning_runs(ctx.lake, {pattern.name}, ctx.logical_date)[pattern.name]
     idle = False
     if rng is None:
         rng = plan_range(ctx.logical_date, pattern.tau, ctx.profile.allowed_lateness,

@@ -12,10 +12,19 @@ HEADER = (f"{'run_id':34} {'pattern':36} {'status':8} {'matches':>8} {'new':>6} 
 
 
 def run_rows(lake: Lake, run_id: str | None = None, last: int = 20) -> list[RunRecord]:
-    """The last ``last`` records of the run log (of one run with ``run_id``), oldest first."""
-    rows = runrecord.from_arrow(lake.read_arrow(lake.runs()))
-    if run_id:
-        rows = [r for r in rows if r.run_id == run_id]
+    """The last ``last`` records of the run log (of one run with ``run_id``), oldest first;
+    the rows are chosen in Arrow (the log grows every night) and only those converted."""
+    import pyarrow.compute as pc
+
+    t = lake.read_arrow(lake.runs(), filter=(pc.field("run_id") == run_id) if run_id else None)
+    if t is not None and t.num_rows > last and t.column("started_at").null_count < last:
+        # the newest ``last`` start times, every row that shares one, and the rows
+        # without a start (sorted as the newest below)
+        times = pc.drop_null(t.column("started_at")).sort("descending")
+        cut = times[min(last, len(times)) - 1]
+        t = t.filter(pc.or_kleene(pc.is_null(t.column("started_at")),
+                                  pc.greater_equal(t.column("started_at"), cut)))
+    rows = runrecord.from_arrow(t)
     return sorted(rows, key=lambda r: (str(r.started_at), r.pattern or ""))[-last:]
 
 

@@ -57,3 +57,25 @@ def test_planning_reads_the_runs_rows_that_decide_the_night(tmp_path):
                 assert _answers(chosen[name], ld, version) == _answers(mine, ld, version), seed
         assert published_by(lake, "r0") == {r.pattern for r in every
                                             if r.run_id == "r0" and r.status == "success"}
+
+
+def test_ses_runs_lists_the_newest_rows_as_a_whole_read_would(tmp_path):
+    from jobs import runrecord
+    from jobs.tools.runlog import run_rows
+
+    for seed in range(20):
+        rng = random.Random(seed)
+        lake = lk.Lake.of(str(tmp_path / f"lake{seed}"))
+        history = _history(rng)
+        for r in history:  # some rows without a start, many sharing one
+            if rng.random() < 0.1:
+                r.started_at = None
+        lake.append(lake.runs(), to_arrow(history))
+        every = runrecord.from_arrow(lake.read_arrow(lake.runs()))
+        for last in (1, 3, 20):
+            for run_id in (None, "r1"):
+                mine = [r for r in every if run_id is None or r.run_id == run_id]
+                want = sorted(mine, key=lambda r: (str(r.started_at), r.pattern or ""))[-last:]
+                got = run_rows(lake, run_id, last)
+                assert [(r.run_id, r.pattern) for r in got] == \
+                    [(r.run_id, r.pattern) for r in want], (seed, last, run_id)
