@@ -1,5 +1,6 @@
-"""A match table summarised data file by data file, for the catalogue: rows, matches per
-month and the first matches by start, kept per file in the site's ``pages.json``.
+"""A table summarised data file by data file, for the catalogue: of a match table its rows,
+matches per month and first matches by start; of a statistics table its counts per value;
+kept per file in the site's ``pages.json``.
 
 A Delta data file never changes once written (a commit adds and removes whole files), so
 a build reads only the files added since the previous one and drops the summaries of the
@@ -11,12 +12,16 @@ once).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.lake.store import file_name, scan
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -46,6 +51,19 @@ def summarise(t: pa.Table, shown: int) -> FileSummary:
                        [(r["s"], r["m"]) for r in first])
 
 
+def by_file(dataset, kept: dict[str, T], summarise: Callable[[object], T]
+            ) -> tuple[dict[str, T], int]:
+    """A summary per current data file of a Delta table's Arrow ``dataset``: those in
+    ``kept`` (by file name) as they are, ``summarise(fragment)`` for the others. Returns
+    them and how many files were read."""
+    fragments = {file_name(f.path): f for f in dataset.get_fragments()}
+    files = {name: kept[name] for name in fragments if name in kept}
+    new = [name for name in fragments if name not in files]
+    for name in new:
+        files[name] = summarise(fragments[name])
+    return files, len(new)
+
+
 @dataclass
 class TableSummary:
     rows: int
@@ -58,19 +76,15 @@ class TableSummary:
 def summarise_table(dataset, kept: dict[str, FileSummary], shown: int) -> TableSummary:
     """The summary of a table's ``dataset`` (delta-rs' Arrow dataset of its current files),
     reading only the files not in ``kept``."""
-    fragments = {file_name(f.path): f for f in dataset.get_fragments()}
-    files = {name: kept[name] for name in fragments if name in kept}
-    new = [name for name in fragments if name not in files]
-    for name in new:
-        t = fragments[name].to_table(columns=["match_id", "start_ts"], schema=dataset.schema)
-        files[name] = summarise(t, shown)
+    files, new = by_file(dataset, kept, lambda frag: summarise(frag.to_table(
+        columns=["match_id", "start_ts"], schema=dataset.schema), shown))
     months: dict[str, int] = {}
     for s in files.values():
         for m, c in s.months.items():
             months[m] = months.get(m, 0) + c
     first = sorted(x for s in files.values() for x in s.first)[:shown]
     return TableSummary(sum(s.rows for s in files.values()), sorted(months.items()), first,
-                        files, len(new))
+                        files, new)
 
 
 def read_first(dataset, summary: TableSummary, columns: list[str]) -> pa.Table | None:

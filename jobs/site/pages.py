@@ -21,7 +21,7 @@ from jobs.config import current_project, load_sources
 from jobs.lake import store as lk
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import load_catalog, pattern_paths
-from jobs.site.match_files import FileSummary, read_first, summarise_table
+from jobs.site.match_files import FileSummary, by_file, read_first, summarise_table
 
 SHOWN_MATCHES = 5  # matches drawn on a pattern's timeline
 TOP_TYPES = 25  # event types listed per source
@@ -276,26 +276,46 @@ def _source_page(events: SourceEvents, name: str, source, cache: PageCache | Non
     if page.type_column:
         key = f"{dt.version()}:{page.type_column}"
         kept = cache.get(f"source {name}", key) if cache is not None else None
-        page.types = [tuple(x) for x in kept["types"]] if kept is not None else \
-            _type_counts(lake, name, page.type_column)
+        if kept is not None:
+            page.types = [tuple(x) for x in kept["types"]]
+            return page
+        old = cache.previous(f"source {name}") if cache is not None else None
+        old_files = old.get("type_files", {}) if old and old.get("column") == page.type_column \
+            and isinstance(old.get("type_files"), dict) else {}
+        page.types, files = _type_counts(lake, name, page.type_column, old_files)
         if cache is not None:
-            cache.keep(f"source {name}", key, {"types": page.types})
+            cache.keep(f"source {name}", key, {"types": page.types, "column": page.type_column,
+                                               "type_files": files})
     return page
 
 
-def _type_counts(lake: lk.Lake, source: str, column: str) -> list[tuple[str, int]]:
+def _type_counts(lake: lk.Lake, source: str, column: str, kept: dict | None = None
+                 ) -> tuple[list[tuple[str, int]], dict]:
     """The most frequent values of ``column``, from the statistics table (empty when no
-    pattern reads the column, so none were computed)."""
+    pattern reads the column, so none were computed), and the counts per data file they
+    were summed from: the files in ``kept`` (of the previous build) are not read again."""
     try:
-        t = lake.read_arrow(lake.stats(source), columns=["attribute", "value", "events"],
-                            filter=pc.field("attribute") == column)
-    except (lk.BrokenTable, FileNotFoundError):
-        return []
-    if t is None or t.num_rows == 0:
-        return []
-    sums = t.group_by("value").aggregate([("events", "sum")]).to_pylist()
-    return sorted(((str(r["value"]), r["events_sum"]) for r in sums),
-                  key=lambda x: (-x[1], x[0]))[:TOP_TYPES]
+        dt = lake.read_table(lake.stats(source))
+        if dt is None:
+            return [], {}
+        dataset = dt.to_pyarrow_dataset()
+
+        def counts(fragment) -> dict[str, int]:
+            t = fragment.to_table(columns=["attribute", "value", "events"],
+                                  schema=dataset.schema)  # small: filtered here
+            t = t.filter(pc.equal(t.column("attribute"), column))
+            sums = t.group_by("value").aggregate([("events", "sum")]).to_pylist()
+            return {str(r["value"]): int(r["events_sum"] or 0) for r in sums}
+
+        files, _ = by_file(dataset, kept or {}, counts)
+    except (lk.BrokenTable, OSError, pa.ArrowInvalid):
+        return [], {}
+    totals: dict[str, int] = {}
+    for per_value in files.values():
+        for value, n in per_value.items():
+            totals[value] = totals.get(value, 0) + n
+    top = sorted(totals.items(), key=lambda x: (-x[1], x[0]))[:TOP_TYPES]
+    return top, files
 
 
 def _model_pages(lake: lk.Lake) -> list[ModelPage]:

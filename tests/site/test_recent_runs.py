@@ -105,3 +105,31 @@ def test_a_pattern_page_reads_only_the_files_a_night_added(tmp_path):
                                                      pa.map_(pa.string(), pa.list_(pa.string())))}))
     summary = summarise_table(DeltaTable(path).to_pyarrow_dataset(), kept, 5)
     assert summary.read == 1 and summary.rows == rows + 1
+
+
+def test_a_source_page_sums_its_event_types_over_the_statistics_files_it_kept(tmp_path):
+    """The event types of a source page: per statistics file, read once; a day whose
+    statistics are replaced drops its old counts."""
+    from deltalake import DeltaTable
+
+    lake = lk.Lake.of(str(tmp_path / "lake"))
+    site = tmp_path / "site"
+    site.mkdir()
+
+    def day(date, counts):
+        return pa.table({"event_date": [date] * (len(counts) + 1),
+                         "attribute": ["event_type"] * len(counts) + ["other"],
+                         "value": list(counts) + ["x"],
+                         "events": pa.array(list(counts.values()) + [99], pa.int64())})
+
+    kept = {}
+    lake.append(lake.stats("s"), day("2025-01-01", {"a": 3, "b": 1}), partition_by=["event_date"])
+    types, kept = pages._type_counts(lake, "s", "event_type", kept)
+    assert types == [("a", 3), ("b", 1)] and len(kept) == 1
+    lake.append(lake.stats("s"), day("2025-01-02", {"b": 5}), partition_by=["event_date"])
+    types, kept = pages._type_counts(lake, "s", "event_type", kept)
+    assert types == [("b", 6), ("a", 3)] and len(kept) == 2
+    DeltaTable(lake.stats("s")).delete("event_date = '2025-01-01'")  # the day re-counted
+    lake.append(lake.stats("s"), day("2025-01-01", {"c": 2}), partition_by=["event_date"])
+    types, kept = pages._type_counts(lake, "s", "event_type", kept)
+    assert types == [("b", 5), ("c", 2)] and len(kept) == 2
