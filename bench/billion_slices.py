@@ -61,6 +61,8 @@ def one_slice(spark, profile, lake: lk.Lake, text: str, k: int, copies: int) -> 
     kw = dict(low=None, high=None, slice_length=profile.slice_length,
               max_partition_events=profile.max_partition_events,
               options=profile.match_options())
+    if k == 0:  # warm the JVM and every Python worker (they load the kernels) first
+        run_match_job(spark, pattern, text, lake, "warmup", **kw)
     with MemorySampler() as mem:
         job = run_match_job(spark, pattern, text, lake, f"slice{k}", **kw)
         t1 = time.perf_counter()
