@@ -24,7 +24,6 @@ from datetime import datetime, timezone
 import pyarrow as pa
 
 from jobs.core.language.conditions.expressions import time_function
-
 from jobs.lake import store as lk
 
 QUANTILES = [i / 20 for i in range(21)]
@@ -73,7 +72,9 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
             else "spark"
     rows = _DriverStats(lake, events_path) if engine == "driver" else \
         _SparkStats(spark, lake, events_path)
-    latest = rows.latest()
+    latest = latest_ingested(lake, events_path)
+    if latest is None:  # a file without statistics: read the column
+        latest = rows.latest()
     done = computed_dates(lake, source)
     stale = sorted(d for d, ingested in latest.items()
                    if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
@@ -85,6 +86,24 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     table = table.append_column("computed_at", now).select(SCHEMA.names).cast(SCHEMA)
     write_stats(lake, source, table, stale)
     return {"dates": len(stale), "rows": table.num_rows}
+
+
+def latest_ingested(lake: lk.Lake, path: str) -> dict[str, int] | None:
+    """Per event date, when its last event was ingested (µs), from the Delta log's
+    ``ingested_at`` statistics of each file (no data read: the column scan grew with the
+    history). Delta truncates them to milliseconds: each is raised by one, so a date is
+    never taken for up to date when it is not (at worst one is recomputed). None: a file
+    without the statistics."""
+    files = pa.table(lake.table(path).get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return {}
+    names = ("partition.event_date", "max.ingested_at")
+    if any(n not in files.column_names or files.column(n).null_count for n in names):
+        return None
+    t = pa.table({"d": files.column(names[0]).cast(pa.string()),
+                  "t": files.column(names[1]).cast(pa.timestamp("us", "UTC")).cast(pa.int64())})
+    t = t.group_by("d").aggregate([("t", "max")])
+    return {d: v + 1000 for d, v in zip(t.column("d").to_pylist(), t.column("t_max").to_pylist())}
 
 
 def _numeric(kind: str) -> bool:

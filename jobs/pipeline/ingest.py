@@ -663,8 +663,7 @@ def _corrections(batch: Batch, raw: _Spool, columns: list[str]) -> set[str]:
     if not lake.exists(path):
         return set()
     ids = pc.unique(_read_parquet(lake, raw.uri, columns=["event_id"]).column("event_id"))
-    old = lake.read_arrow(path, columns=["event_id", "source_file", *columns],
-                          filter=pc.field("event_id").isin(ids))
+    old = _stored(lake, path, ids, ["event_id", "source_file", *columns])
     del ids
     if old is None or old.num_rows == 0:
         return set()
@@ -688,6 +687,21 @@ def _corrections(batch: Batch, raw: _Spool, columns: list[str]) -> set[str]:
             {c: r.get(c) for c in columns}, batch.run_id, batch.now)], QUARANTINE_SCHEMA))
         _moved(batch, r["source_file"], True)
     return drop
+
+
+def _stored(lake: lk.Lake, path: str, ids: pa.Array, columns: list[str]) -> pa.Table | None:
+    """The stored rows of ``path`` whose ``event_id`` is in ``ids``: the files that hold one
+    found on the id column alone (on most nights none: the history's other columns are
+    never decoded), then those files' rows read whole."""
+    where = pc.field("event_id").isin(ids)
+    try:
+        hits = lake.read_arrow(path, columns=["__filename"], filter=where)
+    except (KeyError, pa.ArrowInvalid):  # a table of mixed string types: one whole read
+        return lake.read_arrow(path, columns=columns, filter=where)
+    if hits is None or hits.num_rows == 0:
+        return None
+    only = {lk.file_name(f) for f in pc.unique(hits.column("__filename")).to_pylist()}
+    return lake.read_arrow(path, columns=columns, filter=where, only=only)
 
 
 def _retracted(lake: lk.Lake, source: str) -> tuple[pa.Array, pa.Array] | None:

@@ -123,3 +123,31 @@ def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
     assert after[late["event_date"]] == totals[late["event_date"]] + 1
     assert {d: n for d, n in after.items() if d != late["event_date"]} == \
         {d: n for d, n in totals.items() if d != late["event_date"]}
+
+
+def test_when_each_date_was_last_ingested_comes_from_the_delta_log(tmp_path):
+    """No column scan: each date's newest ``ingested_at`` from the files' statistics, at
+    most a millisecond above the data's (Delta truncates them), never below."""
+    from datetime import datetime, timedelta, timezone
+
+    import pyarrow.compute as pc
+
+    from jobs.lake import store as lk
+    from jobs.lake.stats import latest_ingested
+
+    lake = lk.Lake.of(str(tmp_path / "lake"))
+    path = lake.events("s")
+    t0 = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=timezone.utc)
+    stamp = pa.timestamp("us", tz="UTC")
+    for night, dates in enumerate([["2025-01-01", "2025-01-02"], ["2025-01-02"]]):
+        at = t0 + timedelta(days=night, microseconds=night * 777)
+        lake.append(path, pa.table({"event_id": [f"{night}{d}" for d in dates],
+                                    "ingested_at": pa.array([at] * len(dates), stamp),
+                                    "event_date": dates}), partition_by=["event_date"])
+    got = latest_ingested(lake, path)
+    data = lake.read_arrow(path).group_by("event_date").aggregate([("ingested_at", "max")])
+    want = dict(zip(data.column("event_date").to_pylist(),
+                    pc.cast(pc.cast(data.column("ingested_at_max"), stamp), pa.int64()).to_pylist()))
+    assert set(got) == set(want) == {"2025-01-01", "2025-01-02"}
+    for d in want:
+        assert want[d] <= got[d] < want[d] + 1000
