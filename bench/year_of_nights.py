@@ -369,6 +369,32 @@ def proportional(spark, days, scratch) -> dict:
     return out
 
 
+def tables_differ(year_lake, full: dict) -> list[str]:
+    """The patterns whose published matches differ, match for match (ids and the last
+    start), between the year's lake and a recompute."""
+    a, b = published(year_lake, full["names"]), published(full["lake"], full["names"])
+    return [n for n in full["names"] if a[n] != b[n] or a.get(f"{n}@last") != b.get(f"{n}@last")]
+
+
+def check_only(spark, days, scratch) -> int:
+    """The final check alone, on a year lake kept by an earlier run."""
+    from jobs.config import load_profile
+    from jobs.config.project import Project, use_project
+    from jobs.lake.store import Lake
+
+    use_project(Project(scratch / "year"))
+    year_lake = Lake.of_profile(load_profile("local"))
+    last = schedule(True)[-1][0].isoformat()
+    full = recompute(spark, days, scratch, last, sorted(days))
+    differ = tables_differ(year_lake, full)
+    out = {"recompute_seconds": full["seconds"], "recompute_match_seconds":
+           full["match_seconds"], "patterns": len(full["names"]), "tables_differ": differ}
+    (OUT / "year_of_nights_check.json").write_text(json.dumps(out, indent=1))
+    print(f"full recompute: {full['seconds']} s; tables that differ: {differ or 'none'}",
+          flush=True)
+    return 0 if not differ else 1
+
+
 def plots(nights: list[dict]) -> list[Path]:
     import matplotlib
 
@@ -430,7 +456,12 @@ def main() -> int:
     ap.add_argument("--scratch", default=None, help="keep the lakes in this folder")
     ap.add_argument("--proportional", action="store_true",
                     help="nights of 1, 5, 20 %% new events against a full recompute")
+    ap.add_argument("--check-only", action="store_true",
+                    help="no nights: compare the year lake kept in --scratch with a full "
+                         "recompute over every day")
     args = ap.parse_args()
+    if args.check_only and not args.scratch:
+        ap.error("--check-only needs --scratch (the folder of a run kept with --scratch)")
     OUT.mkdir(parents=True, exist_ok=True)
     scratch = Path(args.scratch or tempfile.mkdtemp(prefix="ses-year-"))
     scratch.mkdir(parents=True, exist_ok=True)
@@ -445,6 +476,8 @@ def main() -> int:
         (OUT / "year_of_nights_proportional.json").write_text(json.dumps(out, indent=1))
         print(json.dumps(out))
         return 0
+    if args.check_only:
+        return check_only(spark, days, scratch)
     result = year(args, spark, days, scratch)
     nights = result["nights"]
     summary = {"copies": args.copies, "nights": len(nights),
@@ -456,8 +489,7 @@ def main() -> int:
                    queries_day10=tenth["queries"], queries_day365=last["queries"])
     if not args.no_check:
         full = recompute(spark, days, scratch, result["last"], list(days))
-        a, b = published(result["lake"], full["names"]), published(full["lake"], full["names"])
-        differ = [n for n in full["names"] if a[n] != b[n]]
+        differ = tables_differ(result["lake"], full)
         summary.update(recompute_seconds=full["seconds"],
                        recompute_match_seconds=full["match_seconds"], tables_differ=differ)
         print(f"full recompute: {full['seconds']} s; tables that differ: {differ or 'none'}",

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.lake.store import Lake
+from jobs.lake.store import Lake, file_name
 
 UPKEEP = {"OPTIMIZE", "VACUUM START", "VACUUM END"}  # commits that change no row
 
@@ -59,24 +59,31 @@ def events_extent(lake: Lake, source: str) -> EventsExtent | None:
     return EventsExtent(written, _ns(lows), _ns(highs), True)
 
 
+def ingested_bounds(files: pa.Table) -> np.ndarray | None:
+    """Per data file of a Delta table's add actions (``get_add_actions(flatten=True)``):
+    a bound, in microseconds, that no event of the file was ingested after. Delta truncates
+    timestamp statistics to milliseconds, so the bound is the file's ``max.ingested_at``
+    plus one millisecond (at worst a file is read that need not be, never the reverse).
+    None: a file without the statistic."""
+    column = "max.ingested_at"
+    if column not in files.column_names or files.column(column).null_count:
+        return None
+    return _ns(files.column(column)) // 1000 + 1000
+
+
 def files_ingested_after(lake: Lake, source: str, since: datetime) -> set[str] | None:
     """The data files of ``events/<source>`` that may hold an event ingested after
-    ``since``, by their ``ingested_at`` statistics (a file whose largest value is not after
-    ``since`` holds none): a night's late-event count then reads what arrived since the
-    last run, not the history. Delta truncates timestamp statistics to milliseconds, so a
-    file is kept when its maximum is within a millisecond of ``since``. None: a file
-    without statistics (every file must be read)."""
-    from jobs.lake.store import file_name
-
-    dt = lake.table(lake.events(source))
-    files = pa.table(dt.get_add_actions(flatten=True))
+    ``since`` (naive: UTC), by their ``ingested_at`` statistics (``ingested_bounds``): a
+    night's late-event count then reads what arrived since the last run, not the history.
+    None: a file without statistics (every file must be read)."""
+    files = pa.table(lake.table(lake.events(source)).get_add_actions(flatten=True))
     if files.num_rows == 0:
         return set()
-    if "max.ingested_at" not in files.column_names or files.column("max.ingested_at").null_count:
+    bounds = ingested_bounds(files)
+    if bounds is None:
         return None
-    newest = _ns(files.column("max.ingested_at")) + 1_000_000  # the truncated millisecond
-    cut = int(since.timestamp() * 1_000_000) * 1000 if since.tzinfo else None
-    if cut is None:
-        return None
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=timezone.utc)
+    cut = int(since.timestamp() * 1_000_000)
     paths = files.column("path").to_pylist()
-    return {file_name(p) for p, n in zip(paths, newest) if n > cut}
+    return {file_name(p) for p, b in zip(paths, bounds) if b > cut}

@@ -25,6 +25,7 @@ import pyarrow as pa
 
 from jobs.core.language.conditions.expressions import time_function
 from jobs.lake import store as lk
+from jobs.lake.extent import ingested_bounds
 
 QUANTILES = [i / 20 for i in range(21)]
 SCHEMA = pa.schema([
@@ -90,20 +91,20 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
 
 def latest_ingested(lake: lk.Lake, path: str) -> dict[str, int] | None:
     """Per event date, when its last event was ingested (µs), from the Delta log's
-    ``ingested_at`` statistics of each file (no data read: the column scan grew with the
-    history). Delta truncates them to milliseconds: each is raised by one, so a date is
-    never taken for up to date when it is not (at worst one is recomputed). None: a file
-    without the statistics."""
+    ``ingested_at`` statistics of each file (``extent.ingested_bounds``: no data read, the
+    column scan grew with the history); a bound, so a date is never taken for up to date
+    when it is not (at worst one is recomputed). None: a file without the statistics."""
     files = pa.table(lake.table(path).get_add_actions(flatten=True))
     if files.num_rows == 0:
         return {}
-    names = ("partition.event_date", "max.ingested_at")
-    if any(n not in files.column_names or files.column(n).null_count for n in names):
+    bounds = ingested_bounds(files)
+    if bounds is None or "partition.event_date" not in files.column_names \
+            or files.column("partition.event_date").null_count:
         return None
-    t = pa.table({"d": files.column(names[0]).cast(pa.string()),
-                  "t": files.column(names[1]).cast(pa.timestamp("us", "UTC")).cast(pa.int64())})
+    t = pa.table({"d": files.column("partition.event_date").cast(pa.string()),
+                  "t": pa.array(bounds)})
     t = t.group_by("d").aggregate([("t", "max")])
-    return {d: v + 1000 for d, v in zip(t.column("d").to_pylist(), t.column("t_max").to_pylist())}
+    return dict(zip(t.column("d").to_pylist(), t.column("t_max").to_pylist()))
 
 
 def _numeric(kind: str) -> bool:

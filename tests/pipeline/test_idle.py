@@ -73,3 +73,6 @@ def test_late_events_are_counted_in_the_files_ingested_since_the_last_run(tmp_pa
     newest = files_ingested_after(lake, "s", at - timedelta(microseconds=500))
     assert len(newest) == 1 and newest < names  # the 0.7 ms one, despite its stats' .000
     assert files_ingested_after(lake, "s", at + timedelta(seconds=1)) == set()
+    # a naive time is taken for UTC
+    assert files_ingested_after(lake, "s", (at - timedelta(microseconds=500)).replace(
+        tzinfo=None)) == newest
