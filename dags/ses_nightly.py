@@ -215,7 +215,9 @@ def ses_nightly():
         context = get_current_context()
         context["group_name"] = group["name"]
         run_id, day = _run(context)
-        _job(run_id, "run-patterns", *group["paths"], "--run-id", run_id, "--logical-date", day)
+        accept = (context["dag_run"].conf or {}).get("accept_changes") or []
+        _job(run_id, "run-patterns", *group["paths"], "--run-id", run_id, "--logical-date", day,
+             *[a for name in accept for a in ("--accept-changes", str(name))])
         return group["paths"]
 
     @task(trigger_rule="all_done", retries=0)

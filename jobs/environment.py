@@ -19,6 +19,9 @@ VARIABLES = {
     "SES_KERNELS": "jit: Numba's just-in-time kernels instead of the ahead-of-time build",
     "SES_FAILPOINT": "fault tests: the named kill point at which the process dies",
     "SES_SPARK_LOG": "a file for Spark's full log (conf/spark/log4j2.properties)",
+    "SES_ALERT_WEBHOOK": "a URL that receives one JSON POST per alert of a night (failures, "
+                         "freshness, volume anomalies, held pattern changes), besides the "
+                         "profile's alerts.webhooks",
     "JAVA_HOME": "the Java 17+ Spark runs on (default: java on the PATH)",
     "AIRFLOW_HOME": "Airflow's own: where the DAG's warm Spark session writes its log",
 }

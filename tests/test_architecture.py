@@ -22,6 +22,7 @@ LAYERS = [
     {"core.engine"},
     {"core.local"},
     {"config", "status", "failpoints", "progress", "runrecord"},
+    {"notify"},  # alerts to people: webhooks and email
     {"lake"},
     {"spark", "project"},
     {"site"},

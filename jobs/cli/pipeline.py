@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from jobs.cli.commands import Registry
@@ -12,6 +13,7 @@ from jobs.config import load_profile
 from jobs.lake.locks import lake_lock
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.health_checks import report_checks, volume_of_sources
 from jobs.pipeline.horizons import backfill_range, check_logical_date
 from jobs.pipeline.ingest_steps import ingest_sources
 from jobs.pipeline.reconcile import reconcile
@@ -27,7 +29,8 @@ def cmd_run(args) -> int:
     """Ingest, match, validate and publish every pattern for a logical date."""
     check_logical_date(load_profile(args.profile), args.logical_date)  # before Spark starts
     profile, spark = spark_for(args)
-    rows = run_all(spark, profile, args.logical_date, args.pattern or None, args.slices)
+    rows = run_all(spark, profile, args.logical_date, args.pattern or None, args.slices,
+                   accept_changes=args.accept_changes or ())
     return 1 if any(r.get("status") == FAILED for r in rows) else 0
 
 
@@ -36,12 +39,17 @@ def cmd_ingest(args) -> int:
     """Raw landing files into events/<source>."""
     profile = load_profile(args.profile)
     ctx = RunContext.start(profile, args.run_id or new_run_id())
+    if args.logical_date:
+        ctx = replace(ctx, logical_date=check_logical_date(profile, args.logical_date))
     spark = LazySession(profile)  # started by the first batch with new events
     with lake_lock(profile.lake, f"ingest {ctx.run_id}", profile.lock_dir):
         reconcile(ctx.lake)
-        _, failed = ingest_sources(spark, ctx, args.source or None,
-                                   echo=lambda line: None if line.startswith("FAILED")
-                                   else print(line))
+        ingested, failed = ingest_sources(spark, ctx, args.source or None,
+                                          echo=lambda line: None if line.startswith("FAILED")
+                                          else print(line))
+        # the volume of new events per source (the DAG's ingest; freshness is checked by
+        # each source's task, which it fails)
+        report_checks(ctx, volume_of_sources(ctx, ingested), [], command="the DAG's ingest")
     for message in failed.values():
         print(f"error: {message}", file=sys.stderr)
     return 1 if failed else 0
@@ -104,6 +112,9 @@ def register(r: Registry) -> None:
     p.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
     p.add_argument("--pattern", action="append", help="only this pattern file (repeatable)")
     p.add_argument("--slices", action="store_true", help="cut time into slices everywhere")
+    p.add_argument("--accept-changes", action="append", metavar="PATTERN",
+                   help="publish this pattern's new version even when it would remove most "
+                        "of its published matches or a variable can never bind (repeatable)")
 
     i = r.add("pipeline", "ingest", "raw landing files -> events/<source> Delta tables",
               cmd_ingest)

@@ -14,6 +14,7 @@ from pathlib import Path
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
 from jobs.config import load_profile
+from jobs.core.errors import EXIT_INPUT
 from jobs.core.language.patternfile import PatternError
 from jobs.lake.locks import pattern_lock
 from jobs.lake.store import Lake
@@ -88,15 +89,19 @@ def cmd_run_patterns(args) -> int:
     pattern was published, 2 when those that failed cannot be mended by a retry (their
     file, their events, their suite, their limits), 1 otherwise."""
     profile = load_profile(args.profile)
-    outcomes = run_task(lambda: LazySession(profile), profile, args.run_id,
-                        args.logical_date, [Path(p) for p in args.patterns], args.slices)
+    outcomes, stale = run_task(lambda: LazySession(profile), profile, args.run_id,
+                               args.logical_date, [Path(p) for p in args.patterns],
+                               args.slices, accept_changes=args.accept_changes or ())
     print(summary(profile, outcomes, args.run_id, None))
     failed = [o for o in outcomes if not o.ok]
     if failed:
         print(f"error: {len(failed)} of {len(outcomes)} pattern(s) failed, the others were "
               f"published: " + ", ".join(f"{o.pattern} ({o.message[:200]})" for o in failed),
               file=sys.stderr)
-    return exit_code(outcomes)
+    for row in stale:  # the patterns were run; the source's data is stale: a final failure
+        print(f"error: freshness: {row['message']}", file=sys.stderr)
+    code = exit_code(outcomes)
+    return code if code or not stale else EXIT_INPUT
 
 
 @user_errors
@@ -155,6 +160,9 @@ def register(r: Registry, main) -> None:
     g.add_argument("patterns", nargs="+", metavar="pattern")
     g.add_argument("--run-id", required=True)
     g.add_argument("--logical-date", help="YYYY-MM-DD (default: today)")
+    g.add_argument("--accept-changes", action="append", metavar="PATTERN",
+                   help="publish this pattern's new version however much of its table it "
+                        "removes (repeatable)")
     g.add_argument("--slices", action="store_true", help="cut time into slices even with "
                                                          "partition attributes")
 

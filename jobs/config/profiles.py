@@ -33,6 +33,41 @@ class TimeRange:
 
 
 @dataclass(frozen=True)
+class EmailSettings:
+    """Where a night's alerts go by email (``alerts.email``): an SMTP server and the
+    addresses; the password only from an environment variable (``${NAME}``)."""
+
+    host: str
+    to: tuple[str, ...]
+    port: int = 25
+    sender: str = "ses-pipeline@localhost"
+    user: str | None = None
+    password: str | None = None
+    starttls: bool = False
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    """A profile's ``alerts``: where alerts go (webhooks, email; ``SES_ALERT_WEBHOOK`` is
+    always one more webhook) and the volume rule's settings (docs/operations.md, "What
+    the night tells you")."""
+
+    webhooks: tuple[str, ...] = ()
+    email: EmailSettings | None = None
+    lineage_url: str | None = None  # OpenLineage over HTTP (beside the files in _lineage/)
+    nights: int = 28  # the volume rule's history: this many earlier nights
+    min_nights: int = 7  # no volume flag before a subject has this many nights
+    threshold: float = 5.0  # flagged beyond this many robust deviations from the median
+    max_removed: float = 0.5  # a new pattern version removing more of its table is held
+
+    @property
+    def targets(self) -> tuple[str, ...]:
+        """The webhooks: the profile's and ``SES_ALERT_WEBHOOK``'s."""
+        env = environment.get("SES_ALERT_WEBHOOK")
+        return self.webhooks + ((env,) if env and env not in self.webhooks else ())
+
+
+@dataclass(frozen=True)
 class Profile:
     name: str
     landing: str
@@ -53,6 +88,7 @@ class Profile:
     storage_options: dict[str, str] = field(default_factory=dict)  # delta-rs, object stores
     maintain_every: int = 7 * 86400 * 10**9  # ns between two table maintenances (0: never)
     retention: int = 7 * 86400 * 10**9  # VACUUM keeps what a snapshot this recent needs (ns)
+    alerts: AlertSettings = field(default_factory=AlertSettings)
 
     def ts_range(self, now=None):
         """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
@@ -95,6 +131,10 @@ PROFILE_KEYS = {
               "max_matches_per_window", "memory_budget", "parallel_jobs"},
     "pr_check": {"sample"},
     "maintenance": {"every", "retention"},
+    "alerts": {"webhooks": ANY, "email": {"host", "port", "sender", "to", "user", "password",
+                                          "starttls"},
+               "lineage_url": ANY, "nights": ANY, "min_nights": ANY, "threshold": ANY,
+               "max_removed": ANY},
 }
 PIPELINE_SHAPE = {"airflow": {"schedule", "start_date", "retries", "retry_delay_minutes"},
                   "profiles": {EACH: PROFILE_KEYS}}
@@ -167,7 +207,58 @@ def load_profile(name: str | None = None, path: Path | None = None,
                                upkeep.get("every", d.maintain_every)),
         retention=setting("maintenance.retention", _at_least_a_day,
                           upkeep.get("retention", d.retention)),
+        alerts=_alerts(spec.get("alerts") or {}, setting),
     )
+
+
+def _alerts(spec: dict, setting) -> AlertSettings:
+    """``alerts`` of a profile; ``${NAME}`` in a URL, a user or a password is read from the
+    environment when the profile loads (no secret in conf/)."""
+    d = AlertSettings()
+    hooks = spec.get("webhooks") or []
+    if isinstance(hooks, str):
+        hooks = [hooks]
+    email = None
+    if spec.get("email"):
+        e = spec["email"]
+        to = e.get("to") or []
+        to = [to] if isinstance(to, str) else to
+        if not e.get("host") or not to:
+            setting("alerts.email", _fail, "alerts.email needs host and to (an address or a list)")
+        email = EmailSettings(
+            host=str(e["host"]), to=tuple(str(a) for a in to),
+            port=setting("alerts.email.port", _positive, e.get("port", 25)),
+            sender=str(e.get("sender", EmailSettings.sender)),
+            user=setting("alerts.email.user", environment.expand, e["user"]) if e.get("user") else None,
+            password=setting("alerts.email.password", environment.expand, e["password"])
+            if e.get("password") else None,
+            starttls=bool(e.get("starttls", False)))
+    return AlertSettings(
+        webhooks=tuple(setting("alerts.webhooks", environment.expand, h) for h in hooks),
+        email=email,
+        lineage_url=setting("alerts.lineage_url", environment.expand, spec["lineage_url"])
+        if spec.get("lineage_url") else None,
+        nights=setting("alerts.nights", _positive, spec.get("nights", d.nights)),
+        min_nights=setting("alerts.min_nights", _positive, spec.get("min_nights", d.min_nights)),
+        threshold=setting("alerts.threshold", _positive_number,
+                          spec.get("threshold", d.threshold)),
+        max_removed=setting("alerts.max_removed", _share, spec.get("max_removed", d.max_removed)))
+
+
+def _fail(message: str):
+    raise ValueError(message)
+
+
+def _positive_number(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+        raise ValueError(f"{value!r} is not a number above 0")
+    return float(value)
+
+
+def _share(value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ValueError(f"{value!r} is not a share in (0, 1], e.g. 0.5")
+    return float(value)
 
 
 def check_pipeline_file(project: Project | None = None) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from jobs.config.project import current_project
 from jobs.config.strict import ANY, EACH, FREE, ConfigError, read
+from jobs.core.language.pattern import parse_duration
 
 KINDS = ("string", "integer", "double", "number", "timestamp")
 FORMATS = ("csv", "jsonl", "parquet")
@@ -31,6 +32,16 @@ def type_column(columns: dict[str, str], key: str | None = None) -> str | None:
 
 
 @dataclass(frozen=True)
+class Freshness:
+    """A source's ``freshness: {warn_after: 2d, error_after: 7d}`` (ns; None: no such
+    threshold), as dbt's source freshness: how long the source may go without a new
+    landing file or a newer event before the night warns, or fails."""
+
+    warn_after: int | None = None
+    error_after: int | None = None
+
+
+@dataclass(frozen=True)
 class Source:
     name: str
     columns: dict[str, str]
@@ -39,6 +50,7 @@ class Source:
     landing: str | None = None
     format: str = "csv"
     description: str = ""
+    freshness: Freshness | None = None  # None: not checked
 
     @property
     def id_rule(self) -> str:
@@ -56,7 +68,8 @@ class Source:
 
 
 SOURCE_KEYS = {"description": ANY, "landing": ANY, "format": ANY, "time_column": ANY,
-               "id": {"column", "rule"}, "id_column": ANY, "columns": FREE}
+               "id": {"column", "rule"}, "id_column": ANY, "columns": FREE,
+               "freshness": {"warn_after", "error_after"}}
 SOURCES_SHAPE = {"sources": {EACH: SOURCE_KEYS}}
 
 
@@ -92,7 +105,34 @@ def load_sources(path: Path | None = None) -> dict[str, Source]:
                               "ingested_at); rename them")
         if columns and time_column not in columns:
             raise ConfigError(f"{where}: time column {time_column!r} is not among its columns")
+        fresh = None
+        if spec.get("freshness") is not None:
+            fresh = _freshness(spec["freshness"], where, lines.get(
+                ("sources", name, "freshness")), path)
         out[name] = Source(name=name, columns=columns, time_column=time_column,
                            id_column=id_column, landing=spec.get("landing"), format=fmt,
-                           description=spec.get("description", ""))
+                           description=spec.get("description", ""), freshness=fresh)
     return out
+
+
+def _freshness(spec, where: str, line: int | None, path: Path) -> Freshness:
+    """``freshness: {warn_after: 2d, error_after: 7d}``: at least one, each a duration,
+    the warning before the error."""
+    at = f"{path}:{line}: {where.split(': ', 1)[1]}" if line else where
+    if not isinstance(spec, dict) or not spec:
+        raise ConfigError(f"{at}: freshness must be a mapping, e.g. "
+                          "{warn_after: 2d, error_after: 7d}")
+    out = {}
+    for key in ("warn_after", "error_after"):
+        if spec.get(key) is None:
+            continue
+        try:
+            out[key] = parse_duration(spec[key])
+        except ValueError as exc:
+            raise ConfigError(f"{at}: freshness.{key}: {exc}") from None
+        if out[key] <= 0:
+            raise ConfigError(f"{at}: freshness.{key} must be longer than 0")
+    if "warn_after" in out and "error_after" in out and out["warn_after"] > out["error_after"]:
+        raise ConfigError(f"{at}: freshness.warn_after ({spec['warn_after']}) is longer than "
+                          f"error_after ({spec['error_after']}): the warning comes first")
+    return Freshness(**out)

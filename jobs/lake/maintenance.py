@@ -44,10 +44,10 @@ class TableUpkeep:
 def all_tables(lake: lk.Lake) -> dict[str, str]:
     """Every Delta table of the lake: {name: path} (events/x, matches/y, runs, ...)."""
     out = {}
-    for kind in ("events", "quarantine", "matches", "stats", "models"):
+    for kind in ("events", "quarantine", "matches", "stats", "models", "changes"):
         for name in lake.children(lk.join(lake.root, kind)):
             out[f"{kind}/{name}"] = lk.join(lake.root, kind, name)
-    for name in ("runs", "ingest_log", "retractions"):
+    for name in ("runs", "ingest_log", "retractions", "health"):
         out[name] = lk.join(lake.root, name)
     return out
 
@@ -71,7 +71,7 @@ def maintain_table(lake: lk.Lake, name: str, path: str, retention_hours: int
                        round(time.perf_counter() - t0, 3))
 
 
-LOGS = ("runs", "ingest_log")  # a row (a commit) per pattern or source per night
+LOGS = ("runs", "ingest_log", "health")  # a row (a commit) per pattern or source per night
 LOG_FILES = 64  # a log with more data files than this is compacted the same night
 
 

@@ -137,6 +137,18 @@ class Lake:
     def stats(self, source: str) -> str:
         return self._p("stats", source)
 
+    def health(self) -> str:
+        """The night's checks: freshness, volume, held changes (``jobs.lake.health``)."""
+        return self._p("health")
+
+    def changes(self, pattern: str | None = None) -> str:
+        """A match table's change feed (``jobs.lake.changes``)."""
+        return self._p("changes", *([pattern] if pattern else []))
+
+    def lineage(self) -> str:
+        """OpenLineage events, one JSON file each (``jobs.pipeline.lineage``)."""
+        return self._p("_lineage")
+
     def retractions(self) -> str:
         return self._p("retractions")
 

@@ -29,12 +29,15 @@ class RunContext:
     pattern: Pattern | None = None
     run_kind: str = NIGHTLY  # jobs.runrecord.RUN_KINDS
     project: Project = field(default_factory=current_project)
+    # patterns whose new version may be published however much of its table it removes
+    # (``--accept-changes``; ``jobs.pipeline.publish_steps.held_change``)
+    accept_changes: frozenset[str] = frozenset()
 
     @classmethod
     def start(cls, profile: Profile, run_id: str, logical_date: str = "",
-              run_kind: str = NIGHTLY) -> "RunContext":
+              run_kind: str = NIGHTLY, accept_changes=()) -> "RunContext":
         return cls(profile, Lake.of_profile(profile), run_id, logical_date,
-                   run_kind=run_kind)
+                   run_kind=run_kind, accept_changes=frozenset(accept_changes))
 
     def for_pattern(self, path: Path | str, pattern: Pattern | None = None) -> "RunContext":
         """The context of one pattern's steps (``pattern``: the file's pattern when the

@@ -9,7 +9,7 @@ import json
 import time
 from datetime import datetime, timezone
 
-from jobs.core.errors import InputError
+from jobs.core.errors import InputError, UserError
 from jobs.failpoints import reached
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.check_frames import StagedMatches
@@ -100,6 +100,43 @@ def staged_run(ctx: RunContext) -> tuple[dict, dict]:
     return stats, verdict
 
 
+class HeldChange(UserError):
+    """A new version of a pattern that was not published: it would remove most of its
+    published matches, or one of its variables can never bind. The old table stays; the
+    run says how to accept it (``--accept-changes PATTERN``)."""
+
+
+def held_change(ctx: RunContext, stats: dict) -> str | None:
+    """Why the staged run of a new pattern version is held back (None: publish it). Only
+    a *new version* over a published table of another version is held: a first version
+    has nothing to protect, and a nightly run of the same version removes only what the
+    night's events decide. The rule: some variable can never bind, or the table would keep
+    fewer than ``1 - alerts.max_removed`` of its matches."""
+    pattern, lake = ctx.pattern, ctx.lake
+    if pattern.name in ctx.accept_changes or not stats.get("full"):
+        return None
+    table = lake.read_table(lake.matches(pattern.name))
+    if table is None:
+        return None
+    files = table.get_add_actions(flatten=True).to_pydict()
+    versions = set(files.get("min.pattern_version", [])) | set(files.get("max.pattern_version", []))
+    if not versions or versions == {pattern.version}:
+        return None
+    before = sum(int(n or 0) for n in files.get("num_records", []))
+    after = int(stats.get("matches", 0))
+    why = [w for w in stats.get("warnings") or [] if "can never bind" in w]
+    limit = ctx.profile.alerts.max_removed
+    if before and (before - after) / before > limit:
+        why.insert(0, f"it would leave {after:,} of the {before:,} published matches "
+                      f"({(after - before) / before:+.0%}; more than alerts.max_removed "
+                      f"{limit:.0%} removed)")
+    if not why:
+        return None
+    return (f"new version {pattern.version} of {pattern.name} not published: "
+            f"{'; '.join(why)}. The published table stays as it is. If the change is "
+            f"intended: ses run --accept-changes {pattern.name}")
+
+
 def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None,
                  log: RunsLog | None = None) -> RunRecord:
     """Publish a staged, validated run (``staged``: its ``staged_run``, when the caller
@@ -107,6 +144,9 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
     ``RunsLog``, which holds back the row of a run that committed nothing)."""
     pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
     stats, verdict = staged or staged_run(ctx)
+    held = held_change(ctx, stats)
+    if held:
+        raise HeldChange(held)
     rng = RunRange(stats["low"], stats["high"], stats["full"])
     t0 = time.perf_counter()
     row = RunRecord.of_match(

@@ -23,6 +23,12 @@ from jobs.lake.locks import lake_lock, pattern_lock
 from jobs.lake.maintenance import compact_logs, due, maintain
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.health_checks import (
+    freshness_failures,
+    pattern_checks,
+    report_checks,
+    source_checks,
+)
 from jobs.pipeline.horizons import RunRange, backfill_range, check_logical_date
 from jobs.pipeline.ingest_steps import ingest_sources, pipeline_catalog
 from jobs.pipeline.match_steps import (
@@ -53,13 +59,15 @@ from jobs.status import FAILED, new_run_id
 
 def run_all(spark, profile: Profile, logical_date: str | None = None,
             paths: list[str] | None = None, force_slices: bool = False,
-            echo=print) -> list[PatternOutcome | dict]:
+            echo=print, accept_changes=()) -> list[PatternOutcome | dict]:
     """Ingest every source, then match, validate and publish every pattern, for one
     logical date. Holds the lake lock; repairs what a killed run left first. A bad pattern
     file or source fails its own patterns (a row in ``runs`` each), never the others.
-    Returns each pattern's outcome, then the models' rows."""
+    Then the night's checks (freshness, volume) and its alerts. Returns each pattern's
+    outcome, then a row per source whose freshness is an error, then the models' rows.
+    ``accept_changes``: patterns whose new version is published however much it removes."""
     logical_date = check_logical_date(profile, logical_date)
-    ctx = RunContext.start(profile, new_run_id(), logical_date)
+    ctx = RunContext.start(profile, new_run_id(), logical_date, accept_changes=accept_changes)
     run_id, lake = ctx.run_id, ctx.lake
     t0 = time.perf_counter()
     with lake_lock(profile.lake, f"run {run_id}", profile.lock_dir):
@@ -68,11 +76,15 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         start_run(lake, run_id, logical_date,
                   [{"pattern": p.name, "pattern_version": p.version, "source": p.source,
                     "matcher": p.matcher} for _, p in patterns])
-        _, bad_sources = ingest_sources(spark, ctx, sorted({p.source for _, p in patterns}), echo)
+        names = sorted({p.source for _, p in patterns})
+        ingested, bad_sources = ingest_sources(spark, ctx, names, echo)
         outcomes = run_catalog(spark, ctx, catalog, patterns, bad_sources, force_slices, echo)
         finish_run(lake, run_id)
         echo(summary(profile, outcomes, run_id, time.perf_counter() - t0))
-        model_rows = models_step(spark, ctx, echo) if paths is None else []
+        checks = source_checks(ctx, ingested, names) + pattern_checks(ctx, outcomes)
+        report_checks(ctx, checks, outcomes, echo)
+        model_rows = freshness_failures(checks)
+        model_rows += models_step(spark, ctx, echo) if paths is None else []
         maintenance_step(ctx, echo)
         site_step(ctx, echo)
     return outcomes + model_rows
@@ -124,15 +136,18 @@ def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
 
 def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
              logical_date: str | None, paths: list[Path], force_slices: bool = False,
-             echo=print) -> list[PatternOutcome]:
+             echo=print, accept_changes=()) -> tuple[list[PatternOutcome], list[dict]]:
     """The nightly DAG's task per source (``run-patterns``): the pattern files ``paths``
     of run ``run_id`` matched, validated and published together. Patterns this run
     published already (a retried task) are skipped, each with a line; the others' locks
     are taken in one order (two tasks never wait for each other) before Spark starts
     (``spark_of``). Returns the outcomes of the patterns it ran and of the files that did
-    not load."""
+    not load, and a row per source of theirs whose freshness is an error (the night's
+    checks of these patterns and their sources are recorded, and their alerts sent; a
+    failed task is Airflow's to tell)."""
     lake = Lake.of_profile(profile)
-    ctx = RunContext(profile, lake, run_id, check_logical_date(profile, logical_date))
+    ctx = RunContext(profile, lake, run_id, check_logical_date(profile, logical_date),
+                     accept_changes=frozenset(accept_changes))
     catalog = load_catalog(paths)
     done = published_by(lake, run_id)
     patterns = [(path, p) for path, p in catalog.patterns if p.name not in done]
@@ -143,7 +158,11 @@ def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
         for name in names:
             locks.enter_context(pattern_lock(profile.lake, name, f"run-patterns {run_id}",
                                              profile.lock_dir))
-        return run_catalog(spark_of(), ctx, catalog, patterns, {}, force_slices, echo)
+        outcomes = run_catalog(spark_of(), ctx, catalog, patterns, {}, force_slices, echo)
+    sources = sorted({p.source for _, p in catalog.patterns})
+    checks = [c for c in source_checks(ctx, [], sources)] + pattern_checks(ctx, outcomes)
+    report_checks(ctx, checks, [], echo, command="the DAG's task (or ses run)")
+    return outcomes, freshness_failures(checks)
 
 
 def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print

@@ -107,3 +107,41 @@ def test_the_project_is_found_from_where_you_stand(tmp_path, monkeypatch):
     assert Project.find(cwd=Path("/")).root == ROOT
     profile = load_profile("local", project=project)
     assert profile.lake == str(project.root / "lake")  # relative to the project, not the cwd
+
+
+def test_a_source_s_freshness_and_its_mistakes(tmp_path):
+    text = (ROOT / "conf" / "sources.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "sources.yaml"
+    path.write_text(text.replace("    landing: hospital\n", "    landing: hospital\n"
+                                 "    freshness: {warn_after: 2d, error_after: 168h}\n"))
+    fresh = load_sources(path)["hospital"].freshness
+    assert (fresh.warn_after, fresh.error_after) == (2 * 86400 * 10**9, 7 * 86400 * 10**9)
+    assert load_sources(path)["sepsis"].freshness is None  # not set: not checked
+    line = text.split("\n").index("    landing: hospital") + 2
+    for bad, message in (("{warn_after: 8d, error_after: 7d}", "the warning comes first"),
+                         ("{warn_after: two days}", "freshness.warn_after: bad duration"),
+                         ("{error_within: 7d}", "unknown key")):
+        path.write_text(text.replace("    landing: hospital\n", "    landing: hospital\n"
+                                     f"    freshness: {bad}\n"))
+        with pytest.raises(ConfigError, match=message) as err:
+            load_sources(path)
+        assert f"sources.yaml:{line}" in str(err.value)
+
+
+def test_alerts_read_their_secrets_from_the_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOOK_TOKEN", "s3cret")
+    monkeypatch.setenv("SMTP_PASSWORD", "pw")
+    monkeypatch.setenv("SES_ALERT_WEBHOOK", "http://127.0.0.1:9999/env")
+    text = PIPELINE.replace("  local:\n", "  local:\n    alerts:\n"
+                            "      webhooks: https://hooks.example.org/${HOOK_TOKEN}\n"
+                            "      email: {host: smtp.example.org, port: 587, to: [a@b.org],"
+                            " user: ses, password: '${SMTP_PASSWORD}', starttls: true}\n"
+                            "      nights: 14\n", 1)
+    alerts = load_profile("local", project=_project(tmp_path, text)).alerts
+    assert alerts.targets == ("https://hooks.example.org/s3cret", "http://127.0.0.1:9999/env")
+    assert alerts.email.password == "pw" and alerts.email.to == ("a@b.org",)
+    assert alerts.nights == 14 and alerts.min_nights == DEFAULTS.alerts.min_nights
+    monkeypatch.delenv("SMTP_PASSWORD")
+    with pytest.raises(ConfigError, match="alerts.email.password: the environment variable "
+                                          "SMTP_PASSWORD is not set"):
+        load_profile("local", project=_project(tmp_path / "b", text))
