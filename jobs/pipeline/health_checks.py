@@ -74,8 +74,9 @@ def _fmt(t: datetime) -> str:
 
 def freshness_check(lake: Lake, source: Source, landing_root: str, run_id: str,
                     logical_date: str, now: datetime | None = None) -> Check | None:
-    """A source's freshness (None: no ``freshness`` set for it). ``since``: the newest
-    arrival (its newest landing file), or its newest event when no file is there."""
+    """A source's freshness (None: no ``freshness`` set for it). ``since``: when the
+    stale measure last moved (the newest landing file's time, the newest event's, or
+    the later of the two when both are stale)."""
     if source.freshness is None:
         return None
     at = reference_time(logical_date, now)
@@ -96,7 +97,7 @@ def freshness_check(lake: Lake, source: Source, landing_root: str, run_id: str,
         return Check(run_id, logical_date, FRESHNESS, "source", source.name, ERROR,
                      message=f"source {source.name}: no landing file and no event at all "
                              f"({limits})")
-    parts, worst, ages = [], OK, []
+    parts, worst, ages, stale = [], OK, [], []
     for what, t in (("landing file", newest_file), ("event", newest_event)):
         if t is None:
             continue
@@ -105,8 +106,9 @@ def freshness_check(lake: Lake, source: Source, landing_root: str, run_id: str,
         ages.append(age)
         if level != OK:
             parts.append(f"newest {what} {_fmt(t)} ({_ago(age)} old)")
+            stale.append(t)
         worst = max(worst, level, key=[OK, WARN, ERROR].index)
-    since = newest_file or newest_event
+    since = max(stale) if stale else (newest_file or newest_event)
     if worst == OK:
         message = f"source {source.name}: fresh (newest file {_fmt(newest_file) if newest_file else '-'}, " \
                   f"newest event {_fmt(newest_event) if newest_event else '-'})"

@@ -9,6 +9,8 @@ import json
 import time
 from datetime import datetime, timezone
 
+import pyarrow as pa
+
 from jobs.core.errors import InputError, UserError
 from jobs.failpoints import reached
 from jobs.lake.table_docs import document_match_table
@@ -118,7 +120,7 @@ def held_change(ctx: RunContext, stats: dict) -> str | None:
     table = lake.read_table(lake.matches(pattern.name))
     if table is None:
         return None
-    files = table.get_add_actions(flatten=True).to_pydict()
+    files = pa.table(table.get_add_actions(flatten=True)).to_pydict()
     versions = set(files.get("min.pattern_version", [])) | set(files.get("max.pattern_version", []))
     if not versions or versions == {pattern.version}:
         return None

@@ -1,0 +1,112 @@
+"""The operator's night on real Spark and Delta (chemo_mw, the match-window paper's data):
+a new version of a pattern that would empty its table is held, the old table stays and
+the alert says how to accept it; accepted, it is published. A stale source fails the
+night with the line that says since when, and both reach a webhook."""
+
+import json
+import shutil
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+import yaml
+
+from jobs.config import Project
+from jobs.config.project import use_project
+from jobs.lake import store as lk
+from jobs.lake.health import read_checks
+from jobs.pipeline.run import run_all
+from jobs.status import FAILED
+
+from ..conftest import ROOT, make_profile
+from ..lakes import published_ids
+
+P1 = ROOT / "patterns" / "mw_chemo_p1.yaml"
+
+
+class _Hook(BaseHTTPRequestHandler):
+    def do_POST(self):  # noqa: N802 - http.server's name
+        self.server.received.append(json.loads(self.rfile.read(
+            int(self.headers["Content-Length"]))))
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def webhook(monkeypatch):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
+    server.received = []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("SES_ALERT_WEBHOOK", f"http://127.0.0.1:{server.server_address[1]}/a")
+    yield server.received
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """A project of its own: the repo's conf, expectations, one pattern; chemo_mw with a
+    freshness of 2 days."""
+    home = tmp_path / "project"
+    (home / "patterns").mkdir(parents=True)
+    shutil.copytree(ROOT / "conf", home / "conf")
+    shutil.copytree(ROOT / "expectations", home / "expectations")
+    sources = yaml.safe_load((home / "conf" / "sources.yaml").read_text())
+    sources["sources"]["chemo_mw"]["freshness"] = {"warn_after": "1d", "error_after": "2d"}
+    (home / "conf" / "sources.yaml").write_text(yaml.safe_dump(sources))
+    shutil.copy(P1, home / "patterns" / P1.name)
+    monkeypatch.setenv("SES_PROJECT_DIR", str(ROOT))  # restored after the test
+    before = use_project(Project(home))
+    yield home
+    use_project(before)
+
+
+def test_a_new_version_that_empties_its_table_is_held_until_accepted(spark, tmp_path,
+                                                                     webhook):
+    landing = tmp_path / "landing"
+    shutil.copytree(ROOT / "data" / "landing" / "chemo_mw", landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    path = tmp_path / P1.name
+    shutil.copy(P1, path)
+    quiet = dict(echo=lambda *_: None)
+    first = run_all(spark, profile, "2010-08-30", [str(path)], **quiet)[0]
+    ids = published_ids(profile, "mw_chemo_p1")
+    assert first["status"] == "success" and len(ids) == 3
+    # the typo of the story: 'Cx' for 'C' (its example has the same typo)
+    path.write_text(P1.read_text().replace("'C'", "'Cx'").replace("type: C,", "type: Cx,"))
+    lines = []
+    held = run_all(spark, profile, "2010-08-31", [str(path)], echo=lines.append)[0]
+    assert held["status"] == FAILED and held.error_type == "HeldChange" and held.final
+    assert "not published: it would leave 0 of the 3 published matches" in held.message
+    assert "variable c can never bind" in held.message
+    assert "ses run --accept-changes mw_chemo_p1" in held.message
+    assert published_ids(profile, "mw_chemo_p1") == ids  # the old table stays
+    alert = next(a for a in webhook if a["kind"] == "held_change")
+    assert alert["subject"] == "mw_chemo_p1" and alert["severity"] == "error"
+    assert alert["action"] == "ses run --accept-changes mw_chemo_p1 (if intended)"
+    assert any("alerts: " in line for line in lines)
+    accepted = run_all(spark, profile, "2010-08-31", [str(path)],
+                       accept_changes=["mw_chemo_p1"], **quiet)[0]
+    assert accepted["status"] == "success" and accepted["deleted"] == 3
+    assert published_ids(profile, "mw_chemo_p1") == set()
+
+
+def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, project, webhook):
+    landing = tmp_path / "landing"
+    shutil.copytree(ROOT / "data" / "landing" / "chemo_mw", landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    lines = []
+    rows = run_all(spark, profile, "2010-08-30", echo=lines.append)
+    assert rows[0]["status"] == "success"  # the patterns still ran
+    stale = [r for r in rows if r.get("source") == "chemo_mw" and "pattern" not in r]
+    assert len(stale) == 1 and stale[0]["status"] == FAILED
+    # the newest event of chemo_mw (Fig. 1) is of 2010-07-22; the night is 2010-08-30
+    assert "nothing new since 2010-07-22" in stale[0]["message"]
+    assert any(line.startswith("ERROR: freshness: source chemo_mw") for line in lines)
+    checks = read_checks(lk.Lake(profile.lake), "freshness")
+    assert [(c.subject, c.status) for c in checks] == [("chemo_mw", "error")]
+    alert = next(a for a in webhook if a["kind"] == "freshness")
+    assert alert["since"].startswith("2010-07-22") and alert["logical_date"] == "2010-08-30"
