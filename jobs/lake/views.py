@@ -17,10 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.config import current_project
+from jobs.core.errors import InputError
 from jobs.lake import store as lk
+from jobs.lake.changes import Point, snapshot, version_at
 
 KINDS = ("matches", "events", "quarantine", "stats", "models")
-SINGLES = ("runs", "ingest_log", "retractions")
+SINGLES = ("runs", "ingest_log", "retractions", "health")
 SOURCE_KEY = "ses.pattern.source"  # a match table's source, in its Delta metadata
 MATCH_EVENT_COLUMNS = ("pattern", "match_id", "variable", "position", "event_id", "ts")
 
@@ -192,14 +194,18 @@ def views_named(sql: str, names) -> set[str]:
     return {n for n in names if n.lower() in words}
 
 
-def duckdb_connection(lake: lk.Lake, sql: str | None = None):
+def duckdb_connection(lake: lk.Lake, sql: str | None = None, as_of: Point | None = None):
     """A DuckDB connection with the views over delta-rs's Arrow datasets (read lazily:
     only the columns and files a query needs); with ``sql``, only the views it names and
     those they read are set up. Returns (connection, every view name).
 
     The connection reads the lake's tables and nothing else: once the views are set up,
     DuckDB's file system access is switched off and its configuration locked (no
-    ``read_csv('/etc/…')``, no ``COPY … TO``, no ``ATTACH``, no ``SET`` to undo it)."""
+    ``read_csv('/etc/…')``, no ``COPY … TO``, no ``ATTACH``, no ``SET`` to undo it).
+
+    ``as_of``: every table as it was at that point (``jobs.lake.changes``); a table that
+    did not exist then is not there. A version names one table's version: the query must
+    then read one table."""
     import duckdb
 
 
@@ -211,13 +217,27 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None):
     names = [*tables, *derived, *refs]
     wanted = set(names) if sql is None else \
         _with_what_they_read(views_named(sql, names), tables, derived, refs)
-    for view, path in tables.items():
-        if view in wanted:
-            con.register(f"_t_{view}", lake.table(path).to_pyarrow_dataset())
-            con.execute(f'CREATE VIEW "{view}" AS SELECT * FROM "_t_{view}"')
+    read = [v for v in tables if v in wanted]
+    if as_of is not None and as_of.kind == "version" and len(read) != 1:
+        raise InputError(f"--as-of {as_of.version}: a version is one table's; this query reads "
+                         f"{len(read)} tables ({', '.join(read) or 'none'}): give a run id or "
+                         "a time")
+    for view in read:
+        dt = lake.table(tables[view])
+        if as_of is not None:
+            version = version_at(lake, tables[view], as_of, dt)
+            if version is None:
+                if sql is not None:  # the query names it: say so rather than "no such table"
+                    raise InputError(f"{view} did not exist yet at {as_of.describe()}")
+                continue
+            dt = snapshot(lake, tables[view], version)
+        con.register(f"_t_{view}", dt.to_pyarrow_dataset())
+        con.execute(f'CREATE VIEW "{view}" AS SELECT * FROM "_t_{view}"')
+    there = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
     for view, body in derived.items():  # match_events comes after the views it reads
-        if view in wanted:
+        if view in wanted and all(t in there for t in _reads(body, [*tables, *derived])):
             con.execute(f'CREATE VIEW "{view}" AS {body}')
+            there.add(view)
     for view, path in refs.items():  # read now: the files are closed to queries below
         if view in wanted:
             con.execute(f"CREATE TABLE {view} AS SELECT * FROM read_csv_auto('{path}', "
@@ -235,3 +255,8 @@ def register_references(spark, refs: dict | None = None) -> list[str]:
         (spark.read.option("header", True).option("inferSchema", True).csv(str(path))
          .createOrReplaceTempView(name))
     return list(refs)
+
+
+def _reads(body: str, names) -> list[str]:
+    """The views (tables, derived views) a derived view's SQL names."""
+    return [t for t in names if re.search(rf'\b{re.escape(t)}\b', body)]

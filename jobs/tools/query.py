@@ -12,6 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from jobs.core.errors import NotAQuery, UserError
+from jobs.lake.changes import Point
 from jobs.lake.store import Lake
 from jobs.lake.views import broken_named, duckdb_connection, register_spark, view_names
 from jobs.spark.sql import check_read_only
@@ -56,13 +57,15 @@ def check_duckdb(sql: str) -> None:
                         "SHOW, DESCRIBE and EXPLAIN)", kind)
 
 
-def run_duckdb(lake: Lake, sql: str, limit: int | None) -> pa.Table | None:
+def run_duckdb(lake: Lake, sql: str, limit: int | None, as_of: Point | None = None
+               ) -> pa.Table | None:
     """The rows of ``sql`` on DuckDB (None for a statement without rows); refuses what
-    is not a query, and a query that reaches for a file outside the lake's tables."""
+    is not a query, and a query that reaches for a file outside the lake's tables.
+    ``as_of``: the tables as they were then (``jobs.lake.changes``)."""
     import duckdb
 
     check_duckdb(sql)
-    con, views = duckdb_connection(lake, sql)
+    con, views = duckdb_connection(lake, sql, as_of)
     try:
         rel = con.sql(sql)
         if rel is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from jobs import runrecord
+from jobs.lake.health import FRESHNESS, read_checks
 from jobs.lake.store import Lake
 from jobs.runrecord import RunRecord
 from jobs.status import SUCCESS
@@ -46,3 +47,13 @@ def published(rows: list[RunRecord]) -> set[str]:
 
 def all_succeeded(rows: list[RunRecord]) -> bool:
     return all(r.status == SUCCESS for r in rows)
+
+
+def check_lines(lake: Lake, run_ids: set[str]) -> list[str]:
+    """The night's checks of these runs, for people: every freshness check, and each
+    volume check or held change that was flagged (a quiet night shows only freshness)."""
+    if not run_ids:
+        return []
+    return [f"{c.run_id[:34]:34} {c.check:10} {c.subject:36} {c.status:6} {c.message}"
+            for c in read_checks(lake, run_ids=run_ids)
+            if c.check == FRESHNESS or c.flagged]

@@ -14,8 +14,11 @@ import yaml
 from jobs.config import Project
 from jobs.config.project import use_project
 from jobs.lake import store as lk
+from jobs.lake.changes import changes, parse_point
 from jobs.lake.health import read_checks
-from jobs.pipeline.run import run_all
+from jobs.pipeline.run import retract_task, run_all
+from jobs.tools.query import run_duckdb
+from jobs.tools.runlog import check_lines
 from jobs.status import FAILED
 
 from ..conftest import ROOT, make_profile
@@ -73,14 +76,29 @@ def test_a_new_version_that_empties_its_table_is_held_until_accepted(spark, tmp_
     shutil.copy(P1, path)
     quiet = dict(echo=lambda *_: None)
     first = run_all(spark, profile, "2010-08-30", [str(path)], **quiet)[0]
+    before = published_ids(profile, "mw_chemo_p1")
+    assert first["status"] == "success" and len(before) == 3
+    # a retraction: the changes since the first run are exactly the matches that went
+    # and came (e3, the first P dose of patient 1, is bound by some of them)
+    retract_task(profile, "chemo_mw", ["e3"], None, "test")
+    second = run_all(spark, profile, "2010-08-30", [str(path)], **quiet)[0]
     ids = published_ids(profile, "mw_chemo_p1")
-    assert first["status"] == "success" and len(ids) == 3
+    assert ids != before
+    lake = lk.Lake(profile.lake)
+    rows, summary = changes(lake, lake.matches("mw_chemo_p1"), parse_point(first["run_id"]))
+    went = {r["match_id"] for r in rows.to_pylist() if r["change"] == "delete"}
+    came = {r["match_id"] for r in rows.to_pylist() if r["change"] == "insert"}
+    assert went == before - ids and came == ids - before and went
+    assert summary["deleted"] == second["deleted"] and summary["updated"] == 0
+    as_of = run_duckdb(lake, "SELECT match_id FROM matches_mw_chemo_p1", None,
+                       parse_point(first["run_id"]))
+    assert set(as_of.column("match_id").to_pylist()) == before  # the table as run 1 left it
     # the typo of the story: 'Cx' for 'C' (its example has the same typo)
     path.write_text(P1.read_text().replace("'C'", "'Cx'").replace("type: C,", "type: Cx,"))
     lines = []
     held = run_all(spark, profile, "2010-08-31", [str(path)], echo=lines.append)[0]
     assert held["status"] == FAILED and held.error_type == "HeldChange" and held.final
-    assert "not published: it would leave 0 of the 3 published matches" in held.message
+    assert f"not published: it would leave 0 of the {len(ids)} published matches" in held.message
     assert "variable c can never bind" in held.message
     assert "ses run --accept-changes mw_chemo_p1" in held.message
     assert published_ids(profile, "mw_chemo_p1") == ids  # the old table stays
@@ -90,8 +108,11 @@ def test_a_new_version_that_empties_its_table_is_held_until_accepted(spark, tmp_
     assert any("alerts: " in line for line in lines)
     accepted = run_all(spark, profile, "2010-08-31", [str(path)],
                        accept_changes=["mw_chemo_p1"], **quiet)[0]
-    assert accepted["status"] == "success" and accepted["deleted"] == 3
+    assert accepted["status"] == "success" and accepted["deleted"] == len(ids)
     assert published_ids(profile, "mw_chemo_p1") == set()
+    rows, summary = changes(lake, lake.matches("mw_chemo_p1"), parse_point(held["run_id"]))
+    assert {r["match_id"] for r in rows.to_pylist()} == ids  # the new version's change
+    assert set(rows.column("change").to_pylist()) == {"delete"}
 
 
 def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, project, webhook):
@@ -108,5 +129,7 @@ def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, pro
     assert any(line.startswith("ERROR: freshness: source chemo_mw") for line in lines)
     checks = read_checks(lk.Lake(profile.lake), "freshness")
     assert [(c.subject, c.status) for c in checks] == [("chemo_mw", "error")]
+    shown = check_lines(lk.Lake(profile.lake), {rows[0]["run_id"]})  # what `ses runs` adds
+    assert len(shown) == 1 and "freshness" in shown[0] and "error" in shown[0]
     alert = next(a for a in webhook if a["kind"] == "freshness")
     assert alert["since"].startswith("2010-07-22") and alert["logical_date"] == "2010-08-30"
