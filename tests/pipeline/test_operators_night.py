@@ -17,9 +17,9 @@ from jobs.lake import store as lk
 from jobs.lake.changes import changes, parse_point
 from jobs.lake.health import read_checks
 from jobs.pipeline.run import retract_task, run_all
+from jobs.status import FAILED
 from jobs.tools.query import run_duckdb
 from jobs.tools.runlog import check_lines
-from jobs.status import FAILED
 
 from ..conftest import ROOT, make_profile
 from ..lakes import published_ids
