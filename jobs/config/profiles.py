@@ -54,7 +54,6 @@ class AlertSettings:
 
     webhooks: tuple[str, ...] = ()
     email: EmailSettings | None = None
-    lineage_url: str | None = None  # OpenLineage over HTTP (beside the files in _lineage/)
     nights: int = 28  # the volume rule's history: this many earlier nights
     min_nights: int = 7  # no volume flag before a subject has this many nights
     threshold: float = 5.0  # flagged beyond this many robust deviations from the median
@@ -89,6 +88,7 @@ class Profile:
     maintain_every: int = 7 * 86400 * 10**9  # ns between two table maintenances (0: never)
     retention: int = 7 * 86400 * 10**9  # VACUUM keeps what a snapshot this recent needs (ns)
     alerts: AlertSettings = field(default_factory=AlertSettings)
+    lineage_url: str | None = None  # OpenLineage over HTTP, beside the files in <lake>/_lineage/
 
     def ts_range(self, now=None):
         """The accepted event timestamps of this profile (``ingest`` in pipeline.yaml)."""
@@ -131,9 +131,10 @@ PROFILE_KEYS = {
               "max_matches_per_window", "memory_budget", "parallel_jobs"},
     "pr_check": {"sample"},
     "maintenance": {"every", "retention"},
+    "lineage": {"url"},
     "alerts": {"webhooks": ANY, "email": {"host", "port", "sender", "to", "user", "password",
                                           "starttls"},
-               "lineage_url": ANY, "nights": ANY, "min_nights": ANY, "threshold": ANY,
+               "nights": ANY, "min_nights": ANY, "threshold": ANY,
                "max_removed": ANY},
 }
 PIPELINE_SHAPE = {"airflow": {"schedule", "start_date", "retries", "retry_delay_minutes"},
@@ -208,6 +209,8 @@ def load_profile(name: str | None = None, path: Path | None = None,
         retention=setting("maintenance.retention", _at_least_a_day,
                           upkeep.get("retention", d.retention)),
         alerts=_alerts(spec.get("alerts") or {}, setting),
+        lineage_url=setting("lineage.url", environment.expand, spec["lineage"]["url"])
+        if (spec.get("lineage") or {}).get("url") else None,
     )
 
 
@@ -236,8 +239,6 @@ def _alerts(spec: dict, setting) -> AlertSettings:
     return AlertSettings(
         webhooks=tuple(setting("alerts.webhooks", environment.expand, h) for h in hooks),
         email=email,
-        lineage_url=setting("alerts.lineage_url", environment.expand, spec["lineage_url"])
-        if spec.get("lineage_url") else None,
         nights=setting("alerts.nights", _positive, spec.get("nights", d.nights)),
         min_nights=setting("alerts.min_nights", _positive, spec.get("min_nights", d.min_nights)),
         threshold=setting("alerts.threshold", _positive_number,

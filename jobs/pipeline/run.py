@@ -31,6 +31,7 @@ from jobs.pipeline.health_checks import (
 )
 from jobs.pipeline.horizons import RunRange, backfill_range, check_logical_date
 from jobs.pipeline.ingest_steps import ingest_sources, pipeline_catalog
+from jobs.pipeline.lineage import emit as emit_lineage
 from jobs.pipeline.match_steps import (
     PlannedRun,
     choose_join_plan,
@@ -83,6 +84,8 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         echo(summary(profile, outcomes, run_id, time.perf_counter() - t0))
         checks = source_checks(ctx, ingested, names) + pattern_checks(ctx, outcomes)
         report_checks(ctx, checks, outcomes, echo)
+        emit_lineage(lake, outcomes, {p.name: p for _, p in patterns}, logical_date,
+                     profile.lineage_url, echo)
         model_rows = freshness_failures(checks)
         model_rows += models_step(spark, ctx, echo) if paths is None else []
         maintenance_step(ctx, echo)
@@ -114,6 +117,8 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
                 lake.remove(lake.staging(pattern.name, run_id))
         finish_run(lake, run_id)
     echo(summary(profile, outcomes, run_id, None))
+    emit_lineage(lake, outcomes, {p.name: p for _, p in patterns}, "", profile.lineage_url,
+                 echo)
     return outcomes
 
 
@@ -160,8 +165,10 @@ def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
                                              profile.lock_dir))
         outcomes = run_catalog(spark_of(), ctx, catalog, patterns, {}, force_slices, echo)
     sources = sorted({p.source for _, p in catalog.patterns})
-    checks = [c for c in source_checks(ctx, [], sources)] + pattern_checks(ctx, outcomes)
+    checks = source_checks(ctx, [], sources) + pattern_checks(ctx, outcomes)
     report_checks(ctx, checks, [], echo, command="the DAG's task (or ses run)")
+    emit_lineage(lake, outcomes, {p.name: p for _, p in catalog.patterns}, ctx.logical_date,
+                 profile.lineage_url, echo)
     return outcomes, freshness_failures(checks)
 
 

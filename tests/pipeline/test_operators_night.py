@@ -10,12 +10,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import yaml
+from deltalake import DeltaTable
 
 from jobs.config import Project
 from jobs.config.project import use_project
 from jobs.lake import store as lk
 from jobs.lake.changes import changes, parse_point
 from jobs.lake.health import read_checks
+from jobs.pipeline.lineage import read_events, run_uuid
 from jobs.pipeline.run import retract_task, run_all
 from jobs.status import FAILED
 from jobs.tools.query import run_duckdb
@@ -29,8 +31,8 @@ P1 = ROOT / "patterns" / "mw_chemo_p1.yaml"
 
 class _Hook(BaseHTTPRequestHandler):
     def do_POST(self):  # noqa: N802 - http.server's name
-        self.server.received.append(json.loads(self.rfile.read(
-            int(self.headers["Content-Length"]))))
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.received.append(dict(body, path=self.path))
         self.send_response(200)
         self.end_headers()
 
@@ -43,8 +45,9 @@ def webhook(monkeypatch):
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Hook)
     server.received = []
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    monkeypatch.setenv("SES_ALERT_WEBHOOK", f"http://127.0.0.1:{server.server_address[1]}/a")
-    yield server.received
+    server.url = f"http://127.0.0.1:{server.server_address[1]}"
+    monkeypatch.setenv("SES_ALERT_WEBHOOK", f"{server.url}/alerts")
+    yield server
     server.shutdown()
     server.server_close()
 
@@ -71,7 +74,8 @@ def test_a_new_version_that_empties_its_table_is_held_until_accepted(spark, tmp_
                                                                      webhook):
     landing = tmp_path / "landing"
     shutil.copytree(ROOT / "data" / "landing" / "chemo_mw", landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
+    # OpenLineage to the same server (its path: /api/v1/lineage)
+    profile = make_profile(tmp_path, landing=landing, lineage_url=webhook.url)
     path = tmp_path / P1.name
     shutil.copy(P1, path)
     quiet = dict(echo=lambda *_: None)
@@ -93,6 +97,24 @@ def test_a_new_version_that_empties_its_table_is_held_until_accepted(spark, tmp_
     as_of = run_duckdb(lake, "SELECT match_id FROM matches_mw_chemo_p1", None,
                        parse_point(first["run_id"]))
     assert set(as_of.column("match_id").to_pylist()) == before  # the table as run 1 left it
+    # lineage: each run's START and COMPLETE, read back from <lake>/_lineage/
+    events = read_events(lake, "2010-08-30")
+    assert [(e["eventType"], e["job"]["name"]) for e in events
+            if e["run"]["runId"] == run_uuid(second["run_id"], "mw_chemo_p1")] == \
+        [("START", "mw_chemo_p1"), ("COMPLETE", "mw_chemo_p1")]
+    done = events[-1] if events[-1]["eventType"] == "COMPLETE" else events[-2]
+    assert done["inputs"][0]["name"] == "events/chemo_mw"
+    assert done["inputs"][0]["facets"]["version"]["datasetVersion"] == \
+        str(DeltaTable(lake.events("chemo_mw")).version())
+    assert done["outputs"][0]["name"] == "matches/mw_chemo_p1"
+    assert done["outputs"][0]["facets"]["version"]["datasetVersion"] == \
+        str(DeltaTable(lake.matches("mw_chemo_p1")).version())
+    assert done["run"]["facets"]["ses"]["pattern_version"] == second["pattern_version"]
+    assert done["run"]["facets"]["ses"]["inserted"] == second["inserted"]
+    assert done["run"]["facets"]["nominalTime"]["nominalStartTime"] == "2010-08-30T00:00:00Z"
+    posted = [b for b in webhook.received if "eventType" in b]  # the same events over HTTP
+    assert len(posted) == 4 and {b["path"] for b in posted} == {"/api/v1/lineage"}
+    assert done["run"]["runId"] in {b["run"]["runId"] for b in posted}
     # the typo of the story: 'Cx' for 'C' (its example has the same typo)
     path.write_text(P1.read_text().replace("'C'", "'Cx'").replace("type: C,", "type: Cx,"))
     lines = []
@@ -102,7 +124,7 @@ def test_a_new_version_that_empties_its_table_is_held_until_accepted(spark, tmp_
     assert "variable c can never bind" in held.message
     assert "ses run --accept-changes mw_chemo_p1" in held.message
     assert published_ids(profile, "mw_chemo_p1") == ids  # the old table stays
-    alert = next(a for a in webhook if a["kind"] == "held_change")
+    alert = next(a for a in webhook.received if a.get("kind") == "held_change")
     assert alert["subject"] == "mw_chemo_p1" and alert["severity"] == "error"
     assert alert["action"] == "ses run --accept-changes mw_chemo_p1 (if intended)"
     assert any("alerts: " in line for line in lines)
@@ -113,6 +135,9 @@ def test_a_new_version_that_empties_its_table_is_held_until_accepted(spark, tmp_
     rows, summary = changes(lake, lake.matches("mw_chemo_p1"), parse_point(held["run_id"]))
     assert {r["match_id"] for r in rows.to_pylist()} == ids  # the new version's change
     assert set(rows.column("change").to_pylist()) == {"delete"}
+    failed = [e for e in read_events(lake, "2010-08-31") if e["eventType"] == "FAIL"]
+    assert len(failed) == 1 and "--accept-changes" in \
+        failed[0]["run"]["facets"]["errorMessage"]["message"]
 
 
 def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, project, webhook):
@@ -131,5 +156,5 @@ def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, pro
     assert [(c.subject, c.status) for c in checks] == [("chemo_mw", "error")]
     shown = check_lines(lk.Lake(profile.lake), {rows[0]["run_id"]})  # what `ses runs` adds
     assert len(shown) == 1 and "freshness" in shown[0] and "error" in shown[0]
-    alert = next(a for a in webhook if a["kind"] == "freshness")
+    alert = next(a for a in webhook.received if a.get("kind") == "freshness")
     assert alert["since"].startswith("2010-07-22") and alert["logical_date"] == "2010-08-30"
