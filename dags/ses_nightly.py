@@ -51,6 +51,7 @@ import yaml
 from airflow.sdk import dag, task
 
 from jobs import environment
+from jobs.ops.alerting import SesNotifier
 
 PROJECT = Path(__file__).resolve().parent.parent
 VENV_BIN = PROJECT / ".venv" / "bin"
@@ -152,7 +153,10 @@ def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
         tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
-    default_args={"retries": int(SETTINGS.get("retries", 2)),
+    # a task that fails for good sends an alert (the profile's webhooks, SES_ALERT_WEBHOOK,
+    # email): Airflow's notifier mechanism, with the project's channels
+    default_args={"on_failure_callback": [SesNotifier()],
+                  "retries": int(SETTINGS.get("retries", 2)),
                   "retry_exponential_backoff": True,
                   "retry_delay": timedelta(minutes=int(SETTINGS.get("retry_delay_minutes", 5)))},
     tags=["ses", "lakehouse"],

@@ -45,6 +45,8 @@ def test_dag_imports_with_expected_tasks(airflow_env):
                           "map_index": dag.get_task("run_source").map_index_template,
                           "catchup": dag.catchup, "max_active_runs": dag.max_active_runs,
                           "retries": dag.default_args["retries"],
+                          "notifiers": [type(c).__name__ for c in
+                                        dag.get_task("run_source").on_failure_callback],
                           "schedule": repr(dag.timetable)}))
     """ % str(ROOT / "dags"))
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -56,6 +58,7 @@ def test_dag_imports_with_expected_tasks(airflow_env):
                              "run_source", "spark_session", "stop_session", "summary"]
     assert info["map_index"] == "{{ group_name }}"  # mapped tasks show the source's name
     assert info["catchup"] is False and info["max_active_runs"] == 1 and info["retries"] == 2
+    assert info["notifiers"] == ["SesNotifier"]  # a task that fails for good alerts
     assert "expression='0 2 * * *'" in info["schedule"]
 
 

@@ -116,3 +116,36 @@ def test_a_webhook_url_is_shown_without_its_secret():
     assert redact("https://hooks.slack.com/services/T0/B0/XyZ?x=1") == \
         "https://hooks.slack.com/services/…"
     assert redact("http://user:pw@host:8080/alert") == "http://host:8080/alert"
+
+
+class _TI:
+    dag_id, task_id, try_number = "ses_nightly", "run_source", 1
+    rendered_map_index = "sepsis"
+    log_url = "http://localhost:8080/log"
+
+
+class _DagRun:
+    run_id = "scheduled__2026-11-20T02:00:00+00:00"
+
+
+def test_airflow_s_notifier_sends_a_failed_task_with_the_line_to_act_on(webhook, monkeypatch):
+    """The DAG's ``on_failure_callback``: Airflow's ``BaseNotifier``, called as Airflow
+    calls it, with a callback context."""
+    from datetime import datetime, timezone
+
+    from jobs.ops.alerting import SesNotifier
+
+    monkeypatch.setenv("SES_ALERT_WEBHOOK", f"http://127.0.0.1:{webhook.server_address[1]}/n")
+    error = RuntimeError("run-patterns exited\nerror: freshness: source sepsis: nothing new "
+                         "since 2026-11-12 06:00 UTC (an input error: not retried)")
+    SesNotifier()({"task_instance": _TI(), "dag_run": _DagRun(), "exception": error,
+                   "logical_date": datetime(2026, 11, 20, 2, tzinfo=timezone.utc)})
+    [(path, _, alert)] = webhook.received
+    assert path == "/n" and alert["kind"] == "failure" and alert["severity"] == "error"
+    assert alert["subject"] == "ses_nightly.run_source[sepsis]"
+    assert alert["message"].startswith("error: freshness: source sepsis: nothing new since")
+    assert alert["run_id"] == "scheduled__2026-11-20T02:00:00+00:00"
+    assert alert["action"].startswith("fix the cause, then: airflow tasks clear ses_nightly "
+                                      "-t run_source -s 2026-11-20 -e 2026-11-20")
+    assert alert["details"]["log_url"] == "http://localhost:8080/log"
+
