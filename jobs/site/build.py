@@ -12,6 +12,8 @@ import shutil
 from datetime import datetime, timezone
 from pathlib import Path
 
+from jobs.config import load_profile
+from jobs.config.profiles import AlertSettings
 from jobs.lake.store import Lake
 from jobs.site import pictures
 from jobs.site.pages import PageCache, SiteContent, gather
@@ -52,6 +54,14 @@ def build_site(lake: Lake, out: Path | None = None, echo=print) -> Path:
          f"{len(cat.sources)} sources, {len(cat.models)} models; pictures: {img.drawn} drawn, "
          f"{img.copied} unchanged)")
     return out / "index.html"
+
+
+def _threshold() -> str:
+    """The volume rule's threshold of the profile in use, for the page's legend."""
+    try:
+        return f"{load_profile().alerts.threshold:g}"
+    except Exception:  # noqa: BLE001 - a legend: the default then
+        return f"{AlertSettings().threshold:g}"
 
 
 class Pictures:
@@ -112,6 +122,8 @@ def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Picture
             img.draw(pictures.timeline, f"{p.name}_timeline.png", p.shown)
         page("pattern.html", f"patterns/{p.name}.html", title=p.name, p=p,
              runs_svg=pictures.run_history_svg(p.runs[-40:]),
+             volume_svg=pictures.volume_svg(cat.volume("pattern", p.name),
+                                            title="new matches per night"),
              months_svg=pictures.per_month_svg(p.per_month),
              examples=_examples(p.pattern) if p.pattern is not None else [])
     for s in cat.sources:
@@ -119,6 +131,14 @@ def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Picture
         page("source.html", f"sources/{s.name}.html", title=f"source {s.name}", s=s,
              patterns=mine)
     page("runs.html", "runs.html", title="Runs", runs=list(reversed(cat.runs)))
+    days = sorted({r["logical_date"] for r in cat.runs if r.get("logical_date")})[-14:]
+    volumes = [pictures.volume_svg(cat.volume(kind, name), title=f"{kind} {name}")
+               for kind, name in sorted({(c["subject_kind"], c["subject"]) for c in cat.health
+                                         if c["check"] == "volume"})]
+    page("operations.html", "operations.html", title="Operations", cat=cat, volumes=volumes,
+         threshold=_threshold(),
+         failed_runs=[r for r in reversed(cat.runs) if r.get("status") != SUCCESS
+                      and r.get("logical_date") in days])
     page("models.html", "models.html", title="Models", models=cat.models)
     gx_index = cat.home / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     page("quality.html", "quality.html", title="Quality", validations=cat.quality,

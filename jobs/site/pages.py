@@ -25,6 +25,7 @@ from jobs.site.match_files import FileSummary, by_file, read_first, summarise_ta
 
 SHOWN_MATCHES = 5  # matches drawn on a pattern's timeline
 TOP_TYPES = 25  # event types listed per source
+HEALTH_NIGHTS = 60  # the nights of checks the operations page shows and draws
 RUNS_SHOWN = 5000  # the newest runs rows the site lists and draws (a year's grow nightly)
 
 
@@ -76,6 +77,28 @@ class SiteContent:
     models: list[ModelPage]
     quality: list[dict]
     runs: list[dict]
+    health: list[dict] = field(default_factory=list)  # the recent nights' checks, oldest first
+
+    def latest_checks(self, check: str) -> list[dict]:
+        """The newest check of each subject (freshness of each source, ...)."""
+        out: dict[tuple, dict] = {}
+        for c in self.health:
+            if c["check"] == check:
+                out[(c["subject_kind"], c["subject"])] = c
+        return sorted(out.values(), key=lambda c: (c["subject_kind"], c["subject"]))
+
+    def flagged(self, nights: int = 14) -> list[dict]:
+        """The warnings and errors of the last ``nights`` logical dates, newest first."""
+        days = sorted({c["logical_date"] for c in self.health})[-nights:]
+        return [c for c in reversed(self.health)
+                if c["logical_date"] in days and c["status"] in ("warn", "error")]
+
+    def volume(self, kind: str, subject: str) -> list[dict]:
+        """A subject's nightly volume checks, one per logical date (its latest run)."""
+        by_day = {c["logical_date"]: c for c in self.health
+                  if c["check"] == "volume" and c["subject_kind"] == kind
+                  and c["subject"] == subject}
+        return [by_day[d] for d in sorted(by_day)]
 
     def lineage(self) -> list[tuple[str, str]]:
         """(from, to) edges: source -> pattern table -> models (by the tables they read)."""
@@ -399,4 +422,15 @@ def gather(lake: lk.Lake, cache: PageCache | None = None) -> SiteContent:
                                  None, problems=[str(p) for p in r.problems]))
     sources = [_source_page(events, name, s, cache) for name, s in events.sources.items()]
     return SiteContent(lake.root, lake.local_home(), sorted(pages, key=lambda p: p.name), sources,
-                     _model_pages(lake), latest_validations(lake.local_home()), runs)
+                       _model_pages(lake), latest_validations(lake.local_home()), runs,
+                       _recent_checks(lake))
+
+
+def _recent_checks(lake: lk.Lake) -> list[dict]:
+    """The checks of the last ``HEALTH_NIGHTS`` logical dates (``jobs.lake.health``)."""
+    t = lake.read_arrow(lake.health(), columns=["logical_date"])
+    if t is None or t.num_rows == 0:
+        return []
+    days = sorted(set(t.column("logical_date").to_pylist()))[-HEALTH_NIGHTS:]
+    rows = lake.read_arrow(lake.health(), filter=pc.field("logical_date") >= days[0])
+    return sorted(rows.to_pylist(), key=lambda c: (str(c["checked_at"]), c["subject"]))

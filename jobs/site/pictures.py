@@ -274,3 +274,40 @@ def lineage(edges: list[tuple[str, str]], path: Path) -> Path:
     ax.set_ylim(-1, height + 0.8)
     ax.axis("off")
     return _save(fig, path)
+
+
+def volume_svg(checks: list[dict], width: int = 360, height: int = 120, title: str = "") -> str:
+    """A subject's nightly counts (new matches or events) as inline SVG: the band the
+    volume rule expected (grey), the counts (a line), the flagged nights (red dots)."""
+    if not checks:
+        return '<p class="muted">no nights checked yet</p>'
+    left, right, top, bottom = 36, 8, 16, 22
+    w, h = width - left - right, height - top - bottom
+    values = [float(c.get("value") or 0) for c in checks]
+    highs = [float(c["high"]) for c in checks if c.get("high") is not None]
+    peak = max(values + highs) or 1.0
+    step = w / max(len(checks), 1)
+
+    def y(v: float) -> float:
+        return top + h - h * v / peak
+
+    out = [f'<svg class="volume" width="{width}" height="{height}" role="img" '
+           f'aria-label="nightly volume {title}" xmlns="http://www.w3.org/2000/svg">',
+           f'<text x="{left}" y="11" font-size="10">{title}</text>']
+    for i, c in enumerate(checks):
+        if c.get("low") is not None and c.get("high") is not None:
+            out.append(f'<rect x="{left + i * step:.1f}" y="{y(float(c["high"])):.1f}" '
+                       f'width="{step:.1f}" height="{y(float(c["low"])) - y(float(c["high"])):.1f}" '
+                       f'fill="#e2e8f0"/>')
+    points = " ".join(f"{left + (i + 0.5) * step:.1f},{y(v):.1f}" for i, v in enumerate(values))
+    out.append(f'<polyline points="{points}" fill="none" stroke="{COLORS[0]}" stroke-width="1.5"/>')
+    for i, (c, v) in enumerate(zip(checks, values)):
+        if c.get("status") in ("warn", "error"):
+            out.append(f'<circle cx="{left + (i + 0.5) * step:.1f}" cy="{y(v):.1f}" r="3" '
+                       f'fill="{COLORS[5]}"><title>{c["logical_date"]}: {v:,.0f}</title></circle>')
+    out += [f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="{GREY}"/>',
+            f'<text x="2" y="{top + 8}" font-size="9">{peak:,.0f}</text>',
+            f'<text x="{left}" y="{height - 6}" font-size="9">{checks[0]["logical_date"]}</text>',
+            f'<text x="{left + w - 60}" y="{height - 6}" font-size="9">'
+            f'{checks[-1]["logical_date"]}</text>', "</svg>"]
+    return "\n".join(out)

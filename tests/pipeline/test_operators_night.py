@@ -19,6 +19,7 @@ from jobs.lake.changes import changes, parse_point
 from jobs.lake.health import read_checks
 from jobs.pipeline.lineage import read_events, run_uuid
 from jobs.pipeline.run import retract_task, run_all
+from jobs.site.build import build_site
 from jobs.status import FAILED
 from jobs.tools.query import run_duckdb
 from jobs.tools.runlog import check_lines
@@ -156,5 +157,11 @@ def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, pro
     assert [(c.subject, c.status) for c in checks] == [("chemo_mw", "error")]
     shown = check_lines(lk.Lake(profile.lake), {rows[0]["run_id"]})  # what `ses runs` adds
     assert len(shown) == 1 and "freshness" in shown[0] and "error" in shown[0]
+    # the catalogue's operations page
+    index = build_site(lk.Lake(profile.lake), tmp_path / "site", echo=lambda *_: None)
+    page = (index.parent / "operations.html").read_text()
+    assert 'id="freshness"' in page and "nothing new since 2010-07-22" in page
+    assert page.count('class="bad">error</td>') == 2  # in the freshness table and the problems
+    assert '<svg class="volume"' in page  # the nights' volume (one night: no band yet)
     alert = next(a for a in webhook.received if a.get("kind") == "freshness")
     assert alert["since"].startswith("2010-07-22") and alert["logical_date"] == "2010-08-30"
