@@ -41,6 +41,7 @@ from jobs.runrecord import NIGHTLY
 from jobs.status import FAILED
 
 MAD_SCALE = 1.4826  # the MAD of a normal distribution times this is its standard deviation
+FLOOR = 0.25  # the robust deviation is at least this share of the median
 
 
 def reference_time(logical_date: str, now: datetime | None = None) -> datetime:
@@ -123,13 +124,14 @@ def freshness_check(lake: Lake, source: Source, landing_root: str, run_id: str,
 def volume_band(past: list[float], settings: AlertSettings) -> tuple[float, float] | None:
     """The band a night's count is expected in, from the subject's earlier nights: the
     median plus or minus ``alerts.threshold`` robust deviations (the MAD scaled to a
-    standard deviation, at least a tenth of the median and at least 1, so that a steady
-    count does not flag its first wobble). None: fewer than ``alerts.min_nights`` nights."""
+    standard deviation, at least a quarter of the median and at least 1, so that a steady
+    count does not flag its first wobble, nor a busy weekday after quiet ones). None:
+    fewer than ``alerts.min_nights`` nights."""
     if len(past) < settings.min_nights:
         return None
     median = statistics.median(past)
     mad = statistics.median(abs(x - median) for x in past)
-    scale = max(MAD_SCALE * mad, 0.1 * median, 1.0)
+    scale = max(MAD_SCALE * mad, FLOOR * median, 1.0)
     return max(median - settings.threshold * scale, 0.0), median + settings.threshold * scale
 
 

@@ -104,12 +104,14 @@ def test_a_drop_to_zero_and_a_tenfold_jump_are_flagged_a_wobble_is_not():
     nights = [38, 41, 40, 44, 39, 40, 42, 37, 40, 43]
     assert judge(40, nights, SETTINGS)[0] == OK
     assert judge(47, nights, SETTINGS)[0] == OK
+    assert judge(80, nights, SETTINGS)[0] == OK  # a busy night: within 5 quarters of it
+    assert judge(95, nights, SETTINGS)[0] == WARN
     assert judge(0, nights, SETTINGS)[0] == WARN
     assert judge(400, nights, SETTINGS)[0] == WARN
     assert judge(0, [0] * 10, SETTINGS)[0] == OK  # a pattern that rarely matches
     assert judge(1, [0, 0, 1, 0, 0, 0, 0, 2], SETTINGS)[0] == OK
     steady = volume_band([40] * 10, SETTINGS)
-    assert steady == (20.0, 60.0)  # the scale's floor: a tenth of the median
+    assert steady == (0.0, 90.0)  # the scale's floor: a quarter of the median
 
 
 def test_volume_checks_read_each_subject_s_earlier_nights(tmp_path):
