@@ -134,6 +134,17 @@ def _run(context) -> tuple[str, str]:
     return new_run_id(started, seed=dag_run.run_id), when.date().isoformat()
 
 
+def _lineage_parent(context) -> list[str]:
+    """The task's OpenLineage run (Airflow's OpenLineage provider), so that the patterns'
+    lineage events name it as their parent; none when the provider is not there."""
+    try:
+        from airflow.providers.openlineage.plugins.macros import lineage_parent_id
+
+        return ["--lineage-parent", lineage_parent_id(context["ti"])]
+    except Exception:  # noqa: BLE001 - lineage is optional; the task runs without it
+        return []
+
+
 def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
     """(name, models it depends on) of every SQL model, in dependency order; reads only
     the files of models/ (or SES_MODELS). A broken model folder gives one failing task
@@ -221,7 +232,8 @@ def ses_nightly():
         run_id, day = _run(context)
         accept = (context["dag_run"].conf or {}).get("accept_changes") or []
         _job(run_id, "run-patterns", *group["paths"], "--run-id", run_id, "--logical-date", day,
-             *[a for name in accept for a in ("--accept-changes", str(name))])
+             *[a for name in accept for a in ("--accept-changes", str(name))],
+             *_lineage_parent(context))
         return group["paths"]
 
     @task(trigger_rule="all_done", retries=0)

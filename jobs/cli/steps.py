@@ -91,7 +91,8 @@ def cmd_run_patterns(args) -> int:
     profile = load_profile(args.profile)
     outcomes, stale = run_task(lambda: LazySession(profile), profile, args.run_id,
                                args.logical_date, [Path(p) for p in args.patterns],
-                               args.slices, accept_changes=args.accept_changes or ())
+                               args.slices, accept_changes=args.accept_changes or (),
+                               lineage_parent=args.lineage_parent)
     print(summary(profile, outcomes, args.run_id, None))
     failed = [o for o in outcomes if not o.ok]
     if failed:
@@ -163,6 +164,9 @@ def register(r: Registry, main) -> None:
     g.add_argument("--accept-changes", action="append", metavar="PATTERN",
                    help="publish this pattern's new version however much of its table it "
                         "removes (repeatable)")
+    g.add_argument("--lineage-parent", metavar="NAMESPACE/JOB/RUN_ID",
+                   help="the OpenLineage run these patterns' events belong to (the DAG's "
+                        "task, from the OpenLineage provider)")
     g.add_argument("--slices", action="store_true", help="cut time into slices even with "
                                                          "partition attributes")
 

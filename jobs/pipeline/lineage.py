@@ -70,10 +70,11 @@ def _iso(t) -> str:
     return t.isoformat()
 
 
-def pattern_events(lake: Lake, record, logical_date: str, failed_message: str | None = None
-                   ) -> list:
+def pattern_events(lake: Lake, record, logical_date: str, failed_message: str | None = None,
+                   parent: str | None = None) -> list:
     """The START and COMPLETE (or FAIL) events of one pattern's run (``record``: its
-    ``RunRecord``)."""
+    ``RunRecord``; ``parent``: ``namespace/job/run id`` of the run it belongs to, such as
+    the Airflow task's, from the OpenLineage provider's ``lineage_parent_id``)."""
     from openlineage.client.event_v2 import (
         InputDataset,
         Job,
@@ -98,6 +99,14 @@ def pattern_events(lake: Lake, record, logical_date: str, failed_message: str | 
     if logical_date:
         facets["nominalTime"] = nominal_time_run.NominalTimeRunFacet(
             nominalStartTime=f"{logical_date}T00:00:00Z")
+    if parent and parent.count("/") >= 2:
+        from openlineage.client.facet_v2 import parent_run
+
+        namespace, rest = parent.split("/", 1)
+        job_name, parent_id = rest.rsplit("/", 1)
+        facets["parent"] = parent_run.ParentRunFacet(
+            run=parent_run.Run(runId=parent_id), job=parent_run.Job(namespace=namespace,
+                                                                    name=job_name))
     if failed_message:
         facets["errorMessage"] = error_message_run.ErrorMessageRunFacet(
             message=failed_message[:2000], programmingLanguage="python")
@@ -131,7 +140,7 @@ def pattern_events(lake: Lake, record, logical_date: str, failed_message: str | 
 
 
 def emit(lake: Lake, outcomes: list, patterns: dict, logical_date: str,
-         url: str | None = None, echo=print) -> int:
+         url: str | None = None, echo=print, parent: str | None = None) -> int:
     """The events of a run's ``outcomes`` (``PatternOutcome``s; ``patterns``: name ->
     ``Pattern``, for the source and version of a pattern that failed) into
     ``<lake>/_lineage/``, and to ``url`` (an OpenLineage HTTP endpoint) when given;
@@ -148,7 +157,7 @@ def emit(lake: Lake, outcomes: list, patterns: dict, logical_date: str,
                 record = replace(record, source=pattern.source, matcher=pattern.matcher,
                                  pattern_version=pattern.version)
             events += pattern_events(lake, record, logical_date,
-                                     None if o.ok else (o.message or "failed"))
+                                     None if o.ok else (o.message or "failed"), parent)
         folder = join(lake.lineage(), logical_date or "no-date")
         for n, event in enumerate(events):
             name = (f"{event.eventTime[:19].replace(':', '')}-{event.job.name}-"

@@ -141,7 +141,8 @@ def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
 
 def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
              logical_date: str | None, paths: list[Path], force_slices: bool = False,
-             echo=print, accept_changes=()) -> tuple[list[PatternOutcome], list[dict]]:
+             echo=print, accept_changes=(), lineage_parent: str | None = None
+             ) -> tuple[list[PatternOutcome], list[dict]]:
     """The nightly DAG's task per source (``run-patterns``): the pattern files ``paths``
     of run ``run_id`` matched, validated and published together. Patterns this run
     published already (a retried task) are skipped, each with a line; the others' locks
@@ -168,7 +169,7 @@ def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
     checks = source_checks(ctx, [], sources) + pattern_checks(ctx, outcomes)
     report_checks(ctx, checks, [], echo, command="the DAG's task (or ses run)")
     emit_lineage(lake, outcomes, {p.name: p for _, p in catalog.patterns}, ctx.logical_date,
-                 profile.lineage_url, echo)
+                 profile.lineage_url, echo, parent=lineage_parent)
     return outcomes, freshness_failures(checks)
 
 
