@@ -479,39 +479,62 @@ def _suite(lake: lk.Lake, s: StagedMatches, df, docs: bool) -> Outcome:
 
 def validate_staged(spark, lake: lk.Lake, staged: list[StagedMatches]
                     ) -> dict[str, Outcome | Exception]:
-    """The matches suite of every staged run of a night in one pass. When the runs staged
-    at most ``DRIVER_ROWS`` matches in all, their check frames are computed on the driver
-    (``check_frames.DriverFrames``: one DuckDB query per run, one read of each source's
-    events) and each suite runs with GX's pandas engine; larger nights compute each frame
-    with Spark and run its suite there. The Data Docs are built once. Each pattern keeps
-    its own suite, result and verdict; a run whose frame the driver cannot build is
-    checked on Spark, so that an error (a missing staged file, a broken table) is its
-    own pattern's, with the message Spark gives."""
+    """The matches suite of every staged run of a night in one pass. The runs go in
+    batches of at most ``DRIVER_ROWS`` matches (``driver_batches``): a batch's check frames
+    are computed on the driver (``check_frames.DriverFrames``: one DuckDB query per run,
+    one read of each source's events the batch binds) and each suite runs with GX's pandas
+    engine, so the driver holds one batch at a time however many runs a night (or a full
+    recompute) has; a run larger than that is checked with Spark. The Data Docs are built
+    once. Each pattern keeps its own suite, result and verdict; a run whose frame the
+    driver cannot build is checked on Spark, so that an error (a missing staged file, a
+    broken table) is its own pattern's, with the message Spark gives."""
     outcomes: dict[str, Outcome | Exception] = {}
-    small = sum(s.rows for s in staged) <= DRIVER_ROWS
-    frames = None
-    if small and staged:
-        try:
-            frames = DriverFrames(lake, staged)
-        except Exception:  # noqa: BLE001 - each run then goes to Spark, with its own error
-            frames = None
-    for s in staged:
-        try:
-            df = None
-            if frames is not None:
-                try:
-                    df = frames.frame(s).to_pandas()
-                except Exception:  # noqa: BLE001 - Spark decides, with its own error
-                    df = None
-            if df is None:
-                df = _check_frame(spark, lake, s)
-                if small:
-                    df = df.toPandas()
-            outcomes[s.pattern.name] = _suite(lake, s, df, docs=False)
-        except Exception as exc:  # noqa: BLE001 - one pattern's failure is its own
-            outcomes[s.pattern.name] = exc
+    for batch, small in driver_batches(staged):
+        frames = None
+        if small:
+            try:
+                frames = DriverFrames(lake, batch)
+            except Exception:  # noqa: BLE001 - each run then goes to Spark, with its own error
+                frames = None
+        for s in batch:
+            try:
+                df = None
+                if frames is not None:
+                    try:
+                        df = frames.frame(s).to_pandas()
+                    except Exception:  # noqa: BLE001 - Spark decides, with its own error
+                        df = None
+                if df is None:
+                    df = _check_frame(spark, lake, s)
+                    if small:
+                        df = df.toPandas()
+                outcomes[s.pattern.name] = _suite(lake, s, df, docs=False)
+            except Exception as exc:  # noqa: BLE001 - one pattern's failure is its own
+                outcomes[s.pattern.name] = exc
     build_docs(lake, [o.result_id for o in outcomes.values() if isinstance(o, Outcome)])
     return outcomes
+
+
+def driver_batches(staged: list[StagedMatches], most: int | None = None):
+    """(runs, small) in the order given: consecutive runs of at most ``most`` (default
+    ``DRIVER_ROWS``) staged matches in all, checked on the driver (small), and each run
+    larger than that alone, checked with Spark."""
+    most = DRIVER_ROWS if most is None else most
+    batch, rows = [], 0
+    for s in staged:
+        if s.rows > most:
+            if batch:
+                yield batch, True
+                batch, rows = [], 0
+            yield [s], False
+            continue
+        if batch and rows + s.rows > most:
+            yield batch, True
+            batch, rows = [], 0
+        batch.append(s)
+        rows += s.rows
+    if batch:
+        yield batch, True
 
 
 def _check_frame(spark, lake: lk.Lake, s: StagedMatches, events=None):

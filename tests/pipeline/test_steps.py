@@ -214,3 +214,17 @@ def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
         lake.remove(lake.staging(name, "frames"))
     assert all(n > 0 for n in flags.values()), flags  # the broken rows were compared too
     assert counted > 0  # a count measure out of its bounds too
+
+
+def test_a_night_s_checks_go_to_the_driver_in_batches_that_fit():
+    """However many matches a night (or a full recompute) stages, the driver holds one
+    batch of at most DRIVER_ROWS at a time; only a run larger than that goes to Spark."""
+    from types import SimpleNamespace
+
+    from jobs.pipeline.quality import driver_batches
+
+    runs = [SimpleNamespace(name=n, rows=r) for n, r in
+            [("a", 400), ("b", 500), ("c", 300), ("d", 1200), ("e", 1000), ("f", 0)]]
+    got = [([s.name for s in batch], small) for batch, small in driver_batches(runs, most=1000)]
+    assert got == [(["a", "b"], True), (["c"], True), (["d"], False), (["e", "f"], True)]
+    assert sorted(n for names, _ in got for n in names) == list("abcdef")  # each once
