@@ -80,7 +80,9 @@ def test_pattern_version_change_recomputes_everything(spark, tmp_path):
     assert changed.version != v1
     runs = DeltaTable(lk.Lake(profile.lake).runs()).to_pyarrow_table().to_pylist()
     assert not plan_range("2010-08-31", changed.tau, 0, changed.version, runs).low
-    second = run_all(spark, profile, "2010-08-31", [str(path)], **quiet)[0]
+    # it removes most of the published matches: held unless accepted (test_operators_night)
+    second = run_all(spark, profile, "2010-08-31", [str(path)], accept_changes=[changed.name],
+                     **quiet)[0]
     assert first["full_recompute"] and second["full_recompute"]
     t = DeltaTable(lk.Lake(profile.lake).matches(changed.name)).to_pyarrow_table()
     assert set(t.column("pattern_version").to_pylist()) == {changed.version}
