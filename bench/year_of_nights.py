@@ -112,14 +112,15 @@ def write_days(landing: Path, copies: int) -> dict[date, Path]:
     return days
 
 
-def variants(folder: Path) -> None:
-    """The two committed hospital patterns and 48 variants (``within`` 2-49 days)."""
+def variants(folder: Path, count: int = 50) -> None:
+    """The two committed hospital patterns and 48 variants (``within`` 2-49 days); with
+    ``count``, the first ``count`` of these 50."""
     for name in ("hospital_ca125_blood_then_consult", "hospital_crossmatch_transfusion"):
         shutil.copy(ROOT / "patterns" / f"{name}.yaml", folder)
     ca125 = (ROOT / "patterns" / "hospital_ca125_blood_then_consult.yaml").read_text()
     cross = (ROOT / "patterns" / "hospital_crossmatch_transfusion.yaml").read_text()
     body = {"ca125": ca125.split("examples:")[0], "cross": cross.split("examples:")[0]}
-    for k in range(48):
+    for k in range(max(count - 2, 0)):
         kind = "ca125" if k % 2 == 0 else "cross"
         days = 2 + k
         text = body[kind]
@@ -134,7 +135,7 @@ def variants(folder: Path) -> None:
         (folder / f"v{k:02d}.yaml").write_text(text)
 
 
-def project(scratch: Path, name: str) -> Path:
+def project(scratch: Path, name: str, patterns: int = 50) -> Path:
     """A project under ``scratch``: conf (the repo's sources, a profile on its own lake),
     the 50 patterns, the model, an empty landing folder."""
     home = scratch / name
@@ -150,7 +151,7 @@ def project(scratch: Path, name: str) -> Path:
     text = (ROOT / "conf" / "pipeline.yaml").read_text()
     text = text.replace("    landing: data/landing ", "    landing: landing ", 1)
     (home / "conf" / "pipeline.yaml").write_text(text)
-    variants(home / "patterns")
+    variants(home / "patterns", patterns)
     (home / "models" / "hospital_patient_matches.sql").write_text(MODEL)
     return home
 
@@ -287,14 +288,15 @@ def year(args, spark, days, scratch) -> dict:
             "last": plan[-1][0].isoformat()}
 
 
-def recompute(spark, days, scratch, logical: str, delivered: list[date]) -> dict:
+def recompute(spark, days, scratch, logical: str, delivered: list[date], patterns: int = 50
+              ) -> dict:
     """A fresh lake: every delivered file at once, every pattern in one run."""
     from jobs.config import load_profile
     from jobs.config.project import Project, use_project
     from jobs.lake.store import Lake
     from jobs.pipeline.run import run_all
 
-    home = project(scratch, "recompute")
+    home = project(scratch, "recompute", patterns)
     for d in delivered:
         shutil.copy(days[d], home / "landing" / "hospital" / days[d].name)
     use_project(Project(home))
@@ -317,7 +319,7 @@ def events_in(lake) -> int:
     return int(pc.sum(files.column("num_records")).as_py())
 
 
-def proportional(spark, days, scratch) -> dict:
+def proportional(spark, days, scratch, patterns: int = 50) -> dict:
     """Nights adding 1, 5 and 20 % of a 250-day history's events (catch-ups of 3, 13 and 50
     days), each against a full recompute of the history it joins (a fresh lake, one run);
     a night with nothing new gives the fixed cost."""
@@ -327,7 +329,7 @@ def proportional(spark, days, scratch) -> dict:
     from jobs.pipeline.run import run_all
 
     order = sorted(days)
-    home = project(scratch, "proportional")
+    home = project(scratch, "proportional", patterns)
     use_project(Project(home))
     profile = load_profile("local")
     lake = Lake.of_profile(profile)
@@ -352,7 +354,7 @@ def proportional(spark, days, scratch) -> dict:
     print(f"history of 250 days: {out['history']}", flush=True)
     at = 250
     for label, n in (("1%", 3), ("5%", 13), ("20%", 50)):
-        full = recompute(spark, days, scratch, order[at - 1].isoformat(), order[:at])
+        full = recompute(spark, days, scratch, order[at - 1].isoformat(), order[:at], patterns)
         use_project(Project(home))
         one = night(order[at:at + n])
         one.update(full_recompute_seconds=full["seconds"],
@@ -456,6 +458,8 @@ def main() -> int:
     ap.add_argument("--scratch", default=None, help="keep the lakes in this folder")
     ap.add_argument("--proportional", action="store_true",
                     help="nights of 1, 5, 20 %% new events against a full recompute")
+    ap.add_argument("--patterns", type=int, default=50,
+                    help="with --proportional: this many of the 50 patterns")
     ap.add_argument("--check-only", action="store_true",
                     help="no nights: compare the year lake kept in --scratch with a full "
                          "recompute over every day")
@@ -472,7 +476,8 @@ def main() -> int:
 
     spark = build_session(load_profile("local"), "ses-year-of-nights")
     if args.proportional:
-        out = proportional(spark, days, scratch)
+        out = proportional(spark, days, scratch, args.patterns)
+        out["patterns"] = args.patterns
         (OUT / "year_of_nights_proportional.json").write_text(json.dumps(out, indent=1))
         print(json.dumps(out))
         return 0
