@@ -57,9 +57,16 @@ def dataset_namespace(lake: Lake) -> str:
     return lake.root if "://" in lake.root else f"file://{lake.root}"
 
 
-def _version(lake: Lake, path: str) -> str | None:
+def _version(lake: Lake, path: str, seen: dict | None = None) -> str | None:
+    """A table's current version (``seen``: the versions read already by this run's
+    events: each table's log is read once)."""
+    if seen is not None and path in seen:
+        return seen[path]
     dt = lake.read_table(path)
-    return None if dt is None else str(dt.version())
+    version = None if dt is None else str(dt.version())
+    if seen is not None:
+        seen[path] = version
+    return version
 
 
 def _iso(t) -> str:
@@ -71,7 +78,7 @@ def _iso(t) -> str:
 
 
 def pattern_events(lake: Lake, record, logical_date: str, failed_message: str | None = None,
-                   parent: str | None = None) -> list:
+                   parent: str | None = None, seen: dict | None = None) -> list:
     """The START and COMPLETE (or FAIL) events of one pattern's run (``record``: its
     ``RunRecord``; ``parent``: ``namespace/job/run id`` of the run it belongs to, such as
     the Airflow task's, from the OpenLineage provider's ``lineage_parent_id``)."""
@@ -117,12 +124,12 @@ def pattern_events(lake: Lake, record, logical_date: str, failed_message: str | 
     inputs, outputs = [], []
     if record.source:
         path = lake.events(record.source)
-        version = _version(lake, path)
+        version = _version(lake, path, seen)
         inputs.append(InputDataset(namespace=ns, name=f"events/{record.source}", facets={
             "version": dataset_version_dataset.DatasetVersionDatasetFacet(
                 datasetVersion=version)} if version else {}))
     out_path = lake.matches(record.pattern)
-    version = _version(lake, out_path)
+    version = _version(lake, out_path, seen)
     if version is not None:
         outputs.append(OutputDataset(
             namespace=ns, name=f"matches/{record.pattern}",
@@ -148,7 +155,7 @@ def emit(lake: Lake, outcomes: list, patterns: dict, logical_date: str,
     try:
         from openlineage.client.serde import Serde
 
-        events = []
+        events, seen = [], {}
         for o in outcomes:
             record, pattern = o.record, patterns.get(o.pattern)
             if not o.ok:
@@ -157,7 +164,7 @@ def emit(lake: Lake, outcomes: list, patterns: dict, logical_date: str,
                 record = replace(record, source=pattern.source, matcher=pattern.matcher,
                                  pattern_version=pattern.version)
             events += pattern_events(lake, record, logical_date,
-                                     None if o.ok else (o.message or "failed"), parent)
+                                     None if o.ok else (o.message or "failed"), parent, seen)
         folder = join(lake.lineage(), logical_date or "no-date")
         for n, event in enumerate(events):
             name = (f"{event.eventTime[:19].replace(':', '')}-{event.job.name}-"

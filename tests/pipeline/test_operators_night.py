@@ -18,7 +18,7 @@ from jobs.lake import store as lk
 from jobs.lake.changes import changes, parse_point
 from jobs.lake.health import read_checks
 from jobs.pipeline.lineage import read_events, run_uuid
-from jobs.pipeline.run import retract_task, run_all
+from jobs.pipeline.run import retract_task, run_all, run_task
 from jobs.site.build import build_site
 from jobs.status import FAILED
 from jobs.tools.query import run_duckdb
@@ -157,6 +157,12 @@ def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, pro
     assert [(c.subject, c.status) for c in checks] == [("chemo_mw", "error")]
     shown = check_lines(lk.Lake(profile.lake), {rows[0]["run_id"]})  # what `ses runs` adds
     assert len(shown) == 1 and "freshness" in shown[0] and "error" in shown[0]
+    # the DAG's task of the source: its patterns run, and the stale source fails the task
+    outcomes, stale = run_task(lambda: spark, profile, "dag-run-1", "2010-08-31",
+                               [project / "patterns" / P1.name], echo=lambda *_: None)
+    assert [o.status for o in outcomes] == ["success"]
+    assert [r["source"] for r in stale] == ["chemo_mw"]
+    assert "nothing new since 2010-07-22" in stale[0]["message"]
     # the catalogue's operations page
     index = build_site(lk.Lake(profile.lake), tmp_path / "site", echo=lambda *_: None)
     page = (index.parent / "operations.html").read_text()
