@@ -205,6 +205,15 @@ def run_history(runs: list[dict], path: Path) -> Path:
     return _save(fig, path)
 
 
+def _polyline(points: list[tuple[float, float]], color: str) -> str:
+    xy = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+    return f'<polyline points="{xy}" fill="none" stroke="{color}" stroke-width="1.5"/>'
+
+
+def _baseline(left: float, y: float, width: float) -> str:
+    return f'<line x1="{left}" y1="{y}" x2="{left + width}" y2="{y}" stroke="{GREY}"/>'
+
+
 def run_history_svg(runs: list[dict], width: int = 720, height: int = 170) -> str:
     """A pattern's runs as inline SVG, written as text (no matplotlib: a year of nights
     redraws every pattern's history every night, and a PNG each cost 0.3 s): seconds per
@@ -231,10 +240,9 @@ def run_history_svg(runs: list[dict], width: int = 720, height: int = 170) -> st
             day = str(r.get("logical_date") or r.get("started_at") or "")[:10]
             out.append(f'<text x="{left + i * step:.1f}" y="{height - 18}" font-size="9">'
                        f'{day}</text>')
-    points = " ".join(f"{left + (i + 0.5) * step:.1f},{top + h - h * m / top_m:.1f}"
-                      for i, m in enumerate(found))
-    out += [f'<polyline points="{points}" fill="none" stroke="{COLORS[1]}" stroke-width="1.5"/>',
-            f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="{GREY}"/>',
+    out += [_polyline([(left + (i + 0.5) * step, top + h - h * m / top_m)
+                       for i, m in enumerate(found)], COLORS[1]),
+            _baseline(left, top + h, w),
             f'<text x="2" y="{top + 8}" font-size="9">{top_s:.1f} s</text>',
             f'<text x="{left + w + 4}" y="{top + 8}" font-size="9" fill="{COLORS[1]}">'
             f'{top_m}</text>', "</svg>"]
@@ -299,13 +307,13 @@ def volume_svg(checks: list[dict], width: int = 360, height: int = 120, title: s
             out.append(f'<rect x="{left + i * step:.1f}" y="{y(float(c["high"])):.1f}" '
                        f'width="{step:.1f}" height="{y(float(c["low"])) - y(float(c["high"])):.1f}" '
                        f'fill="#e2e8f0"/>')
-    points = " ".join(f"{left + (i + 0.5) * step:.1f},{y(v):.1f}" for i, v in enumerate(values))
-    out.append(f'<polyline points="{points}" fill="none" stroke="{COLORS[0]}" stroke-width="1.5"/>')
+    out.append(_polyline([(left + (i + 0.5) * step, y(v)) for i, v in enumerate(values)],
+                         COLORS[0]))
     for i, (c, v) in enumerate(zip(checks, values)):
         if c.get("status") in ("warn", "error"):
             out.append(f'<circle cx="{left + (i + 0.5) * step:.1f}" cy="{y(v):.1f}" r="3" '
                        f'fill="{COLORS[5]}"><title>{c["logical_date"]}: {v:,.0f}</title></circle>')
-    out += [f'<line x1="{left}" y1="{top + h}" x2="{left + w}" y2="{top + h}" stroke="{GREY}"/>',
+    out += [_baseline(left, top + h, w),
             f'<text x="2" y="{top + 8}" font-size="9">{peak:,.0f}</text>',
             f'<text x="{left}" y="{height - 6}" font-size="9">{checks[0]["logical_date"]}</text>',
             f'<text x="{left + w - 60}" y="{height - 6}" font-size="9">'
