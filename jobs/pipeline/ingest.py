@@ -662,8 +662,17 @@ def _corrections(batch: Batch, raw: _Spool, columns: list[str]) -> set[str]:
     lake, path = batch.lake, batch.lake.events(batch.source.name)
     if not lake.exists(path):
         return set()
-    ids = pc.unique(_read_parquet(lake, raw.uri, columns=["event_id"]).column("event_id"))
-    old = _stored(lake, path, ids, ["event_id", "source_file", *columns])
+    spooled = _read_parquet(lake, raw.uri, columns=["event_id", "event_date"])
+    ids = pc.unique(spooled.column("event_id"))
+    # a content-hash id hashes the row's values, its time among them: an event stored
+    # with the same id lies on the same date, so only the batch's dates are searched (the
+    # night reads what it adds, not the history's ids); a source's own ids may come back
+    # with another time (a correction), so the whole table is searched for them
+    days = None
+    if batch.source.id_column is None:
+        days = sorted(d for d in pc.unique(spooled.column("event_date")).to_pylist() if d)
+    del spooled
+    old = _stored(lake, path, ids, ["event_id", "source_file", *columns], days)
     del ids
     if old is None or old.num_rows == 0:
         return set()
@@ -689,15 +698,21 @@ def _corrections(batch: Batch, raw: _Spool, columns: list[str]) -> set[str]:
     return drop
 
 
-def _stored(lake: lk.Lake, path: str, ids: pa.Array, columns: list[str]) -> pa.Table | None:
-    """The stored rows of ``path`` whose ``event_id`` is in ``ids``: the files that hold one
-    found on the id column alone (on most nights none: the history's other columns are
-    never decoded), then those files' rows read whole."""
+def _stored(lake: lk.Lake, path: str, ids: pa.Array, columns: list[str],
+            days: list[str] | None = None) -> pa.Table | None:
+    """The stored rows of ``path`` whose ``event_id`` is in ``ids`` (``days``: only those
+    ``event_date`` partitions): the files that hold one found on the id column alone (on
+    most nights none: the history's other columns are never decoded), then those files'
+    rows read whole."""
+    if days is not None and not days:
+        return None
     where = pc.field("event_id").isin(ids)
+    dates = [("event_date", "in", days)] if days is not None else None
     try:
-        hits = lake.read_arrow(path, columns=["__filename"], filter=where)
+        hits = lake.read_arrow(path, columns=["__filename"], filter=where,
+                               partition_filters=dates)
     except (KeyError, pa.ArrowInvalid):  # a table of mixed string types: one whole read
-        return lake.read_arrow(path, columns=columns, filter=where)
+        return lake.read_arrow(path, columns=columns, filter=where, partition_filters=dates)
     if hits is None or hits.num_rows == 0:
         return None
     only = {lk.file_name(f) for f in pc.unique(hits.column("__filename")).to_pylist()}

@@ -238,3 +238,35 @@ def test_a_corrupt_data_file_is_named_as_its_table_in_one_line(spark, tmp_path):
     assert str(query.value).startswith("the lake's table events/chemo_mw cannot be read")
     with pytest.raises(UserError, match="the lake's table events/chemo_mw cannot be read"):
         lake.read_arrow(lake.events("chemo_mw"))  # DuckDB's, the catalogue's, ingest's reads
+
+
+def test_a_redelivered_row_is_found_on_its_own_date_only(tmp_path, monkeypatch):
+    """Content-hash ids hash the row's values, its time among them: the ingest looks for a
+    night's ids among the stored events of the night's dates only (its cost follows what
+    it adds), and still finds a row delivered again in another file; a source's own ids are
+    looked for in the whole table (they may come back with another time)."""
+    folder = tmp_path / "landing" / "hospital"
+    folder.mkdir(parents=True)
+    rows = {d: ",".join({"patient": "p1", "event_type": f"t{d}", "timestamp": f"2006-01-0{d}"}
+                        .get(c, "") for c in HEADER) for d in (1, 2, 3)}
+    head = ",".join(HEADER)
+    (folder / "a.csv").write_text("\n".join([head, rows[1], rows[2]]) + "\n")
+    lake = Lake(str(tmp_path / "lake"))
+    first = ig.ingest(HOSPITAL, str(tmp_path / "landing"), lake, "r1")
+    assert first.new_events == 2
+    seen = []
+    read = Lake.read_arrow
+
+    def spy(self, path, *args, **kw):
+        if path == lake.events("hospital"):
+            seen.append(kw.get("partition_filters"))
+        return read(self, path, *args, **kw)
+
+    monkeypatch.setattr(Lake, "read_arrow", spy)
+    (folder / "b.csv").write_text("\n".join([head, rows[2], rows[3]]) + "\n")  # 2 again
+    second = ig.ingest(HOSPITAL, str(tmp_path / "landing"), lake, "r2")
+    assert (second.new_events, second.duplicates) == (1, 1)
+    assert seen and all(f == [("event_date", "in", ["2006-01-02", "2006-01-03"])]
+                        for f in seen[:1])
+    ts = lake.read_arrow(lake.events("hospital"), columns=["ts"]).column("ts")
+    assert len(ts) == 3
