@@ -167,7 +167,8 @@ def test_a_stale_source_fails_the_night_and_says_since_when(spark, tmp_path, pro
     index = build_site(lk.Lake(profile.lake), tmp_path / "site", echo=lambda *_: None)
     page = (index.parent / "operations.html").read_text()
     assert 'id="freshness"' in page and "nothing new since 2010-07-22" in page
-    assert page.count('class="bad">error</td>') == 2  # in the freshness table and the problems
+    # the freshness table's, and the problems of both nights (the run and the DAG task)
+    assert page.count('class="bad">error</td>') == 3
     assert '<svg class="volume"' in page  # the nights' volume (one night: no band yet)
     alert = next(a for a in webhook.received if a.get("kind") == "freshness")
     assert alert["since"].startswith("2010-07-22") and alert["logical_date"] == "2010-08-30"
