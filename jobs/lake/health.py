@@ -1,7 +1,8 @@
 """The ``health`` table: what each night's checks found, one row per check and subject
-(a source's freshness and volume, a pattern's volume, a pattern change held back). It is
-the history the volume rule reads (``jobs.pipeline.anomalies``) and what ``ses runs``,
-the summary, the catalogue and the alerts show."""
+(a source's freshness and volume, a pattern's volume; a held pattern change is its run's
+failed row in ``runs``). It is the history the volume rule reads
+(``jobs.pipeline.health_checks``) and what ``ses runs``, the summary, the catalogue and
+the alerts show."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ import pyarrow.compute as pc
 
 from jobs.lake.store import Lake
 
-FRESHNESS, VOLUME, HELD = "freshness", "volume", "held_change"  # the checks
+FRESHNESS, VOLUME = "freshness", "volume"  # the checks
 OK, WARN, ERROR, NEW = "ok", "warn", "error", "new"  # NEW: too few nights to judge
+FLAGGED = (WARN, ERROR)  # the statuses a person is told of
 SCHEMA = pa.schema([
     ("run_id", pa.string()), ("logical_date", pa.string()),
     ("checked_at", pa.timestamp("us", tz="UTC")), ("check", pa.string()),
@@ -45,7 +47,7 @@ class Check:
 
     @property
     def flagged(self) -> bool:
-        return self.status in (WARN, ERROR)
+        return self.status in FLAGGED
 
 
 def append_checks(lake: Lake, checks: list[Check]) -> None:

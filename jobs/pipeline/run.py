@@ -86,11 +86,11 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
         report_checks(ctx, checks, outcomes, echo)
         emit_lineage(lake, outcomes, {p.name: p for _, p in patterns}, logical_date,
                      profile.lineage_url, echo)
-        model_rows = freshness_failures(checks)
-        model_rows += models_step(spark, ctx, echo) if paths is None else []
+        stale = freshness_failures(checks)
+        model_rows = models_step(spark, ctx, echo) if paths is None else []
         maintenance_step(ctx, echo)
         site_step(ctx, echo)
-    return outcomes + model_rows
+    return outcomes + stale + model_rows
 
 
 def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | None = None,

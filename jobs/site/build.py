@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jobs.config import load_profile
 from jobs.config.profiles import AlertSettings
+from jobs.lake.health import VOLUME
 from jobs.lake.store import Lake
 from jobs.site import pictures
 from jobs.site.pages import PageCache, SiteContent, gather
@@ -134,7 +135,7 @@ def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Picture
     days = sorted({r["logical_date"] for r in cat.runs if r.get("logical_date")})[-14:]
     volumes = [pictures.volume_svg(cat.volume(kind, name), title=f"{kind} {name}")
                for kind, name in sorted({(c["subject_kind"], c["subject"]) for c in cat.health
-                                         if c["check"] == "volume"})]
+                                         if c["check"] == VOLUME})]
     page("operations.html", "operations.html", title="Operations", cat=cat, volumes=volumes,
          threshold=_threshold(),
          failed_runs=[r for r in reversed(cat.runs) if r.get("status") != SUCCESS

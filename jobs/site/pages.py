@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from jobs.config import current_project, load_sources
 from jobs.lake import store as lk
+from jobs.lake.health import FLAGGED, VOLUME
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import load_catalog, pattern_paths
 from jobs.site.match_files import FileSummary, by_file, read_first, summarise_table
@@ -91,12 +92,12 @@ class SiteContent:
         """The warnings and errors of the last ``nights`` logical dates, newest first."""
         days = sorted({c["logical_date"] for c in self.health})[-nights:]
         return [c for c in reversed(self.health)
-                if c["logical_date"] in days and c["status"] in ("warn", "error")]
+                if c["logical_date"] in days and c["status"] in FLAGGED]
 
     def volume(self, kind: str, subject: str) -> list[dict]:
         """A subject's nightly volume checks, one per logical date (its latest run)."""
         by_day = {c["logical_date"]: c for c in self.health
-                  if c["check"] == "volume" and c["subject_kind"] == kind
+                  if c["check"] == VOLUME and c["subject_kind"] == kind
                   and c["subject"] == subject}
         return [by_day[d] for d in sorted(by_day)]
 

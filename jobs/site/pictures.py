@@ -7,6 +7,7 @@ from datetime import datetime
 from html import escape
 from pathlib import Path
 
+from jobs.lake.health import FLAGGED
 from jobs.status import SUCCESS
 
 
@@ -310,7 +311,7 @@ def volume_svg(checks: list[dict], width: int = 360, height: int = 120, title: s
     out.append(_polyline([(left + (i + 0.5) * step, y(v)) for i, v in enumerate(values)],
                          COLORS[0]))
     for i, (c, v) in enumerate(zip(checks, values)):
-        if c.get("status") in ("warn", "error"):
+        if c.get("status") in FLAGGED:
             out.append(f'<circle cx="{left + (i + 0.5) * step:.1f}" cy="{y(v):.1f}" r="3" '
                        f'fill="{COLORS[5]}"><title>{c["logical_date"]}: {v:,.0f}</title></circle>')
     out += [_baseline(left, top + h, w),
