@@ -17,18 +17,22 @@ Two questions, both on the lake's events:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 
+import numpy as np
+
 from jobs.config import Profile, load_sources
+from jobs.core.engine import funnel as engine_funnel
 from jobs.core.engine.columns import from_events
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import compile_pattern, group_events, scan
 from jobs.core.errors import InputError
 from jobs.core.language.events import Event, events_from_arrow, format_ts, parse_ts
+from jobs.core.language.funnel_steps import WITHIN, funnel_steps
 from jobs.core.language.measures import measure_types
-from jobs.core.local.runner import run
+from jobs.core.reference.funnel import negation_witnesses
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match_steps import planned_range
@@ -53,10 +57,12 @@ class StepReport:
     matched: int = 0
     failed: dict[str, int] | None = None  # condition -> candidate windows it failed
     unexplained: int = 0
+    witnesses: list[str] | None = None  # a negated set's witnesses, window by window
 
     def lines(self) -> list[str]:
         head = f"alternative {self.alternative}: " if self.alternative else ""
-        out = [f"{head}filter: {self.kept:,} of {self.events:,} event(s) fit some variable"]
+        out = [f"{head}filter: {self.kept:,} of {self.events:,} event(s) fit some variable "
+               "(negated ones too)"]
         if not self.kept:
             return out + [f"{head}-> the filter removed every event: no event of this range "
                           "fits any variable (see the counts above)"]
@@ -73,26 +79,23 @@ class StepReport:
                    "with a match")
         if self.failed:
             for cond, n in sorted(self.failed.items(), key=lambda kv: -kv[1]):
-                out.append(f"{head}  condition failed in {n:,} window(s): {cond}")
+                what = "negated set" if cond.startswith("not ") else "condition"
+                out.append(f"{head}  {what} failed in {n:,} window(s): {cond}")
+        for line in self.witnesses or ():
+            out.append(f"{head}    {line}")
         if self.unexplained:
             out.append(f"{head}  {self.unexplained:,} window(s) match with no single condition "
                        "left out: the set order or the window length (within) stops them")
         return out
 
 
-def _first_ids(pattern, events: list[Event]) -> set[str]:
-
-    return {m.start.id for m in run(pattern, events)[0]}
-
-
 def why_not(pattern, events: list[Event], low: int | None = None, high: int | None = None
             ) -> list[StepReport]:
     """The lazy strategy's steps for the windows whose first event lies in [low, high]
     (every window when None), on ``events`` (processing order: one partition, or the
-    time around ``low..high``), one report per alternative."""
-    from bisect import bisect_right
-
-
+    time around ``low..high``), one report per alternative. A candidate window without a
+    match is told by the funnel (docs/semantics.md, "Funnels"): the step it reached and
+    what stopped it at the next, a negated set with the event that witnessed it."""
     if pattern.kind == "window":
         raise InputError(f"{pattern.name} is a window pattern: explain --partition/--at "
                          "replays the steps of sequence patterns only; use `match` on the "
@@ -100,20 +103,21 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
     reports = []
     for k, alt in enumerate(pattern.alternatives, start=1):
         rep = StepReport(k if len(pattern.alternatives) > 1 else None, alt.min_events,
-                         events=len(events), zero_counters={}, failed={})
+                         events=len(events), zero_counters={}, failed={}, witnesses=[])
         reports.append(rep)
         c = compile_pattern(alt)
         cols = from_events(events, c.attributes)
         if hasattr(c, "expansions"):  # optional steps: the scan of the fewest variables
             c = min((e for e, _ in c.expansions), key=lambda e: e.m)
+        rep.kept = int(np.count_nonzero(np.logical_or.reduce(
+            [c.fits(v.name, cols) for v in alt.variables + alt.negated])))
         options = MatchOptions()
         group = group_events(c, cols, options, bool(c.partition_attributes))
-        rep.kept = len(group.rows)
-        if not rep.kept:
+        if not len(group.rows):
             continue
         _, _, _, d_end, d_cnt, d_c45, d_pos = scan(c, group, options, diagnose=True)
         names = [v.name for v in c.variables]
-        times = [x.ts for x in events]
+        candidates = []
         for i in range(len(group.rows)):
             r = int(group.rows[i])
             e = events[r]
@@ -128,42 +132,45 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
                     if d_cnt[i, v] < c.vmin[v]:
                         rep.zero_counters[name] = rep.zero_counters.get(name, 0) + 1
                 continue
-            rep.candidates += 1
-            span = events[r:bisect_right(times, e.ts + alt.tau)]  # the window, unfiltered
-            if e.id in _first_ids(alt, span):
+            candidates.append(r)
+        rep.candidates = len(candidates)
+        steps = funnel_steps(alt)
+        last = len(alt.sets)
+        for o in engine_funnel.window_outcomes(alt, from_events(events, sorted(alt.attributes)),
+                                               candidates=candidates):
+            if o.start not in candidates:
+                continue
+            if o.reached == last:
                 rep.matched += 1
                 continue
-            blamed = False
-            for label, relaxed in _relaxations(alt):
-                if e.id in _first_ids(relaxed, span):
-                    rep.failed[label] = rep.failed.get(label, 0) + 1
-                    blamed = True
-            if not blamed:
+            if o.stopped == WITHIN:
                 rep.unexplained += 1
+                continue
+            rep.failed[o.stopped] = rep.failed.get(o.stopped, 0) + 1
+            step = steps[o.reached]  # the step it did not reach
+            if o.stopped in step.negations and len(rep.witnesses) < MAX_WITNESSES:
+                rep.witnesses.append(_witness_line(step, o.stopped, events, o.start,
+                                                   alt.partition_attributes))
     return reports
 
 
-def _relaxations(alt):
-    """(what is relaxed, the pattern without it): each condition, each negated set (its
-    bound raised out of reach), each ``[next b]`` step and each consecutive group."""
-    for cond in dict.fromkeys(alt.conditions):
-        rest = tuple(x for x in alt.conditions if x != cond)
-        try:
-            yield str(cond), replace(alt, conditions=rest, condition_lines=())
-        except (TypeError, ValueError):
-            continue
-    for k, neg in enumerate(alt.negations):
-        label = str(neg.var).replace("not ", "not next " if neg.next else "not ", 1)
-        never = replace(neg, var=replace(neg.var, min=1 << 62))
-        yield label, replace(alt, negations=alt.negations[:k] + (never,) + alt.negations[k + 1:])
-    for k in alt.next_sets:
-        yield f"next {', '.join(v.name for v in alt.sets[k])}", replace(
-            alt, next_sets=tuple(x for x in alt.next_sets if x != k))
-    for v in alt.variables:
-        if v.consecutive:
-            yield str(v), replace(alt, sets=tuple(tuple(
-                replace(w, consecutive=False) if w.name == v.name else w for w in s)
-                for s in alt.sets))
+MAX_WITNESSES = 5  # windows stopped by a negated set whose witnesses explain names
+
+
+def _witness_line(step, label: str, events: list[Event], row: int, attrs) -> str:
+    start = events[row]
+    key = tuple(start.values.get(a) for a in attrs)
+    part = [e for e in events if tuple(e.values.get(a) for a in attrs) == key]
+    found = negation_witnesses(step, label, start, part)
+    head = f"window of {start.id} ({format_ts(start.ts)[:19]})"
+    if not found or not found[1]:
+        return f"{head}: {label} (no single witness: several bindings, each with one)"
+    m, seen = found
+    bound = ", ".join(f"{v} = {', '.join(e.id for e in es)}" for v, es in m.bindings)
+    name = label.split()[-1].split("{")[0]
+    shown = "; ".join(f"{name} = {e.id} at {format_ts(e.ts)[:19]}" for e in seen[:3])
+    more = f" and {len(seen) - 3} more" if len(seen) > 3 else ""
+    return f"{head}: the binding {bound} is stopped by {label}: {shown}{more}"
 
 
 def whole_match_lines(pattern, columns: dict[str, str]) -> list[str]:

@@ -111,3 +111,40 @@ def test_explain_lists_aggregate_conditions_and_typed_measures():
         assert line in lines, lines
     plain = load_pattern(ROOT / "patterns" / "mw_chemo_p1.yaml")
     assert whole_match_lines(plain, {}) == []
+
+
+LIQUID_FIRST = """\
+    name: lactate_then_antibiotics
+    source: toy
+    within: 1d
+    sets:
+      - [l]
+      - [not f]
+      - [ab]
+    conditions:
+      - l.kind = 'LacticAcid'
+      - f.kind = 'IV Liquid'
+      - ab.kind = 'IV Antibiotics'
+      - l.pid = f.pid
+      - l.pid = ab.pid
+"""
+
+
+def test_a_negation_is_named_with_the_event_that_witnessed_it(tmp_path):
+    """A lactate, an IV liquid at 13:00:34 and antibiotics at 13:10:31: the liquid stopped
+    the window, not the antibiotics' condition; the filter counts the liquid too."""
+    path = tmp_path / "liquid.yaml"
+    path.write_text(textwrap.dedent(LIQUID_FIRST))
+    pattern = load_pattern(path)
+    at = "2014-10-22T{}"
+    events = order([Event("l1", parse_ts(at.format("12:50:00")), {"pid": "A", "kind": "LacticAcid"}),
+                    Event("f1", parse_ts(at.format("13:00:34")), {"pid": "A", "kind": "IV Liquid"}),
+                    Event("a1", parse_ts(at.format("13:10:31")),
+                          {"pid": "A", "kind": "IV Antibiotics"})])
+    [r] = why_not(pattern, events)
+    assert r.kept == 3  # the negated variable's event is kept by the filter too
+    assert r.candidates == 1 and r.matched == 0
+    assert r.failed == {"not f": 1}
+    text = "\n".join(r.lines())
+    assert "negated set failed in 1 window(s): not f" in text
+    assert "f = f1 at 2014-10-22T13:00:34" in text and "ab.kind" not in text

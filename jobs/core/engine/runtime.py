@@ -472,11 +472,13 @@ def prepare(compiled: CompiledPattern, options: MatchOptions, partitioned: bool)
 
 
 @lru_cache(maxsize=64)
-def compile_pattern(pattern: Pattern | Disjunction) -> CompiledPattern | CompiledDisjunction:
-    """The one compile step: a pattern file's model -> what ``execute`` runs."""
+def compile_pattern(pattern: Pattern | Disjunction, attributes: tuple[str, ...] | None = None
+                    ) -> CompiledPattern | CompiledDisjunction:
+    """The one compile step: a pattern file's model -> what ``execute`` runs (on columns
+    of ``attributes`` in that order when given, else of the pattern's own)."""
     if isinstance(pattern, Disjunction):
         return CompiledDisjunction(pattern, _compile_one)
-    return _compile_one(pattern)
+    return _compile_one(pattern, attributes)
 
 
 def _compile_one(pattern: Pattern, attributes: tuple[str, ...] | None = None):

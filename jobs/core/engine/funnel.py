@@ -1,0 +1,52 @@
+"""The funnel of a pattern on event columns, with the engine (docs/semantics.md,
+"Funnels"; ``language.funnel_steps`` defines the steps and the order of the stops).
+
+Each step's pattern runs as ZStream runs it (Definition 2: every binding), so a window
+reached step k exactly when the step has a match whose first event is the window's; the
+reference (``reference.funnel``) computes the same by brute force.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from jobs.core.engine.columns import EventColumns
+from jobs.core.engine.options import MatchOptions
+from jobs.core.engine.runtime import compile_pattern, execute
+from jobs.core.language.funnel_steps import (
+    FunnelRow,
+    WindowOutcome,
+    classify,
+    funnel_rows,
+    funnel_steps,
+)
+
+
+def window_outcomes(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
+                    positions=None, candidates=()) -> list[WindowOutcome]:
+    """Each window's outcome (``start``: the row of its first event in ``cols``, which
+    hold the events in processing order); ``candidates``: rows whose windows get an
+    outcome also when they did not reach step 1."""
+    every = replace(options, matcher="zstream", plan=None)
+
+    def starts(p) -> set[int]:
+        rows: set[int] = set()
+        for batch in execute(compile_pattern(p, cols.names), cols, every, None,
+                             positions=positions):
+            rows.update(batch.first.tolist())
+        return rows
+
+    return classify(funnel_steps(pattern), starts, candidates)
+
+
+def funnel(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
+           positions=None) -> list[FunnelRow]:
+    """The funnel of ``pattern`` over ``cols``: one row per step of each alternative."""
+    return funnel_rows(funnel_steps(pattern), window_outcomes(pattern, cols, options, positions),
+                       partition_key(pattern, cols))
+
+
+def partition_key(pattern, cols: EventColumns):
+    """row -> the row's values of the pattern's partition attributes (encoded)."""
+    at = [cols.row(a) for a in pattern.partition_attributes]
+    return lambda r: tuple((float(cols.values[i, r]), int(cols.kinds[i, r])) for i in at)

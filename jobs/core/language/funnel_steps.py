@@ -1,0 +1,250 @@
+"""The steps of a pattern's funnel (docs/semantics.md, "Funnels"): how far a window got.
+
+Definition. For a conjunctive pattern P with positive sets B1..BK, step k's pattern P_k has
+the sets B1..Bk, the conditions among their variables (properties, relationships, prev
+and running conditions, aggregate conditions over them only), the ``[next b]`` marks and
+consecutive groups of those sets, the negated sets whose interval closes by Bk (between
+Bi and Bj with j ≤ k) and, at the last step only, the leading and trailing negated sets
+(their intervals depend on the whole match: its last event, its first event + τ). P_K
+is P without its after-match rule. P_k keeps P's window τ and partition attributes X.
+
+A window (match-window paper, Def. 3: an event e and the events of its partition after
+it within τ) *reached step k* when some binding of P_k satisfies P_k (Definition 2)
+with e as its first event. Every condition of P_k is one of P_{k+1}, so a window that
+reached step k+1 reached step k: the counts of a funnel never grow.
+
+What *stopped* a window at step k (reached k, not k+1) is named once, in this order: a
+negated set of step k+1 when the rest of P_{k+1} (its positive pattern) has a binding
+from e; else the first condition of step k+1 (file order: properties, relationships,
+``[next]``, consecutive) that alone, left out, lets P_{k+1} bind from e; else the window's
+length and the sets' order (``WITHIN``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from jobs.core.language.conditions.expressions import Attr, Cmp
+from jobs.core.language.conditions.kinds import AggregateCondition, Property, Ref, Relationship
+from jobs.core.language.pattern import Negation, Pattern
+
+WITHIN = "within/order"  # the stop that no single condition explains
+
+
+@dataclass(frozen=True)
+class FunnelStep:
+    """Step ``step`` (1, 2, ...) of ``alternative`` (None: a conjunctive pattern):
+    ``variables`` (the positive set it adds), ``negations`` (the negated sets it checks),
+    ``pattern`` (P_k), ``positive`` (P_k without those negated sets) and ``relaxations``
+    ((label, P_k without that one condition) for each condition the step adds)."""
+
+    step: int
+    alternative: int | None
+    variables: tuple[str, ...]
+    negations: tuple[str, ...]
+    pattern: Pattern
+    positive: Pattern
+    relaxations: tuple[tuple[str, Pattern], ...]
+    negation_checks: tuple[tuple[str, Pattern], ...] = ()  # (label, positive + it alone)
+
+    @property
+    def label(self) -> str:
+        return ", ".join(self.variables)
+
+
+def _names(c) -> tuple[str, ...]:
+    return c.variables if isinstance(c, (Relationship, AggregateCondition)) else (c.var,)
+
+
+def negation_label(neg: Negation) -> str:
+    return str(neg.var).replace("not ", "not next " if neg.next else "not ", 1)
+
+
+def _prefix(alt: Pattern, k: int, with_negations: bool) -> tuple[Pattern, tuple[Negation, ...]]:
+    """P_k (``with_negations`` False: without the negated sets step k adds) and the
+    negated sets step k adds."""
+    last = k == len(alt.sets)
+    sets, index = [], 0
+    for s in alt.sets[:k]:
+        row = []
+        for v in s:
+            row.append(replace(v, index=index))
+            index += 1
+        sets.append(tuple(row))
+    kept, new = [], []
+    for neg in alt.negations:
+        closes = neg.after if neg.after is not None and neg.before is not None else None
+        if closes is None and not last:
+            continue  # leading and trailing: the whole match decides their interval
+        if closes is not None and closes >= k:
+            continue
+        if closes is None or closes == k - 1:
+            new.append(neg)
+            if not with_negations:
+                continue
+        kept.append(Negation(replace(neg.var, index=index), neg.before, neg.after, neg.next))
+        index += 1
+    present = {v.name for s in sets for v in s} | {n.var.name for n in kept}
+    conditions = [c for c in alt.conditions if set(_names(c)) <= present]
+    for a in alt.partition_attributes:  # an event without X is in no window
+        conditions += [Property(v.name, Cmp("=", Attr(v.name, a), Attr(v.name, a)))
+                       for s in sets for v in s]
+        if sum(map(len, sets)) == 1 and sets[0][0].group:
+            v = sets[0][0].name
+            conditions.append(Relationship.compare(Ref(v, a), "=", Ref(v, a)))
+    out = replace(alt, sets=tuple(sets), negations=tuple(kept),
+                  conditions=tuple(dict.fromkeys(conditions)), condition_lines=(),
+                  next_sets=tuple(i for i in alt.next_sets if i < k),
+                  optional_sets=tuple(i for i in alt.optional_sets if i < k),
+                  measures=(), examples=(), after_match="all", alternative=None,
+                  partition_keys=alt.partition_attributes)
+    return out, tuple(new)
+
+
+def _relaxations(step_pattern: Pattern, before: Pattern, k: int):
+    """(label, P_k without it) for each condition step k adds to P_{k-1}."""
+    old = set(before.conditions) if before is not None else set()
+    added = [c for c in step_pattern.conditions if c not in old]
+    shown = [c for c in added if not _is_x_guard(c)]
+    for cond in shown:
+        rest = tuple(x for x in step_pattern.conditions if x != cond)
+        try:
+            yield str(cond), replace(step_pattern, conditions=rest)
+        except (TypeError, ValueError):
+            continue
+    if k - 1 in step_pattern.next_sets:
+        yield f"next {', '.join(v.name for v in step_pattern.sets[k - 1])}", replace(
+            step_pattern, next_sets=tuple(x for x in step_pattern.next_sets if x != k - 1))
+    for v in step_pattern.sets[k - 1]:
+        if v.consecutive:
+            yield str(v), replace(step_pattern, sets=tuple(tuple(
+                replace(w, consecutive=False) if w.name == v.name else w for w in s)
+                for s in step_pattern.sets))
+
+
+def _is_x_guard(c) -> bool:
+    """``v.A = v.A``: the step's own statement that its events have the attribute A."""
+    expr = getattr(c, "expr", None)
+    return isinstance(c, Property) and isinstance(expr, Cmp) and expr.op == "=" \
+        and expr.left == expr.right
+
+
+def _with_negation(positive: Pattern, full: Pattern, neg: Negation) -> Pattern:
+    """``positive`` with negated set ``neg`` alone (and its conditions) of those ``full``
+    adds."""
+    index = len(positive.variables)
+    var = replace(neg.var, index=index)
+    present = {v.name for v in positive.variables} | {var.name}
+    extra = [c for c in full.conditions if set(_names(c)) <= present]
+    return replace(positive, negations=(Negation(var, neg.before, neg.after, neg.next),),
+                   conditions=tuple(dict.fromkeys(positive.conditions + tuple(extra))))
+
+
+def funnel_steps(pattern) -> tuple[FunnelStep, ...]:
+    """Every step of every alternative of ``pattern`` (a sequence pattern), in order."""
+    out = []
+    for alt in pattern.alternatives:
+        before = None
+        for k in range(1, len(alt.sets) + 1):
+            full, new = _prefix(alt, k, with_negations=True)
+            positive, _ = _prefix(alt, k, with_negations=False)
+            relaxed = tuple(_relaxations(positive, before, k))
+            alone = tuple((negation_label(n), _with_negation(positive, full, n)) for n in new) \
+                if len(new) > 1 else tuple((negation_label(n), full) for n in new)
+            out.append(FunnelStep(k, alt.alternative, tuple(v.name for v in alt.sets[k - 1]),
+                                  tuple(negation_label(n) for n in new), full, positive,
+                                  relaxed, alone))
+            before = full
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class WindowOutcome:
+    """How far the window of first event ``start`` (an event's ``seq`` or row) got in
+    ``alternative``: the last step it ``reached`` (≥ 1), and what ``stopped`` it at the
+    next step (None: it reached the last)."""
+
+    start: int
+    alternative: int | None
+    reached: int
+    stopped: str | None
+
+
+def classify(steps: tuple[FunnelStep, ...], starts, candidates=()) -> list[WindowOutcome]:
+    """Each window's outcome, given ``starts(P)``: the first events (``seq``s or rows) of
+    the windows in which P has a binding (Definition 2). Every window that reached step 1
+    of an alternative gets one outcome for it, and so does each window of ``candidates``
+    that did not (``reached`` 0, with what stopped it at step 1)."""
+    out = []
+    by_alt: dict[int | None, list[FunnelStep]] = {}
+    for s in steps:
+        by_alt.setdefault(s.alternative, []).append(s)
+    memo: dict[int, set] = {}
+
+    def got(p: Pattern) -> set:
+        if id(p) not in memo:
+            memo[id(p)] = set(starts(p))
+        return memo[id(p)]
+
+    for alt, chain in by_alt.items():
+        reached = {e: 1 for e in got(chain[0].pattern)}
+        for s in chain[1:]:
+            for e in got(s.pattern):
+                if reached.get(e) == s.step - 1:
+                    reached[e] = s.step
+        for e in candidates:
+            reached.setdefault(e, 0)
+        for e in sorted(reached):
+            k = reached[e]
+            out.append(WindowOutcome(e, alt, k, None if k == len(chain)
+                                     else stop_of(chain[k], e, got)))
+    return out
+
+
+def stop_of(step: FunnelStep, e: int, got) -> str:
+    """The label of what stopped window ``e`` at ``step`` (the module's order)."""
+    if e in got(step.positive):
+        for label, alone in step.negation_checks:
+            if e not in got(alone):
+                return label
+        return step.negations[0]
+    for label, relaxed in step.relaxations:
+        if e in got(relaxed):
+            return label
+    return WITHIN
+
+
+@dataclass(frozen=True)
+class FunnelRow:
+    """One step of a funnel: the partitions and windows that reached it, and of its
+    windows that did not reach the next step, how many each condition stopped."""
+
+    alternative: int | None
+    step: int
+    variables: tuple[str, ...]
+    negations: tuple[str, ...]
+    partitions: int
+    windows: int
+    stopped: tuple[tuple[str, int], ...]
+
+    def as_dict(self) -> dict:
+        return {"step": self.step, "alternative": self.alternative,
+                "variables": list(self.variables), "negations": list(self.negations),
+                "partitions": self.partitions, "windows": self.windows,
+                "stopped": dict(self.stopped)}
+
+
+def funnel_rows(steps: tuple[FunnelStep, ...], outcomes: list[WindowOutcome],
+                partition_of) -> list[FunnelRow]:
+    """The funnel of ``outcomes`` (``partition_of(start)``: the window's partition key)."""
+    rows = []
+    for s in steps:
+        mine = [o for o in outcomes if o.alternative == s.alternative and o.reached >= s.step]
+        stopped: dict[str, int] = {}
+        for o in mine:
+            if o.reached == s.step and o.stopped is not None:
+                stopped[o.stopped] = stopped.get(o.stopped, 0) + 1
+        rows.append(FunnelRow(s.alternative, s.step, s.variables, s.negations,
+                              len({partition_of(o.start) for o in mine}), len(mine),
+                              tuple(sorted(stopped.items(), key=lambda kv: (-kv[1], kv[0])))))
+    return rows
