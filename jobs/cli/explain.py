@@ -4,6 +4,7 @@ planning, which ``query`` and ``runs`` never need."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from jobs.cli.commands import Registry
@@ -11,6 +12,7 @@ from jobs.cli.common import spark_for, user_errors
 from jobs.core.plans.planners import ALIASES, PLANNERS
 from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
 from jobs.tools.explain import explain_pattern
+from jobs.tools.funnel import funnel_lines, funnel_of
 
 
 @user_errors
@@ -21,6 +23,20 @@ def cmd_explain(args) -> int:
     for line in explain_pattern(spark, profile, Path(args.pattern), args.partition, args.at,
                                 args.logical_date, args.generator):
         print(line)
+    return 0
+
+
+@user_errors
+def cmd_funnel(args) -> int:
+    """How many partitions and windows reached each step of a pattern, and what stopped
+    the others (docs/semantics.md, "Funnels"); as JSON, a list of the steps in order."""
+    profile, spark = spark_for(args)
+    pattern, rows = funnel_of(spark, profile, args.pattern, args.partition)
+    if args.format == "json":
+        print(json.dumps([r.as_dict() for r in rows], indent=2))
+    else:
+        for line in funnel_lines(pattern, rows):
+            print(line)
     return 0
 
 
@@ -37,3 +53,10 @@ def register(r: Registry) -> None:
                         "(ATTR=VALUE,... when there are several)")
     x.add_argument("--at", metavar="TIME",
                    help="why not around this time (ISO 8601): the windows that cover it")
+    f = r.add("explain", "funnel", "how many partitions and windows reached each step of a "
+              "pattern on the lake's events, and what stopped the others", cmd_funnel)
+    f.add_argument("pattern", help="a pattern's name (patterns/NAME.yaml) or its file")
+    f.add_argument("--partition", metavar="VALUE",
+                   help="one partition only: the value of the partition attribute "
+                        "(ATTR=VALUE,... when there are several)")
+    f.add_argument("--format", choices=("table", "json"), default="table")

@@ -10,7 +10,7 @@ from jobs.core.engine.columns import from_events
 from jobs.core.engine.funnel import funnel as engine_funnel
 from jobs.core.engine.funnel import window_outcomes
 from jobs.core.language.events import Event, order, parse_ts
-from jobs.core.language.funnel_steps import WITHIN, funnel_steps
+from jobs.core.language.funnel_steps import funnel_steps
 from jobs.core.language.patternfile import parse_pattern
 from jobs.core.reference import funnel as reference
 from tests.strategies import disjunctive_patterns, event_tables, language_patterns
@@ -87,7 +87,7 @@ def test_how_far_each_patient_got():
     rows = reference.funnel(pattern, events)
     assert [(r.step, r.partitions, r.windows) for r in rows] == [(1, 4, 4), (2, 2, 2), (3, 1, 1)]
     assert [r.negations for r in rows] == [(), (), ("not f",)]
-    assert dict(rows[0].stopped) == {"c.kind = 'CRP'": 1, WITHIN: 1}
+    assert dict(rows[0].stopped) == {"no c (c.kind = 'CRP')": 1, "no l (l.kind = 'Leucocytes')": 1}
     assert dict(rows[1].stopped) == {"not f": 1}
     cols = from_events(events, sorted(pattern.attributes))
     assert [(r.step, r.partitions, r.windows, r.stopped) for r in engine_funnel(pattern, cols)] \

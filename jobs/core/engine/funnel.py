@@ -47,6 +47,9 @@ def funnel(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
 
 
 def partition_key(pattern, cols: EventColumns):
-    """row -> the row's values of the pattern's partition attributes (encoded)."""
-    at = [cols.row(a) for a in pattern.partition_attributes]
-    return lambda r: tuple((float(cols.values[i, r]), int(cols.kinds[i, r])) for i in at)
+    """outcome -> its window's partition: the first event's values of its alternative's
+    partition attributes (encoded)."""
+    at = {alt.alternative: [cols.row(a) for a in alt.partition_attributes]
+          for alt in pattern.alternatives}
+    return lambda o: tuple((float(cols.values[i, o.start]), int(cols.kinds[i, o.start]))
+                           for i in at[o.alternative])

@@ -15,9 +15,12 @@ reached step k+1 reached step k: the counts of a funnel never grow.
 
 What *stopped* a window at step k (reached k, not k+1) is named once, in this order: a
 negated set of step k+1 when the rest of P_{k+1} (its positive pattern) has a binding
-from e; else the first condition of step k+1 (file order: properties, relationships,
-``[next]``, consecutive) that alone, left out, lets P_{k+1} bind from e; else the window's
-length and the sets' order (``WITHIN``).
+from e; else a variable v of step k+1 that has no event after a binding of P_k within τ
+fitting its own conditions (``no v (...)``); else the first condition of step k+1 that
+relates its variables to others (file order; then ``[next]``, consecutive) that alone,
+left out, lets P_{k+1} bind from e; else the window's length and the sets' order
+(``WITHIN``). Each of these reads only events that fit some variable, so the nightly
+pass (filtered events) and ``explain`` (every event) name the same stop.
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ class FunnelStep:
     positive: Pattern
     relaxations: tuple[tuple[str, Pattern], ...]
     negation_checks: tuple[tuple[str, Pattern], ...] = ()  # (label, positive + it alone)
+    # (label, P_{k-1} and one variable of the step with its own conditions only)
+    requirements: tuple[tuple[str, Pattern], ...] = ()
 
     @property
     def label(self) -> str:
@@ -102,10 +107,12 @@ def _prefix(alt: Pattern, k: int, with_negations: bool) -> tuple[Pattern, tuple[
 
 
 def _relaxations(step_pattern: Pattern, before: Pattern, k: int):
-    """(label, P_k without it) for each condition step k adds to P_{k-1}."""
+    """(label, P_k without it) for each condition step k adds to P_{k-1} that relates
+    its variables to others (a variable's own conditions are its requirement)."""
     old = set(before.conditions) if before is not None else set()
+    mine = {v.name for v in step_pattern.sets[k - 1]}
     added = [c for c in step_pattern.conditions if c not in old]
-    shown = [c for c in added if not _is_x_guard(c)]
+    shown = [c for c in added if len(set(_names(c))) > 1 and set(_names(c)) & mine]
     for cond in shown:
         rest = tuple(x for x in step_pattern.conditions if x != cond)
         try:
@@ -120,6 +127,22 @@ def _relaxations(step_pattern: Pattern, before: Pattern, k: int):
             yield str(v), replace(step_pattern, sets=tuple(tuple(
                 replace(w, consecutive=False) if w.name == v.name else w for w in s)
                 for s in step_pattern.sets))
+
+
+def _requirements(alt: Pattern, k: int):
+    """(``no v (its properties)``, P_{k-1} followed by v alone with the conditions on v
+    only) for each variable v of step k's set: a window from which that has no binding
+    lacks an event that fits v after the earlier steps within τ."""
+    for v in alt.sets[k - 1]:
+        own = tuple(c for c in alt.conditions if v.name not in _names(c)
+                    or set(_names(c)) == {v.name})
+        lone = replace(alt, sets=alt.sets[:k - 1] + ((replace(v, consecutive=False),),),
+                       conditions=own, next_sets=tuple(i for i in alt.next_sets if i < k - 1),
+                       optional_sets=tuple(i for i in alt.optional_sets if i < k - 1),
+                       partition_keys=alt.partition_attributes)
+        pattern, _ = _prefix(lone, k, with_negations=False)
+        props = [str(p.expr) for p in alt.properties[v.name]]
+        yield f"no {v.name}" + (f" ({' and '.join(props)})" if props else ""), pattern
 
 
 def _is_x_guard(c) -> bool:
@@ -153,7 +176,7 @@ def funnel_steps(pattern) -> tuple[FunnelStep, ...]:
                 if len(new) > 1 else tuple((negation_label(n), full) for n in new)
             out.append(FunnelStep(k, alt.alternative, tuple(v.name for v in alt.sets[k - 1]),
                                   tuple(negation_label(n) for n in new), full, positive,
-                                  relaxed, alone))
+                                  relaxed, alone, tuple(_requirements(alt, k))))
             before = full
     return tuple(out)
 
@@ -208,6 +231,9 @@ def stop_of(step: FunnelStep, e: int, got) -> str:
             if e not in got(alone):
                 return label
         return step.negations[0]
+    for label, lone in step.requirements:
+        if e not in got(lone):
+            return label
     for label, relaxed in step.relaxations:
         if e in got(relaxed):
             return label
@@ -236,7 +262,7 @@ class FunnelRow:
 
 def funnel_rows(steps: tuple[FunnelStep, ...], outcomes: list[WindowOutcome],
                 partition_of) -> list[FunnelRow]:
-    """The funnel of ``outcomes`` (``partition_of(start)``: the window's partition key)."""
+    """The funnel of ``outcomes`` (``partition_of(outcome)``: its window's partition)."""
     rows = []
     for s in steps:
         mine = [o for o in outcomes if o.alternative == s.alternative and o.reached >= s.step]
@@ -245,6 +271,6 @@ def funnel_rows(steps: tuple[FunnelStep, ...], outcomes: list[WindowOutcome],
             if o.reached == s.step and o.stopped is not None:
                 stopped[o.stopped] = stopped.get(o.stopped, 0) + 1
         rows.append(FunnelRow(s.alternative, s.step, s.variables, s.negations,
-                              len({partition_of(o.start) for o in mine}), len(mine),
+                              len({partition_of(o) for o in mine}), len(mine),
                               tuple(sorted(stopped.items(), key=lambda kv: (-kv[1], kv[0])))))
     return rows

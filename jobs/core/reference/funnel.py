@@ -30,14 +30,12 @@ from jobs.core.reference.oracle import (
 
 def window_outcomes(pattern, events: list[Event]) -> list[WindowOutcome]:
     """Each window's outcome (``start``: the event's ``seq``), ``events`` in processing
-    order. A window holds the events of its first event's partition (values of X) only,
-    also when a step is tried without a condition that relates X."""
-    attrs = pattern.partition_attributes
-
-    def key(e):
-        return tuple(e.values.get(a) for a in attrs)
-
+    order. A window holds the events of its first event's partition (values of its
+    alternative's X) only, also when a step is tried without a condition that relates X."""
     def starts(p):
+        def key(e):
+            return tuple(e.values.get(a) for a in p.partition_attributes)
+
         return {m.start.seq for m in all_matches(p, events)
                 if all(key(x) == key(m.start) for x in m.events)}
 
@@ -47,9 +45,9 @@ def window_outcomes(pattern, events: list[Event]) -> list[WindowOutcome]:
 def funnel(pattern, events: list[Event]) -> list[FunnelRow]:
     """The funnel of ``pattern`` over ``events``: one row per step of each alternative."""
     by_seq = {e.seq: e for e in events}
-    attrs = pattern.partition_attributes
+    attrs = {alt.alternative: alt.partition_attributes for alt in pattern.alternatives}
     return funnel_rows(funnel_steps(pattern), window_outcomes(pattern, events),
-                       lambda s: tuple(by_seq[s].values.get(a) for a in attrs))
+                       lambda o: tuple(by_seq[o.start].values.get(a) for a in attrs[o.alternative]))
 
 
 def negation_witnesses(step: FunnelStep, label: str, start: Event, events: list[Event]

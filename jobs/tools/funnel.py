@@ -1,0 +1,77 @@
+"""``ses funnel``: how far each partition got in a pattern, step by step, on the lake's
+events (docs/semantics.md, "Funnels").
+
+The steps are ``core.language.funnel_steps``'s; the engine (``core.engine.funnel``)
+runs each step on the source's events, read once from the lake. Every event of the
+source is read, not only those some variable fits: what stopped a window is found by
+leaving one condition out, and an event no variable fits may bind then.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobs.config import Profile
+from jobs.core.engine.columns import from_arrow, from_events
+from jobs.core.engine.funnel import funnel as engine_funnel
+from jobs.core.errors import InputError
+from jobs.core.language.funnel_steps import FunnelRow
+from jobs.lake.store import Lake
+from jobs.project.patterns import load_catalog, pattern_paths
+from jobs.tools.explain import why_not_events
+
+
+def pattern_file(name_or_path: str) -> Path:
+    """A pattern file given as a path or by its name (``patterns/NAME.yaml``)."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.is_file():
+        return path
+    found = {p.stem: p for p in pattern_paths()}
+    if name_or_path in found:
+        return found[name_or_path]
+    near = sorted(found, key=lambda n: -len(set(n) & set(name_or_path)))[:3]
+    raise InputError(f"no pattern file {name_or_path!r} (a path or a name in patterns/; "
+                     f"nearest: {', '.join(near) or 'none'})")
+
+
+def funnel_of(spark, profile: Profile, name_or_path: str, partition: str | None = None
+              ) -> tuple[object, list[FunnelRow]]:
+    """(the pattern, its funnel over the lake's events; of one partition with
+    ``partition``: VALUE, or ATTR=VALUE,... for several partition attributes)."""
+    path = pattern_file(name_or_path)
+    pattern = load_catalog([path]).get(path)
+    if pattern.kind == "window":
+        raise InputError(f"{pattern.name} is a window pattern: a funnel has the steps of a "
+                         "sequence pattern (its sets)")
+    lake = Lake.of_profile(profile)
+    table = lake.events(pattern.source)
+    if not lake.exists(table):
+        raise InputError(f"no events of source {pattern.source!r} in {lake.root}: run "
+                         "`ses run` (or `ses ingest`) first")
+    events = lake.read_spark(spark, table)
+    if partition:
+        rows, _, _ = why_not_events(events, pattern, partition, None)
+        cols = from_events(rows, sorted(pattern.attributes))
+    else:
+        wanted = ["event_id", "ts", *sorted(a for a in pattern.attributes if a != "ts")]
+        cols = from_arrow(events.select(*wanted).toArrow(), sorted(pattern.attributes))
+    return pattern, engine_funnel(pattern, cols)
+
+
+def funnel_lines(pattern, rows: list[FunnelRow]) -> list[str]:
+    """The funnel as a table: one line per step, then what stopped the windows there."""
+    out = [f"{pattern.name}: how far the windows got (a window: an event and its partition's "
+           f"events within {pattern.within})"]
+    width = max((len(_step_text(r)) for r in rows), default=10)
+    out.append(f"  {'step':<{width}}  {'partitions':>10}  {'windows':>9}")
+    for r in rows:
+        out.append(f"  {_step_text(r):<{width}}  {r.partitions:>10,}  {r.windows:>9,}")
+        for label, n in r.stopped:
+            out.append(f"  {'':<{width}}  stopped before the next step by {label}: {n:,}")
+    return out
+
+
+def _step_text(r: FunnelRow) -> str:
+    alt = f"alternative {r.alternative}, " if r.alternative else ""
+    neg = f" ({', '.join(r.negations)})" if r.negations else ""
+    return f"{alt}{r.step}. {', '.join(r.variables)}{neg}"
