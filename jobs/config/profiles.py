@@ -79,6 +79,7 @@ class Profile:
     max_matches_per_window: int = DEFAULT_MAX_MATCHES
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes per matcher call: instances, matches, events
     parallel_jobs: int = 2  # match jobs of patterns outside a source pass run at once
+    funnels: bool = True  # each run counts its patterns' funnels (the ``funnels`` table)
     earliest: str = "1900-01-01"  # events before this date are quarantined at ingest
     max_future: int = 86400 * 10**9  # ... and events later than now + this (ns)
     lock_dir: str | None = None  # where the lake lock lives for an object-store lake
@@ -101,7 +102,8 @@ class Profile:
         """The engine's options of this profile's runs: its two limits, and where they are
         set (named in the error that reaches one)."""
         return MatchOptions(max_matches_per_window=self.max_matches_per_window,
-                            memory_budget=self.memory_budget, limits=self.limits_hint())
+                            memory_budget=self.memory_budget, limits=self.limits_hint(),
+                            funnel=self.funnels)
 
     def limits_hint(self) -> str:
         """Where a run's matching limits are set, for an error that reaches one."""
@@ -128,7 +130,7 @@ PROFILE_KEYS = {
     "spark": {"master": ANY, "conf": FREE},
     "ingest": {"earliest", "max_future"},
     "match": {"allowed_lateness", "slice_length", "max_partition_events",
-              "max_matches_per_window", "memory_budget", "parallel_jobs"},
+              "max_matches_per_window", "memory_budget", "parallel_jobs", "funnels"},
     "pr_check": {"sample"},
     "maintenance": {"every", "retention"},
     "lineage": {"url"},
@@ -196,6 +198,7 @@ def load_profile(name: str | None = None, path: Path | None = None,
                               match.get("memory_budget", d.memory_budget)),
         parallel_jobs=setting("match.parallel_jobs", _positive,
                               match.get("parallel_jobs", d.parallel_jobs)),
+        funnels=setting("match.funnels", _flag, match.get("funnels", d.funnels)),
         earliest=setting("ingest.earliest", _date_text, ingest.get("earliest", d.earliest)),
         max_future=setting("ingest.max_future", _duration_or_ns,
                            ingest.get("max_future", d.max_future)),
@@ -297,4 +300,10 @@ def _positive(value) -> int:
 def _whole(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(f"{value!r} is not a whole number (0: no limit)")
+    return value
+
+
+def _flag(value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{value!r} is not true or false")
     return value

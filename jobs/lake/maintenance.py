@@ -47,7 +47,7 @@ def all_tables(lake: lk.Lake) -> dict[str, str]:
     for kind in ("events", "quarantine", "matches", "stats", "models", "changes"):
         for name in lake.children(lk.join(lake.root, kind)):
             out[f"{kind}/{name}"] = lk.join(lake.root, kind, name)
-    for name in ("runs", "ingest_log", "retractions", "health"):
+    for name in lk.SINGLE_TABLES:
         out[name] = lk.join(lake.root, name)
     return out
 
@@ -71,7 +71,7 @@ def maintain_table(lake: lk.Lake, name: str, path: str, retention_hours: int
                        round(time.perf_counter() - t0, 3))
 
 
-LOGS = ("runs", "ingest_log", "health")  # a row (a commit) per pattern or source per night
+LOGS = ("runs", "ingest_log", "health", "funnels")  # a commit per pattern, source or night
 LOG_FILES = 64  # a log with more data files than this is compacted the same night
 
 

@@ -41,6 +41,9 @@ class BrokenTable(UserError):
 
 
 TABLE_KINDS = ("events", "matches", "quarantine", "stats", "models")
+# the tables of one name at the lake's root: the run logs, retractions, the night's checks
+# and the patterns' funnels
+SINGLE_TABLES = ("runs", "ingest_log", "retractions", "health", "funnels")
 
 
 def broken_in(text: str) -> BrokenTable | None:
@@ -140,6 +143,10 @@ class Lake:
     def health(self) -> str:
         """The night's checks: freshness, volume, held changes (``jobs.lake.health``)."""
         return self._p("health")
+
+    def funnels(self) -> str:
+        """How far each pattern's windows got, step by step, per run (``jobs.lake.funnels``)."""
+        return self._p("funnels")
 
     def changes(self, pattern: str | None = None) -> str:
         """A match table's change feed (``jobs.lake.changes``)."""

@@ -22,7 +22,7 @@ from jobs.lake import store as lk
 from jobs.lake.changes import Point, snapshot, version_at
 
 KINDS = ("matches", "events", "quarantine", "stats", "models")
-SINGLES = ("runs", "ingest_log", "retractions", "health")
+SINGLES = lk.SINGLE_TABLES
 SOURCE_KEY = "ses.pattern.source"  # a match table's source, in its Delta metadata
 MATCH_EVENT_COLUMNS = ("pattern", "match_id", "variable", "position", "event_id", "ts")
 

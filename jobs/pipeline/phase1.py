@@ -171,7 +171,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
                       slice_origin=origin, slice_length=slice_length if slicing else None,
                       max_matches_per_window=options.max_matches_per_window,
                       memory_budget=options.memory_budget, limits=options.limits,
-                      plan=plan_json)
+                      plan=plan_json, funnel=options.funnel)
     key_fields = [df.schema[k] for k in keys]
     disjunctive = isinstance(pattern, Disjunction)
     valued = window or bool(pattern.measure_names)  # window select values, or measures
@@ -197,6 +197,38 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     stats["seconds"] = round(time.perf_counter() - started, 3)
     return MatchJobResult(staging, stats)
 
+
+
+def added_funnel(groups: list) -> dict:
+    """The run's funnel from its groups' (``phase2._funnel``): windows and stops added
+    up, partitions added up where each group holds whole partitions and counted once by
+    key where a partition may span groups; ``incomplete``: groups whose funnel hit the
+    matcher's limits."""
+    steps: dict[tuple, dict] = {}
+    incomplete, seconds = 0, 0.0
+    for g in groups:
+        if g is None:
+            incomplete += 1
+            continue
+        rows, spent = g
+        seconds += spent
+        for alternative, step, partitions, windows, stopped, keys in rows:
+            acc = steps.setdefault((alternative or 0, step), {
+                "alternative": alternative, "step": step, "partitions": 0, "windows": 0,
+                "stopped": {}, "keys": set()})
+            if keys is None:
+                acc["partitions"] += partitions
+            else:
+                acc["keys"].update(keys)
+            acc["windows"] += windows
+            for label, n in stopped.items():
+                acc["stopped"][label] = acc["stopped"].get(label, 0) + n
+    out = []
+    for key in sorted(steps):
+        acc = steps[key]
+        acc["partitions"] += len(acc.pop("keys"))
+        out.append(acc)
+    return {"steps": out, "incomplete_groups": incomplete, "seconds": round(seconds, 3)}
 
 
 def staged_counters(lake: lk.Lake, staging: str, keys: list[str]) -> dict:
@@ -227,5 +259,8 @@ def staged_counters(lake: lk.Lake, staging: str, keys: list[str]) -> dict:
         sliced = {()}
     out["partitions"] = whole + len(sliced) if rows else 0
     out["groups"] = len(rows)
+    if any("funnel" in json.loads(r["stats"] or "{}") for r in rows):
+        out["funnel"] = added_funnel([json.loads(r["stats"] or "{}").get("funnel")
+                                      for r in rows])
     out["phase2_seconds"] = round(seconds, 3)
     return out

@@ -27,10 +27,17 @@ if TYPE_CHECKING:
     import pandas as pd
 
 from jobs.core.engine.columns import EventColumns, from_arrow, processing_order
+from jobs.core.engine.funnel import funnel_counts
 from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, DEFAULT_MEMORY_BUDGET, MatchOptions
 from jobs.core.engine.output import bindings_json, bindings_of, match_ids
-from jobs.core.engine.runtime import MatchStats, batch_take, compile_pattern, execute
+from jobs.core.engine.runtime import (
+    MatchCapExceeded,
+    MatchStats,
+    batch_take,
+    compile_pattern,
+    execute,
+)
 from jobs.core.engine.window_matcher import Evaluator, execute_windows, relevant_rows
 from jobs.core.language.pattern import Disjunction
 from jobs.core.language.patternfile import parse_pattern
@@ -55,6 +62,7 @@ class Phase2Spec:
     memory_budget: int = DEFAULT_MEMORY_BUDGET
     limits: str = "match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml"
     plan: str | None = None  # the driver's trees (planning.PlanChoice.to_json), zstream
+    funnel: bool = True  # count the funnel of the windows (docs/semantics.md, "Funnels")
 
 
 @lru_cache(maxsize=16)
@@ -156,8 +164,33 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     if s_lo is not None:
         kept_ts = cols.ts[compiled.masks(cols) != 0]
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
+    funnel = _funnel(spec, pattern, table, cols, options,
+                     positions if disjunctive else positions[0], lo, hi, s_lo is not None)
     yield _stats_row(spec, st, kept, t0, s_lo, table, disjunctive=disjunctive,
-                     valued=bool(columns))
+                     valued=bool(columns), funnel=funnel)
+
+
+def _funnel(spec: Phase2Spec, pattern, table: pa.Table, cols, options, positions, lo, hi,
+            sliced: bool) -> list | None:
+    """The group's funnel (docs/semantics.md, "Funnels") for the windows of its start
+    range, with the partitions' keys when another group may hold the same partition (a
+    time slice); None when a step needs more than the matcher's limits (the run's funnel
+    is then marked incomplete; the matches are not affected)."""
+    if not spec.funnel:
+        return None
+    key_of = None
+    if sliced or not (spec.keys and spec.group_by_keys):
+        attrs = {a.alternative: [table.column(x) for x in a.partition_attributes]
+                 for a in pattern.alternatives}
+
+        def key_of(alternative, row):
+            return json.dumps([c[row].as_py() for c in attrs[alternative]], default=str)
+    started = time.perf_counter()
+    try:
+        rows = funnel_counts(pattern, cols, options, positions, lo, hi, key_of)
+    except MatchCapExceeded:
+        return None
+    return [rows, round(time.perf_counter() - started, 4)]
 
 
 def _measures_json(pattern, batch, cols, columns: tuple[str, ...]) -> list[str]:
@@ -191,13 +224,15 @@ class _StatsRow:
 
 
 def _stats_row(spec: Phase2Spec, st: MatchStats, kept: int, t0: float, s_lo, table,
-               disjunctive: bool = False, valued: bool = False) -> _StatsRow:
+               disjunctive: bool = False, valued: bool = False, funnel=False) -> _StatsRow:
     st.matches = kept
     st.seconds = time.perf_counter() - t0
     if s_lo is not None:
         st.partitions = 0  # a slice's partition is counted once, by its key (match job)
     record = {k: v for k, v in st.as_dict().items()
               if k not in MatchStats.TEXT + ("plan_cost",)}
+    if funnel is not False:  # a sequence pattern's: its steps, or None (incomplete)
+        record["funnel"] = funnel
     # the first event's partition (sliced: the slice's partition)
     return _StatsRow(json.dumps(record), table.select(list(spec.keys)).slice(0, 1),
                      disjunctive, valued)

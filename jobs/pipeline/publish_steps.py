@@ -12,7 +12,9 @@ from datetime import datetime, timezone
 import pyarrow as pa
 
 from jobs.core.errors import InputError, UserError
+from jobs.core.language.funnel_steps import funnel_steps
 from jobs.failpoints import reached
+from jobs.lake.funnels import FunnelStepRow, append_funnels
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.check_frames import StagedMatches
 from jobs.pipeline.context import RunContext
@@ -140,10 +142,12 @@ def held_change(ctx: RunContext, stats: dict) -> str | None:
 
 
 def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None,
-                 log: RunsLog | None = None) -> RunRecord:
+                 log: RunsLog | None = None, funnels: list | None = None) -> RunRecord:
     """Publish a staged, validated run (``staged``: its ``staged_run``, when the caller
     checked it already) and append its record to the runs log (``log``: the batch's
-    ``RunsLog``, which holds back the row of a run that committed nothing)."""
+    ``RunsLog``, which holds back the row of a run that committed nothing) and its
+    funnel to the ``funnels`` table (``funnels``: the batch's list of rows, appended
+    together by the caller)."""
     pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
     stats, verdict = staged or staged_run(ctx)
     held = held_change(ctx, stats)
@@ -172,11 +176,47 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
         log.append(row, hold=not outcome["committed"])
     else:
         log_run(lake, row)
+    steps = funnel_rows_of(ctx, stats)
+    if funnels is not None:
+        funnels.extend(steps)
+    else:
+        append_funnels(lake, steps)
     if not unchanged and lake.exists(lake.matches(pattern.name)):  # after the runs row:
         # reconcile reads the merge
         document_match_table(lake, pattern)
     lake.remove(staging)
     return row
+
+
+def funnel_rows_of(ctx: RunContext, stats: dict) -> list[FunnelStepRow]:
+    """The run's funnel (the match job's added-up groups) as rows of the ``funnels``
+    table, each step with its variables and negated sets."""
+    funnel = stats.get("funnel")
+    if not funnel or stats.get("idle"):
+        return []
+    pattern = ctx.pattern
+    named = {(s.alternative or 0, s.step): s for s in funnel_steps(pattern)}
+    out = []
+    for f in funnel["steps"]:
+        step = named.get((f["alternative"] or 0, f["step"]))
+        if step is None:
+            continue
+        out.append(FunnelStepRow(
+            ctx.run_id, stats.get("logical_date") or "", pattern.name, pattern.version,
+            f["alternative"], f["step"], ", ".join(step.variables), ", ".join(step.negations),
+            int(f["partitions"]), int(f["windows"]), json.dumps(f["stopped"], sort_keys=True),
+            bool(stats.get("full")), int(funnel.get("incomplete_groups", 0))))
+    return out
+
+
+def record_funnels(lake, rows: list[FunnelStepRow], echo=print) -> None:
+    """A night's funnels in one commit to the ``funnels`` table. A failure to write them
+    is a warning: the matches are published already, and a rerun counts them again."""
+    try:
+        append_funnels(lake, rows)
+    except Exception as exc:  # noqa: BLE001 - a report, never the night's outcome
+        echo(f"warning: the funnels of this night were not recorded in {lake.funnels()}: "
+             f"{str(exc).splitlines()[0][:200]}")
 
 
 def log_failure(ctx: RunContext, message: str, name: str | None = None,

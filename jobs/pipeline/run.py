@@ -43,7 +43,7 @@ from jobs.pipeline.models import run_models
 from jobs.pipeline.outcome import PatternOutcome, short_error
 from jobs.pipeline.planning import SmallSources, needs_spark_sample, sample_from, sample_many
 from jobs.pipeline.publish import RunsLog
-from jobs.pipeline.publish_steps import log_failure, publish_step, validate_steps
+from jobs.pipeline.publish_steps import log_failure, publish_step, record_funnels, validate_steps
 from jobs.pipeline.quality import ValidationFailed
 from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.report import describe_range, summary
@@ -310,17 +310,20 @@ class Night:
             return validate_steps(self.spark, matched)
 
     def publish(self, matched: list[RunContext], verdicts: dict) -> None:
-        """Each run that passed its suite into its match table, with its runs row."""
+        """Each run that passed its suite into its match table, with its runs row; then
+        the funnels of the published ones, in one commit."""
+        funnels: list = []
         for ctx in matched:
             try:
                 if isinstance(verdicts[ctx.pattern.name], Exception):
                     raise verdicts[ctx.pattern.name]
                 with progress(f"publish {ctx.pattern.name}", None, self.echo):
-                    row = publish_step(self.spark, ctx, log=self.log)
+                    row = publish_step(self.spark, ctx, log=self.log, funnels=funnels)
                 self.outcomes[ctx.pattern.name] = PatternOutcome.published(row)
             except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
                 self.fail(ctx, exc)
             reached("run:after-pattern")
+        record_funnels(self.lake, funnels, self.echo)
 
     def _match_one(self, ctx: RunContext) -> None:
         pattern = ctx.pattern

@@ -196,7 +196,8 @@ def run_source_pass(spark, lake: lk.Lake, items: list[PassItem], run_id: str, n:
     if cached:
         df = df.persist()
     limits_of = dict(max_matches_per_window=options.max_matches_per_window,
-                     memory_budget=options.memory_budget, limits=options.limits)
+                     memory_budget=options.memory_budget, limits=options.limits,
+                     funnel=options.funnel)
     try:
         chosen = prepare(df) if prepare is not None else items
         if not chosen:

@@ -126,6 +126,8 @@ def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Picture
              volume_svg=pictures.volume_svg(cat.volume("pattern", p.name),
                                             title="new matches per night"),
              months_svg=pictures.per_month_svg(p.per_month),
+             funnel_svg=pictures.funnel_svg(cat.funnel(p.name)),
+             funnel_history_svg=pictures.funnel_history_svg(cat.funnel_nights(p.name)),
              examples=_examples(p.pattern) if p.pattern is not None else [])
     for s in cat.sources:
         mine = [p for p in cat.patterns if p.pattern is not None and p.pattern.source == s.name]

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 
 from jobs.config import current_project, load_sources
 from jobs.lake import store as lk
+from jobs.lake.funnels import latest, read_funnels
 from jobs.lake.health import FLAGGED, VOLUME
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import load_catalog, pattern_paths
@@ -79,6 +80,19 @@ class SiteContent:
     quality: list[dict]
     runs: list[dict]
     health: list[dict] = field(default_factory=list)  # the recent nights' checks, oldest first
+    # pattern -> its funnel rows of the recent nights (``jobs.lake.funnels``), oldest first
+    funnels: dict[str, list] = field(default_factory=dict)
+
+    def funnel(self, pattern: str) -> list:
+        """The pattern's funnel of its latest run (its rows, step by step)."""
+        return latest(self.funnels.get(pattern, []))
+
+    def funnel_nights(self, pattern: str) -> list[tuple[str, list]]:
+        """(logical date, the funnel rows of its latest run) of the recent nights."""
+        by_day: dict[str, dict[str, list]] = {}
+        for r in self.funnels.get(pattern, []):
+            by_day.setdefault(r.logical_date, {}).setdefault(r.run_id, []).append(r)
+        return [(d, runs[max(runs)]) for d, runs in sorted(by_day.items())]
 
     def latest_checks(self, check: str) -> list[dict]:
         """The newest check of each subject (freshness of each source, ...)."""
@@ -424,7 +438,19 @@ def gather(lake: lk.Lake, cache: PageCache | None = None) -> SiteContent:
     sources = [_source_page(events, name, s, cache) for name, s in events.sources.items()]
     return SiteContent(lake.root, lake.local_home(), sorted(pages, key=lambda p: p.name), sources,
                        _model_pages(lake), latest_validations(lake.local_home()), runs,
-                       _recent_checks(lake))
+                       _recent_checks(lake), _recent_funnels(lake))
+
+
+def _recent_funnels(lake: lk.Lake) -> dict[str, list]:
+    """Each pattern's funnel rows of the last ``HEALTH_NIGHTS`` logical dates."""
+    t = lake.read_arrow(lake.funnels(), columns=["logical_date"])
+    if t is None or t.num_rows == 0:
+        return {}
+    days = sorted(set(t.column("logical_date").to_pylist()))[-HEALTH_NIGHTS:]
+    out: dict[str, list] = {}
+    for r in read_funnels(lake, since=days[0]):
+        out.setdefault(r.pattern, []).append(r)
+    return out
 
 
 def _recent_checks(lake: lk.Lake) -> list[dict]:

@@ -320,3 +320,70 @@ def volume_svg(checks: list[dict], width: int = 360, height: int = 120, title: s
             f'<text x="{left + w - 60}" y="{height - 6}" font-size="9">'
             f'{checks[-1]["logical_date"]}</text>', "</svg>"]
     return "\n".join(out)
+
+
+def funnel_svg(rows: list, width: int = 720) -> str:
+    """A pattern's funnel (its latest run's ``funnels`` rows) as inline SVG: a bar per
+    step, as wide as the windows that reached it, with its partitions, and under each
+    bar what stopped the windows that got no further."""
+    if not rows:
+        return '<p class="muted">no funnel recorded yet (the next run counts it)</p>'
+    left, bar, gap = 220, 18, 8
+    peak = max(r.windows for r in rows) or 1
+    lines = [len(r.stops) for r in rows]
+    height = 8 + sum(bar + gap + 13 * min(n, 3) for n in lines)
+    out = [f'<svg class="funnel" width="{width}" height="{height}" role="img" '
+           f'aria-label="funnel" xmlns="http://www.w3.org/2000/svg">']
+    y = 4
+    for r in rows:
+        w = (width - left - 10) * r.windows / peak
+        alt = f"alt {r.alternative}, " if r.alternative else ""
+        neg = f" ({escape(r.negations)})" if r.negations else ""
+        out.append(f'<text x="2" y="{y + 13}" font-size="11">{alt}step {r.step}: '
+                   f'{escape(r.variables)}{neg}</text>')
+        out.append(f'<rect x="{left}" y="{y}" width="{max(w, 1):.1f}" height="{bar}" '
+                   f'fill="{COLORS[0]}"><title>{r.windows:,} windows, {r.partitions:,} '
+                   f'partitions</title></rect>')
+        inside = w > width - left - 150  # the label fits inside the bar, not after it
+        x = left + w - 4 if inside else left + max(w, 1) + 4
+        out.append(f'<text x="{x:.1f}" y="{y + 13}" font-size="10" '
+                   f'text-anchor="{"end" if inside else "start"}" '
+                   f'fill="{"#fff" if inside else "#222"}">{r.partitions:,} partitions, '
+                   f'{r.windows:,} windows</text>')
+        y += bar + 4
+        for label, n in sorted(r.stops.items(), key=lambda kv: -kv[1])[:3]:
+            out.append(f'<text x="{left}" y="{y + 9}" font-size="9" fill="{COLORS[5]}">'
+                       f'stopped by {escape(label)}: {n:,}</text>')
+            y += 13
+        y += gap - 4
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def funnel_history_svg(nights: list[tuple[str, list]], width: int = 720, height: int = 150
+                       ) -> str:
+    """The windows that reached each step, night by night (one line per step of the
+    first alternative): where a pattern's funnel narrows over time."""
+    nights = [(d, [r for r in rows if (r.alternative or 1) == 1]) for d, rows in nights]
+    nights = [(d, rows) for d, rows in nights if rows]
+    if len(nights) < 2:
+        return '<p class="muted">fewer than two nights counted yet</p>'
+    left, right, top, bottom = 40, 90, 10, 22
+    w, h = width - left - right, height - top - bottom
+    steps = max(len(rows) for _, rows in nights)
+    peak = max(r.windows for _, rows in nights for r in rows) or 1
+    dx = w / (len(nights) - 1)
+    out = [f'<svg class="funnel-history" width="{width}" height="{height}" role="img" '
+           f'aria-label="funnel over time" xmlns="http://www.w3.org/2000/svg">']
+    for k in range(steps):
+        points = [(left + i * dx, top + h - h * rows[k].windows / peak)
+                  for i, (_, rows) in enumerate(nights) if k < len(rows)]
+        color = COLORS[k % len(COLORS)]
+        out.append(_polyline(points, color))
+        out.append(f'<text x="{left + w + 4}" y="{points[-1][1] + 3:.1f}" font-size="9" '
+                   f'fill="{color}">step {k + 1}</text>')
+    out += [_baseline(left, top + h, w), f'<text x="2" y="{top + 8}" font-size="9">{peak:,}</text>',
+            f'<text x="{left}" y="{height - 6}" font-size="9">{nights[0][0]}</text>',
+            f'<text x="{left + w - 60}" y="{height - 6}" font-size="9">{nights[-1][0]}</text>',
+            "</svg>"]
+    return "\n".join(out)

@@ -26,13 +26,17 @@ def window_outcomes(pattern, cols: EventColumns, options: MatchOptions = MatchOp
                     positions=None, candidates=()) -> list[WindowOutcome]:
     """Each window's outcome (``start``: the row of its first event in ``cols``, which
     hold the events in processing order); ``candidates``: rows whose windows get an
-    outcome also when they did not reach step 1."""
+    outcome also when they did not reach step 1; ``positions``: the contiguity positions
+    (a list, one per alternative, for a disjunction)."""
     every = replace(options, matcher="zstream", plan=None)
+    numbers = [a.alternative for a in pattern.alternatives]
 
     def starts(p) -> set[int]:
         rows: set[int] = set()
+        at = positions[numbers.index(p.alternative)] if isinstance(positions, list) \
+            else positions
         for batch in execute(compile_pattern(p, cols.names), cols, every, None,
-                             positions=positions):
+                             positions=at):
             rows.update(batch.first.tolist())
         return rows
 
@@ -53,3 +57,25 @@ def partition_key(pattern, cols: EventColumns):
           for alt in pattern.alternatives}
     return lambda o: tuple((float(cols.values[i, o.start]), int(cols.kinds[i, o.start]))
                            for i in at[o.alternative])
+
+
+def funnel_counts(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
+                  positions=None, low: int | None = None, high: int | None = None,
+                  key_of=None) -> list:
+    """The funnel of the windows whose first event lies in [low, high) (None: open), as
+    the stats row of a phase-2 group carries it: ``[alternative, step, partitions,
+    windows, {stop: windows}, keys]`` per step; ``keys``: with ``key_of(alternative,
+    row)`` (the partition's values as text), the sorted keys of the partitions that
+    reached the step, for a caller that adds up groups one partition may span."""
+    outcomes = [o for o in window_outcomes(pattern, cols, options, positions)
+                if (low is None or cols.ts[o.start] >= low)
+                and (high is None or cols.ts[o.start] < high)]
+    rows = funnel_rows(funnel_steps(pattern), outcomes, partition_key(pattern, cols))
+    out = []
+    for r in rows:
+        keys = None
+        if key_of is not None:
+            keys = sorted({key_of(o.alternative, o.start) for o in outcomes
+                           if o.alternative == r.alternative and o.reached >= r.step})
+        out.append([r.alternative, r.step, r.partitions, r.windows, dict(r.stopped), keys])
+    return out

@@ -23,3 +23,4 @@ class MatchOptions:
     max_matches_per_window: int = DEFAULT_MAX_MATCHES
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes: instances, matches, events
     limits: str = CLI_LIMITS  # where a user raises the two limits (named in errors)
+    funnel: bool = True  # a run also counts how far each window got (engine.funnel)

@@ -101,7 +101,7 @@ def _prefix(alt: Pattern, k: int, with_negations: bool) -> tuple[Pattern, tuple[
                   conditions=tuple(dict.fromkeys(conditions)), condition_lines=(),
                   next_sets=tuple(i for i in alt.next_sets if i < k),
                   optional_sets=tuple(i for i in alt.optional_sets if i < k),
-                  measures=(), examples=(), after_match="all", alternative=None,
+                  measures=(), examples=(), after_match="all",
                   partition_keys=alt.partition_attributes)
     return out, tuple(new)
 
