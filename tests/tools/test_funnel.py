@@ -46,3 +46,24 @@ def test_funnel_command_prints_the_steps_in_order(spark, nightly, monkeypatch, c
     assert mine == [r.as_dict() for r in reference_funnel(pattern, rows)]
     assert main(["funnel", "no_such_pattern", "--profile", "test"]) == 2
     assert "no pattern file 'no_such_pattern'" in capsys.readouterr().err
+
+
+def test_the_nights_funnels_table_equals_the_funnel_of_the_whole_history(spark, nightly):
+    """A first night counts every window of the history: its rows in ``funnels`` (counted
+    in phase 2, group by group, and added up) equal the funnel computed at once on the
+    driver, for a negation, a group variable, optional steps with [not next], a window
+    partitioned by the patient and one of the hospital log."""
+    from jobs.lake.funnels import read_funnels
+    from jobs.tools.funnel import funnel_of
+
+    profile = nightly[0]
+    lake = lk.Lake(profile.lake)
+    for name in ("sepsis_antibiotics_without_prior_lactate", "sepsis_rising_crp_then_icu",
+                 "sepsis_registration_optional_triage_antibiotics", PATTERN,
+                 "sepsis_escalation_either_way", "hospital_crossmatch_transfusion"):
+        stored = [(r.alternative, r.step, r.partitions, r.windows, r.stops)
+                  for r in read_funnels(lake, name)]
+        _, rows = funnel_of(spark, profile, name)
+        assert stored == [(r.alternative, r.step, r.partitions, r.windows, dict(r.stopped))
+                          for r in rows], name
+        assert stored and all(r.incomplete_groups == 0 for r in read_funnels(lake, name))

@@ -10,10 +10,16 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
-from jobs.core.language.conditions.expressions import expr_attributes, time_function
+from jobs.core.language.conditions.expressions import (
+    Attr,
+    Cmp,
+    Lit,
+    expr_attributes,
+    time_function,
+)
 from jobs.core.language.conditions.kinds import (
     AggregateCondition,
     Condition,
@@ -45,6 +51,14 @@ def parse_duration(text: str) -> int:
     if unit not in UNITS_NS:
         raise ValueError(f"bad unit {unit!r} in {text!r}: use one of {', '.join(UNITS_NS)}")
     return int(amount) * UNITS_NS[unit]
+
+
+FIRST_EVER_PREFIX = "__first_ever_"
+
+
+def first_ever_attribute(variable: str) -> str:
+    """The attribute that marks the events ``first_ever`` lets ``variable`` bind."""
+    return FIRST_EVER_PREFIX + variable
 
 
 UNBOUNDED = None
@@ -161,6 +175,9 @@ class Pattern:
     measures: tuple[Measure, ...] = ()
     # X given rather than derived: an expansion of optional steps keeps its pattern's X
     partition_keys: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+    # ``first_ever: [a]``: a binds only its partition's first event (processing order)
+    # that fits a's properties, in the whole history (docs/semantics.md, "First ever")
+    first_ever: tuple[str, ...] = ()
 
     @property
     def alternatives(self) -> tuple[Pattern, ...]:
@@ -375,7 +392,20 @@ class Pattern:
             out["alternative"] = self.alternative
         if self.measures:
             out["measures"] = [[m.name, str(m.expr)] for m in self.measures]
+        if self.first_ever:
+            out["first_ever"] = sorted(self.first_ever)
         return out
+
+    def marked(self) -> Pattern:
+        """The pattern a matcher runs when ``first_ever`` names variables: each of them
+        with one more property, ``v.<FIRST_EVER attribute> = true``, which the caller's
+        events carry (``language.first_ever``, or phase 1's column from the state)."""
+        if not self.first_ever:
+            return self
+        extra = tuple(Property(v, Cmp("=", Attr(v, first_ever_attribute(v)), Lit(True)))
+                      for v in self.first_ever)
+        return replace(self, conditions=self.conditions + extra, condition_lines=(),
+                       first_ever=(), partition_keys=self.partition_attributes)
 
     @cached_property
     def version(self) -> str:
@@ -395,6 +425,7 @@ class Pattern:
             parts += negs(i)
         extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
         extra += "" if self.after_match == "all" else f", after match {self.after_match}"
+        extra += f", first ever {', '.join(self.first_ever)}" if self.first_ever else ""
         return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"
 
 
