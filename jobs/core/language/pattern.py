@@ -178,6 +178,8 @@ class Pattern:
     # ``first_ever: [a]``: a binds only its partition's first event (processing order)
     # that fits a's properties, in the whole history (docs/semantics.md, "First ever")
     first_ever: tuple[str, ...] = ()
+    # the version of the pattern file this one runs for (its ``marked()`` form keeps it)
+    version_of: str | None = field(default=None, compare=False, repr=False)
 
     @property
     def alternatives(self) -> tuple[Pattern, ...]:
@@ -405,10 +407,13 @@ class Pattern:
         extra = tuple(Property(v, Cmp("=", Attr(v, first_ever_attribute(v)), Lit(True)))
                       for v in self.first_ever)
         return replace(self, conditions=self.conditions + extra, condition_lines=(),
-                       first_ever=(), partition_keys=self.partition_attributes)
+                       first_ever=(), partition_keys=self.partition_attributes,
+                       version_of=self.version)
 
     @cached_property
     def version(self) -> str:
+        if self.version_of is not None:
+            return self.version_of
         blob = json.dumps(self.normalized(), sort_keys=True).encode()
         return hashlib.sha256(blob).hexdigest()[:16]
 
