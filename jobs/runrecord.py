@@ -62,6 +62,9 @@ class RunRecord(Mapping):
     validate_seconds: float | None = None
     publish_seconds: float | None = None
     run_kind: str | None = NIGHTLY  # last: a runs table written before it gains the column
+    # first_ever patterns: firsts a late event replaced, firsts a retraction promoted
+    first_ever_replaced: int | None = None
+    first_ever_promoted: int | None = None
     # what the match job counted that the runs table does not keep (work, peak, work_item,
     # warnings): the summary and pr-check read it from the record the step returns
     match_detail: dict = field(default_factory=dict, metadata={"column": False})

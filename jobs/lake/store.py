@@ -144,6 +144,10 @@ class Lake:
         """The night's checks: freshness, volume, held changes (``jobs.lake.health``)."""
         return self._p("health")
 
+    def first_ever(self, pattern: str) -> str:
+        """A ``first_ever`` pattern's state: each partition's first event per variable."""
+        return self._p("first_ever", pattern)
+
     def funnels(self) -> str:
         """How far each pattern's windows got, step by step, per run (``jobs.lake.funnels``)."""
         return self._p("funnels")

@@ -16,6 +16,7 @@ from jobs.config import load_sources
 from jobs.core.language.pattern import Pattern
 from jobs.lake.extent import EventsExtent, files_ingested_after
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.first_ever import FirstEverPlan, plan_first_ever
 from jobs.pipeline.horizons import RunRange, plan_range
 from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import SmallSources, choose_plan, driver_planned, needs_replan
@@ -35,6 +36,7 @@ class PlannedRun:
     rng: RunRange
     runs: list[RunRecord]  # the pattern's earlier records in the runs table
     idle: bool = False  # nothing can change its matches tonight (``is_idle``): no Spark
+    first_ever: FirstEverPlan | None = None  # a first_ever pattern's state tonight
 
 
 def is_idle(rng: RunRange, last_success: datetime | None, extent: EventsExtent | None) -> bool:
@@ -72,6 +74,11 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
         idle = is_idle(rng, last_success, extent)
+    first = None
+    if getattr(pattern, "first_ever", ()) and not idle:
+        first = plan_first_ever(ctx.lake, pattern, rng.full)
+        if first.reopen is not None and rng.low is not None and first.reopen < rng.low:
+            rng = RunRange(first.reopen, rng.high, rng.full)  # a late first: its window
         if idle:  # a broken match table fails its pattern, as the publish would have
             ctx.lake.check_files(ctx.lake.matches(pattern.name))
         if not rng.full and pattern.after_match != "all" and not idle:
@@ -79,7 +86,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             # late event or a retraction anywhere may replace all that follow, so each
             # night takes them again over the whole history (docs/semantics.md)
             rng = RunRange(None, rng.high, True)
-    return PlannedRun(ctx.path, pattern, text, rng, runs, idle)
+    return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first)
 
 
 def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:
@@ -178,7 +185,8 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
                                planned.rng.low, planned.rng.high, profile.slice_length,
                                profile.max_partition_events, profile.match_options(),
                                force_slices=force_slices,
-                               plan_json=choice.to_json() if choice else None)
+                               plan_json=choice.to_json() if choice else None,
+                               first_ever=planned.first_ever)
         staging, stats = result.staging, result.stats
     if not planned.rng.empty and not planned.idle:
         if choice is not None:

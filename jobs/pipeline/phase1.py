@@ -23,9 +23,10 @@ from functools import reduce
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import MATCHER_CLASSES, MatchStats
 from jobs.core.language.conditions.expressions import stored
-from jobs.core.language.pattern import Disjunction, Pattern
+from jobs.core.language.pattern import Disjunction, Pattern, first_ever_attribute
 from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
+from jobs.pipeline.first_ever import FirstEverPlan, build_state, mark_events, stage_state
 from jobs.pipeline.phase2 import (
     NOT_SLICED,
     SLICE,
@@ -100,7 +101,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
                   low: int | None, high: int | None, slice_length: int,
                   max_partition_events: int, options: MatchOptions = MatchOptions(),
                   force_slices: bool = False, sink: str = "parquet",
-                  plan_json: str | None = None) -> MatchJobResult:
+                  plan_json: str | None = None, first_ever: FirstEverPlan | None = None
+                  ) -> MatchJobResult:
     """Match ``pattern`` for first events in [low, high) (None: unbounded) within the limits
     of ``options`` (``Profile.match_options()``); ``sink='noop'`` runs phase 1 only (for
     measuring it)."""
@@ -122,6 +124,15 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     scanned = lake.count_rows(path, filters)
     stats = {"events": scanned}
     extra = []
+    state = None
+    if getattr(pattern, "first_ever", ()):  # each event: is it its partition's first?
+        state = first_ever.state if first_ever is not None and first_ever.state is not None \
+            else build_state(spark, lake, pattern)
+        df = mark_events(spark, df, pattern, state)
+        extra += [first_ever_attribute(v) for v in pattern.first_ever]
+        counts = first_ever.counts() if first_ever is not None and first_ever.state is not None \
+            else {"first_ever_new": state.num_rows}
+        stats.update(counts)
     for alt in pattern.alternatives:
         if alt.position_rule is not None:  # contiguity, next steps
             df = df.withColumn(position_column(alt), positions_column(alt))
@@ -192,6 +203,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
     out.write.mode("overwrite").parquet(lk.spark_uri(staging))
     stats.update(staged_counters(lake, staging, keys))
+    if state is not None:  # published with the matches (publish_steps)
+        stage_state(lake, staging, state)
     stats["work_item"] = "tested events" if window else MATCHER_CLASSES[pattern.matcher].work_item
     stats["sliced"] = slicing or "no"
     stats["seconds"] = round(time.perf_counter() - started, 3)

@@ -67,7 +67,10 @@ class Phase2Spec:
 
 @lru_cache(maxsize=16)
 def _pattern(text: str):
-    return parse_pattern(text, "<phase 2>")
+    """The pattern phase 2 runs: a ``first_ever`` pattern's marked form (phase 1 marked
+    its events from the state)."""
+    pattern = parse_pattern(text, "<phase 2>")
+    return pattern.marked() if getattr(pattern, "first_ever", ()) else pattern
 
 
 def position_column(pattern) -> str:

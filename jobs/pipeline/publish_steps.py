@@ -18,6 +18,7 @@ from jobs.lake.funnels import FunnelStepRow, append_funnels
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.check_frames import StagedMatches
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.first_ever import publish_state
 from jobs.pipeline.horizons import RunRange
 from jobs.pipeline.publish import RunsLog, log_run, publish
 from jobs.pipeline.quality import ValidationFailed, validate_staged
@@ -176,6 +177,8 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
         log.append(row, hold=not outcome["committed"])
     else:
         log_run(lake, row)
+    if getattr(pattern, "first_ever", ()):
+        publish_state(lake, pattern, staging)  # after the matches: a kill keeps the old one
     steps = funnel_rows_of(ctx, stats)
     if funnels is not None:
         funnels.extend(steps)

@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 
 from jobs.core.language.conditions.expressions import Attr, Cmp
 from jobs.core.language.conditions.kinds import AggregateCondition, Property, Ref, Relationship
-from jobs.core.language.pattern import Negation, Pattern
+from jobs.core.language.pattern import FIRST_EVER_PREFIX, Negation, Pattern
 
 WITHIN = "within/order"  # the stop that no single condition explains
 
@@ -141,7 +141,8 @@ def _requirements(alt: Pattern, k: int):
                        optional_sets=tuple(i for i in alt.optional_sets if i < k - 1),
                        partition_keys=alt.partition_attributes)
         pattern, _ = _prefix(lone, k, with_negations=False)
-        props = [str(p.expr) for p in alt.properties[v.name]]
+        props = ["first ever" if FIRST_EVER_PREFIX in str(p.expr) else str(p.expr)
+                 for p in alt.properties[v.name]]
         yield f"no {v.name}" + (f" ({' and '.join(props)})" if props else ""), pattern
 
 
