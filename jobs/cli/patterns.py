@@ -19,7 +19,7 @@ from jobs.cli.common import (
 )
 from jobs.config import ConfigError, check_pipeline_file, current_project, load_sources
 from jobs.core.engine.columns import read_columns
-from jobs.core.engine.first_ever import with_first_ever
+from jobs.core.engine.marks import with_marks
 from jobs.core.engine.options import DEFAULT_MEMORY_BUDGET
 from jobs.core.engine.runtime import MatchStats, aot, compile_pattern
 from jobs.core.engine.window_matcher import execute_windows, json_rows, sorted_batches
@@ -152,8 +152,8 @@ def cmd_match(args) -> int:
             for p in problems:
                 print(f"{p} [against {events}]", file=sys.stderr)
             return 2
-    if getattr(pattern, "first_ever", ()) and args.matcher != "bruteforce":
-        pattern, cols = with_first_ever(pattern, cols)  # the file is the whole history
+    if getattr(pattern, "marks_needed", False) and args.matcher != "bruteforce":
+        pattern, cols = with_marks(pattern, cols)  # the file is the whole history
         compiled = compile_pattern(pattern, cols.names)
     options = MatchOptions(matcher=args.matcher, strategy=args.strategy,
                            filter=not args.no_filter, partition=not args.no_partition,

@@ -141,16 +141,21 @@ class SourceEvents:
         s = self.sources.get(source)
         return s.type_column if s else None
 
-    def of_matches(self, source: str, ids: list[str], spans: list[tuple]) -> pa.Table | None:
-        """Events ``ids`` of ``source``, read from the days ``spans`` ((start, end) pairs)
-        cover (None: no table yet); raises ``BrokenTable``."""
+    def of_matches(self, source: str, ids: list[str], spans: list[tuple],
+                   attributes: tuple[str, ...] = ()) -> pa.Table | None:
+        """Events ``ids`` of ``source`` with their ``attributes`` (those the source has),
+        read from the days ``spans`` ((start, end) pairs) cover (None: no table yet);
+        raises ``BrokenTable``."""
         days = sorted({(start + timedelta(days=k)).strftime("%Y-%m-%d")
                        for start, end in spans for k in range((end - start).days + 2)})
         label = self.type_column(source)
         if not self.lake.exists(self.lake.events(source)):
             return None
+        known = dict(self.sources[source].columns) if source in self.sources else {}
+        extra = [a for a in attributes if a in known and a not in ("event_id", "ts", label)]
         return self.lake.read_arrow(
-            self.lake.events(source), columns=["event_id", "ts"] + ([label] if label else []),
+            self.lake.events(source),
+            columns=["event_id", "ts"] + ([label] if label else []) + extra,
             filter=pc.field("event_id").isin(pa.array(ids, pa.string())),
             partition_filters=[("event_date", "in", days)] if days else None)
 
@@ -163,7 +168,8 @@ def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
         .slice(0, SHOWN_MATCHES).to_pylist()
     ids = sorted({e for m in first for _, es in m["bindings"] for e in es})
     spans = [(m["start_ts"], m["end_ts"]) for m in first]  # its bound events lie in it
-    found = events.of_matches(pattern.source, ids, spans)
+    shown_attrs = tuple(sorted(a for a in pattern.attributes if not a.startswith("__")))
+    found = events.of_matches(pattern.source, ids, spans, shown_attrs)
     if found is None:
         return []
     label = events.type_column(pattern.source)
@@ -172,10 +178,21 @@ def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
     for m in first:
         marks = [(var, _utc(by_id[e]["ts"]), e, str(by_id[e].get(label) or "") if label else "")
                  for var, es in m["bindings"] for e in es if e in by_id]
+        values = {e: ", ".join(f"{a} = {by_id[e][a]}" for a in shown_attrs
+                               if a in by_id[e] and a != label and by_id[e][a] is not None)
+                  for _, es in m["bindings"] for e in es if e in by_id}
         out.append({"match_id": m["match_id"], "start": _utc(m["start_ts"]),
                     "end": _utc(m["end_ts"]),
-                    "events": sorted(marks, key=lambda x: (x[1], x[2]))})
+                    "events": sorted(marks, key=lambda x: (x[1], x[2])),
+                    "values": values,
+                    "measures": {n: _shown_value(m.get(n)) for n in pattern.measure_names}})
     return out
+
+
+def _shown_value(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return "" if v is None else str(v)
 
 
 def _pattern_page(lake: lk.Lake, events: SourceEvents, path: Path, pattern,
@@ -213,7 +230,8 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
     if old is not None and old.get("shown_ids") == ids and "shown" in old:
         page.shown = _shown_from_json(old["shown"])  # the same first matches: their events
     else:
-        shown = read_first(dataset, summary, ["match_id", "start_ts", "end_ts", "bindings"])
+        shown = read_first(dataset, summary, ["match_id", "start_ts", "end_ts", "bindings",
+                                              *pattern.measure_names])
         page.shown = _shown_matches(events, pattern, shown) if shown is not None else []
     if cache is not None:
         cache.keep(f"pattern {pattern.name}", key, {

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from jobs.config import Profile
 from jobs.core.engine.columns import from_arrow, from_events
-from jobs.core.engine.first_ever import with_first_ever
 from jobs.core.engine.funnel import funnel as engine_funnel
+from jobs.core.engine.marks import with_marks
 from jobs.core.errors import InputError
 from jobs.core.language.funnel_steps import FunnelRow
 from jobs.lake.store import Lake
@@ -56,8 +56,8 @@ def funnel_of(spark, profile: Profile, name_or_path: str, partition: str | None 
     else:
         wanted = ["event_id", "ts", *sorted(a for a in pattern.attributes if a != "ts")]
         cols = from_arrow(events.select(*wanted).toArrow(), sorted(pattern.attributes))
-    if getattr(pattern, "first_ever", ()):  # the events read are the whole history
-        marked, cols = with_first_ever(pattern, cols)
+    if getattr(pattern, "marks_needed", False):  # the events read are the whole history
+        marked, cols = with_marks(pattern, cols)
         return pattern, engine_funnel(marked, cols)
     return pattern, engine_funnel(pattern, cols)
 

@@ -61,6 +61,11 @@ def first_ever_attribute(variable: str) -> str:
     return FIRST_EVER_PREFIX + variable
 
 
+def history_attribute(k: int) -> str:
+    """The attribute that marks the events for which history condition ``k`` holds."""
+    return f"__history_{k}"
+
+
 UNBOUNDED = None
 # The one name rule of pattern files, models and the tables they name: lower case letters,
 # digits and _, starting with a letter (it is a table name in Spark, DuckDB and Delta).
@@ -142,6 +147,36 @@ class Measure:
 
 
 @dataclass(frozen=True)
+class HistoryCondition:
+    """A condition on the partition's whole history around one bound event (``history:``;
+    docs/semantics.md, "History conditions"): at least / at most ``count`` events h of the
+    partition that fit ``where`` (properties of h; none: any event) lie ``before`` the
+    event bound to ``anchor`` (h.ts < anchor.ts, or h.ts <= anchor.ts - by with ``by``)
+    or ``after`` it (h.ts > anchor.ts, or h.ts >= anchor.ts + by)."""
+
+    anchor: str
+    at_least: int | None
+    at_most: int | None
+    direction: str  # before | after
+    by: int = 0  # ns
+    where: tuple[Property, ...] = ()
+    line: int = field(default=0, compare=False)
+
+    def holds(self, n: int) -> bool:
+        """Whether ``n`` events in the range satisfy the bound."""
+        return (self.at_least is None or n >= self.at_least) and \
+            (self.at_most is None or n <= self.at_most)
+
+    def __str__(self) -> str:
+        bound = f"at least {self.at_least}" if self.at_least is not None \
+            else f"at most {self.at_most}"
+        what = " and ".join(str(p.expr) for p in self.where) or "any event"
+        by = f" by {self.by // UNITS_NS['d']}d" if self.by and self.by % UNITS_NS["d"] == 0 \
+            else (f" by {self.by}ns" if self.by else "")
+        return f"{bound} of [{what}] {self.direction} {self.anchor}{by}"
+
+
+@dataclass(frozen=True)
 class Example:
     """A small example carried by a pattern file: given events, the expected matches."""
 
@@ -180,6 +215,7 @@ class Pattern:
     first_ever: tuple[str, ...] = ()
     # the version of the pattern file this one runs for (its ``marked()`` form keeps it)
     version_of: str | None = field(default=None, compare=False, repr=False)
+    history: tuple[HistoryCondition, ...] = ()  # ``history:`` (conditions on all history)
 
     @property
     def alternatives(self) -> tuple[Pattern, ...]:
@@ -346,7 +382,8 @@ class Pattern:
     def attributes(self) -> frozenset[str]:
         """Every event attribute the conditions and measures read."""
         return frozenset(a for c in self.conditions for a in c.attributes) | frozenset(
-            a for m in self.measures for a in expr_attributes(m.expr))
+            a for m in self.measures for a in expr_attributes(m.expr)) | frozenset(
+            a for h in self.history for p in h.where for a in p.attributes)
 
     @cached_property
     def measure_names(self) -> tuple[str, ...]:
@@ -396,18 +433,28 @@ class Pattern:
             out["measures"] = [[m.name, str(m.expr)] for m in self.measures]
         if self.first_ever:
             out["first_ever"] = sorted(self.first_ever)
+        if self.history:
+            out["history"] = sorted(str(h) for h in self.history)
         return out
+
+    @property
+    def marks_needed(self) -> bool:
+        """Whether the pattern reads the whole history (``first_ever``, ``history:``): its
+        events carry marks and its ``marked()`` form runs."""
+        return bool(self.first_ever or self.history)
 
     def marked(self) -> Pattern:
         """The pattern a matcher runs when ``first_ever`` names variables: each of them
         with one more property, ``v.<FIRST_EVER attribute> = true``, which the caller's
         events carry (``language.first_ever``, or phase 1's column from the state)."""
-        if not self.first_ever:
+        if not self.first_ever and not self.history:
             return self
         extra = tuple(Property(v, Cmp("=", Attr(v, first_ever_attribute(v)), Lit(True)))
-                      for v in self.first_ever)
+                      for v in self.first_ever) + tuple(
+            Property(h.anchor, Cmp("=", Attr(h.anchor, history_attribute(k)), Lit(True)))
+            for k, h in enumerate(self.history))
         return replace(self, conditions=self.conditions + extra, condition_lines=(),
-                       first_ever=(), partition_keys=self.partition_attributes,
+                       first_ever=(), history=(), partition_keys=self.partition_attributes,
                        version_of=self.version)
 
     @cached_property
@@ -431,6 +478,7 @@ class Pattern:
         extra = "" if self.contiguity == "none" else f", {self.contiguity} contiguity"
         extra += "" if self.after_match == "all" else f", after match {self.after_match}"
         extra += f", first ever {', '.join(self.first_ever)}" if self.first_ever else ""
+        extra += "".join(f", history {h}" for h in self.history)
         return f"{self.name} = (<{', '.join(parts)}>, Θ, {self.within}{extra})"
 
 

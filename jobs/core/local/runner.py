@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 
 from jobs.core.engine.columns import from_events
-from jobs.core.engine.first_ever import with_first_ever
+from jobs.core.engine.marks import with_marks
 from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, MatchOptions
 from jobs.core.engine.output import bindings_of, json_lines, sort_batch
@@ -49,8 +49,8 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
         st.matches = len(matches)
         st.seconds = time.perf_counter() - started
         return matches, st.as_dict()
-    if getattr(pattern, "first_ever", ()):  # the events given are the whole history
-        pattern, cols = with_first_ever(pattern, from_events(events, sorted(pattern.attributes)))
+    if getattr(pattern, "marks_needed", False):  # the events given are the whole history
+        pattern, cols = with_marks(pattern, from_events(events, sorted(pattern.attributes)))
         compiled = compile_pattern(pattern, cols.names)
     else:
         compiled = compile_pattern(pattern)

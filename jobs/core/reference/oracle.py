@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from jobs.core.language.events import Event
-from jobs.core.language.first_ever import mark
+from jobs.core.language.history import mark
 from jobs.core.language.optional import expansions
 from jobs.core.language.pattern import Disjunction, Pattern, Variable
 from jobs.core.reference.matches import (
@@ -42,8 +42,8 @@ def meaning(pattern: Pattern | Disjunction, events: list[Event],
     of SESExec for ``ses``, every match of Definition 2 for ``zstream``. A disjunction
     means the union of its alternatives' matches, each tagged with its alternative."""
     run = ses_exec if (matcher or pattern.matcher) == "ses" else all_matches
-    if getattr(pattern, "first_ever", ()):  # the events given are the whole history
-        events, pattern = mark(pattern, events), pattern.marked()
+    if getattr(pattern, "marks_needed", False):
+        events, pattern = mark(pattern, events), pattern.marked()  # the whole history
     if isinstance(pattern, Disjunction):  # after_match is refused with alternatives
         return [with_measure_columns(m, pattern.measure_names)
                 for alt in pattern.alternatives for m in run(alt, events)]

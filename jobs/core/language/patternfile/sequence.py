@@ -40,6 +40,7 @@ from jobs.core.language.pattern import (
     Pattern,
     Variable,
 )
+from jobs.core.language.patternfile.history import parse_first_ever, parse_history
 from jobs.core.language.patternfile.nodes import (
     PatternError,
     Problem,
@@ -53,7 +54,7 @@ from jobs.core.language.patternfile.nodes import (
 
 REQUIRED = ("name", "source", "within", "sets")
 OPTIONAL = ("conditions", "matcher", "description", "examples", "contiguity", "alternatives",
-            "measures", "after_match", "first_ever",
+            "measures", "after_match", "first_ever", "history",
             "plan", "kind")
 ALLOWED_KEYS = REQUIRED + OPTIONAL
 BODY_KEYS = ("sets", "conditions", "contiguity", "measures")  # each alternative's own
@@ -132,7 +133,9 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
     else:
         own = {k: v for k, v in fields.items() if k != "contiguity"}  # checked above
         bodies = [_parse_body(own, matcher, contiguity, path, problems)]
-    first_ever = _first_ever(fields.get("first_ever"), bodies, disjunctive, path, problems)
+    first_ever = parse_first_ever(fields.get("first_ever"), bodies[0], disjunctive, path,
+                                  problems)
+    history = parse_history(fields.get("history"), bodies[0], disjunctive, path, problems)
     examples = _parse_examples(fields.get("examples"), [b.positives for b in bodies],
                                disjunctive, path, problems,
                                [{m.name for m in b.measures} for b in bodies])
@@ -145,6 +148,7 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
                              optional_sets=b.optional_sets, after_match=after_match,
                              alternative=k + 1 if disjunctive else None,
                              plan=plan, measures=b.measures, first_ever=first_ever,
+                             history=history,
                              path=path, condition_lines=tuple(b.lines),
                              examples=() if disjunctive else tuple(examples))
                      for k, b in enumerate(bodies))
@@ -167,42 +171,6 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
     if problems:
         raise PatternError(problems)
     return out
-
-
-def _first_ever(node: yaml.Node | None, bodies: list, disjunctive: bool, path: str,
-                problems: list[Problem]) -> tuple[str, ...]:
-    """``first_ever: [a, ...]``: positive singleton variables that are always bound (not
-    optional, not in a group, not negated); docs/language.md, "The first time ever"."""
-    if node is None:
-        return ()
-    line = line_of(node)
-    items = node.value if isinstance(node, yaml.SequenceNode) else None
-    names = [scalar(x) for x in items] if items is not None and all(
-        isinstance(x, yaml.ScalarNode) for x in items) else None
-    if not names or not all(isinstance(n, str) for n in names):
-        problems.append(Problem(path, line, "first_ever must be a list of variable names, "
-                                "e.g. first_ever: [a]"))
-        return ()
-    if disjunctive:
-        problems.append(Problem(path, line, "first_ever with alternatives is not supported "
-                                "yet: write one file per alternative"))
-        return ()
-    body = bodies[0]
-    negated = {n.var.name for n in body.negations}
-    for name in names:
-        v = body.positives.get(name)
-        if v is None:
-            what = "a negated variable" if name in negated else "not a variable of sets"
-            problems.append(Problem(path, line, f"first_ever: {name!r} is {what}: name a "
-                                    "positive variable (the event that must be its "
-                                    "partition's first of its kind)"))
-        elif v.group or v.min == 0 or any(v.set_index == k for k in body.optional_sets):
-            problems.append(Problem(path, line, f"first_ever: {name!r} must bind exactly one "
-                                    "event in every match (a singleton, not optional, not a "
-                                    f"group like {v})"))
-    if len(set(names)) < len(names):
-        problems.append(Problem(path, line, "first_ever names a variable twice"))
-    return tuple(dict.fromkeys(names))
 
 
 @dataclass

@@ -1,0 +1,77 @@
+"""The marks of ``first_ever`` and ``history:`` on event columns (docs/semantics.md, "First
+ever", "History conditions"): the columns with one more attribute per ``first_ever``
+variable (1 on its partition's first fitting event among the columns: the whole history
+the caller passes, in processing order) and per history condition (1 where it holds with
+its anchor bound to the event). The engine then runs the pattern's ``marked()`` form."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jobs.core.engine.columns import NUMBER, EventColumns
+from jobs.core.engine.compiled import CompiledPattern
+from jobs.core.engine.programs import TRUE, vector_truth
+from jobs.core.language.pattern import Pattern, first_ever_attribute, history_attribute
+
+
+def first_rows(pattern: Pattern, cols: EventColumns, variable: str) -> np.ndarray:
+    """The rows of each partition's first event that fits ``variable``'s properties."""
+    c = CompiledPattern(pattern, tuple(cols.names))
+    fits = np.flatnonzero(c.fits(variable, cols))
+    if not len(fits):
+        return fits
+    code, present = c.partition_codes(cols, fits)
+    fits, code = fits[present], code[present]
+    _, first = np.unique(code, return_index=True)  # rows are in processing order
+    return np.sort(fits[first])
+
+
+def history_marks(pattern: Pattern, cols: EventColumns, k: int) -> np.ndarray:
+    """1 where history condition ``k`` holds with its anchor bound to the row (the
+    columns are the partitions' whole history, in processing order), else 0."""
+    h = pattern.history[k]
+    c = CompiledPattern(pattern, tuple(cols.names))
+    code, present = c.partition_codes(cols)
+    fits = np.ones(cols.n, np.bool_)
+    for p in h.where:
+        fits &= vector_truth(p.expr, cols, c.row) == TRUE
+    out = np.zeros(cols.n)
+    for part in np.unique(code[present]):
+        rows = np.flatnonzero(present & (code == part))
+        times = np.sort(cols.ts[rows[fits[rows]]])
+        t = cols.ts[rows]
+        if h.direction == "before":
+            n = np.searchsorted(times, t, "left") if not h.by \
+                else np.searchsorted(times, t - h.by, "right")
+        else:
+            n = len(times) - (np.searchsorted(times, t, "right") if not h.by
+                              else np.searchsorted(times, t + h.by, "left"))
+        ok = np.ones(len(rows), np.bool_)
+        if h.at_least is not None:
+            ok &= n >= h.at_least
+        if h.at_most is not None:
+            ok &= n <= h.at_most
+        out[rows] = ok
+    return out
+
+
+def with_marks(pattern: Pattern, cols: EventColumns) -> tuple[Pattern, EventColumns]:
+    """(the pattern to run, the columns to run it on): the columns with the marks of
+    ``first_ever`` and of the ``history`` conditions (the columns are the whole history)."""
+    if not pattern.first_ever and not pattern.history:
+        return pattern, cols
+    names, values, kinds = list(cols.names), [cols.values], [cols.kinds]
+    marks = []
+    for v in pattern.first_ever:
+        mark = np.zeros(cols.n)
+        mark[first_rows(pattern, cols, v)] = 1.0
+        marks.append((first_ever_attribute(v), mark))
+    marks += [(history_attribute(k), history_marks(pattern, cols, k))
+              for k in range(len(pattern.history))]
+    for name, mark in marks:
+        names.append(name)
+        values.append(mark[None, :])
+        kinds.append(np.full((1, cols.n), NUMBER, cols.kinds.dtype))
+    marked = EventColumns(cols.ts, cols.ids, tuple(names), np.vstack(values), np.vstack(kinds),
+                          cols.dictionary, cols.time_base, cols.time_unit)
+    return pattern.marked(), marked
