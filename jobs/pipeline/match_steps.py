@@ -74,18 +74,20 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
         idle = is_idle(rng, last_success, extent)
+        if idle:  # a broken match table fails its pattern, as the publish would have
+            ctx.lake.check_files(ctx.lake.matches(pattern.name))
+        if not rng.full and (pattern.after_match != "all" or getattr(pattern, "history", ())) \
+                and not idle:
+            # which episodes are taken depends on every earlier one of the partition, and
+            # a history condition on every event of it: a late event or a retraction
+            # anywhere may change all that follow, so each night matches them again over
+            # the whole history (docs/semantics.md)
+            rng = RunRange(None, rng.high, True)
     first = None
-    if getattr(pattern, "first_ever", ()) and not idle:
+    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "history", ()) and not idle:
         first = plan_first_ever(ctx.lake, pattern, rng.full)
         if first.reopen is not None and rng.low is not None and first.reopen < rng.low:
             rng = RunRange(first.reopen, rng.high, rng.full)  # a late first: its window
-        if idle:  # a broken match table fails its pattern, as the publish would have
-            ctx.lake.check_files(ctx.lake.matches(pattern.name))
-        if not rng.full and pattern.after_match != "all" and not idle:
-            # which episodes are taken depends on every earlier one of the partition: a
-            # late event or a retraction anywhere may replace all that follow, so each
-            # night takes them again over the whole history (docs/semantics.md)
-            rng = RunRange(None, rng.high, True)
     return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first)
 
 

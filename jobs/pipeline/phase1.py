@@ -125,7 +125,9 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     stats = {"events": scanned}
     extra = []
     state = None
-    if getattr(pattern, "first_ever", ()):  # each event: is it its partition's first?
+    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "history", ()):
+        # each event: is it its partition's first? (with history conditions, phase 2 marks
+        # whole partitions of the whole history itself)
         state = first_ever.state if first_ever is not None and first_ever.state is not None \
             else build_state(spark, lake, pattern)
         df = mark_events(spark, df, pattern, state)
@@ -152,7 +154,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
 
     slicing = None
-    episodes = pattern.after_match != "all"  # whole partitions, always
+    # whole partitions, always: episodes, history conditions
+    episodes = pattern.after_match != "all" or bool(getattr(pattern, "history", ()))
     if (not keys or force_slices or unlinked) and not episodes:
         slicing = "all"
     elif max_partition_events and scanned > max_partition_events and not episodes:

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 from jobs.core.engine.columns import EventColumns, from_arrow, processing_order
 from jobs.core.engine.funnel import funnel_counts
+from jobs.core.engine.marks import with_marks
 from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, DEFAULT_MEMORY_BUDGET, MatchOptions
 from jobs.core.engine.output import bindings_json, bindings_of, match_ids
@@ -68,9 +69,21 @@ class Phase2Spec:
 @lru_cache(maxsize=16)
 def _pattern(text: str):
     """The pattern phase 2 runs: a ``first_ever`` pattern's marked form (phase 1 marked
-    its events from the state)."""
+    its events from the state); a pattern with ``history:`` as written (``_marked``)."""
     pattern = parse_pattern(text, "<phase 2>")
-    return pattern.marked() if getattr(pattern, "first_ever", ()) else pattern
+    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "history", ()):
+        return pattern.marked()
+    return pattern
+
+
+def _compiled(pattern, rows: RowSet):
+    """(the pattern to run, it compiled, its columns): a pattern with ``history:`` gets its
+    marks here, from the group's events (whole partitions of the whole history)."""
+    if getattr(pattern, "history", ()):
+        marked, cols = with_marks(pattern, rows.columns(sorted(pattern.attributes)))
+        return marked, compile_pattern(marked, cols.names), cols
+    compiled = compile_pattern(pattern)
+    return pattern, compiled, rows.columns(compiled.attributes)
 
 
 def position_column(pattern) -> str:
@@ -135,8 +148,7 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     if pattern.kind == "window":
         yield from window_rows(spec, pattern, rows, lo, hi, s_lo, s_hi, t0)
         return
-    compiled = compile_pattern(pattern)
-    cols = rows.columns(compiled.attributes)
+    pattern, compiled, cols = _compiled(pattern, rows)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
                            memory_budget=spec.memory_budget, limits=spec.limits,
                            plan=_driver_plan(spec.plan, spec.pattern_text))

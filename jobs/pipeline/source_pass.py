@@ -116,8 +116,8 @@ def numbered(pattern: Pattern | Disjunction) -> bool:
 
 def shareable(pattern: Pattern | Disjunction) -> bool:
     if pattern.kind == "window" or unlinked_negation(pattern) \
-            or pattern.after_match != "all" or getattr(pattern, "first_ever", ()):
-        return False  # (first_ever: its events carry marks from its own state)
+            or pattern.after_match != "all" or getattr(pattern, "marks_needed", False):
+        return False  # (first_ever, history: its events carry marks of their own)
     free = all(alt.position_rule is None for alt in pattern.alternatives)
     if not pattern.partition_attributes:  # a pass by time slices
         return free

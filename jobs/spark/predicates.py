@@ -143,7 +143,8 @@ def filter_column(pattern: Pattern | Disjunction):
     if pattern.kind == "window":
         return window_filter_column(pattern)
     variables = [alt.properties[v.name] for alt in pattern.alternatives
-                 for v in alt.variables + alt.negated]
+                 for v in alt.variables + alt.negated] + [
+        h.where for alt in pattern.alternatives for h in getattr(alt, "history", ())]
     if not all(variables):
         return None
 

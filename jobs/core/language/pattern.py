@@ -152,7 +152,8 @@ class HistoryCondition:
     docs/semantics.md, "History conditions"): at least / at most ``count`` events h of the
     partition that fit ``where`` (properties of h; none: any event) lie ``before`` the
     event bound to ``anchor`` (h.ts < anchor.ts, or h.ts <= anchor.ts - by with ``by``)
-    or ``after`` it (h.ts > anchor.ts, or h.ts >= anchor.ts + by)."""
+    or ``after`` it (h.ts > anchor.ts, or h.ts >= anchor.ts + by). The partition: the
+    events with the anchor's values of ``same`` (default: the pattern's X)."""
 
     anchor: str
     at_least: int | None
@@ -161,6 +162,7 @@ class HistoryCondition:
     by: int = 0  # ns
     where: tuple[Property, ...] = ()
     line: int = field(default=0, compare=False)
+    same: tuple[str, ...] = ()
 
     def holds(self, n: int) -> bool:
         """Whether ``n`` events in the range satisfy the bound."""
@@ -173,7 +175,8 @@ class HistoryCondition:
         what = " and ".join(str(p.expr) for p in self.where) or "any event"
         by = f" by {self.by // UNITS_NS['d']}d" if self.by and self.by % UNITS_NS["d"] == 0 \
             else (f" by {self.by}ns" if self.by else "")
-        return f"{bound} of [{what}] {self.direction} {self.anchor}{by}"
+        same = f" same {', '.join(self.same)}" if self.same else ""
+        return f"{bound} of [{what}] {self.direction} {self.anchor}{by}{same}"
 
 
 @dataclass(frozen=True)
@@ -383,7 +386,8 @@ class Pattern:
         """Every event attribute the conditions and measures read."""
         return frozenset(a for c in self.conditions for a in c.attributes) | frozenset(
             a for m in self.measures for a in expr_attributes(m.expr)) | frozenset(
-            a for h in self.history for p in h.where for a in p.attributes)
+            a for h in self.history for p in h.where for a in p.attributes) | frozenset(
+            a for h in self.history for a in h.same)
 
     @cached_property
     def measure_names(self) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ from jobs.core.language.conditions.parser import parse_conditions
 from jobs.core.language.pattern import HistoryCondition, Variable, parse_duration
 from jobs.core.language.patternfile.nodes import Problem, line_of, scalar
 
-HISTORY_KEYS = ("at_least", "at_most", "before", "after", "by", "where")
+HISTORY_KEYS = ("at_least", "at_most", "before", "after", "by", "where", "same")
 HISTORY_EVENT = "h"  # the variable a history condition's ``where`` names
 MAX_COUNT = 1_000_000
 
@@ -86,7 +86,11 @@ def parse_history(node: yaml.Node | None, body, disjunctive: bool, path: str,
                 problems.append(Problem(path, line_of(k), f"unknown key {key!r} in a history "
                                         f"condition (known: {', '.join(HISTORY_KEYS)})"))
                 continue
-            fields[key] = scalar(v) if isinstance(v, yaml.ScalarNode) else None
+            if isinstance(v, yaml.SequenceNode):
+                fields[key] = [scalar(x) if isinstance(x, yaml.ScalarNode) else None
+                               for x in v.value]
+            else:
+                fields[key] = scalar(v) if isinstance(v, yaml.ScalarNode) else None
         parsed = _one(fields, body, negated, path, line, problems)
         if parsed is not None:
             out.append(parsed)
@@ -122,9 +126,14 @@ def _one(fields: dict, body, negated: set[str], path: str, line: int,
     where = _where(fields.get("where"), path, line, problems)
     if where is None:
         return None
+    same = fields.get("same") or []
+    if not isinstance(same, list) or not all(isinstance(a, str) and a for a in same):
+        problems.append(Problem(path, line, "history same: a list of attributes the history "
+                                "events share with the anchor's, e.g. same: [patient]"))
+        return None
     return HistoryCondition(anchor, count if bounds[0] == "at_least" else None,
                             count if bounds[0] == "at_most" else None, sides[0], by, where,
-                            line)
+                            line, tuple(same))
 
 
 def _where(text, path: str, line: int, problems: list[Problem]) -> tuple[Property, ...] | None:

@@ -69,3 +69,46 @@ def test_late_first_replaces_and_retraction_promotes(spark, tmp_path):
     # a night with nothing new changes nothing
     quiet_night = night("2010-09-02")
     assert (quiet_night["inserted"], quiet_night["deleted"]) == (0, 0)
+
+
+NO_EARLIER_C = """\
+    name: blood_count_without_prior_d
+    source: chemo_mw
+    within: 1d
+    sets:
+      - [b]
+    conditions:
+      - b.type = 'B'
+    history:
+      - {at_most: 0, before: b, same: [patient], where: "h.type = 'D'"}
+      - {at_least: 1, before: b, by: 2d, same: [patient]}
+"""
+
+
+def test_history_conditions_night_after_night(spark, tmp_path):
+    """Blood counts with no D of the patient ever before and some event of theirs at least
+    2 days before: published equal to the reference over the whole history, also after a
+    late D that removes the matches of an earlier night."""
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    path = tmp_path / "no_d.yaml"
+    path.write_text(textwrap.dedent(NO_EARLIER_C))
+    pattern = load_pattern(path)
+    quiet = dict(echo=lambda *_: None)
+
+    def night(day):
+        [row] = [r for r in run_all(spark, profile, day, [str(path)], **quiet)
+                 if r.get("pattern") == pattern.name]
+        assert row["status"] == "success", row["message"]
+        assert published_ids(profile, pattern.name) == local_ids(profile, pattern), day
+        return row
+
+    first = night("2010-08-30")
+    assert first["inserted"] == 2  # patient 1's blood counts of 17 and 22 July
+    # a D for patient 1 on 1 July arrives late: no blood count of theirs qualifies now
+    (landing / "chemo_mw" / "late.csv").write_text(
+        "event_id,patient,type,value,unit,ts\nlate2,1,D,100,mg,2010-07-01T00:00:00\n")
+    late = night("2010-08-31")
+    assert late["full_recompute"] and late["deleted"] == 2
