@@ -31,6 +31,7 @@ from jobs.core.engine.runtime import compile_pattern, group_events, scan
 from jobs.core.errors import InputError
 from jobs.core.language.events import Event, events_from_arrow, format_ts, parse_ts
 from jobs.core.language.funnel_steps import WITHIN, funnel_steps
+from jobs.core.language.history import mark
 from jobs.core.language.measures import measure_types
 from jobs.core.reference.funnel import negation_witnesses
 from jobs.lake.store import Lake
@@ -100,6 +101,8 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
         raise InputError(f"{pattern.name} is a window pattern: explain --partition/--at "
                          "replays the steps of sequence patterns only; use `match` on the "
                          "events and read docs/windows.md")
+    if getattr(pattern, "marks_needed", False):  # first_ever, history: the events given
+        events, pattern = mark(pattern, events), pattern.marked()  # are the whole history
     reports = []
     for k, alt in enumerate(pattern.alternatives, start=1):
         rep = StepReport(k if len(pattern.alternatives) > 1 else None, alt.min_events,
