@@ -140,7 +140,9 @@ def cmd_match(args) -> int:
     startup = process_seconds()
     read_started = time.perf_counter()
     try:
-        cols, schema = read_columns(events, compiled.attributes,
+        marks = getattr(pattern, "marks_needed", False)  # computed, not read: facts, marks
+        cols, schema = read_columns(events, pattern.stored_attributes if marks
+                                    else compiled.attributes,
                                     id_column=id_column, time_column=time_column)
     except EventFileError as exc:
         print(f"error: {exc}", file=sys.stderr)

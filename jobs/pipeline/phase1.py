@@ -22,7 +22,7 @@ from functools import reduce
 
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import MATCHER_CLASSES, MatchStats
-from jobs.core.language.conditions.expressions import stored
+from jobs.core.language.conditions.expressions import is_fact, stored
 from jobs.core.language.pattern import Disjunction, Pattern, first_ever_attribute
 from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
@@ -125,7 +125,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     stats = {"events": scanned}
     extra = []
     state = None
-    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "history", ()):
+    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "whole_history", False):
         # each event: is it its partition's first? (with history conditions, phase 2 marks
         # whole partitions of the whole history itself)
         state = first_ever.state if first_ever is not None and first_ever.state is not None \
@@ -149,13 +149,14 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     if not unlinked:
         for k in keys:
             df = df.where(col(k).isNotNull())
-    needed = ["event_id", "ts", *sorted({stored(a) for a in pattern.attributes} | set(keys)),
+    needed = ["event_id", "ts", *sorted({stored(a) for a in pattern.attributes
+                                         if not is_fact(a)} | set(keys)),
               *extra]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
 
     slicing = None
     # whole partitions, always: episodes, history conditions
-    episodes = pattern.after_match != "all" or bool(getattr(pattern, "history", ()))
+    episodes = pattern.after_match != "all" or getattr(pattern, "whole_history", False)
     if (not keys or force_slices or unlinked) and not episodes:
         slicing = "all"
     elif max_partition_events and scanned > max_partition_events and not episodes:

@@ -69,18 +69,19 @@ class Phase2Spec:
 @lru_cache(maxsize=16)
 def _pattern(text: str):
     """The pattern phase 2 runs: a ``first_ever`` pattern's marked form (phase 1 marked
-    its events from the state); a pattern with ``history:`` as written (``_marked``)."""
+    its events from the state); a pattern read over the whole history (history
+    conditions, partition facts) as written: ``_compiled`` marks its events."""
     pattern = parse_pattern(text, "<phase 2>")
-    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "history", ()):
+    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "whole_history", False):
         return pattern.marked()
     return pattern
 
 
 def _compiled(pattern, rows: RowSet):
-    """(the pattern to run, it compiled, its columns): a pattern with ``history:`` gets its
-    marks here, from the group's events (whole partitions of the whole history)."""
-    if getattr(pattern, "history", ()):
-        marked, cols = with_marks(pattern, rows.columns(sorted(pattern.attributes)))
+    """(the pattern to run, it compiled, its columns): a pattern read over the whole
+    history gets its marks here, from the group's events (whole partitions)."""
+    if getattr(pattern, "whole_history", False):
+        marked, cols = with_marks(pattern, rows.columns(pattern.stored_attributes))
         return marked, compile_pattern(marked, cols.names), cols
     compiled = compile_pattern(pattern)
     return pattern, compiled, rows.columns(compiled.attributes)

@@ -15,6 +15,7 @@ from jobs.core.language.conditions.expressions import (
     Lit,
     Neg,
     Not,
+    is_fact,
     stored,
     time_function,
 )
@@ -101,7 +102,13 @@ def _condition_column(e: Expr):
 
 
 def property_column(p: Property):
-    """One property as a Spark predicate; null compares false, as in the matcher."""
+    """One property as a Spark predicate; null compares false, as in the matcher. A
+    property on a partition fact (no column: the marks compute it) holds for every event
+    here: what reads it keeps a superset, and the matcher tests it."""
+    if any(is_fact(a) for a in p.attributes):
+        from pyspark.sql import functions as F
+
+        return F.lit(True)
     return condition_column(p.expr)
 
 

@@ -52,10 +52,10 @@ def funnel_of(spark, profile: Profile, name_or_path: str, partition: str | None 
     events = lake.read_spark(spark, table)
     if partition:
         rows, _, _ = why_not_events(events, pattern, partition, None)
-        cols = from_events(rows, sorted(pattern.attributes))
+        cols = from_events(rows, pattern.stored_attributes)
     else:
-        wanted = ["event_id", "ts", *sorted(a for a in pattern.attributes if a != "ts")]
-        cols = from_arrow(events.select(*wanted).toArrow(), sorted(pattern.attributes))
+        wanted = ["event_id", "ts", *(a for a in pattern.stored_attributes if a != "ts")]
+        cols = from_arrow(events.select(*wanted).toArrow(), pattern.stored_attributes)
     if getattr(pattern, "marks_needed", False):  # the events read are the whole history
         marked, cols = with_marks(pattern, cols)
         return pattern, engine_funnel(marked, cols)

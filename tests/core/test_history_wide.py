@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jobs.core.language.conditions.parser import parse_condition
+from jobs.core.language.conditions.parser import parse_condition, parse_conditions
 from jobs.core.language.first_ever import first_events
 from jobs.core.language.pattern import HistoryCondition
 from jobs.core.language.patternfile import PatternError, parse_pattern
@@ -164,3 +164,38 @@ def test_what_a_history_condition_may_say(entry, message):
     text = BASE.replace("    first_ever: {first}\n", f"    history: [{entry}]\n")
     with pytest.raises(PatternError, match=message):
         parse_pattern(textwrap.dedent(text), "<history>")
+
+
+FACTS = ["partition.count >= {k}", "{v}.ts - partition.first_ts >= {d}d",
+         "partition.last_ts - {v}.ts >= {d}d", "partition.last_ts - partition.first_ts <= {d}d"]
+
+
+@SETTINGS
+@given(language_patterns(negation=True, bounds=True, rich=True),
+       event_tables(max_events=9, hours=True), st.data())
+def test_partition_facts_engine_equals_reference(pattern, events, data):
+    from jobs.core.language.conditions.kinds import classify
+    from jobs.core.language.partition_facts import anchored
+
+    single = [v for v in pattern.variables if not v.group and v.min == 1]
+    if not single or pattern.optional_units:
+        return
+    text = data.draw(st.sampled_from(FACTS)).format(
+        k=data.draw(st.integers(1, 6)), d=data.draw(st.integers(0, 3)), v=single[0].name)
+    [(cond, _)] = parse_conditions(text)
+    fact = classify(anchored(cond.expr, single[0].name))
+    with_fact = replace(pattern, conditions=pattern.conditions + (fact,), condition_lines=())
+    assert with_fact.whole_history
+    assert _ids(run(with_fact, events)[0]) == _ids(sorted_matches(oracle.meaning(with_fact,
+                                                                                 events)))
+
+
+def test_partition_facts_in_a_file_are_read_on_a_variable():
+    text = textwrap.dedent(BASE.replace("    first_ever: {first}\n", "")) + (
+        "  - a.ts - partition.first_ts >= 1d\n  - partition.count >= 3\n"
+        "measures:\n  seen: partition.count\n")
+    pattern = parse_pattern(text, "<facts>")
+    assert {"__partition_first_ts", "__partition_count"} <= pattern.attributes
+    assert "__partition_count" not in pattern.stored_attributes and pattern.whole_history
+    with pytest.raises(PatternError, match="partition's facts are"):
+        parse_pattern(text.replace("partition.count >= 3", "partition.size >= 3"), "<facts>")

@@ -112,3 +112,46 @@ def test_history_conditions_night_after_night(spark, tmp_path):
         "event_id,patient,type,value,unit,ts\nlate2,1,D,100,mg,2010-07-01T00:00:00\n")
     late = night("2010-08-31")
     assert late["full_recompute"] and late["deleted"] == 2
+
+
+FACTS = """\
+    name: late_blood_counts_of_busy_patients
+    source: chemo_mw
+    within: 1d
+    sets:
+      - [b]
+      - [x]
+    conditions:
+      - b.type = 'B'
+      - b.patient = x.patient
+      - b.ts - partition.first_ts >= 10d
+      - partition.count >= 8
+    measures:
+      seen: partition.count
+      since: partition.first_ts
+"""
+
+
+def test_partition_facts_night_after_night(spark, tmp_path):
+    """Partition facts in conditions and measures: published equal to the reference over
+    the whole history, and again after a night that adds an event to one partition."""
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    path = tmp_path / "facts.yaml"
+    path.write_text(textwrap.dedent(FACTS).replace("      - [x]\n", "      - [x]\n"))
+    pattern = load_pattern(path)
+    lake = lk.Lake(profile.lake)
+    quiet = dict(echo=lambda *_: None)
+    for day, extra in (("2010-08-30", None),
+                       ("2010-08-31", "event_id,patient,type,value,unit,ts\n"
+                                      "n1,2,P,1,mg,2010-06-20T00:00:00\n")):
+        if extra:
+            (landing / "chemo_mw" / "more.csv").write_text(extra)
+        [row] = [r for r in run_all(spark, profile, day, [str(path)], **quiet)
+                 if r.get("pattern") == pattern.name]
+        assert row["status"] == "success", row["message"]
+        assert published_ids(profile, pattern.name) == local_ids(profile, pattern), day
+    table = lake.read_arrow(lake.matches(pattern.name)).to_pylist()
+    assert table and all(r["seen"] >= 8 for r in table)

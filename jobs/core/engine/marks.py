@@ -11,6 +11,7 @@ import numpy as np
 from jobs.core.engine.columns import NUMBER, EventColumns, dense_ranks
 from jobs.core.engine.compiled import CompiledPattern
 from jobs.core.engine.programs import TRUE, vector_truth
+from jobs.core.language.conditions.expressions import PARTITION_FACTS, is_fact
 from jobs.core.language.pattern import Pattern, first_ever_attribute, history_attribute
 
 
@@ -60,12 +61,59 @@ def history_marks(pattern: Pattern, cols: EventColumns, k: int) -> np.ndarray:
     return out
 
 
+def fact_columns(pattern: Pattern, cols: EventColumns) -> list[tuple[str, np.ndarray]]:
+    """The partition facts the pattern reads, per row (times in the columns' time
+    encoding; NaN for an event without X, which is in no partition)."""
+    used = sorted(a for a in pattern.attributes if is_fact(a))
+    if not used:
+        return []
+    c = CompiledPattern(pattern, tuple(cols.names))
+    code, present = c.partition_codes(cols)
+    out = {a: np.full(cols.n, np.nan) for a in used}
+    rows = np.flatnonzero(present)
+    if len(rows):
+        keys, inverse, counts = np.unique(code[rows], return_inverse=True, return_counts=True)
+        first = np.full(len(keys), np.iinfo(np.int64).max)
+        last = np.full(len(keys), np.iinfo(np.int64).min)
+        np.minimum.at(first, inverse, cols.ts[rows])
+        np.maximum.at(last, inverse, cols.ts[rows])
+        values = {PARTITION_FACTS["first_ts"]: (first - cols.time_base) // cols.time_unit,
+                  PARTITION_FACTS["last_ts"]: (last - cols.time_base) // cols.time_unit,
+                  PARTITION_FACTS["count"]: counts}
+        for a in used:
+            out[a][rows] = values[a][inverse]
+    return list(out.items())
+
+
+def _with_columns(cols: EventColumns, items: list[tuple[str, np.ndarray]]) -> EventColumns:
+    """``cols`` with these numeric columns (NaN: missing), replacing those of the same name."""
+    if not items:
+        return cols
+    names, values, kinds = list(cols.names), cols.values.copy(), cols.kinds.copy()
+    extra_v, extra_k = [], []
+    for name, mark in items:
+        kind = np.where(np.isnan(mark), 0, NUMBER).astype(cols.kinds.dtype)
+        if name in names:
+            r = names.index(name)
+            values[r], kinds[r] = mark, kind
+            continue
+        names.append(name)
+        extra_v.append(mark[None, :])
+        extra_k.append(kind[None, :])
+    return EventColumns(cols.ts, cols.ids, tuple(names), np.vstack([values, *extra_v]),
+                        np.vstack([kinds, *extra_k]), cols.dictionary, cols.time_base,
+                        cols.time_unit)
+
+
 def with_marks(pattern: Pattern, cols: EventColumns) -> tuple[Pattern, EventColumns]:
-    """(the pattern to run, the columns to run it on): the columns with the marks of
-    ``first_ever`` and of the ``history`` conditions (the columns are the whole history)."""
-    if not pattern.first_ever and not pattern.history:
+    """(the pattern to run, the columns to run it on): the columns with the partition
+    facts, and the marks of ``first_ever`` and of the ``history`` conditions (the columns
+    are the whole history)."""
+    if not pattern.marks_needed:
         return pattern, cols
-    names, values, kinds = list(cols.names), [cols.values], [cols.kinds]
+    facts = [a for a in pattern.attributes if is_fact(a) and a not in cols.names]
+    cols = _with_columns(cols, [(a, np.full(cols.n, np.nan)) for a in facts])
+    cols = _with_columns(cols, fact_columns(pattern, cols))
     marks = []
     for v in pattern.first_ever:
         mark = np.zeros(cols.n)
@@ -73,10 +121,4 @@ def with_marks(pattern: Pattern, cols: EventColumns) -> tuple[Pattern, EventColu
         marks.append((first_ever_attribute(v), mark))
     marks += [(history_attribute(k), history_marks(pattern, cols, k))
               for k in range(len(pattern.history))]
-    for name, mark in marks:
-        names.append(name)
-        values.append(mark[None, :])
-        kinds.append(np.full((1, cols.n), NUMBER, cols.kinds.dtype))
-    marked = EventColumns(cols.ts, cols.ids, tuple(names), np.vstack(values), np.vstack(kinds),
-                          cols.dictionary, cols.time_base, cols.time_unit)
-    return pattern.marked(), marked
+    return pattern.marked(), _with_columns(cols, marks)

@@ -13,6 +13,7 @@ from bisect import bisect_left, bisect_right
 
 from jobs.core.language.events import Event
 from jobs.core.language.first_ever import mark as mark_first_ever
+from jobs.core.language.partition_facts import mark_facts
 from jobs.core.language.pattern import HistoryCondition, Pattern, history_attribute
 
 
@@ -26,7 +27,7 @@ def count_in_range(h: HistoryCondition, times: list[int], t: int) -> int:
 def mark(pattern: Pattern, events: list[Event]) -> list[Event]:
     """The events with every mark the pattern's ``marked()`` form reads: ``first_ever``'s
     and each history condition's (new objects, same ids, times and ``seq``)."""
-    events = mark_first_ever(pattern, events)
+    events = mark_facts(pattern, mark_first_ever(pattern, events))
     if not pattern.history:
         return events
     times = []

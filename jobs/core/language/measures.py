@@ -11,7 +11,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from jobs.core.language.conditions.evaluation import measure_value
-from jobs.core.language.conditions.expressions import Agg, Arith, Attr, Lit, Neg, time_function
+from jobs.core.language.conditions.expressions import (
+    Agg,
+    Arith,
+    Attr,
+    Lit,
+    Neg,
+    is_fact,
+    time_function,
+)
 from jobs.core.language.conditions.typecheck import value_kind
 from jobs.core.language.events import format_ts
 
@@ -53,7 +61,7 @@ def measure_type(expr, column_type: Callable[[str], str | None] = lambda _: None
 def _attribute(attr: str, column_type) -> str | None:
     """The type of an attribute's values: the column's, an integer for ``hour(ts)`` and
     ``weekday(ts)`` (``date(ts)`` is a time, found by ``value_kind``)."""
-    if time_function(attr):
+    if time_function(attr) or is_fact(attr):  # a partition's times are found by value_kind
         return "integer"
     return _column(column_type(attr))
 

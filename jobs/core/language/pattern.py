@@ -54,6 +54,7 @@ def parse_duration(text: str) -> int:
 
 
 FIRST_EVER_PREFIX = "__first_ever_"
+PARTITION_FACT_PREFIX = "__partition_"  # conditions.expressions.PARTITION_FACTS
 
 
 def first_ever_attribute(variable: str) -> str:
@@ -441,11 +442,27 @@ class Pattern:
             out["history"] = sorted(str(h) for h in self.history)
         return out
 
+    @cached_property
+    def stored_attributes(self) -> tuple[str, ...]:
+        """The attributes read from the events (sorted): all but the partition facts,
+        which the marks compute."""
+        return tuple(sorted(a for a in self.attributes
+                            if not a.startswith(PARTITION_FACT_PREFIX)))
+
+    @property
+    def whole_history(self) -> bool:
+        """Whether every night matches the pattern over the whole history, in whole
+        partitions: a history condition or a partition fact can change with any event
+        of the partition (docs/semantics.md)."""
+        return bool(self.history) or any(a.startswith(PARTITION_FACT_PREFIX)
+                                         for a in self.attributes)
+
     @property
     def marks_needed(self) -> bool:
         """Whether the pattern reads the whole history (``first_ever``, ``history:``): its
         events carry marks and its ``marked()`` form runs."""
-        return bool(self.first_ever or self.history)
+        return bool(self.first_ever or self.history
+                    or any(a.startswith(PARTITION_FACT_PREFIX) for a in self.attributes))
 
     def marked(self) -> Pattern:
         """The pattern a matcher runs when ``first_ever`` names variables: each of them

@@ -50,7 +50,7 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
         st.seconds = time.perf_counter() - started
         return matches, st.as_dict()
     if getattr(pattern, "marks_needed", False):  # the events given are the whole history
-        pattern, cols = with_marks(pattern, from_events(events, sorted(pattern.attributes)))
+        pattern, cols = with_marks(pattern, from_events(events, pattern.stored_attributes))
         compiled = compile_pattern(pattern, cols.names)
     else:
         compiled = compile_pattern(pattern)

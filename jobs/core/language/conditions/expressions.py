@@ -45,9 +45,24 @@ def stored(attr: str) -> str:
     return TIME if time_function(attr) else attr
 
 
+# ``partition.first_ts``, ``partition.last_ts``, ``partition.count``: facts of the partition
+# as a whole, read as attributes of a bound event (docs/semantics.md, "Partition facts")
+PARTITION = "partition"
+PARTITION_FACTS = {"first_ts": "__partition_first_ts", "last_ts": "__partition_last_ts",
+                   "count": "__partition_count"}
+FACT_NAMES = {v: k for k, v in PARTITION_FACTS.items()}
+
+
+def is_fact(attr: str) -> bool:
+    """Whether an attribute is a partition fact (computed, never stored)."""
+    return attr in FACT_NAMES
+
+
 def is_time(attr: str) -> bool:
-    """Whether an attribute's values are times: ``ts`` and ``date(ts)``."""
-    return attr == TIME or time_function(attr) == "date"
+    """Whether an attribute's values are times: ``ts``, ``date(ts)`` and the partition's
+    first and last time."""
+    return attr == TIME or time_function(attr) == "date" or attr in (
+        PARTITION_FACTS["first_ts"], PARTITION_FACTS["last_ts"])
 
 
 def derive(func: str, ns):

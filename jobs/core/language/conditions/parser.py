@@ -15,6 +15,8 @@ from jobs.core.language.conditions.expressions import (
     DURATION_UNITS,
     KEYWORDS,
     MATCH_TIMES,
+    PARTITION,
+    PARTITION_FACTS,
     TIME,
     TIME_FUNCTIONS,
     Agg,
@@ -424,6 +426,12 @@ class _Parser:
         self.take("punct", ".", "'.' after a variable name (write v.attr)")
         attr = self.take("name", what="an attribute name after '.'")
         self.used.append((name.text, name.column))
+        if name.text == PARTITION:  # a fact of the partition as a whole
+            if attr.text not in PARTITION_FACTS:
+                raise ConditionSyntaxError(
+                    f"partition.{attr.text}: the partition's facts are "
+                    f"{', '.join('partition.' + f for f in PARTITION_FACTS)}", attr.column)
+            return Ref(name.text, PARTITION_FACTS[attr.text])
         return Ref(name.text, attr.text)
 
 

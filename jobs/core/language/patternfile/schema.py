@@ -20,6 +20,7 @@ from jobs.core.language.conditions.expressions import (
     aggregates_of,
     comparisons_of,
     expr_attributes,
+    is_fact,
     is_time,
     stored,
     time_function,
@@ -41,6 +42,8 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
     columns = ", ".join(sorted(schema))
 
     def kind_of(attr):
+        if is_fact(attr):  # partition.count is a number, its times are times
+            return None if is_time(attr) else "number"
         if time_function(attr):  # hour(ts), weekday(ts) are numbers; date(ts) a time
             return None if is_time(attr) else "number"
         return "number" if schema.get(attr) in ("number", "integer", "double") else schema.get(attr)
@@ -59,7 +62,7 @@ def check_schema(pattern: Pattern | Disjunction, schema: dict[str, str]) -> list
     for cond, line in conditions:
         where = str(cond) if isinstance(cond, _Measure) else f"in condition '{cond}'"
         attrs = cond.attributes
-        missing = [a for a in attrs if a not in schema and stored(a) != TIME]
+        missing = [a for a in attrs if a not in schema and stored(a) != TIME and not is_fact(a)]
         for a in missing:
             hint = difflib.get_close_matches(a, list(schema), n=1)
             extra = f"; did you mean {hint[0]!r}?" if hint else ""

@@ -10,9 +10,11 @@ import yaml
 
 from jobs.core.language.conditions.expressions import (
     KEYWORDS,
+    PARTITION,
     ConditionSyntaxError,
     aggregates_of,
     attributes_of,
+    is_fact,
     is_time,
     match_times_of,
 )
@@ -22,11 +24,13 @@ from jobs.core.language.conditions.kinds import (
     Property,
     Relationship,
     RunningCondition,
+    classify,
     running_condition,
 )
 from jobs.core.language.conditions.parser import parse_conditions, parse_value
 from jobs.core.language.conditions.typecheck import time_problems
 from jobs.core.language.optional import optional_problems
+from jobs.core.language.partition_facts import anchored
 from jobs.core.language.pattern import (
     CONTIGUITY,
     MATCHER_NAMES,
@@ -453,6 +457,8 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
             problems.append(Problem(path, line, f"in condition {shown!r}{col}: {exc}"))
             continue
         for cond, used in parsed:
+            if any(v == PARTITION for v, _ in used):  # partition.first_ts, ...: facts
+                cond, used = _anchored(cond, used, variables)
             bad = [v for v, _ in used if v not in variables]
             if bad:
                 for v in dict.fromkeys(x for x in bad if x not in broken):
@@ -516,7 +522,9 @@ def _on_time(cond) -> str | None:
     problems = time_problems(cond.expr)
     if problems:
         return problems[0]
-    if isinstance(cond, Property) and any(is_time(a.attr) for a in attributes_of(cond.expr)):
+    read = [a.attr for a in attributes_of(cond.expr)]
+    if isinstance(cond, Property) and any(is_time(a) for a in read) \
+            and not any(is_fact(a) for a in read):  # a partition's time is another time
         return (f"reads only {cond.var}'s own time: relate it to another variable's time, "
                 f"e.g. b.ts - {cond.var}.ts <= 9d, or bound the whole match with within")
     return None
@@ -571,6 +579,16 @@ def _aggregate_misuse(cond: AggregateCondition | Measure, variables: dict[str, V
     return None
 
 
+def _anchored(cond, used, variables: dict[str, Variable]):
+    """A condition that reads partition facts, read on a bound variable: its own, else the
+    pattern's first required one (every event of a match has the same partition)."""
+    own = [v for v, _ in used if v != PARTITION and v in variables]
+    required = [v.name for v in variables.values() if not v.negated and v.min > 0]
+    anchor = own[0] if own else (required or list(variables) or [PARTITION])[0]
+    expr = anchored(cond.expr, anchor)
+    return classify(expr), [(anchor if v == PARTITION else v, c) for v, c in used]
+
+
 def _parse_measures(node, variables: dict[str, Variable], path: str, problems: list[Problem],
                     broken: set[str]) -> tuple[Measure, ...]:
     """``measures``: a mapping of output column -> value expression over the match."""
@@ -607,6 +625,13 @@ def _parse_measures(node, variables: dict[str, Variable], path: str, problems: l
             col = f" (column {exc.column})" if exc.column else ""
             problems.append(Problem(path, line, f"in measure {name!r}{col}: {exc}"))
             continue
+        if any(v == PARTITION for v, _ in used):  # partition facts, read on a variable
+            singles = [v.name for v in variables.values()
+                       if not v.negated and not v.group and v.min > 0]
+            anchor = next((v for v, _ in used if v != PARTITION and v in variables),
+                          (singles or list(variables) or [PARTITION])[0])
+            expr = anchored(expr, anchor)
+            used = [(anchor if v == PARTITION else v, c) for v, c in used]
         bad = [v for v, _ in used if v not in variables]
         if bad:
             for v in dict.fromkeys(x for x in bad if x not in broken):
