@@ -31,31 +31,44 @@ FIRST_DOSE = """\
 """
 
 
-def test_late_first_replaces_and_retraction_promotes(spark, tmp_path):
-    landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
-                    landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
-    path = tmp_path / "first_dose.yaml"
-    path.write_text(textwrap.dedent(FIRST_DOSE))
-    pattern = load_pattern(path)
-    lake = lk.Lake(profile.lake)
-    quiet = dict(echo=lambda *_: None)
+class ChemoNights:
+    """The chemotherapy log's landing copy, a lake and one pattern file under ``tmp``;
+    ``night(day)`` runs it and checks the published matches against the reference over
+    the whole history; ``arrive(name, rows)`` lands a CSV file."""
 
-    def night(day):
-        [row] = [r for r in run_all(spark, profile, day, [str(path)], **quiet)
-                 if r.get("pattern") == pattern.name]
+    def __init__(self, spark, tmp: Path, text: str):
+        self.spark, self.landing = spark, tmp / "landing"
+        shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
+                        self.landing / "chemo_mw")
+        self.profile = make_profile(tmp, landing=self.landing)
+        self.path = tmp / "pattern.yaml"
+        self.path.write_text(textwrap.dedent(text))
+        self.pattern = load_pattern(self.path)
+        self.lake = lk.Lake(self.profile.lake)
+
+    def night(self, day: str):
+        [row] = [r for r in run_all(self.spark, self.profile, day, [str(self.path)],
+                                    echo=lambda *_: None)
+                 if r.get("pattern") == self.pattern.name]
         assert row["status"] == "success", row["message"]
-        assert published_ids(profile, pattern.name) == local_ids(profile, pattern), day
+        assert published_ids(self.profile, self.pattern.name) == local_ids(
+            self.profile, self.pattern), day
         return row
 
+    def arrive(self, name: str, rows: str) -> None:
+        (self.landing / "chemo_mw" / name).write_text(
+            "event_id,patient,type,value,unit,ts\n" + rows)
+
+
+def test_late_first_replaces_and_retraction_promotes(spark, tmp_path):
+    nights = ChemoNights(spark, tmp_path, FIRST_DOSE)
+    night, lake, pattern = nights.night, nights.lake, nights.pattern
     first = night("2010-07-25")
     assert first["full_recompute"] and first["inserted"] == 2  # patients 1 and 2
     assert night("2010-08-30")["inserted"] == 0
     # a dose for patient 1 on 1 July arrives late: it is the first now, and its match
     # (with the blood count of 4 July) replaces the one of the dose of 5 July
-    (landing / "chemo_mw" / "late.csv").write_text(
-        "event_id,patient,type,value,unit,ts\nlate1,1,P,100,mg,2010-07-01T00:00:00\n")
+    nights.arrive("late.csv", "late1,1,P,100,mg,2010-07-01T00:00:00\n")
     late = night("2010-08-31")
     assert late["first_ever_replaced"] == 1 and (late["inserted"], late["deleted"]) == (1, 1)
     state = lake.read_arrow(lake.first_ever(pattern.name)).to_pylist()
@@ -71,7 +84,7 @@ def test_late_first_replaces_and_retraction_promotes(spark, tmp_path):
     assert (quiet_night["inserted"], quiet_night["deleted"]) == (0, 0)
 
 
-NO_EARLIER_C = """\
+NO_EARLIER_D = """\
     name: blood_count_without_prior_d
     source: chemo_mw
     within: 1d
@@ -89,27 +102,12 @@ def test_history_conditions_night_after_night(spark, tmp_path):
     """Blood counts with no D of the patient ever before and some event of theirs at least
     2 days before: published equal to the reference over the whole history, also after a
     late D that removes the matches of an earlier night."""
-    landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
-                    landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
-    path = tmp_path / "no_d.yaml"
-    path.write_text(textwrap.dedent(NO_EARLIER_C))
-    pattern = load_pattern(path)
-    quiet = dict(echo=lambda *_: None)
-
-    def night(day):
-        [row] = [r for r in run_all(spark, profile, day, [str(path)], **quiet)
-                 if r.get("pattern") == pattern.name]
-        assert row["status"] == "success", row["message"]
-        assert published_ids(profile, pattern.name) == local_ids(profile, pattern), day
-        return row
-
+    nights = ChemoNights(spark, tmp_path, NO_EARLIER_D)
+    night = nights.night
     first = night("2010-08-30")
     assert first["inserted"] == 2  # patient 1's blood counts of 17 and 22 July
     # a D for patient 1 on 1 July arrives late: no blood count of theirs qualifies now
-    (landing / "chemo_mw" / "late.csv").write_text(
-        "event_id,patient,type,value,unit,ts\nlate2,1,D,100,mg,2010-07-01T00:00:00\n")
+    nights.arrive("late.csv", "late2,1,D,100,mg,2010-07-01T00:00:00\n")
     late = night("2010-08-31")
     assert late["full_recompute"] and late["deleted"] == 2
 
@@ -135,23 +133,9 @@ FACTS = """\
 def test_partition_facts_night_after_night(spark, tmp_path):
     """Partition facts in conditions and measures: published equal to the reference over
     the whole history, and again after a night that adds an event to one partition."""
-    landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
-                    landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
-    path = tmp_path / "facts.yaml"
-    path.write_text(textwrap.dedent(FACTS).replace("      - [x]\n", "      - [x]\n"))
-    pattern = load_pattern(path)
-    lake = lk.Lake(profile.lake)
-    quiet = dict(echo=lambda *_: None)
-    for day, extra in (("2010-08-30", None),
-                       ("2010-08-31", "event_id,patient,type,value,unit,ts\n"
-                                      "n1,2,P,1,mg,2010-06-20T00:00:00\n")):
-        if extra:
-            (landing / "chemo_mw" / "more.csv").write_text(extra)
-        [row] = [r for r in run_all(spark, profile, day, [str(path)], **quiet)
-                 if r.get("pattern") == pattern.name]
-        assert row["status"] == "success", row["message"]
-        assert published_ids(profile, pattern.name) == local_ids(profile, pattern), day
-    table = lake.read_arrow(lake.matches(pattern.name)).to_pylist()
+    nights = ChemoNights(spark, tmp_path, FACTS)
+    nights.night("2010-08-30")
+    nights.arrive("more.csv", "n1,2,P,1,mg,2010-06-20T00:00:00\n")
+    nights.night("2010-08-31")
+    table = nights.lake.read_arrow(nights.lake.matches(nights.pattern.name)).to_pylist()
     assert table and all(r["seen"] >= 8 for r in table)

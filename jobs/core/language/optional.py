@@ -30,19 +30,14 @@ from dataclasses import dataclass, replace
 from jobs.core.language.conditions.evaluation import truth
 from jobs.core.language.conditions.expressions import (
     Agg,
-    Arith,
     Attr,
-    BoolOp,
     Cmp,
     Expr,
-    In,
     Lit,
-    MatchTime,
-    Neg,
-    Not,
     aggregates_of,
     attributes_of,
     match_times_of,
+    rebuilt,
 )
 from jobs.core.language.conditions.kinds import (
     AggregateCondition,
@@ -141,23 +136,14 @@ def _names(c) -> tuple[str, ...]:
 def without(e: Expr, absent: frozenset[str]) -> Expr:
     """``e`` with the absent variables read as empty: ``count`` 0, other aggregates and
     attributes missing."""
-    if isinstance(e, Agg) and e.var in absent:
-        return Lit(0) if e.func == "count" else Lit(None)
-    if isinstance(e, Attr) and e.var in absent:
-        return Lit(None)
-    if isinstance(e, (Lit, Attr, Agg, MatchTime)):
-        return e
-    if isinstance(e, Neg):
-        return Neg(without(e.item, absent))
-    if isinstance(e, Not):
-        return Not(without(e.item, absent))
-    if isinstance(e, (Arith, Cmp)):
-        return type(e)(e.op, without(e.left, absent), without(e.right, absent))
-    if isinstance(e, In):
-        return In(without(e.item, absent), e.values, e.negated)
-    if isinstance(e, BoolOp):
-        return BoolOp(e.op, tuple(without(x, absent) for x in e.items))
-    return e
+    def leaf(x: Expr) -> Expr:
+        if isinstance(x, Agg) and x.var in absent:
+            return Lit(0) if x.func == "count" else Lit(None)
+        if isinstance(x, Attr) and x.var in absent:
+            return Lit(None)
+        return x
+
+    return rebuilt(e, leaf)
 
 
 def optional_problems(pattern: Pattern) -> list[str]:

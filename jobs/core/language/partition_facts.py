@@ -15,37 +15,25 @@ from jobs.core.language.conditions.expressions import (
     PARTITION,
     PARTITION_FACTS,
     Agg,
-    Arith,
     Attr,
-    BoolOp,
-    Cmp,
     Expr,
-    In,
     Instant,
-    Neg,
-    Not,
     is_fact,
+    rebuilt,
 )
 from jobs.core.language.events import Event
 
 
 def anchored(e: Expr, anchor: str) -> Expr:
     """``e`` with ``partition.x`` read as ``anchor``'s attribute of that fact."""
-    if isinstance(e, Attr) and e.var == PARTITION:
-        return Attr(anchor, e.attr, e.prev)
-    if isinstance(e, Neg):
-        return Neg(anchored(e.item, anchor))
-    if isinstance(e, Not):
-        return Not(anchored(e.item, anchor))
-    if isinstance(e, (Arith, Cmp)):
-        return type(e)(e.op, anchored(e.left, anchor), anchored(e.right, anchor))
-    if isinstance(e, In):
-        return In(anchored(e.item, anchor), e.values, e.negated)
-    if isinstance(e, BoolOp):
-        return BoolOp(e.op, tuple(anchored(x, anchor) for x in e.items))
-    if isinstance(e, Agg) and e.var == PARTITION:
-        return Agg(e.func, anchor, e.attr, running=e.running, distinct=e.distinct)
-    return e
+    def leaf(x: Expr) -> Expr:
+        if isinstance(x, Attr) and x.var == PARTITION:
+            return Attr(anchor, x.attr, x.prev)
+        if isinstance(x, Agg) and x.var == PARTITION:
+            return Agg(x.func, anchor, x.attr, running=x.running, distinct=x.distinct)
+        return x
+
+    return rebuilt(e, leaf)
 
 
 def facts_of(pattern) -> set[str]:

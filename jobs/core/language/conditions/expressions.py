@@ -267,6 +267,22 @@ def nodes_of(e: Expr, kind: type):
             yield from nodes_of(x, kind)
 
 
+def rebuilt(e: Expr, leaf) -> Expr:
+    """``e`` with each leaf (literal, attribute, aggregate, match time) replaced by
+    ``leaf(it)``, the operators around them kept."""
+    if isinstance(e, Neg):
+        return Neg(rebuilt(e.item, leaf))
+    if isinstance(e, Not):
+        return Not(rebuilt(e.item, leaf))
+    if isinstance(e, (Arith, Cmp)):
+        return type(e)(e.op, rebuilt(e.left, leaf), rebuilt(e.right, leaf))
+    if isinstance(e, In):
+        return In(rebuilt(e.item, leaf), e.values, e.negated)
+    if isinstance(e, BoolOp):
+        return BoolOp(e.op, tuple(rebuilt(x, leaf) for x in e.items))
+    return leaf(e)
+
+
 def attributes_of(e: Expr):
     """Every ``Attr`` node of an expression."""
     return nodes_of(e, Attr)
