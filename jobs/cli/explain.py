@@ -12,7 +12,7 @@ from jobs.cli.common import spark_for, user_errors
 from jobs.core.plans.planners import ALIASES, PLANNERS
 from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
 from jobs.tools.explain import explain_pattern
-from jobs.tools.funnel import funnel_lines, funnel_of
+from jobs.tools.funnel import funnel_lines, funnel_of, stored_funnel
 
 
 @user_errors
@@ -31,7 +31,10 @@ def cmd_funnel(args) -> int:
     """How many partitions and windows reached each step of a pattern, and what stopped
     the others (docs/semantics.md, "Funnels"); as JSON, a list of the steps in order."""
     profile, spark = spark_for(args)
-    pattern, rows = funnel_of(spark, profile, args.pattern, args.partition)
+    if args.run:  # a night's funnel from the funnels table: no Spark
+        pattern, rows = stored_funnel(profile, args.pattern, args.run)
+    else:
+        pattern, rows = funnel_of(spark, profile, args.pattern, args.partition)
     if args.format == "json":
         print(json.dumps([r.as_dict() for r in rows], indent=2))
     else:
@@ -59,4 +62,7 @@ def register(r: Registry) -> None:
     f.add_argument("--partition", metavar="VALUE",
                    help="one partition only: the value of the partition attribute "
                         "(ATTR=VALUE,... when there are several)")
+    f.add_argument("--run", metavar="RUN_ID",
+                   help="the funnel a night recorded (the funnels table; 'latest': the "
+                        "newest): the windows that started in that night's range")
     f.add_argument("--format", choices=("table", "json"), default="table")

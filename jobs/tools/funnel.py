@@ -17,6 +17,7 @@ from jobs.core.engine.funnel import funnel as engine_funnel
 from jobs.core.engine.marks import with_marks
 from jobs.core.errors import InputError
 from jobs.core.language.funnel_steps import FunnelRow
+from jobs.lake.funnels import latest, read_funnels
 from jobs.lake.store import Lake
 from jobs.project.patterns import load_catalog, pattern_paths
 from jobs.tools.explain import why_not_events
@@ -79,3 +80,22 @@ def _step_text(r: FunnelRow) -> str:
     alt = f"alternative {r.alternative}, " if r.alternative else ""
     neg = f" ({', '.join(r.negations)})" if r.negations else ""
     return f"{alt}{r.step}. {', '.join(r.variables)}{neg}"
+
+
+def stored_funnel(profile: Profile, name_or_path: str, run: str) -> tuple[object, list[FunnelRow]]:
+    """The funnel a run recorded for the pattern (``run``: a run id, or ``latest``)."""
+    path = pattern_file(name_or_path)
+    pattern = load_catalog([path]).get(path)
+    rows = read_funnels(Lake.of_profile(profile), pattern.name)
+    if run != "latest":
+        rows = [r for r in rows if r.run_id == run]
+    rows = latest(rows)
+    if not rows:
+        raise InputError(f"no funnel of {pattern.name} recorded"
+                         + ("" if run == "latest" else f" by run {run}")
+                         + ": `ses run` records one each night (match.funnels)")
+    return pattern, [FunnelRow(r.alternative, r.step, tuple(r.variables.split(", ")),
+                               tuple(x for x in r.negations.split(", ") if x),
+                               r.partitions, r.windows,
+                               tuple(sorted(r.stops.items(), key=lambda kv: (-kv[1], kv[0]))))
+                     for r in rows]

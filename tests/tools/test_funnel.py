@@ -44,6 +44,12 @@ def test_funnel_command_prints_the_steps_in_order(spark, nightly, monkeypatch, c
     rows = events_from_arrow(events.where(events.patient == patient).toArrow())
     pattern = load_pattern(Path("patterns") / f"{PATTERN}.yaml")
     assert mine == [r.as_dict() for r in reference_funnel(pattern, rows)]
+    # the night's funnel from the funnels table (no Spark): a first night, the same steps
+    assert main(["funnel", PATTERN, "--profile", "test", "--run", "latest",
+                 "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out) == steps
+    assert main(["funnel", PATTERN, "--profile", "test", "--run", "nope"]) == 2
+    assert "no funnel of" in capsys.readouterr().err
     assert main(["funnel", "no_such_pattern", "--profile", "test"]) == 2
     assert "no pattern file 'no_such_pattern'" in capsys.readouterr().err
 
