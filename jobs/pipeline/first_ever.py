@@ -31,14 +31,16 @@ from datetime import datetime, timezone
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from jobs.core.engine.columns import from_arrow, processing_order
 from jobs.core.engine.compiled import CompiledPattern
 from jobs.core.language.conditions.expressions import stored
 from jobs.core.language.events import parse_ts
-from jobs.core.language.pattern import Pattern
+from jobs.core.language.pattern import Pattern, first_ever_attribute
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
+from jobs.spark.predicates import col, property_column
 
 TS = pa.timestamp("us", tz="UTC")
 FIRST_ID = "__first_ever_id"  # the state's event id, joined onto the night's events
@@ -206,8 +208,6 @@ def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
     """The state from the whole history (a full run), on Spark."""
     from pyspark.sql import functions as F
 
-    from jobs.spark.predicates import col, property_column
-
     df = lake.read_spark(spark, lake.events(pattern.source))
     keys = list(pattern.partition_attributes)
     newest = df.agg(F.max("ingested_at")).first()[0]
@@ -238,8 +238,6 @@ def mark_events(spark, df, pattern: Pattern, state: pa.Table):
     """The night's events with each ``first_ever`` variable's mark column."""
     from pyspark.sql import functions as F
 
-    from jobs.core.language.pattern import first_ever_attribute
-
     keys = list(pattern.partition_attributes)
     for v in pattern.first_ever:
         mine = state.filter(pc.equal(state.column("variable"), v)).select(
@@ -253,8 +251,6 @@ def mark_events(spark, df, pattern: Pattern, state: pa.Table):
 
 
 def stage_state(lake: lk.Lake, staging: str, state: pa.Table) -> None:
-    import pyarrow.parquet as pq
-
     fs, folder = lake.filesystem(staging)
     fs.create_dir(folder, recursive=True)
     pq.write_table(state, f"{folder}/{STAGED}", filesystem=fs)
@@ -262,8 +258,6 @@ def stage_state(lake: lk.Lake, staging: str, state: pa.Table) -> None:
 
 def publish_state(lake: lk.Lake, pattern: Pattern, staging: str) -> bool:
     """The staged state as the pattern's ``first_ever`` table (after its publish)."""
-    import pyarrow.parquet as pq
-
     fs, folder = lake.filesystem(staging)
     path = f"{folder}/{STAGED}"
     if fs.get_file_info(path).type.name == "NotFound":
