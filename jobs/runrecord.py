@@ -61,8 +61,10 @@ class RunRecord(Mapping):
     match_seconds: float | None = None
     validate_seconds: float | None = None
     publish_seconds: float | None = None
-    run_kind: str | None = NIGHTLY  # last: a runs table written before it gains the column
-    # first_ever patterns: firsts a late event replaced, firsts a retraction promoted
+    # the columns the runs table gained later, after the older ones (a table written before
+    # gets them at its end): run_kind; for first_ever patterns, the firsts a late event
+    # replaced and those a retraction promoted
+    run_kind: str | None = NIGHTLY
     first_ever_replaced: int | None = None
     first_ever_promoted: int | None = None
     # what the match job counted that the runs table does not keep (work, peak, work_item,

@@ -197,8 +197,9 @@ def test_every_pattern_with_time_slices(spark, nightly):
         planned = planned_range(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
                                          True))
         stats = match_step(spark, ctx, planned, force_slices=True)
-        episodes = planned.pattern.after_match != "all"
-        # after_match takes episodes over whole partitions: never sliced
+        episodes = planned.pattern.after_match != "all" or planned.pattern.whole_history
+        # after_match takes episodes over whole partitions, history conditions count
+        # whole partitions: never sliced
         assert stats["sliced"] == ("no" if episodes else "all")
         if planned.pattern.kind != "window" and not episodes:  # locations: one day, one slice
             assert stats["groups"] > stats["partitions"]

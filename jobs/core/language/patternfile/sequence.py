@@ -137,9 +137,9 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
     else:
         own = {k: v for k, v in fields.items() if k != "contiguity"}  # checked above
         bodies = [_parse_body(own, matcher, contiguity, path, problems)]
-    first_ever = parse_first_ever(fields.get("first_ever"), bodies[0], disjunctive, path,
-                                  problems)
-    history = parse_history(fields.get("history"), bodies[0], disjunctive, path, problems)
+    body = bodies[0] if bodies else None  # (none: the alternatives did not parse)
+    first_ever = parse_first_ever(fields.get("first_ever"), body, disjunctive, path, problems)
+    history = parse_history(fields.get("history"), body, disjunctive, path, problems)
     examples = _parse_examples(fields.get("examples"), [b.positives for b in bodies],
                                disjunctive, path, problems,
                                [{m.name for m in b.measures} for b in bodies])
