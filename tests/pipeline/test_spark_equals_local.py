@@ -197,7 +197,8 @@ def test_every_pattern_with_time_slices(spark, nightly):
         planned = planned_range(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
                                          True))
         stats = match_step(spark, ctx, planned, force_slices=True)
-        episodes = planned.pattern.after_match != "all" or planned.pattern.whole_history
+        episodes = planned.pattern.after_match != "all" or getattr(planned.pattern,
+                                                                    "whole_history", False)
         # after_match takes episodes over whole partitions, history conditions count
         # whole partitions: never sliced
         assert stats["sliced"] == ("no" if episodes else "all")

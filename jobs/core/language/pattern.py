@@ -531,6 +531,13 @@ class Disjunction:
         common = set.intersection(*(set(a.partition_attributes) for a in self.alternatives))
         return tuple(a for a in self.alternatives[0].partition_attributes if a in common)
 
+    whole_history = False  # partition facts and history: one file per alternative
+    marks_needed = False
+
+    @cached_property
+    def stored_attributes(self) -> tuple[str, ...]:
+        return tuple(sorted(self.attributes))
+
     @cached_property
     def attributes(self) -> frozenset[str]:
         return frozenset().union(*(a.attributes for a in self.alternatives))

@@ -160,6 +160,10 @@ def parse_sequence(root: yaml.MappingNode, path: str) -> Pattern | Disjunction:
         name=name, source=source, within=within, tau=tau, matcher=matcher,
         alternatives=patterns, description=description, plan=plan, path=path,
         examples=tuple(examples))
+    if disjunctive and any(p.whole_history for p in patterns):
+        problems.append(Problem(path, key_lines["alternatives"], "partition facts "
+                                "(partition.first_ts, last_ts, count) with alternatives are not "
+                                "supported yet: write one file per alternative"))
     for p in patterns:
         for message in after_match_problems(p):
             problems.append(Problem(path, key_lines["after_match"], message))
