@@ -169,7 +169,7 @@ def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
     ids = sorted({e for m in first for _, es in m["bindings"] for e in es})
     spans = [(m["start_ts"], m["end_ts"]) for m in first]  # its bound events lie in it
     shown_attrs = tuple(sorted(a for a in getattr(pattern, "attributes", ())
-                               if not a.startswith("__")))
+                               if not a.startswith("__") and a != "ts"))
     found = events.of_matches(pattern.source, ids, spans, shown_attrs)
     if found is None:
         return []
