@@ -28,13 +28,12 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from jobs.core.engine.columns import from_arrow, processing_order
-from jobs.core.engine.compiled import CompiledPattern
+from jobs.core.engine.marks import first_rows
 from jobs.core.language.conditions.expressions import stored
 from jobs.core.language.events import parse_ts
 from jobs.core.language.pattern import Pattern, first_ever_attribute
@@ -88,19 +87,13 @@ def firsts_of(pattern: Pattern, t: pa.Table) -> dict[tuple[str, str], dict]:
         return {}
     t = t.take(pa.array(processing_order(t)))
     cols = from_arrow(t, sorted(pattern.attributes), ordered=True)
-    c = CompiledPattern(pattern, tuple(cols.names))
     xs = [t.column(k).to_pylist() for k in pattern.partition_attributes]
-    ts = cols.ts
     ids = t.column("event_id").to_pylist()
     out: dict[tuple[str, str], dict] = {}
     for v in pattern.first_ever:
-        for r in np.flatnonzero(c.fits(v, cols)).tolist():
+        for r in first_rows(pattern, cols, v).tolist():  # events without X are in none
             values = [x[r] for x in xs]
-            if any(x is None or x != x for x in values):
-                continue  # an event without X is in no match
-            k = (v, _key(values))
-            if k not in out:
-                out[k] = {"ts": int(ts[r]), "event_id": ids[r], "x": values}
+            out[(v, _key(values))] = {"ts": int(cols.ts[r]), "event_id": ids[r], "x": values}
     return out
 
 
@@ -115,7 +108,7 @@ def plan_first_ever(lake: lk.Lake, pattern: Pattern, full: bool) -> FirstEverPla
         return FirstEverPlan(None)
     schema = old.schema
     rows = {(r["variable"], r["key"]): r for r in old.to_pylist()}
-    watermark = max(r["watermark"] for r in rows.values())
+    since = watermark = max(r["watermark"] for r in rows.values())
     plan = FirstEverPlan(None)
     events = lake.events(pattern.source)
     files = files_ingested_after(lake, pattern.source, watermark)
@@ -126,7 +119,7 @@ def plan_first_ever(lake: lk.Lake, pattern: Pattern, full: bool) -> FirstEverPla
         newest = pc.max(arrived.column("ingested_at")).as_py()
         for k, f in firsts_of(pattern, arrived).items():
             now = rows.get(k)
-            if now is not None and (_ns(now["ts"]), now["event_id"]) <= (f["ts"], f["event_id"]):
+            if now is not None and (parse_ts(now["ts"]), now["event_id"]) <= (f["ts"], f["event_id"]):
                 continue
             if now is None:
                 plan.new += 1
@@ -136,7 +129,7 @@ def plan_first_ever(lake: lk.Lake, pattern: Pattern, full: bool) -> FirstEverPla
             low = f["ts"] - pattern.tau
             plan.reopen = low if plan.reopen is None else min(plan.reopen, low)
         watermark = max(watermark, newest)
-    for k in _retracted_firsts(lake, pattern, rows, watermark_of(old)):
+    for k in _retracted_firsts(lake, pattern, rows, since):
         plan.promoted += 1
         del rows[k]
         found = _first_in_partition(lake, pattern, k)
@@ -148,19 +141,10 @@ def plan_first_ever(lake: lk.Lake, pattern: Pattern, full: bool) -> FirstEverPla
     return plan
 
 
-def watermark_of(state: pa.Table) -> datetime:
-    return pc.max(state.column("watermark")).as_py()
-
-
-def _ns(t) -> int:
-    return parse_ts(t)
-
-
 def _row(pattern: Pattern, k: tuple[str, str], f: dict, watermark) -> dict:
     return {"variable": k[0], "key": k[1],
             **dict(zip(pattern.partition_attributes, f["x"])),
-            "ts": datetime.fromtimestamp(f["ts"] / 1e9, tz=timezone.utc)
-            if isinstance(f["ts"], int) else f["ts"],
+            "ts": datetime.fromtimestamp(f["ts"] / 1e9, tz=timezone.utc),
             "event_id": f["event_id"], "pattern_version": pattern.version,
             "watermark": watermark}
 
@@ -171,12 +155,12 @@ def _retracted_firsts(lake: lk.Lake, pattern: Pattern, rows: dict, since: dateti
     t = lake.read_arrow(lake.retractions())
     if t is None:
         return []
-    spans = [(_ns(r["ts_min"]), _ns(r["ts_max"])) for r in t.to_pylist()
+    spans = [(parse_ts(r["ts_min"]), parse_ts(r["ts_max"])) for r in t.to_pylist()
              if r["source"] == pattern.source and r["retracted_at"] > since]
     if not spans:
         return []
     suspects = {k: r for k, r in rows.items()
-                if any(lo <= _ns(r["ts"]) <= hi for lo, hi in spans)}
+                if any(lo <= parse_ts(r["ts"]) <= hi for lo, hi in spans)}
     if not suspects:
         return []
     ids = sorted({r["event_id"] for r in suspects.values()})

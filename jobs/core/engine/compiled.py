@@ -177,15 +177,16 @@ class CompiledPattern:
     def _negation_relationships(self) -> tuple:
         return tuple(r for rels in self.pattern.negation_relationships.values() for r in rels)
 
-    def partition_codes(self, cols: EventColumns, rows: np.ndarray | None = None
+    def partition_codes(self, cols: EventColumns, rows: np.ndarray | None = None,
+                        attributes: tuple[str, ...] | None = None
                         ) -> tuple[np.ndarray, np.ndarray]:
         """Per event (of ``rows``, default all), a code equal for equal values of the
-        partition attributes X and ordered as they are, and whether all of X is present
-        (a missing value equals nothing)."""
+        partition attributes X (or of ``attributes``) and ordered as they are, and whether
+        all of them are present (a missing value equals nothing)."""
         n = cols.n if rows is None else len(rows)
         code = np.zeros(n, np.int64)
         present = np.ones(n, np.bool_)
-        for a in self.partition_attributes:
+        for a in self.partition_attributes if attributes is None else attributes:
             r = self._row[a]
             kinds, values = cols.kinds[r], cols.values[r]
             if rows is not None:

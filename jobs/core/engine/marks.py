@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jobs.core.engine.columns import NUMBER, EventColumns, dense_ranks
+from jobs.core.engine.columns import NUMBER, EventColumns
 from jobs.core.engine.compiled import CompiledPattern
 from jobs.core.engine.programs import TRUE, vector_truth
 from jobs.core.language.conditions.expressions import PARTITION_FACTS, is_fact
@@ -32,12 +32,7 @@ def history_marks(pattern: Pattern, cols: EventColumns, k: int) -> np.ndarray:
     columns are the partitions' whole history, in processing order), else 0."""
     h = pattern.history[k]
     c = CompiledPattern(pattern, tuple(cols.names))
-    code = np.zeros(cols.n, np.int64)
-    present = np.ones(cols.n, np.bool_)
-    for a in h.same or pattern.partition_attributes:  # as CompiledPattern.partition_codes
-        r = cols.row(a)
-        present &= cols.kinds[r] != 0
-        code = dense_ranks(code, dense_ranks(cols.kinds[r], cols.values[r]))
+    code, present = c.partition_codes(cols, attributes=h.same or None)
     fits = np.ones(cols.n, np.bool_)
     for p in h.where:
         fits &= vector_truth(p.expr, cols, c.row) == TRUE

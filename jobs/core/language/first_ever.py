@@ -14,9 +14,10 @@ from jobs.core.language.events import Event
 from jobs.core.language.pattern import Pattern, first_ever_attribute
 
 
-def partition_key(pattern: Pattern, e: Event) -> tuple | None:
-    """The event's values of X (None: one is missing, so the event is in no match)."""
-    key = tuple(e.values.get(a) for a in pattern.partition_attributes)
+def key_of(e: Event, attributes) -> tuple | None:
+    """The event's values of ``attributes`` (None: one is missing, so the event is in no
+    partition of them)."""
+    key = tuple(e.values.get(a) for a in attributes)
     return None if any(v is None or v != v for v in key) else key
 
 
@@ -27,7 +28,7 @@ def first_events(pattern: Pattern, events: list[Event]) -> dict[str, dict[tuple,
         props = pattern.properties[v]
         firsts: dict[tuple, Event] = {}
         for e in sorted(events, key=lambda x: (x.ts, x.id)):
-            key = partition_key(pattern, e)
+            key = key_of(e, pattern.partition_attributes)
             if key is not None and key not in firsts and all(p.holds(e.values) for p in props):
                 firsts[key] = e
         out[v] = firsts

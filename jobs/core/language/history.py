@@ -12,6 +12,7 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 
 from jobs.core.language.events import Event
+from jobs.core.language.first_ever import key_of
 from jobs.core.language.first_ever import mark as mark_first_ever
 from jobs.core.language.partition_facts import mark_facts
 from jobs.core.language.pattern import HistoryCondition, Pattern, history_attribute
@@ -34,7 +35,7 @@ def mark(pattern: Pattern, events: list[Event]) -> list[Event]:
     for h in pattern.history:
         by_key: dict[tuple, list[int]] = {}
         for e in events:
-            key = same_key(pattern, h, e)
+            key = key_of(e, h.same or pattern.partition_attributes)
             if key is not None and all(p.holds(e.values) for p in h.where):
                 by_key.setdefault(key, []).append(e.ts)
         times.append({key: sorted(ts) for key, ts in by_key.items()})
@@ -42,15 +43,9 @@ def mark(pattern: Pattern, events: list[Event]) -> list[Event]:
     for e in events:
         attrs = dict(e.attrs)
         for k, h in enumerate(pattern.history):
-            key = same_key(pattern, h, e)
+            key = key_of(e, h.same or pattern.partition_attributes)
             attrs[history_attribute(k)] = key is not None and h.holds(
                 count_in_range(h, times[k].get(key, []), e.ts))
         out.append(Event(e.id, e.ts, attrs, e.seq))
     return out
 
-
-def same_key(pattern: Pattern, h: HistoryCondition, e: Event) -> tuple | None:
-    """The event's values of the attributes its history condition's events share (``same``,
-    default X); None: one is missing."""
-    key = tuple(e.values.get(a) for a in (h.same or pattern.partition_attributes))
-    return None if any(v is None or v != v for v in key) else key

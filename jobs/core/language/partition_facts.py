@@ -22,6 +22,7 @@ from jobs.core.language.conditions.expressions import (
     rebuilt,
 )
 from jobs.core.language.events import Event
+from jobs.core.language.first_ever import key_of
 
 
 def anchored(e: Expr, anchor: str) -> Expr:
@@ -50,14 +51,13 @@ def mark_facts(pattern, events: list[Event]) -> list[Event]:
     attrs = pattern.partition_attributes
     parts: dict[tuple, list[int]] = {}
     for e in events:
-        key = tuple(e.values.get(a) for a in attrs)
-        if not any(v is None or v != v for v in key):
+        key = key_of(e, attrs)
+        if key is not None:
             parts.setdefault(key, []).append(e.ts)
     out = []
     for e in events:
-        key = tuple(e.values.get(a) for a in attrs)
         got = dict(e.attrs)
-        ts = parts.get(key)
+        ts = parts.get(key_of(e, attrs))
         if ts is not None:
             got.update({PARTITION_FACTS["first_ts"]: Instant(min(ts)),
                         PARTITION_FACTS["last_ts"]: Instant(max(ts)),

@@ -459,10 +459,9 @@ class Pattern:
 
     @property
     def marks_needed(self) -> bool:
-        """Whether the pattern reads the whole history (``first_ever``, ``history:``): its
-        events carry marks and its ``marked()`` form runs."""
-        return bool(self.first_ever or self.history
-                    or any(a.startswith(PARTITION_FACT_PREFIX) for a in self.attributes))
+        """Whether the pattern reads the whole history (``first_ever``, ``history:``,
+        partition facts): its events carry marks and its ``marked()`` form runs."""
+        return bool(self.first_ever) or self.whole_history
 
     def marked(self) -> Pattern:
         """The pattern a matcher runs when ``first_ever`` names variables: each of them
