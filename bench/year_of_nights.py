@@ -156,18 +156,25 @@ def project(scratch: Path, name: str, patterns: int = 50) -> Path:
     return home
 
 
-def schedule(all_nights: bool) -> list[tuple[date, list[date]]]:
-    """(logical date, days delivered that night): every night, or the stride."""
+def schedule(all_nights: bool, warm_up: int = 0, daily: int = 30
+             ) -> list[tuple[date, list[date]]]:
+    """(logical date, days delivered that night): every night, or the stride (``daily``
+    nights at each end of the year, one catch-up night per month between). ``warm_up``:
+    a first night delivers the year's first ``warm_up`` days at once, so that from the
+    next night on every pattern's ``within`` lies inside the history (each night then does
+    the work of any later night: the nights compare like with like)."""
     days = [YEAR + timedelta(days=k) for k in range(365)]
+    first = [(days[warm_up - 1], days[:warm_up])] if warm_up else []
+    days = days[warm_up:]
     if all_nights:
-        return [(d, [d]) for d in days]
-    out = [(d, [d]) for d in days[:30]]
-    rest = days[30:335]
+        return first + [(d, [d]) for d in days]
+    out = first + [(d, [d]) for d in days[:daily]]
+    rest = days[daily:len(days) - daily]
     while rest:  # one catch-up night per calendar month
         month = [d for d in rest if (d.year, d.month) == (rest[0].year, rest[0].month)]
         out.append((month[-1], month))
         rest = rest[len(month):]
-    return out + [(d, [d]) for d in days[335:]]
+    return out + [(d, [d]) for d in days[len(days) - daily:]]
 
 
 class Steps:
@@ -262,7 +269,7 @@ def year(args, spark, days, scratch) -> dict:
     lake = Lake.of_profile(profile)
     steps = Steps()
     nights = []
-    plan = schedule(args.all_nights)[:args.limit]
+    plan = schedule(args.all_nights, args.warm_up, args.daily)[:args.limit]
     for n, (logical, deliver) in enumerate(plan, start=1):
         for d in deliver:
             shutil.copy(days[d], home / "landing" / "hospital" / days[d].name)
@@ -282,7 +289,7 @@ def year(args, spark, days, scratch) -> dict:
         print(f"night {n:3d} {logical} ({len(deliver)} day(s)): {wall:6.1f} s "
               f"{night['steps']} queries {night['queries']} failed {night['failed']}",
               flush=True)
-        (OUT / "year_of_nights.json").write_text(json.dumps({"nights": nights}, indent=1,
+        (OUT / f"{args.name}.json").write_text(json.dumps({"nights": nights}, indent=1,
                                                             default=str))
     return {"home": str(home), "profile": profile, "lake": lake, "nights": nights,
             "last": plan[-1][0].isoformat()}
@@ -397,7 +404,7 @@ def check_only(spark, days, scratch) -> int:
     return 0 if not differ else 1
 
 
-def plots(nights: list[dict]) -> list[Path]:
+def plots(nights: list[dict], name: str = "year_of_nights") -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -405,9 +412,10 @@ def plots(nights: list[dict]) -> list[Path]:
 
     xs = [n["night"] for n in nights]
     out = []
+    stem = name
 
     def save(fig, name):
-        path = OUT / f"year_of_nights_{name}.png"
+        path = OUT / f"{stem}_{name}.png"
         fig.tight_layout()
         fig.savefig(path, dpi=110)
         plt.close(fig)
@@ -460,10 +468,16 @@ def main() -> int:
                     help="nights of 1, 5, 20 %% new events against a full recompute")
     ap.add_argument("--patterns", type=int, default=50,
                     help="with --proportional: this many of the 50 patterns")
+    ap.add_argument("--warm-up", type=int, default=0, metavar="DAYS",
+                    help="a first night delivers this many days at once (a history longer "
+                         "than every within before the measured nights)")
+    ap.add_argument("--daily", type=int, default=30,
+                    help="daily nights at each end of the stride (default 30)")
     ap.add_argument("--check-only", action="store_true",
                     help="no nights: compare the year lake kept in --scratch with a full "
                          "recompute over every day")
     args = ap.parse_args()
+    args.name = "year_of_nights" + (f"_warm{args.warm_up}" if args.warm_up else "")
     if args.check_only and not args.scratch:
         ap.error("--check-only needs --scratch (the folder of a run kept with --scratch)")
     OUT.mkdir(parents=True, exist_ok=True)
@@ -485,9 +499,9 @@ def main() -> int:
         return check_only(spark, days, scratch)
     result = year(args, spark, days, scratch)
     nights = result["nights"]
-    summary = {"copies": args.copies, "nights": len(nights),
+    summary = {"copies": args.copies, "nights": len(nights), "warm_up_days": args.warm_up,
                "events": events_in(result["lake"])}
-    daily = [n for n in nights if n["days"] == 1]
+    daily = [n for n in nights if n["days"] == 1 and n["night"] > (1 if args.warm_up else 0)]
     tenth, last = daily[min(9, len(daily) - 1)], daily[-1]
     summary.update(night10_seconds=tenth["wall_seconds"], night365_seconds=last["wall_seconds"],
                    ratio=round(last["wall_seconds"] / tenth["wall_seconds"], 2),
@@ -499,8 +513,8 @@ def main() -> int:
                        recompute_match_seconds=full["match_seconds"], tables_differ=differ)
         print(f"full recompute: {full['seconds']} s; tables that differ: {differ or 'none'}",
               flush=True)
-    pictures = plots(nights)
-    (OUT / "year_of_nights.json").write_text(json.dumps({"summary": summary, "nights": nights},
+    pictures = plots(nights, args.name)
+    (OUT / f"{args.name}.json").write_text(json.dumps({"summary": summary, "nights": nights},
                                                         indent=1, default=str))
     print(json.dumps(summary, default=str))
     print("plots: " + ", ".join(str(p) for p in pictures))

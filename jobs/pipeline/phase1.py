@@ -41,6 +41,8 @@ from jobs.spark.predicates import (
     event_date_filters,
     filter_column,
     read_range,
+    starting_partitions,
+    ts_in,
     window_analysis,
 )
 from jobs.spark.session import match_tasks
@@ -153,6 +155,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
                                          if not is_fact(a)} | set(keys)),
               *extra]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
+    if keys and not unlinked and low is not None:  # a night: τ read before its start range
+        df = starting_partitions(df, keys, [ts_in(low, high)])
 
     slicing = None
     # whole partitions, always: episodes, history conditions

@@ -48,6 +48,7 @@ from jobs.core.plans.json_form import plans_from_json
 SLICE = "__slice"
 POSITION = "__pos"  # contiguity positions numbered in phase 1 (__pos1, __pos2: per alternative)
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
+_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}  # a timestamp unit in nanoseconds
 
 
 @dataclass(frozen=True)
@@ -368,6 +369,33 @@ def _group_starts(pdf: pd.DataFrame, columns: list[str]) -> np.ndarray:
     return np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
 
 
+def ts_ns(table: pa.Table) -> np.ndarray:
+    """The ``ts`` column of ``table`` as int64 nanoseconds."""
+    column = table.column("ts")
+    return column.cast(pa.int64()).to_numpy() * _NS[column.type.unit]
+
+
+def starting(ts: np.ndarray, lengths, mask: np.ndarray | None, low: int | None,
+             high: int | None) -> np.ndarray:
+    """The rows (a mask) of the partitions that hold an event able to start a match of
+    the range: a row of ``mask`` (None: every row) with ``ts`` in [low, high) (None:
+    open). ``lengths``: the partitions' row counts, in order, covering ``ts``. A match
+    starts at one of its partition's events, so the other partitions cannot give one:
+    a night reads τ before its start range, but matches only the partitions that start
+    something in it (docs/pipeline.md, "Incremental nights")."""
+    inside = np.ones(len(ts), np.bool_) if mask is None else mask.copy()
+    if low is not None:
+        inside &= ts >= low
+    if high is not None:
+        inside &= ts < high
+    lengths = np.asarray(lengths, np.int64)
+    if not len(lengths):
+        return inside
+    hit = np.add.reduceat(inside.astype(np.int64), np.r_[0, np.cumsum(lengths)[:-1]]) > 0
+    keep = np.repeat(hit, lengths)
+    return keep if mask is None else keep & mask
+
+
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     """mapInPandas body: split the sorted stream of rows into groups and match each."""
     group_cols = (list(spec.keys) if spec.group_by_keys else []) + \
@@ -389,12 +417,16 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
         whole = []
         for a, b in groups:
             if spec.keys and spec.group_by_keys and (slices is None or slices[a] == NOT_SLICED):
-                whole.append(np.arange(a, b))  # whole partitions: matched together
+                whole.append((a, b))  # whole partitions: matched together
             else:
                 yield from match_rows(spec, table.slice(a, b - a),
                                       None if slices is None else slices[a])
         if whole:
-            yield from match_rows(spec, table.take(pa.array(np.concatenate(whole))))
+            rows = np.concatenate([np.arange(a, b) for a, b in whole])
+            keep = starting(ts_ns(table)[rows], [b - a for a, b in whole], None,
+                            spec.low, spec.high)
+            if keep.any():
+                yield from match_rows(spec, table.take(pa.array(rows[keep])))
 
     for pdf in batches:
         if carry is not None and len(carry):
@@ -417,8 +449,6 @@ PATTERNS_COLUMN = "__patterns"  # a source pass: bit i set when the event serves
 MAX_SHARED = 63  # patterns per source pass (bits of the tag)
 PATTERN = "__pattern"  # a source pass's output: the pattern a row belongs to
 
-
-_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}
 
 
 @dataclass(frozen=True)
@@ -467,10 +497,11 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
     def process(pdf: pd.DataFrame) -> Iterator[pd.DataFrame]:
         tags = pdf[PATTERNS_COLUMN].to_numpy().astype(np.int64)
         table = pa.Table.from_pandas(pdf.drop(columns=[PATTERNS_COLUMN]), preserve_index=False)
-        column = table.column("ts")
-        ts = column.cast(pa.int64()).to_numpy() * _NS[column.type.unit]
+        ts = ts_ns(table)
         slices = pdf[SLICE].to_numpy().astype(np.int64) if sliced else None
-        bounds = (_group_starts(pdf, group).tolist() if sliced else [0]) + [len(pdf)]
+        starts = _group_starts(pdf, group).tolist()
+        bounds = (starts if sliced else [0]) + [len(pdf)]
+        lengths = np.diff(starts + [len(pdf)])
         masks = []
         for s in specs:
             mask = ((tags >> s.bit) & 1).astype(np.bool_)
@@ -480,6 +511,8 @@ def run_shared_partition(specs: tuple[SharedSpec, ...], batches: Iterator[pd.Dat
                 mask &= ts <= s.read_high
             if sliced:
                 mask &= s.in_slice(ts, slices)
+            else:  # the partitions its own job matches (run_partition)
+                mask = starting(ts, lengths, mask, s.spec.low, s.spec.high)
             masks.append(mask)
         for a, b in zip(bounds[:-1], bounds[1:]):
             one = None if slices is None else slices[a]

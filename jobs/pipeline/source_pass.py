@@ -73,8 +73,11 @@ from jobs.spark.predicates import (
     col,
     event_date_filters,
     filter_column,
+    has_tag,
     read_range,
+    starting_partitions,
     tag_column,
+    ts_in,
 )
 from jobs.spark.session import match_tasks
 
@@ -227,8 +230,13 @@ def _phase2(spark, lake: lk.Lake, items: list[PassItem], chosen: list[PassItem],
     sliced = not keys
     disjunctive = isinstance(first, Disjunction)
     valued = bool(first.measure_names)
+    bit = {item.pattern.name: b for b, item in enumerate(items)}
     for k in keys:
         df = df.where(col(k).isNotNull())
+    if all(item.low is not None for item in chosen):  # nights: τ read before their ranges
+        df = starting_partitions(df, keys, [
+            has_tag(PATTERNS_COLUMN, bit[item.pattern.name]) & ts_in(item.low, item.high)
+            for item in chosen])
     if sliced:  # every slice any pattern puts the event in (each takes its own in phase 2)
         df = df.withColumn(SLICE, F.explode(slices_column(
             max(i.pattern.tau for i in items), max(lookback(i.pattern) for i in items),
@@ -242,7 +250,6 @@ def _phase2(spark, lake: lk.Lake, items: list[PassItem], chosen: list[PassItem],
     group = [SLICE] if sliced else keys
     df = df.repartition(match_tasks(spark, kept), *[col(k) for k in group])
     df = df.sortWithinPartitions(*[col(k) for k in group], "ts", "event_id")
-    bit = {item.pattern.name: b for b, item in enumerate(items)}
     specs = tuple(SharedSpec(
         item.pattern.name,
         Phase2Spec(pattern_text=item.text, keys=tuple(keys), low=item.low, high=item.high,

@@ -196,6 +196,29 @@ def has_tag(column: str, i: int):
     return F.col(column).bitwiseAND(1 << i) != 0
 
 
+def ts_in(low: int | None, high: int | None):
+    """``ts`` in [low, high) (None: open; both None: None, every event)."""
+    from pyspark.sql import functions as F
+
+    terms = ([F.col("ts") >= F.lit(to_datetime(low))] if low is not None else []) + \
+        ([F.col("ts") < F.lit(to_datetime(high))] if high is not None else [])
+    return reduce(lambda a, b: a & b, terms) if terms else None
+
+
+def starting_partitions(df, keys: list[str], starts: list):
+    """The rows of ``df`` in the partitions (values of ``keys``) holding a row where one
+    of ``starts`` holds (a row able to start a match of a start range; None: every
+    row, no pruning): a left semi join with those partitions' keys. A match starts at an
+    event of its partition, so the other partitions, read only for the τ before a start
+    range, cannot give one. Phase 2 prunes alike (``phase2.starting``), so this only
+    spares the shuffle."""
+    if not keys or not starts or any(s is None for s in starts):
+        return df
+    hit = reduce(lambda a, b: a | b, starts)
+    found = df.where(hit).select(*[col(k) for k in keys]).distinct()
+    return df.join(found, on=keys, how="left_semi")
+
+
 def event_date_filters(low: int | None, high: int | None, tau: int) -> list | None:
     """The ``event_date`` partitions that hold events with ts in [low, high + τ]."""
     filters = []

@@ -3,14 +3,28 @@ batches, the start range of a run and of a time slice, the stats rows."""
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 from jobs.core.engine.output import match_id
+from jobs.core.language.patternfile import parse_pattern
 from jobs.core.reference import oracle
-from jobs.pipeline.phase2 import NOT_SLICED, SLICE, Phase2Spec, run_partition
+from jobs.pipeline.phase2 import (
+    NOT_SLICED,
+    PATTERNS_COLUMN,
+    SLICE,
+    Phase2Spec,
+    SharedSpec,
+    run_partition,
+    run_shared_partition,
+    starting,
+)
 
 from ..helpers import EXAMPLES, ROOT, chemo_mw, pattern_file
+from ..strategies import event_tables, language_patterns
 
 TEXT = (ROOT / "patterns" / "mw_chemo_p1.yaml").read_text()
 DAY = 86400 * 10**9
@@ -24,7 +38,14 @@ def frame():
 
 def run_batches(spec, df, size):
     batches = [df.iloc[i:i + size] for i in range(0, len(df), size)]
-    return pd.concat(list(run_partition(spec, iter(batches))), ignore_index=True)
+    return _frames(run_partition(spec, iter(batches)))
+
+
+def _frames(out) -> pd.DataFrame:
+    """The frames phase 2 yields, as one (none: no rows)."""
+    frames = list(out)
+    return pd.concat(frames, ignore_index=True) if frames else \
+        pd.DataFrame(columns=["kind", "match_id", "start_ts", "stats"])
 
 
 @pytest.mark.parametrize("size", [1, 3, 5, 100])
@@ -67,3 +88,52 @@ def test_time_slices():
     unsliced = df.assign(**{SLICE: NOT_SLICED})
     out2 = run_batches(spec, unsliced, 4)
     assert sorted(out2[out2.kind == "match"].match_id) == sorted(whole[whole.kind == "match"].match_id)
+
+
+def test_starting_keeps_the_partitions_with_an_event_in_the_range():
+    ts = np.array([1, 5, 9, 2, 3, 7, 8], np.int64)  # partitions of 3, 2 and 2 rows
+    assert starting(ts, [3, 2, 2], None, 4, 8).tolist() == [True] * 3 + [False] * 2 + [True] * 2
+    mask = np.array([True, False, True, True, True, True, True])  # 5 is not the pattern's
+    assert starting(ts, [3, 2, 2], mask, 4, 6).tolist() == [False] * 7
+    assert starting(ts, [3, 2, 2], None, None, 2).tolist() == [True] * 3 + [False] * 4
+
+
+def _frame_of(events) -> pd.DataFrame:
+    rows = [{"event_id": e.id, "ts": pd.Timestamp(e.ts, unit="ns"), **e.attrs} for e in events]
+    df = pd.DataFrame(rows, columns=["event_id", "ts", "type", "value", "patient"])
+    df["ts"] = df.ts.astype("datetime64[ns]")
+    return df.sort_values(["patient", "ts", "event_id"]).reset_index(drop=True)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data(), size=st.sampled_from([1, 3, 50]))
+def test_pruned_partitions_leave_a_night_s_matches_and_counters_unchanged(data, size):
+    """A night matches only the partitions holding an event in its start range (the
+    others are read for the τ before it): its matches are those of the whole history that
+    start in the range, in one pattern's job and in a source pass alike."""
+    body = data.draw(language_patterns(negation=data.draw(st.booleans()), bounds=True,
+                                       as_body=True))
+    text = (f"name: random\nsource: random\nwithin: {data.draw(st.integers(1, 4))}d\n"
+            + body + f"matcher: {data.draw(st.sampled_from(['ses', 'zstream']))}\n")
+    pattern = parse_pattern(text, "<random>")
+    assume(pattern.partition_attributes == ("patient",) and pattern.position_rule is None)
+    events = data.draw(event_tables(max_events=12, max_day=10))
+    assume(events)
+    df = _frame_of(events)
+    low = data.draw(st.integers(0, 10)) * DAY
+    high = low + data.draw(st.integers(1, 4)) * DAY
+    whole = run_batches(Phase2Spec(text, ("patient",), None, None), df, size)
+    expected = set(whole[(whole.kind == "match") & (whole.start_ts >= pd.Timestamp(low))
+                         & (whole.start_ts < pd.Timestamp(high))].match_id)
+    night = run_batches(Phase2Spec(text, ("patient",), low, high), df, size)
+    assert set(night[night.kind == "match"].match_id) == expected
+    in_range = {e.attrs["patient"] for e in events if low <= e.ts < high}
+    stats = [json.loads(x) for x in night[night.kind == "stats"].stats]
+    assert sum(x["partitions"] for x in stats) <= len(in_range)
+    shared = SharedSpec("p", Phase2Spec(text, ("patient",), low, high), None, None)
+    tagged = df.assign(**{PATTERNS_COLUMN: 1})
+    out = _frames(run_shared_partition((shared,), iter(
+        [tagged.iloc[i:i + size] for i in range(0, len(tagged), size)])))
+    assert set(out[out.kind == "match"].match_id) == expected
+    passed = [json.loads(x) for x in out[out.kind == "stats"].stats]
+    assert sum(x["partitions"] for x in passed) == sum(x["partitions"] for x in stats)
