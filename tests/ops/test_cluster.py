@@ -3,6 +3,7 @@ machine; ``run --profile standalone`` on it publishes exactly the tables ``local
 every pattern's matches, every source's events, every model."""
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -26,15 +27,6 @@ def running():
         cluster.down(echo=lambda *_: None)
 
 
-def _run(profile: str, conf, tmp_path) -> subprocess.CompletedProcess:
-    """``make run`` with ``profile``: every pattern, then the models."""
-    env = dict(os.environ, SES_PIPELINE_CONF=str(conf), PYTHONPATH=str(ROOT))
-    args = [sys.executable, "-m", "jobs", "run", "--profile", profile,
-            "--logical-date", LOGICAL_DATE]
-    return subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=1800)
-
-
 def _rows(lake, table: str) -> list[dict]:
     rows = DeltaTable(str(lake / table)).to_pyarrow_table().to_pylist()
     drop = {"run_id", "ingest_run", "ingested_at"}
@@ -47,16 +39,44 @@ def test_cluster_has_two_workers(running):
     assert {w["host"] for w in running["workers"] if w["state"] == "ALIVE"} == {"127.0.0.1"}
 
 
-def test_standalone_run_equals_local(running, nightly, tmp_path):
-    """``ses run --profile standalone`` on the cluster against the session's local run of
-    the same data and logical date (``nightly``: every pattern and model on local[2])."""
-    doc = yaml.safe_load((ROOT / "conf" / "pipeline.yaml").read_text())
+# one pattern of each kind the cluster runs differently: every source, both matchers, a
+# source pass, time slices (no X), a disjunction, partition contiguity, a window pattern,
+# episodes, first_ever's state, history conditions, and the models' inputs
+ON_CLUSTER = ("hospital_ca125_blood_then_consult", "hospital_crossmatch_transfusion",
+              "hospital_ca125_with_history_no_prior_chemo", "mw_chemo_p1", "ses_chemo_q1",
+              "paper_ex4_next_room", "paper_ex6_lab_to_home_passes", "sepsis_er_episode",
+              "sepsis_rising_crp_then_icu", "sepsis_antibiotics_without_prior_lactate",
+              "sepsis_escalation_either_way", "sepsis_first_antibiotics_then_icu",
+              "sepsis_high_marker_then_admission", "sepsis_triage_next_is_treatment")
+
+
+def _project(tmp_path) -> Path:
+    """A copy of the project with the ``ON_CLUSTER`` patterns, on a lake of its own."""
+    home = tmp_path / "project"
+    for folder in ("conf", "models", "expectations", "data"):
+        shutil.copytree(ROOT / folder, home / folder)
+    (home / "patterns").mkdir()
+    for name in ON_CLUSTER:
+        shutil.copy(ROOT / "patterns" / f"{name}.yaml", home / "patterns")
+    doc = yaml.safe_load((home / "conf" / "pipeline.yaml").read_text())
     doc["profiles"]["standalone"]["lake"] = str(tmp_path / "lake-standalone")
     doc["profiles"]["standalone"].pop("site", None)
-    conf = tmp_path / "pipeline.yaml"
-    conf.write_text(yaml.safe_dump(doc))
+    (home / "conf" / "pipeline.yaml").write_text(yaml.safe_dump(doc))
+    return home
+
+
+def test_standalone_run_equals_local(running, nightly, tmp_path):
+    """``ses run --profile standalone`` on the cluster against the session's local run of
+    the same data and logical date (``nightly``: every pattern and model on local[2]):
+    the cluster runs one pattern of each kind (``ON_CLUSTER``), every source and model."""
+    home = _project(tmp_path)
     before = {a["id"] for a in (cluster.status() or {}).get("completedapps", [])}
-    out = _run("standalone", conf, tmp_path)  # the project's cwd is not the executors'
+    env = dict(os.environ, SES_PROJECT_DIR=str(home), PYTHONPATH=str(ROOT))
+    for other in ("SES_PIPELINE_CONF", "SES_MODELS"):  # the copy's own
+        env.pop(other, None)
+    out = subprocess.run([sys.executable, "-m", "jobs", "run", "--profile", "standalone",
+                          "--logical-date", LOGICAL_DATE], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
     standalone, local = tmp_path / "lake-standalone", Path(nightly[0].lake)
     apps = [a for a in cluster.status()["completedapps"] if a["id"] not in before]
@@ -65,9 +85,8 @@ def test_standalone_run_equals_local(running, nightly, tmp_path):
     # that share it add models of their own)
     tables = [f"{kind}/{t.name}" for kind in ("matches", "events", "models")
               for t in sorted((standalone / kind).iterdir())]
-    patterns = {p.stem for p in (ROOT / "patterns").glob("*.y*ml")}
     models = {p.stem for p in (ROOT / "models").glob("*.sql")}
-    assert {t.split("/")[1] for t in tables if t.startswith("matches/")} == patterns
+    assert {t.split("/")[1] for t in tables if t.startswith("matches/")} == set(ON_CLUSTER)
     assert {t.split("/")[1] for t in tables if t.startswith("models/")} == models
     assert {t.split("/")[1] for t in tables if t.startswith("events/")} == \
         {t.name for t in (local / "events").iterdir()}  # every source, as before

@@ -30,13 +30,14 @@ def test_runs_log_records_the_drivers_plan(nightly):
 def test_plan_samples_of_small_sources_on_the_driver_equal_spark_samples(spark, nightly):
     """A small source's plan statistics come from its events read once on the driver,
     unfiltered; they equal the statistics of Spark's filtered sample, for every committed
-    sequence pattern over the whole history and over a range cut in its middle."""
+    sequence pattern, over the whole history or over a range cut in its middle (every
+    other pattern each: each Spark sample is a job of its own)."""
     from jobs.core.language.events import parse_ts
     from jobs.pipeline.planning import SAMPLE_EVENTS, SmallSources, sample_statistics
 
     lake = Lake.of_profile(nightly[0])
     small = SmallSources(lake)
-    checked = 0
+    checked = cut = 0
     for path in pattern_paths():
         pattern = load_pattern(path)
         if pattern.kind == "window" or small.events(pattern.source) is None:
@@ -44,11 +45,12 @@ def test_plan_samples_of_small_sources_on_the_driver_equal_spark_samples(spark, 
         assert small.events(pattern.source).num_rows <= SAMPLE_EVENTS
         ts = small.events(pattern.source).column("ts")
         lo, hi = (parse_ts(x.as_py()) for x in (pc.min(ts), pc.max(ts)))
-        for low, high in ((None, None), ((lo + hi) // 2 - pattern.tau, hi)):
-            assert sample_statistics(spark, lake, pattern, low, high, small) == \
-                sample_statistics(spark, lake, pattern, low, high), (pattern.name, low, high)
-            checked += 1
-    assert checked >= 20  # every committed sequence pattern's source is small
+        low, high = ((lo + hi) // 2 - pattern.tau, hi) if checked % 2 else (None, None)
+        assert sample_statistics(spark, lake, pattern, low, high, small) == \
+            sample_statistics(spark, lake, pattern, low, high), (pattern.name, low, high)
+        checked += 1
+        cut += low is not None
+    assert checked >= 15 and cut >= 7  # every committed sequence pattern's source is small
 
 
 def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, monkeypatch):

@@ -191,7 +191,10 @@ def test_a_failed_source_pass_is_retried_pattern_by_pattern(spark, tmp_path, mon
 
 
 def test_every_pattern_with_time_slices(spark, nightly):
-    profile = nightly[0]
+    # slices of 30 days (the committed windows are 2 h to 60 d, so events reach into one
+    # to three slices), a fraction of the groups of 7-day slices (each group is one
+    # matcher call); phase 2's own tests cut slices of a few days
+    profile = replace(nightly[0], slice_length=30 * 86400 * 10**9)
     for path in pattern_paths():
         ctx = RunContext.start(profile, "sliced", LOGICAL_DATE).for_pattern(path)
         planned = planned_range(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),

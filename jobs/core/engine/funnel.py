@@ -21,6 +21,38 @@ from jobs.core.language.funnel_steps import (
     funnel_steps,
 )
 
+_STEPS: dict[int, tuple] = {}  # id(pattern) -> (pattern, its steps)
+
+
+def steps_of(pattern) -> tuple:
+    """``funnel_steps(pattern)``, built once per pattern object (phase 2 asks for the
+    steps of one pattern in every group it matches; hashing a pattern costs as much as
+    building them)."""
+    hit = _STEPS.get(id(pattern))
+    if hit is not None and hit[0] is pattern:
+        return hit[1]
+    if len(_STEPS) >= 64:
+        _STEPS.clear()
+    steps = funnel_steps(pattern)
+    _STEPS[id(pattern)] = (pattern, steps)
+    return steps
+
+
+_COMPILED: dict[tuple, tuple] = {}  # (id(step pattern), attributes) -> (it, compiled)
+
+
+def _compiled(p, names: tuple[str, ...]):
+    """``compile_pattern(p, names)`` for a step of ``steps_of``, found by identity."""
+    key = (id(p), tuple(names))
+    hit = _COMPILED.get(key)
+    if hit is not None and hit[0] is p:
+        return hit[1]
+    if len(_COMPILED) >= 256:
+        _COMPILED.clear()
+    compiled = compile_pattern(p, tuple(names))
+    _COMPILED[key] = (p, compiled)
+    return compiled
+
 
 def window_outcomes(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
                     positions=None, candidates=()) -> list[WindowOutcome]:
@@ -35,18 +67,18 @@ def window_outcomes(pattern, cols: EventColumns, options: MatchOptions = MatchOp
         rows: set[int] = set()
         at = positions[numbers.index(p.alternative)] if isinstance(positions, list) \
             else positions
-        for batch in execute(compile_pattern(p, cols.names), cols, every, None,
+        for batch in execute(_compiled(p, cols.names), cols, every, None,
                              positions=at):
             rows.update(batch.first.tolist())
         return rows
 
-    return classify(funnel_steps(pattern), starts, candidates)
+    return classify(steps_of(pattern), starts, candidates)
 
 
 def funnel(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
            positions=None) -> list[FunnelRow]:
     """The funnel of ``pattern`` over ``cols``: one row per step of each alternative."""
-    return funnel_rows(funnel_steps(pattern), window_outcomes(pattern, cols, options, positions),
+    return funnel_rows(steps_of(pattern), window_outcomes(pattern, cols, options, positions),
                        partition_key(pattern, cols))
 
 
@@ -70,7 +102,7 @@ def funnel_counts(pattern, cols: EventColumns, options: MatchOptions = MatchOpti
     outcomes = [o for o in window_outcomes(pattern, cols, options, positions)
                 if (low is None or cols.ts[o.start] >= low)
                 and (high is None or cols.ts[o.start] < high)]
-    rows = funnel_rows(funnel_steps(pattern), outcomes, partition_key(pattern, cols))
+    rows = funnel_rows(steps_of(pattern), outcomes, partition_key(pattern, cols))
     out = []
     for r in rows:
         keys = None

@@ -773,7 +773,9 @@ def _execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
                            f"its {len(group.rows):,} events ({_mb(held)})")
     st.events_after_filter = len(group.rows)
     st.partitions = len(group.seg_start)
-    plan, cost = matcher.describe_plan(group) if len(group.rows) else ("", 0.0)
+    # (a caller without stats, say a funnel's step, does not read the plan's description)
+    plan, cost = matcher.describe_plan(group) if len(group.rows) and stats is not None \
+        else ("", 0.0)
     st.plan, st.plan_cost = plan, cost
     result = matcher.eager(group) if eager else None
     if result is not None:
