@@ -156,7 +156,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
               *extra]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
     if keys and not unlinked and low is not None:  # a night: τ read before its start range
-        df = starting_partitions(df, keys, [ts_in(low, high)])
+        df = starting_partitions(df, keys, [ts_in(low, high)], scanned)
 
     slicing = None
     # whole partitions, always: episodes, history conditions

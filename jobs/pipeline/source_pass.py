@@ -236,7 +236,7 @@ def _phase2(spark, lake: lk.Lake, items: list[PassItem], chosen: list[PassItem],
     if all(item.low is not None for item in chosen):  # nights: τ read before their ranges
         df = starting_partitions(df, keys, [
             has_tag(PATTERNS_COLUMN, bit[item.pattern.name]) & ts_in(item.low, item.high)
-            for item in chosen])
+            for item in chosen], kept)
     if sliced:  # every slice any pattern puts the event in (each takes its own in phase 2)
         df = df.withColumn(SLICE, F.explode(slices_column(
             max(i.pattern.tau for i in items), max(lookback(i.pattern) for i in items),

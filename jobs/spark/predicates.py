@@ -205,14 +205,21 @@ def ts_in(low: int | None, high: int | None):
     return reduce(lambda a, b: a & b, terms) if terms else None
 
 
-def starting_partitions(df, keys: list[str], starts: list):
+# the events a night's job reads from which pruning partitions before the shuffle pays
+# (below it the semi join's own stage costs more than the rows it spares; phase 2 prunes
+# the same partitions either way)
+PRUNE_BEFORE_SHUFFLE = 1_000_000
+
+
+def starting_partitions(df, keys: list[str], starts: list, events: int):
     """The rows of ``df`` in the partitions (values of ``keys``) holding a row where one
     of ``starts`` holds (a row able to start a match of a start range; None: every
     row, no pruning): a left semi join with those partitions' keys. A match starts at an
     event of its partition, so the other partitions, read only for the τ before a start
     range, cannot give one. Phase 2 prunes alike (``phase2.starting``), so this only
-    spares the shuffle."""
-    if not keys or not starts or any(s is None for s in starts):
+    spares the shuffle: done when the job reads ``events`` >= ``PRUNE_BEFORE_SHUFFLE``."""
+    if not keys or not starts or any(s is None for s in starts) \
+            or events < PRUNE_BEFORE_SHUFFLE:
         return df
     hit = reduce(lambda a, b: a | b, starts)
     found = df.where(hit).select(*[col(k) for k in keys]).distinct()

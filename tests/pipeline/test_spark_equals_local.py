@@ -92,12 +92,17 @@ def test_measures_on_spark_equal_local(nightly):
     assert checked, "a committed pattern should have measures"
 
 
-def test_a_source_pass_equals_each_pattern_alone(spark, nightly):
+def test_a_source_pass_equals_each_pattern_alone(spark, nightly, monkeypatch):
     """The shareable committed patterns of each source, in one pass and one by one, with
-    start ranges that differ per pattern: the same staged rows and the same counters."""
+    start ranges that differ per pattern: the same staged rows and the same counters;
+    both prune the partitions without a start before their shuffle, as a large night
+    does."""
     from jobs.pipeline.phase1 import run_match_job
     from jobs.pipeline.source_pass import PassItem, pass_groups, run_source_pass
     from jobs.runrecord import COUNTERS
+    from jobs.spark import predicates
+
+    monkeypatch.setattr(predicates, "PRUNE_BEFORE_SHUFFLE", 0)
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
