@@ -428,7 +428,10 @@ def plots(nights: list[dict], name: str = "year_of_nights") -> list[Path]:
         ys = [n["steps"].get(label, 0) for n in nights]
         ax.bar(xs, ys, bottom=bottom, label=label)
         bottom = [b + y for b, y in zip(bottom, ys)]
-    ax.set_xlabel("night (stride: 1-30 daily, one catch-up night per month, then daily)")
+    ax.set_xlabel("night (one day delivered each, unless a label above the bar says more)")
+    for n, b in zip(nights, bottom):  # the days each night delivered, above its bar
+        if n["days"] > 1:
+            ax.annotate(f"{n['days']} d", (n["night"], b), ha="center", va="bottom", fontsize=6)
     ax.set_ylabel("seconds")
     ax.set_title("wall time per night, by step")
     ax.legend(fontsize=7)
