@@ -21,37 +21,35 @@ from jobs.core.language.funnel_steps import (
     funnel_steps,
 )
 
-_STEPS: dict[int, tuple] = {}  # id(pattern) -> (pattern, its steps)
 
-
-def steps_of(pattern) -> tuple:
-    """``funnel_steps(pattern)``, built once per pattern object (phase 2 asks for the
-    steps of one pattern in every group it matches; hashing a pattern costs as much as
-    building them)."""
-    hit = _STEPS.get(id(pattern))
-    if hit is not None and hit[0] is pattern:
+def _by_identity(cache: dict, most: int, obj, extra: tuple, build):
+    """``build()``, kept in ``cache`` for ``obj`` itself (and ``extra``), at most ``most``
+    entries: phase 2 asks for the same pattern object's steps and compiled steps in every
+    group it matches, and hashing a pattern costs as much as building them."""
+    key = (id(obj), *extra)
+    hit = cache.get(key)
+    if hit is not None and hit[0] is obj:
         return hit[1]
-    if len(_STEPS) >= 64:
-        _STEPS.clear()
-    steps = funnel_steps(pattern)
-    _STEPS[id(pattern)] = (pattern, steps)
-    return steps
+    if len(cache) >= most:
+        cache.clear()
+    value = build()
+    cache[key] = (obj, value)
+    return value
 
 
+_STEPS: dict[tuple, tuple] = {}  # (id(pattern),) -> (pattern, its steps)
 _COMPILED: dict[tuple, tuple] = {}  # (id(step pattern), attributes) -> (it, compiled)
 
 
+def steps_of(pattern) -> tuple:
+    """``funnel_steps(pattern)``, built once per pattern object."""
+    return _by_identity(_STEPS, 64, pattern, (), lambda: funnel_steps(pattern))
+
+
 def _compiled(p, names: tuple[str, ...]):
-    """``compile_pattern(p, names)`` for a step of ``steps_of``, found by identity."""
-    key = (id(p), tuple(names))
-    hit = _COMPILED.get(key)
-    if hit is not None and hit[0] is p:
-        return hit[1]
-    if len(_COMPILED) >= 256:
-        _COMPILED.clear()
-    compiled = compile_pattern(p, tuple(names))
-    _COMPILED[key] = (p, compiled)
-    return compiled
+    """``compile_pattern(p, names)`` for a step of ``steps_of``, once per step object."""
+    names = tuple(names)
+    return _by_identity(_COMPILED, 256, p, names, lambda: compile_pattern(p, names))
 
 
 def window_outcomes(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
