@@ -480,7 +480,8 @@ def main() -> int:
                     help="no nights: compare the year lake kept in --scratch with a full "
                          "recompute over every day")
     args = ap.parse_args()
-    args.name = "year_of_nights" + (f"_warm{args.warm_up}" if args.warm_up else "")
+    args.name = "year_of_nights" + (f"_warm{args.warm_up}" if args.warm_up else "") + \
+        (f"_copies{args.copies}" if args.copies != 67 else "")
     if args.check_only and not args.scratch:
         ap.error("--check-only needs --scratch (the folder of a run kept with --scratch)")
     OUT.mkdir(parents=True, exist_ok=True)

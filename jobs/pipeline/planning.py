@@ -109,8 +109,8 @@ def _stats_of_dates(lake: lk.Lake, source: str, low: int | None, high: int | Non
     if only is not None:
         dates &= only
     if small is not None:
-        whole = small.stats(source)
-        return None if whole is None else whole.filter(dates).select(columns)
+        rows = small.stats(source, first, last)
+        return None if rows is None else rows.filter(dates).select(columns)
     path = lake.stats(source)
     if not lake.exists(path):
         return None
@@ -257,6 +257,18 @@ def leaf_estimates(pattern: Pattern, ds: DateStats, shape, kinds: dict[str, str]
     return out
 
 
+def _covers(held: tuple, asked: tuple) -> bool:
+    """Whether the date range ``held`` contains ``asked`` (None: open at that end)."""
+    return (held[0] is None or (asked[0] is not None and held[0] <= asked[0])) and \
+        (held[1] is None or (asked[1] is not None and asked[1] <= held[1]))
+
+
+def _union(a: tuple, b: tuple) -> tuple:
+    """The smallest date range containing ``a`` and ``b``."""
+    return (None if a[0] is None or b[0] is None else min(a[0], b[0]),
+            None if a[1] is None or b[1] is None else max(a[1], b[1]))
+
+
 class SmallSources:
     """The events of each source small enough to sample whole (at most ``SAMPLE_EVENTS``
     in all), read once per night on the driver (delta-rs): the plans of a night's ZStream
@@ -268,13 +280,21 @@ class SmallSources:
         self.samples: dict[tuple, pa.Table] = {}  # Spark samples taken together (sample_many)
         self.per_dates: dict[tuple, object] = {}  # stats read for a source's dates
 
-    def stats(self, source: str) -> pa.Table | None:
-        """``stats/<source>`` whole, read once per night (a few rows per date and
-        attribute; one read of its Delta log and files costs the night's plans 0.5 s
-        each otherwise)."""
-        if source not in self.stats_tables:
-            self.stats_tables[source] = self.lake.read_arrow(self.lake.stats(source))
-        return self.stats_tables[source]
+    def stats(self, source: str, first: str | None = None, last: str | None = None
+              ) -> pa.Table | None:
+        """The rows of ``stats/<source>`` for the dates ``first``..``last`` (None: open),
+        read once per night for all the night's patterns: the smallest range that covers
+        every range asked so far (a read per pattern costs the night's plans 0.5 s each;
+        the whole table grows by a file a day, where a night needs ~τ of them)."""
+        held = self.stats_tables.get(source)
+        if held is not None and _covers(held[0], (first, last)):
+            return held[1]
+        want = (first, last) if held is None else _union(held[0], (first, last))
+        filters = [("event_date", op, d) for op, d in ((">=", want[0]), ("<=", want[1]))
+                   if d is not None]
+        table = self.lake.read_arrow(self.lake.stats(source), partition_filters=filters)
+        self.stats_tables[source] = (want, table)
+        return table
 
     def events(self, source: str) -> pa.Table | None:
         if source not in self.tables:

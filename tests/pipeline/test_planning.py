@@ -133,3 +133,31 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
     # a partition larger than max_partition_events (counted on the cached events): alone
     with pytest.raises(NotShared, match="more than 5 events"):
         run_source_pass(spark, lake, items, "pass", 0, 5, prepare=prepare, sampled=sampled)
+
+
+def test_a_nights_statistics_are_read_for_its_dates_only(nightly):
+    """The night's copy of ``stats/<source>`` holds the dates its patterns asked for (the
+    table grows by a file a day): the date statistics and partition shapes it gives equal
+    those read from the lake, whatever the order of the ranges asked (narrow, wider on
+    either side, inside, open)."""
+    from jobs.core.language.events import parse_ts
+    from jobs.pipeline import planning
+
+    lake = Lake.of_profile(nightly[0])
+    ts = lake.read_arrow(lake.events("hospital"), columns=["ts"]).column("ts")
+    lo, hi = (parse_ts(x.as_py()) for x in (pc.min(ts), pc.max(ts)))
+    day, mid = 86400 * 10**9, (lo + hi) // 2
+    every = lake.read_arrow(lake.stats("hospital")).column("event_date")
+    small = planning.SmallSources(lake)
+    ranges = [(mid, mid + day, day), (mid - 20 * day, mid, 2 * day), (mid, mid + 30 * day, day),
+              (mid + day, mid + 2 * day, day), (None, mid, day), (None, None, day)]
+    held = []
+    for low, high, tau in ranges:
+        assert planning.read_date_stats(lake, "hospital", low, high, tau, small) == \
+            planning.read_date_stats(lake, "hospital", low, high, tau), (low, high)
+        assert planning.partition_shape(lake, "hospital", ("patient",), low, high, tau,
+                                        small) == \
+            planning.partition_shape(lake, "hospital", ("patient",), low, high, tau)
+        held.append(small.stats_tables["hospital"][1].num_rows)
+    assert held[0] < held[1] < held[2] == held[3] < held[5]  # a range inside: no new read
+    assert held[5] == len(every)
