@@ -291,6 +291,8 @@ def year(args, spark, days, scratch) -> dict:
               flush=True)
         (OUT / f"{args.name}.json").write_text(json.dumps({"nights": nights}, indent=1,
                                                             default=str))
+        if n == args.copy_after:  # a young lake to profile beside the old one
+            shutil.copytree(home, scratch / f"year_night{n}", symlinks=True)
     return {"home": str(home), "profile": profile, "lake": lake, "nights": nights,
             "last": plan[-1][0].isoformat()}
 
@@ -479,6 +481,9 @@ def main() -> int:
     ap.add_argument("--check-only", action="store_true",
                     help="no nights: compare the year lake kept in --scratch with a full "
                          "recompute over every day")
+    ap.add_argument("--copy-after", type=int, default=None, metavar="N",
+                    help="copy the project and its lake after night N to "
+                         "<scratch>/year_night<N> (to profile a young lake beside the old)")
     args = ap.parse_args()
     args.name = "year_of_nights" + (f"_warm{args.warm_up}" if args.warm_up else "") + \
         (f"_copies{args.copies}" if args.copies != 67 else "")

@@ -90,13 +90,16 @@ def compact_logs(lake: lk.Lake, most: int = LOG_FILES) -> list[str]:
 
 
 GX_RESULTS = ("gx/uncommitted/validations", "gx/uncommitted/data_docs/local_site/validations")
+RESULTS_KEPT = 14  # the newest results of each suite kept, however recent the rest
 
 
-def prune_results(home: Path, retention: int, now: float | None = None) -> int:
+def prune_results(home: Path, retention: int, now: float | None = None,
+                  kept: int = RESULTS_KEPT) -> int:
     """Delete the Great Expectations results (JSON and their Data Docs pages) older than
-    ``retention`` ns under the lake's home, keeping the newest of each suite: they grow by
-    one per pattern per night, and the catalogue lists the folder. Returns the files
-    deleted."""
+    ``retention`` ns under the lake's home, and all but the newest ``kept`` of each
+    suite (reruns and backfills add results faster than nights do), keeping the newest of
+    each suite however old: they grow by one per pattern per night, and every Data Docs
+    build lists them all. Returns the files deleted."""
     cut = (now or time.time()) - retention / 1e9
     gone = 0
     for sub in GX_RESULTS:
@@ -104,9 +107,10 @@ def prune_results(home: Path, retention: int, now: float | None = None) -> int:
         if not folder.is_dir():
             continue
         for suite in folder.iterdir():
-            files = sorted(suite.rglob("*.*"), key=lambda f: f.stat().st_mtime)
-            for f in files[:-1]:  # the newest stays, however old
-                if f.is_file() and f.stat().st_mtime < cut:
+            files = sorted((f for f in suite.rglob("*.*") if f.is_file()),
+                           key=lambda f: f.stat().st_mtime)
+            for k, f in enumerate(files[:-1]):  # the newest stays, however old
+                if f.stat().st_mtime < cut or k < len(files) - kept:
                     f.unlink()
                     gone += 1
             for d in sorted((d for d in suite.rglob("*") if d.is_dir()), reverse=True):

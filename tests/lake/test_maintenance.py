@@ -144,6 +144,27 @@ def test_old_quality_results_are_pruned_but_each_suite_keeps_its_newest(tmp_path
     assert not (folder / "matches_a" / "run0").exists()  # empty folders go too
 
 
+def test_each_suite_keeps_at_most_its_newest_quality_results_however_recent(tmp_path):
+    """Results within the retention are pruned too past the newest ``kept`` of a suite
+    (a rerun or a backfill adds one per pattern: the Data Docs build lists them all)."""
+    import os
+
+    from jobs.lake.maintenance import prune_results
+
+    folder = tmp_path / "gx" / "uncommitted" / "validations"
+    now = 1_800_000_000.0
+    for suite, runs in (("matches_a", 5), ("matches_b", 2)):
+        for night in range(runs):
+            f = folder / suite / f"run{night}" / "t" / "batch.json"
+            f.parent.mkdir(parents=True)
+            f.write_text("{}")
+            os.utime(f, (now - 3600 * (10 - night), now - 3600 * (10 - night)))
+    assert prune_results(tmp_path, 7 * DAY, now=now, kept=3) == 2
+    left = sorted(str(p.relative_to(folder).parent.parent) for p in folder.rglob("*.json"))
+    assert left == ["matches_a/run2", "matches_a/run3", "matches_a/run4",
+                    "matches_b/run0", "matches_b/run1"]
+
+
 def test_the_run_logs_are_compacted_between_maintenances_once_fragmented(tmp_path):
     """A night adds a runs file per pattern: past ``most`` files the log is compacted
     that night (not a row changes); the other tables wait for the weekly maintenance."""
