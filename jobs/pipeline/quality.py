@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import reduce
@@ -409,10 +411,19 @@ def docs_url(lake: lk.Lake) -> str | None:
     return _DOCS_URLS[root]
 
 
+# the results whose Data Docs wait for the end of a night (``one_docs_build``), per lake
+_DEFERRED: ContextVar[dict | None] = ContextVar("deferred_docs", default=None)
+
+
 def build_docs(lake: lk.Lake, result_ids: list) -> None:
     """The Data Docs pages of a batch of results (and the index), in one build. The index
     lists the latest ``DOCS_INDEX_RESULTS`` results (at least the batch): GX reads each
-    result it lists, and the validations store grows every night."""
+    result it lists, and the validations store grows every night. Inside
+    ``one_docs_build`` the batch waits for that build."""
+    held = _DEFERRED.get()
+    if held is not None and lake.root in held:
+        held[lake.root][1].extend(result_ids)
+        return
     if result_ids:
         ctx = context(lake)
         sites = ctx.variables.data_docs_sites or {}  # a copy: set back (not saved)
@@ -423,6 +434,27 @@ def build_docs(lake: lk.Lake, result_ids: list) -> None:
             index["validation_results_limit"] = max(DOCS_INDEX_RESULTS, len(result_ids))
         ctx.variables.data_docs_sites = sites
         ctx.build_data_docs(resource_identifiers=result_ids)
+
+
+@contextmanager
+def one_docs_build(lake: lk.Lake):
+    """The Data Docs of every result validated inside (a night's events, matches and
+    models suites) built once on leaving, also when the night fails: each build lists
+    the whole results store and renders the index again (about 1.2 s)."""
+    held = dict(_DEFERRED.get() or {})
+    held[lake.root] = (lake, [])
+    token = _DEFERRED.set(held)
+    try:
+        yield
+    except BaseException:
+        _DEFERRED.reset(token)
+        try:  # the pages of what was validated before the failure; the failure is the news
+            build_docs(lake, held[lake.root][1])
+        except Exception:  # noqa: BLE001, S110 - not to hide the night's own error
+            pass
+        raise
+    _DEFERRED.reset(token)
+    build_docs(lake, held[lake.root][1])
 
 
 def validate_events(spark, lake: lk.Lake, source: Source, ts_range,

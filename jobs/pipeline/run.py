@@ -44,7 +44,7 @@ from jobs.pipeline.outcome import PatternOutcome, short_error
 from jobs.pipeline.planning import SmallSources, needs_spark_sample, sample_from, sample_many
 from jobs.pipeline.publish import RunsLog
 from jobs.pipeline.publish_steps import log_failure, publish_step, record_funnels, validate_steps
-from jobs.pipeline.quality import ValidationFailed
+from jobs.pipeline.quality import ValidationFailed, one_docs_build
 from jobs.pipeline.reconcile import finish_run, reconcile, start_run
 from jobs.pipeline.report import describe_range, summary
 from jobs.pipeline.retract import retract
@@ -78,16 +78,18 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
                   [{"pattern": p.name, "pattern_version": p.version, "source": p.source,
                     "matcher": p.matcher} for _, p in patterns])
         names = sorted({p.source for _, p in patterns})
-        ingested, bad_sources = ingest_sources(spark, ctx, names, echo)
-        outcomes = run_catalog(spark, ctx, catalog, patterns, bad_sources, force_slices, echo)
-        finish_run(lake, run_id)
-        echo(summary(profile, outcomes, run_id, time.perf_counter() - t0))
-        checks = source_checks(ctx, ingested, names) + pattern_checks(ctx, outcomes)
-        report_checks(ctx, checks, outcomes, echo)
-        emit_lineage(lake, outcomes, {p.name: p for _, p in patterns}, logical_date,
-                     profile.lineage_url, echo)
-        stale = freshness_failures(checks)
-        model_rows = models_step(spark, ctx, echo) if paths is None else []
+        with one_docs_build(lake):  # the night's Data Docs in one build, after the models
+            ingested, bad_sources = ingest_sources(spark, ctx, names, echo)
+            outcomes = run_catalog(spark, ctx, catalog, patterns, bad_sources, force_slices,
+                                   echo)
+            finish_run(lake, run_id)
+            echo(summary(profile, outcomes, run_id, time.perf_counter() - t0))
+            checks = source_checks(ctx, ingested, names) + pattern_checks(ctx, outcomes)
+            report_checks(ctx, checks, outcomes, echo)
+            emit_lineage(lake, outcomes, {p.name: p for _, p in patterns}, logical_date,
+                         profile.lineage_url, echo)
+            stale = freshness_failures(checks)
+            model_rows = models_step(spark, ctx, echo) if paths is None else []
         maintenance_step(ctx, echo)
         site_step(ctx, echo)
     return outcomes + stale + model_rows

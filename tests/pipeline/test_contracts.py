@@ -61,3 +61,17 @@ def test_match_tables_carry_their_pattern_in_delta_metadata(nightly):
                 for f in dt.schema().to_arrow()}
     assert all(comments.values()), comments
     assert "partition attribute 'patient'" in comments["patient"]
+
+
+def test_the_nights_data_docs_show_every_suite_it_ran(nightly):
+    """The night's Data Docs (built once, after the models) hold a page for the events
+    suite of every source it ingested, the matches suite of every pattern that matched,
+    and the model tests."""
+    profile, rows, _ = nightly
+    home = lk.Lake(profile.lake).local_home()
+    pages = home / "gx" / "uncommitted" / "data_docs" / "local_site" / "validations"
+    shown = {p.name for p in pages.iterdir() if any(p.rglob("*.html"))}
+    matched = {r["pattern"] for r in rows if "pattern" in r and (r["matches"] or 0) > 0}
+    assert matched and {f"matches_{p}" for p in matched} <= shown
+    assert {"events_hospital", "events_sepsis"} <= shown
+    assert any(s.startswith("model_") for s in shown), shown

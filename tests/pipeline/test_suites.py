@@ -59,3 +59,44 @@ def test_the_docs_index_reads_only_the_latest_results(tmp_path, monkeypatch):
     assert len(read) <= 2 + len(ids)  # the index's two, and each new result's page
     pages = list((index.parent / "validations").glob("suite_*"))
     assert len(pages) == 5
+
+
+def test_a_nights_data_docs_are_built_once_also_when_the_night_fails(tmp_path, monkeypatch):
+    """Inside ``one_docs_build`` every step's ``build_docs`` waits: one build on leaving
+    renders every result's page (each build lists the whole results store); a night that
+    fails still gets the pages of what it validated, and its own error."""
+    import pandas as pd
+    import pytest
+    from great_expectations.data_context.data_context.abstract_data_context import (
+        AbstractDataContext,
+    )
+
+    from jobs.lake.store import Lake
+    from jobs.pipeline import quality
+
+    lake = Lake(str(tmp_path / "lake"))
+    quality._CONTEXTS.pop(str(lake.local_home()), None)
+    frame = pd.DataFrame({"x": [1, 2, 3]})
+    expectations = [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "x"}}]
+    builds = []
+    original = AbstractDataContext.build_data_docs
+    monkeypatch.setattr(AbstractDataContext, "build_data_docs",
+                        lambda self, *a, **kw: builds.append(kw.get("resource_identifiers"))
+                        or original(self, *a, **kw))
+    pages = lake.local_home() / "gx" / "uncommitted" / "data_docs" / "local_site" / "validations"
+    with quality.one_docs_build(lake):
+        quality.run_suite(lake, "suite_a", expectations, frame, {})  # a step's own build
+        ids = [quality.run_suite(lake, f"suite_{k}", expectations, frame, {},
+                                 docs=False).result_id for k in "bc"]
+        quality.build_docs(lake, ids)
+        assert builds == [] and not pages.exists()
+    assert len(builds) == 1 and len(builds[0]) == 3
+    assert sorted(p.name for p in pages.iterdir()) == ["suite_a", "suite_b", "suite_c"]
+    with pytest.raises(RuntimeError, match="the night failed"):
+        with quality.one_docs_build(lake):
+            quality.run_suite(lake, "suite_d", expectations, frame, {})
+            raise RuntimeError("the night failed")
+    assert len(builds) == 2 and (pages / "suite_d").is_dir()
+    quality.run_suite(lake, "suite_e", expectations, frame, {})  # outside: built at once
+    assert len(builds) == 3
+    quality._CONTEXTS.pop(str(lake.local_home()), None)
