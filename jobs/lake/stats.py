@@ -76,7 +76,7 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     latest = latest_ingested(lake, events_path)
     if latest is None:  # a file without statistics: read the column
         latest = rows.latest()
-    done = computed_dates(lake, source)
+    done = computed_dates(lake, source, wanted)
     stale = sorted(d for d, ingested in latest.items()
                    if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
     if not stale:
@@ -85,8 +85,30 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     table = rows.compute(stale, attrs, keys, columns, ",".join(sorted(wanted)))
     now = pa.array([datetime.now(timezone.utc)] * table.num_rows, SCHEMA.field("computed_at").type)
     table = table.append_column("computed_at", now).select(SCHEMA.names).cast(SCHEMA)
+    path = lake.stats(source)
+    held = _covered(lake.read_table(path))
+    if held is not None and not held <= wanted:  # the new dates lack some: lower it first
+        _set_covered(lake, path, held & wanted)
     write_stats(lake, source, table, stale)
+    _set_covered(lake, path, wanted)  # every date has these now (the others were not stale)
     return {"dates": len(stale), "rows": table.num_rows}
+
+
+COVERED = "ses.stats.attributes"  # table property: attributes every date of the table has
+
+
+def _covered(dt) -> set[str] | None:
+    """The attributes every date of a statistics table has computed (its ``COVERED``
+    property; None: not recorded, or no table)."""
+    value = None if dt is None else (dt.metadata().configuration or {}).get(COVERED)
+    return None if value is None else set(filter(None, value.split(",")))
+
+
+def _set_covered(lake: lk.Lake, path: str, attributes: set[str]) -> None:
+    dt = lake.read_table(path)
+    if _covered(dt) != attributes:
+        dt.alter.set_table_properties({COVERED: ",".join(sorted(attributes))},
+                                      raise_if_not_exists=False)
 
 
 def latest_ingested(lake: lk.Lake, path: str) -> dict[str, int] | None:
@@ -302,8 +324,16 @@ def distinct_estimate(sketches) -> int | None:
     return round(union.get_result().get_estimate()) if seen else None
 
 
-def computed_dates(lake: lk.Lake, source: str) -> dict[str, tuple[set[str], int]]:
-    """Per date of ``stats/<source>``: (the attributes computed, when, in µs)."""
+def computed_dates(lake: lk.Lake, source: str, wanted: set[str] | None = None
+                   ) -> dict[str, tuple[set[str], int]]:
+    """Per date of ``stats/<source>``: (the attributes computed, when, in µs). With
+    ``wanted`` that every date is recorded to have (``COVERED``), from the Delta log
+    alone (``_computed_from_log``: opening every day file grew with the history); else
+    from the table's ``*`` rows."""
+    if wanted is not None:
+        fast = _computed_from_log(lake.read_table(lake.stats(source)), wanted)
+        if fast is not None:
+            return fast
     done: dict[str, tuple] = {}
     current = lake.read_arrow(lake.stats(source), columns=["event_date", "attribute", "value",
                                                            "computed_at"])
@@ -316,6 +346,29 @@ def computed_dates(lake: lk.Lake, source: str) -> dict[str, tuple[set[str], int]
         if a == "*":
             done[d] = (set((v or "").split(",")), c)
     return done
+
+
+def _computed_from_log(dt, wanted: set[str]) -> dict[str, tuple[set[str], int]] | None:
+    """``computed_dates`` from the add actions: a date's files and their earliest
+    ``computed_at`` (Delta keeps timestamp statistics in milliseconds: the time is rounded
+    down, so a date is at worst recomputed, never taken for fresh when it is not). None:
+    ``wanted`` not recorded as computed on every date, or a file without the statistic."""
+    covered = _covered(dt)
+    if covered is None or not wanted <= covered:
+        return None
+    files = pa.table(dt.get_add_actions(flatten=True))
+    if files.num_rows == 0:
+        return {}
+    column = "min.computed_at"
+    if column not in files.column_names or files.column(column).null_count \
+            or "partition.event_date" not in files.column_names \
+            or files.column("partition.event_date").null_count:
+        return None
+    t = pa.table({"d": files.column("partition.event_date").cast(pa.string()),
+                  "c": files.column(column).cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())})
+    t = t.group_by("d").aggregate([("c", "min")])
+    return {d: (covered, c) for d, c in zip(t.column("d").to_pylist(),
+                                             t.column("c_min").to_pylist())}
 
 
 def write_stats(lake: lk.Lake, source: str, table: pa.Table, dates: list[str]) -> None:

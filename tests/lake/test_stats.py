@@ -125,6 +125,51 @@ def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
         {d: n for d, n in totals.items() if d != late["event_date"]}
 
 
+def test_which_dates_are_computed_comes_from_the_delta_log(nightly, tmp_path, monkeypatch):
+    """The attributes every date has are a table property (``COVERED``), kept a lower
+    bound through every change of the patterns' attributes: lowered before dates computed
+    with fewer are written, raised after. With it, a night learns which dates are computed
+    from the Delta log, without opening a file per day; when the patterns ask for more,
+    the rows say which dates lack it."""
+    from datetime import datetime, timezone
+
+    from jobs.config import load_sources
+    from jobs.lake import stats
+
+    copy = lk.Lake(str(tmp_path / "lake"))
+    shutil.copytree(nightly[0].lake, copy.root)
+    columns = load_sources()["sepsis"].columns
+    full = stats._covered(copy.table(copy.stats("sepsis")))
+    assert full and {"*", "event_type", "@patient"} <= full
+    slow, fast = stats.computed_dates(copy, "sepsis"), stats.computed_dates(copy, "sepsis", full)
+    assert fast.keys() == slow.keys() and len(fast) > 100
+    assert all(fast[d][1] <= slow[d][1] < fast[d][1] + 1000 and fast[d][0] == full
+               for d in fast)  # milliseconds in the log: rounded down
+    assert stats.computed_dates(copy, "sepsis", full | {"other"}) == slow  # not recorded
+
+    def late_event(n: int) -> str:
+        events = copy.read_arrow(copy.events("sepsis"))
+        late = events.slice(n, 1).to_pylist()[0]
+        late.update(event_id=f"late-{n}", ingested_at=datetime.now(timezone.utc))
+        copy.append(copy.events("sepsis"), pa.Table.from_pylist([late], schema=events.schema),
+                    partition_by=["event_date"])
+        return late["event_date"]
+
+    monkeypatch.setattr(stats, "needed_attributes", lambda patterns: ({"event_type"}, set()))
+    assert stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 0  # has more
+    day = late_event(0)
+    assert stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 1
+    assert stats._covered(copy.table(copy.stats("sepsis"))) == {"*", "event_type"}
+    monkeypatch.undo()
+    patterns = [load_pattern(p) for p in pattern_paths()]
+    out = stats.update_stats(None, copy, "sepsis", patterns, columns)
+    assert out["dates"] == 1  # the date computed with fewer attributes, found in its rows
+    assert stats._covered(copy.table(copy.stats("sepsis"))) == full
+    assert {r["attribute"] for r in copy.read_arrow(copy.stats("sepsis")).to_pylist()
+            if r["event_date"] == day} >= {"*", "event_type", "value", "@patient"}
+    assert stats.update_stats(None, copy, "sepsis", patterns, columns)["dates"] == 0
+
+
 def test_when_each_date_was_last_ingested_comes_from_the_delta_log(tmp_path):
     """No column scan: each date's newest ``ingested_at`` from the files' statistics, at
     most a millisecond above the data's (Delta truncates them), never below."""
