@@ -120,13 +120,18 @@ def latest_ingested(lake: lk.Lake, path: str) -> dict[str, int] | None:
     if files.num_rows == 0:
         return {}
     bounds = ingested_bounds(files)
-    if bounds is None or "partition.event_date" not in files.column_names \
+    return None if bounds is None else _per_file_date(files, pa.array(bounds), "max")
+
+
+def _per_file_date(files: pa.Table, values: pa.Array, how: str) -> dict[str, int] | None:
+    """``values`` (one per data file of a table's add actions) aggregated (``how``: min,
+    max) per ``event_date`` partition; None: a file without its partition value."""
+    if "partition.event_date" not in files.column_names \
             or files.column("partition.event_date").null_count:
         return None
-    t = pa.table({"d": files.column("partition.event_date").cast(pa.string()),
-                  "t": pa.array(bounds)})
-    t = t.group_by("d").aggregate([("t", "max")])
-    return dict(zip(t.column("d").to_pylist(), t.column("t_max").to_pylist()))
+    t = pa.table({"d": files.column("partition.event_date").cast(pa.string()), "v": values})
+    t = t.group_by("d").aggregate([("v", how)])
+    return dict(zip(t.column("d").to_pylist(), t.column(f"v_{how}").to_pylist()))
 
 
 def _numeric(kind: str) -> bool:
@@ -360,15 +365,11 @@ def _computed_from_log(dt, wanted: set[str]) -> dict[str, tuple[set[str], int]] 
     if files.num_rows == 0:
         return {}
     column = "min.computed_at"
-    if column not in files.column_names or files.column(column).null_count \
-            or "partition.event_date" not in files.column_names \
-            or files.column("partition.event_date").null_count:
+    if column not in files.column_names or files.column(column).null_count:
         return None
-    t = pa.table({"d": files.column("partition.event_date").cast(pa.string()),
-                  "c": files.column(column).cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())})
-    t = t.group_by("d").aggregate([("c", "min")])
-    return {d: (covered, c) for d, c in zip(t.column("d").to_pylist(),
-                                             t.column("c_min").to_pylist())}
+    micros = files.column(column).cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    when = _per_file_date(files, micros.combine_chunks(), "min")
+    return None if when is None else {d: (covered, c) for d, c in when.items()}
 
 
 def write_stats(lake: lk.Lake, source: str, table: pa.Table, dates: list[str]) -> None:

@@ -422,7 +422,7 @@ def build_docs(lake: lk.Lake, result_ids: list) -> None:
     ``one_docs_build`` the batch waits for that build."""
     held = _DEFERRED.get()
     if held is not None and lake.root in held:
-        held[lake.root][1].extend(result_ids)
+        held[lake.root].extend(result_ids)
         return
     if result_ids:
         ctx = context(lake)
@@ -441,20 +441,19 @@ def one_docs_build(lake: lk.Lake):
     """The Data Docs of every result validated inside (a night's events, matches and
     models suites) built once on leaving, also when the night fails: each build lists
     the whole results store and renders the index again (about 1.2 s)."""
-    held = dict(_DEFERRED.get() or {})
-    held[lake.root] = (lake, [])
-    token = _DEFERRED.set(held)
+    ids: list = []
+    token = _DEFERRED.set({**(_DEFERRED.get() or {}), lake.root: ids})
     try:
         yield
     except BaseException:
         _DEFERRED.reset(token)
         try:  # the pages of what was validated before the failure; the failure is the news
-            build_docs(lake, held[lake.root][1])
+            build_docs(lake, ids)
         except Exception:  # noqa: BLE001, S110 - not to hide the night's own error
             pass
         raise
     _DEFERRED.reset(token)
-    build_docs(lake, held[lake.root][1])
+    build_docs(lake, ids)
 
 
 def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
