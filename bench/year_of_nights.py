@@ -35,6 +35,7 @@ import gzip
 import json
 import resource
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -232,6 +233,28 @@ def query_seconds(lake, logical: date) -> dict[str, float]:
             out[name] = None
             print(f"  query {name}: {str(exc)[:120]}", flush=True)
     return out
+
+
+def queries_on(pairs: list[str]) -> int:
+    """The analyst queries on lakes kept by earlier runs (``LAKE=YYYY-MM-DD``: the lake's
+    folder and the logical date of its last night), five times each; the medians, their
+    ratios to the first lake's, in ``bench/out/year_queries.json``."""
+    from jobs.lake.store import Lake
+
+    out = {}
+    for pair in pairs:
+        root, _, day = pair.partition("=")
+        lake, logical = Lake.of(root), date.fromisoformat(day)
+        runs = [query_seconds(lake, logical) for _ in range(5)]
+        out[pair] = {q: round(statistics.median(r[q] for r in runs), 3) for q in QUERIES}
+        print(pair, json.dumps(out[pair]), flush=True)
+    first = out[pairs[0]]
+    ratios = {pair: {q: round(t[q] / first[q], 2) for q in QUERIES} for pair, t in out.items()}
+    print("ratios to the first:", json.dumps(ratios), flush=True)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "year_queries.json").write_text(json.dumps({"seconds": out, "ratios": ratios},
+                                                      indent=1))
+    return 0
 
 
 def memory(spark) -> dict[str, float]:
@@ -484,7 +507,12 @@ def main() -> int:
     ap.add_argument("--copy-after", type=int, default=None, metavar="N",
                     help="copy the project and its lake after night N to "
                          "<scratch>/year_night<N> (to profile a young lake beside the old)")
+    ap.add_argument("--queries-on", nargs="+", default=None, metavar="LAKE=DATE",
+                    help="no nights: time the analyst queries (median of five) on kept lakes "
+                         "as of their logical dates, e.g. a copy after night 10 and the year")
     args = ap.parse_args()
+    if args.queries_on:
+        return queries_on(args.queries_on)
     args.name = "year_of_nights" + (f"_warm{args.warm_up}" if args.warm_up else "") + \
         (f"_copies{args.copies}" if args.copies != 67 else "")
     if args.check_only and not args.scratch:
