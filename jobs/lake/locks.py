@@ -20,8 +20,8 @@ from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
-from jobs.lake.store import Lake
 from jobs.core.errors import Transient
+from jobs.lake.store import Lake
 
 
 class LakeBusy(Transient, RuntimeError):

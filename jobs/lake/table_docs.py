@@ -4,8 +4,6 @@ Delta reader, the catalogue site and the views learn it from the table."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pyarrow as pa
 
 from jobs.config import current_project

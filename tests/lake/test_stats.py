@@ -2,30 +2,15 @@
 incremental night by night, and a table's Spark frame reused while its files stay the same."""
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
-import pandas.testing as pd_testing
+
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from deltalake import DeltaTable
-from jobs.config import Source
-from jobs.core.engine.output import match_id_of
-from jobs.core.engine.window_matcher import windows_of
-from jobs.core.language.events import Event, events_from_arrow
+
 from jobs.core.language.patternfile import load_pattern
-from jobs.core.local.runner import run
-from jobs.core.plans.planners import DEFAULT
 from jobs.lake import store as lk
-from jobs.lake.store import Lake
-from jobs.pipeline.context import RunContext
-from jobs.pipeline.horizons import RunRange, horizon, plan_range
-from jobs.pipeline.ingest import IngestError, ingest
-from jobs.pipeline.match_steps import match_step, planned_range
-from jobs.pipeline.publish_steps import publish_step
-from jobs.pipeline.run import backfill, run_all
 from jobs.project.patterns import pattern_paths
-from ..conftest import LOGICAL_DATE, ROOT, make_profile
 
 
 def _stats_rows(lake, source: str) -> list[tuple]:
