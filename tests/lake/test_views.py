@@ -13,7 +13,13 @@ from hypothesis import strategies as st
 from jobs.lake import store as lk
 from jobs.lake.match_rows import BINDINGS
 from jobs.lake.view_scope import scope_of
-from jobs.lake.views import SOURCE_KEY, duckdb_connection, lake_tables, match_sources
+from jobs.lake.views import (
+    SOURCE_KEY,
+    duckdb_connection,
+    inputs_of,
+    lake_tables,
+    match_sources,
+)
 
 
 def test_a_match_table_s_source_comes_from_its_metadata_else_from_the_runs_log(tmp_path):
@@ -158,3 +164,13 @@ def test_a_time_bound_reads_the_matches_and_events_files_from_then_on(bound_lake
     # eleven days of sixty, the day before the bound included
     assert files[0] < total / 4 and files[1] >= since - timedelta(days=1, hours=1)
     assert con.sql(sql).fetchall() == everything.sql(sql).fetchall() != [(0,)]
+
+
+def test_a_models_inputs_are_the_tables_its_filter_leaves(bound_lake):
+    """A model over one pattern's bound events is rebuilt when that pattern's tables
+    change, not when another pattern's do."""
+    lake, _ = bound_lake
+    one = inputs_of(lake, "SELECT * FROM match_events WHERE pattern = 'a'")
+    assert set(one) == {lake.matches("a"), lake.events("s")}
+    every = inputs_of(lake, "SELECT * FROM match_events WHERE pattern = 'a' OR true")
+    assert set(every) == {lake.matches(p) for p in "abc"} | {lake.events("s"), lake.events("t")}
