@@ -86,11 +86,12 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     now = pa.array([datetime.now(timezone.utc)] * table.num_rows, SCHEMA.field("computed_at").type)
     table = table.append_column("computed_at", now).select(SCHEMA.names).cast(SCHEMA)
     path = lake.stats(source)
-    held = _covered(lake.read_table(path))
+    before = lake.read_table(path)
+    held = _covered(before)
     if held is not None and not held <= wanted:  # the new dates lack some: lower it first
-        _set_covered(lake, path, held & wanted)
+        _set_covered(before, held & wanted)
     write_stats(lake, source, table, stale)
-    _set_covered(lake, path, wanted)  # every date has these now (the others were not stale)
+    _set_covered(lake.read_table(path), wanted)  # every date has these now (others: not stale)
     return {"dates": len(stale), "rows": table.num_rows}
 
 
@@ -104,8 +105,8 @@ def _covered(dt) -> set[str] | None:
     return None if value is None else set(filter(None, value.split(",")))
 
 
-def _set_covered(lake: lk.Lake, path: str, attributes: set[str]) -> None:
-    dt = lake.read_table(path)
+def _set_covered(dt, attributes: set[str]) -> None:
+    """Record ``attributes`` as ``COVERED`` on the statistics table ``dt`` (if not already)."""
     if _covered(dt) != attributes:
         dt.alter.set_table_properties({COVERED: ",".join(sorted(attributes))},
                                       raise_if_not_exists=False)

@@ -148,10 +148,10 @@ def _patterns_read(sql: str | None, tables: dict[str, str], scope: Scope) -> set
     """The patterns whose bound events ``sql`` may read (None: every pattern)."""
     if sql is None:
         return None
-    every = {v[len("matches_"):] for v in tables if v.startswith("matches_")}
-    words = set(re.findall(r"[a-z_][a-z0-9_]*", sql.lower()))
-    out = {p for p in every if f"match_events_{p}" in words}
-    if "match_events" in words:
+    every = _match_patterns(tables)
+    named = views_named(sql, derived_names(tables))
+    out = {p for p in every if f"match_events_{p}" in named}
+    if "match_events" in named:
         asked = scope.patterns
         if asked is None or not asked & every:  # every pattern (the view must exist)
             return None
@@ -159,10 +159,14 @@ def _patterns_read(sql: str | None, tables: dict[str, str], scope: Scope) -> set
     return out
 
 
+def _match_patterns(tables: dict[str, str]) -> set[str]:
+    return {v[len("matches_"):] for v in tables if v.startswith("matches_")}
+
+
 def derived_names(tables: dict[str, str]) -> list[str]:
     """The derived views' names, from the match tables' names alone (a pattern whose events
     table is missing is named too): what a query may name, without opening a table."""
-    patterns = sorted(v[len("matches_"):] for v in tables if v.startswith("matches_"))
+    patterns = sorted(_match_patterns(tables))
     return [f"match_events_{p}" for p in patterns] + (["match_events"] if patterns else [])
 
 
@@ -178,8 +182,9 @@ def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
             spark.catalog.dropTempView(t.name)
     tables = lake_tables(lake)
     refs = _references()
+    scope = scope_of(sql) if sql is not None else EVERYTHING  # parsed once for both calls
     if sql is not None:
-        derived = derived_views(lake, tables, "spark", sql)
+        derived = derived_views(lake, tables, "spark", sql, scope)
         wanted = _with_what_they_read(views_named(sql, [*tables, *derived, *refs]), tables,
                                       derived, refs)
         tables = {v: p for v, p in tables.items() if v in wanted}
@@ -189,7 +194,7 @@ def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
             lake.read_spark(spark, path).createOrReplaceTempView(view)
         except lk.BrokenTable:
             del tables[view]  # a query that reads it is told why (broken_named)
-    derived = derived_views(lake, tables, "spark", sql)  # of the tables that could be read
+    derived = derived_views(lake, tables, "spark", sql, scope)  # of the tables that could be read
     if sql is not None:
         derived = {v: body for v, body in derived.items() if v in wanted}
     for view, body in derived.items():
