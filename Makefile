@@ -9,6 +9,8 @@ STAMP  := $(VENV)/.installed-from-lock
 SELF   := $(VENV)/.installed-project
 # the kernels compiled ahead of time (its manifest; the extension module lies beside it)
 AOT    := jobs/core/engine/_kernels_aot.json
+UV     := $(VENV)/bin/uv
+UV_VERSION := $(shell sed -n 's/^uv==//p' requirements.lock)
 
 .PHONY: run test test-fast browser lint validate new-pattern pr-check pattern-tests cluster-up cluster-down docs bench airflow lock clean-venv
 
@@ -17,7 +19,12 @@ $(STAMP): requirements.lock
 	@rm -rf $(VENV)
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
 	@$(PYTHON) -m venv $(VENV)
-	@$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	@# uv (pinned in the lock) installs the locked set in parallel: about 30 s against pip's
+	@# 90-150 s; pip does it when uv cannot be had
+	@if $(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"; then \
+	  $(UV) pip install --quiet --python $(PY) -r requirements.lock; \
+	else echo "uv $(UV_VERSION) not available: installing with pip"; \
+	  $(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock; fi
 	@touch $(STAMP)
 
 # The matching kernels: Numba's cache, then the ahead-of-time module (jobs/core/engine/aot.py), built
@@ -27,7 +34,8 @@ $(AOT): $(STAMP) jobs/core/engine/kernels.py jobs/core/engine/kernel_codes.py jo
 	@$(PY) -m jobs.core.local.aot_build
 
 $(SELF): $(STAMP) $(AOT) pyproject.toml
-	@$(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	@if [ -x $(UV) ]; then $(UV) pip install --quiet --python $(PY) --no-deps -e .; \
+	else $(PY) -m pip install --quiet --disable-pip-version-check --no-deps -e .; fi
 	@touch $(SELF)
 
 # Headless Chromium (Debian's package) for the catalogue site's tests
