@@ -1,5 +1,9 @@
+import fcntl
 import os
+import pickle
+import shutil
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -32,7 +36,40 @@ AIRFLOW_MODULES = {"test_airflow.py"}
 SLOW_MODULES = SPARK_MODULES | {"test_real_slices.py"}
 
 
+# The order pytest-xdist hands out the modules (`make test`: --no-loadscope-reorder): the
+# longest first, so that no long module starts last while the other worker idles, and the
+# `nightly` lake's first user (test_spark_equals_local) before the others, which then copy
+# it instead of waiting for it. Seconds of one worker, measured (docs/testing.md); the
+# modules not named follow, those with most tests first.
+LONGEST_FIRST = (
+    "pipeline/test_spark_equals_local.py",  # 350 s, builds `nightly`
+    "faults/test_kills.py",                 # 190 s
+    "ops/test_airflow.py",                  # 170 s
+    "ops/test_cluster.py",                  # 215 s, reads `nightly`
+    "tools/test_query.py",                  # 175 s
+    "core/test_language.py", "pipeline/test_planning.py", "pipeline/test_incremental.py",
+    "faults/test_inputs.py", "prcheck/test_pr_check.py", "pipeline/test_steps.py",
+    "cli/test_project.py", "site/test_catalogue.py", "faults/test_hostile_sql.py",
+    "faults/test_nights.py", "lake/test_stats.py", "lake/test_object_store.py",
+)
+
+
+def _module_order(items) -> None:
+    """``items`` sorted by module: ``LONGEST_FIRST``, then by number of tests (stable)."""
+    here = Path(__file__).parent
+    module = {id(item): item.path.relative_to(here).as_posix() for item in items}
+    counts = Counter(module.values())
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+
+    def key(item):
+        m = module[id(item)]
+        return rank.get(m, len(rank)), -counts[m], m
+
+    items.sort(key=key)
+
+
 def pytest_collection_modifyitems(config, items):
+    _module_order(items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if "spark" in names or item.path.name in SPARK_MODULES:
@@ -65,8 +102,6 @@ SPARK_CONF = {
 
 def make_profile(tmp: Path, landing: Path | None = None, **kw):
     """A pipeline profile on a private lake (and landing copy) under ``tmp``."""
-    import shutil
-
     from jobs.config import Profile
 
     if landing is None:
@@ -83,17 +118,40 @@ def make_profile(tmp: Path, landing: Path | None = None, **kw):
 LOGICAL_DATE = "2026-11-20"
 
 
-@pytest.fixture(scope="session")
-def nightly(spark, tmp_path_factory):
-    """One night of every committed pattern and model on the committed data, run once per
-    test session (per worker under pytest-xdist) for the tests that read a whole lake:
-    the profile, the run's rows and its log lines."""
+def _night(spark, folder: Path):
     from jobs.pipeline.run import run_all
 
-    profile = make_profile(tmp_path_factory.mktemp("nightly"))
+    profile = make_profile(folder)
     log = []
     rows = run_all(spark, profile, LOGICAL_DATE, echo=log.append)
     return profile, rows, log
+
+
+@pytest.fixture(scope="session")
+def nightly(spark, tmp_path_factory):
+    """One night of every committed pattern and model on the committed data, run once per
+    test run for the tests that read a whole lake: the profile, the run's rows and its log
+    lines. Under pytest-xdist the first worker to ask runs it and leaves a copy (landing,
+    lake, rows and log) beside the workers' folders; the others wait for it and copy it
+    into their own folder, so each worker's tests may add to their lake."""
+    own = tmp_path_factory.mktemp("nightly")
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return _night(spark, own)
+    shared = tmp_path_factory.getbasetemp().parent / "nightly-shared"
+    shared.mkdir(exist_ok=True)
+    done = shared / "night.pickle"
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            profile, rows, log = _night(spark, own)
+            for folder in ("landing", "lake"):
+                shutil.copytree(own / folder, shared / folder, symlinks=True)
+            done.write_bytes(pickle.dumps((rows, log, str(own))))
+            return profile, rows, log
+    rows, log, built_in = pickle.loads(done.read_bytes())
+    for folder in ("landing", "lake"):
+        shutil.copytree(shared / folder, own / folder, symlinks=True)
+    return make_profile(own), rows, [line.replace(built_in, str(own)) for line in log]
 
 
 @pytest.fixture(scope="session")

@@ -75,6 +75,11 @@ LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an obj
 _FRAMES: OrderedDict = OrderedDict()
 _FRAMES_LOCK = threading.Lock()
 FRAMES_KEPT = 64
+# Arrow datasets of table snapshots, by table, snapshot and partition filter: delta-rs
+# makes an expression per data file (about 0.4 ms each: a day-partitioned events table
+# has hundreds), and a night reads the same snapshot of a source's events several times
+_DATASETS: OrderedDict = OrderedDict()
+DATASETS_KEPT = 32
 # rows per commit of a streamed insert: delta-rs holds each open partition file's bytes
 # until its commit, so a batch of a million rows over a thousand dates would be held whole
 COMMIT_ROWS = 250_000
@@ -231,7 +236,7 @@ class Lake:
         if dt is None:
             return None
         try:
-            dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
+            dataset = snapshot_dataset(dt, partition_filters)
             if only is not None:
                 dataset = pads.FileSystemDataset(
                     [f for f in dataset.get_fragments() if file_name(f.path) in only],
@@ -509,6 +514,24 @@ def _s3(options: dict[str, str]):
         scheme, _, host = s["endpoint"].rpartition("://")
         kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
     return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})
+
+
+def snapshot_dataset(dt: DeltaTable, partition_filters=None):
+    """The Arrow dataset of ``dt``'s snapshot (only the files of the partitions that pass
+    ``partition_filters``), made once per process: a table's id and version name its
+    files, which never change."""
+    key = (dt.table_uri, dt.metadata().id, dt.version(), repr(partition_filters or None))
+    with _FRAMES_LOCK:
+        dataset = _DATASETS.get(key)
+        if dataset is not None:
+            _DATASETS.move_to_end(key)
+            return dataset
+    dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
+    with _FRAMES_LOCK:
+        _DATASETS[key] = dataset
+        while len(_DATASETS) > DATASETS_KEPT:
+            _DATASETS.popitem(last=False)
+    return dataset
 
 
 def scan(dataset, columns: list[str] | None = None, filter=None) -> pa.Table:

@@ -204,9 +204,10 @@ def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
 
 def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
     """What ``sql`` reads, directly or through the derived views, as {name: version}: each
-    Delta table's path and version, each reference file's path and modification time;
-    the same inputs give the same answer (``run_models`` skips a model whose inputs did
-    not change)."""
+    Delta table's path within the lake (``matches/<pattern>``) and version, each reference
+    file's name (``reference/<file>``) and modification time; the same inputs give the
+    same answer (``run_models`` skips a model whose inputs did not change), also in a lake
+    moved or copied elsewhere."""
     tables, refs = lake_tables(lake), _references()
     derived = derived_views(lake, tables, "spark", sql)
     wanted = _with_what_they_read(views_named(sql, [*tables, *derived, *refs]), tables,
@@ -215,9 +216,11 @@ def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
     for view in sorted(wanted):
         if view in tables:
             dt = lake.read_table(tables[view])
-            out[tables[view]] = str(dt.version()) if dt is not None else "missing"
+            path = tables[view]
+            key = path[len(lake.root):].lstrip("/") if path.startswith(lake.root) else path
+            out[key] = str(dt.version()) if dt is not None else "missing"
         elif view in refs:
-            out[str(refs[view])] = str(refs[view].stat().st_mtime_ns)
+            out[f"reference/{refs[view].name}"] = str(refs[view].stat().st_mtime_ns)
     return out
 
 

@@ -301,7 +301,7 @@ class SmallSources:
             path = self.lake.events(source)
             dt = self.lake.read_table(path)
             small = dt is not None and self.lake.count_rows(path, table=dt) <= SAMPLE_EVENTS
-            self.tables[source] = dt.to_pyarrow_dataset().to_table() if small else None
+            self.tables[source] = lk.scan(lk.snapshot_dataset(dt)) if small else None
         return self.tables[source]
 
 

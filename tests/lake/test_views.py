@@ -171,6 +171,6 @@ def test_a_models_inputs_are_the_tables_its_filter_leaves(bound_lake):
     change, not when another pattern's do."""
     lake, _ = bound_lake
     one = inputs_of(lake, "SELECT * FROM match_events WHERE pattern = 'a'")
-    assert set(one) == {lake.matches("a"), lake.events("s")}
+    assert set(one) == {"matches/a", "events/s"}  # within the lake: a copied lake keeps them
     every = inputs_of(lake, "SELECT * FROM match_events WHERE pattern = 'a' OR true")
-    assert set(every) == {lake.matches(p) for p in "abc"} | {lake.events("s"), lake.events("t")}
+    assert set(every) == {f"matches/{p}" for p in "abc"} | {"events/s", "events/t"}
