@@ -46,10 +46,10 @@ browser:
 	  || { echo "could not install chromium: install it (Debian/Ubuntu: sudo apt-get install chromium) and rerun"; exit 1; }; }
 
 # The whole suite on two pytest-xdist workers, one test module per worker at a time (a
-# module's fixtures are built once; the longest modules first: tests/conftest.py);
+# module's fixtures are built once; xdist hands out the modules with most tests first);
 # docs/testing.md. WORKERS=0 runs it in one process.
 WORKERS ?= 2
-XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
 test: $(SELF) browser
 	$(PY) -m pytest -q --durations=25 $(XDIST)

@@ -3,7 +3,6 @@ import os
 import pickle
 import shutil
 import sys
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -36,40 +35,7 @@ AIRFLOW_MODULES = {"test_airflow.py"}
 SLOW_MODULES = SPARK_MODULES | {"test_real_slices.py"}
 
 
-# The order pytest-xdist hands out the modules (`make test`: --no-loadscope-reorder): the
-# longest first, so that no long module starts last while the other worker idles, and the
-# `nightly` lake's first user (test_spark_equals_local) before the others, which then copy
-# it instead of waiting for it. Seconds of one worker, measured (docs/testing.md); the
-# modules not named follow, those with most tests first.
-LONGEST_FIRST = (
-    "pipeline/test_spark_equals_local.py",  # 350 s, builds `nightly`
-    "faults/test_kills.py",                 # 190 s
-    "ops/test_airflow.py",                  # 170 s
-    "ops/test_cluster.py",                  # 215 s, reads `nightly`
-    "tools/test_query.py",                  # 175 s
-    "core/test_language.py", "pipeline/test_planning.py", "pipeline/test_incremental.py",
-    "faults/test_inputs.py", "prcheck/test_pr_check.py", "pipeline/test_steps.py",
-    "cli/test_project.py", "site/test_catalogue.py", "faults/test_hostile_sql.py",
-    "faults/test_nights.py", "lake/test_stats.py", "lake/test_object_store.py",
-)
-
-
-def _module_order(items) -> None:
-    """``items`` sorted by module: ``LONGEST_FIRST``, then by number of tests (stable)."""
-    here = Path(__file__).parent
-    module = {id(item): item.path.relative_to(here).as_posix() for item in items}
-    counts = Counter(module.values())
-    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
-
-    def key(item):
-        m = module[id(item)]
-        return rank.get(m, len(rank)), -counts[m], m
-
-    items.sort(key=key)
-
-
 def pytest_collection_modifyitems(config, items):
-    _module_order(items)
     for item in items:
         names = set(getattr(item, "fixturenames", ()))
         if "spark" in names or item.path.name in SPARK_MODULES:
