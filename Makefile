@@ -20,11 +20,14 @@ $(STAMP): requirements.lock
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 11), "Python 3.11 is required, found " + sys.version.split()[0]'
 	@$(PYTHON) -m venv $(VENV)
 	@# uv (pinned in the lock) installs the locked set in parallel: about 30 s against pip's
-	@# 90-150 s; pip does it when uv cannot be had
+	@# 90-150 s; pip does it when uv cannot be had. Both leave the packages' bytecode
+	@# compiled: with PYTHONDONTWRITEBYTECODE set (as on these machines) a process would
+	@# otherwise compile every module it imports, about 5 s for each Spark or GX process
 	@if $(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"; then \
-	  $(UV) pip install --quiet --python $(PY) -r requirements.lock; \
+	  $(UV) pip install --quiet --compile-bytecode --python $(PY) -r requirements.lock; \
 	else echo "uv $(UV_VERSION) not available: installing with pip"; \
-	  $(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock; fi
+	  $(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock && \
+	  { $(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true; }; fi
 	@touch $(STAMP)
 
 # The matching kernels: Numba's cache, then the ahead-of-time module (jobs/core/engine/aot.py), built
@@ -49,13 +52,19 @@ browser:
 # module's fixtures are built once; xdist hands out the modules with most tests first);
 # docs/testing.md. WORKERS=0 runs it in one process.
 WORKERS ?= 2
+# the project's own bytecode, brought up to date before a run (PYTHONDONTWRITEBYTECODE
+# keeps Python from writing it): every test worker, subprocess and Spark Python worker
+# would compile the modules it imports again
+PYC = $(PY) -m compileall -q -j 0 jobs dags tests spark_entry.py >/dev/null || true
 XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
 
 test: $(SELF) browser
+	@$(PYC)
 	$(PY) -m pytest -q --durations=25 $(XDIST)
 
 # The edit-test loop: every test without Spark, Airflow or a browser (about a minute)
 test-fast: $(SELF)
+	@$(PYC)
 	$(PY) -m pytest -q -m "not spark and not airflow and not browser" $(XDIST)
 
 lint: $(SELF)
@@ -88,6 +97,7 @@ pattern-tests: $(SELF)
 
 # make run PATTERN="patterns/a.yaml patterns/b.yaml": only those files
 run: $(SELF)
+	@$(PYC)
 	$(SES) validate $(PATTERN)
 	$(SES) run $(if $(PROFILE),--profile $(PROFILE)) $(foreach p,$(PATTERN),--pattern $(p))
 
