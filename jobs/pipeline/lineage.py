@@ -183,7 +183,9 @@ def emit(lake: Lake, outcomes: list, patterns: dict, logical_date: str,
 
 
 def read_events(lake: Lake, logical_date: str | None = None) -> list[dict]:
-    """The events written under ``<lake>/_lineage/`` (of one logical date), as JSON."""
+    """The events written under ``<lake>/_lineage/`` (of one logical date), as JSON, in
+    the order they happened: by event time, a run's START before its end (the file names
+    give the time to the second only)."""
     root = lake.lineage()
     folders = [logical_date] if logical_date else lake.children(root)
     out = []
@@ -191,4 +193,5 @@ def read_events(lake: Lake, logical_date: str | None = None) -> list[dict]:
         for name in sorted(lake.children(join(root, folder), files=True)):
             if name.endswith(".json"):
                 out.append(json.loads(lake.read_text(join(root, folder, name))))
-    return out
+    return sorted(out, key=lambda e: (datetime.fromisoformat(e["eventTime"]),
+                                      e["eventType"] != "START"))

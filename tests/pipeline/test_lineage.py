@@ -47,3 +47,18 @@ def test_events_of_a_run_with_their_versions_and_parent(tmp_path):
     assert failed["run"]["facets"]["ses"]["pattern_version"] == "v2"
     assert failed["outputs"] == []  # no table of q: nothing to point at
     assert run_uuid("r1", "p") == run_uuid("r1", "p") != run_uuid("r2", "p")
+
+
+def test_events_are_read_in_the_order_they_happened(tmp_path):
+    """A run that starts and ends within one second (the file names' precision), and one
+    that starts and ends at the same instant: each START comes before its end."""
+    lake = lk.Lake.of(str(tmp_path / "lake"))
+    t0 = datetime(2026, 11, 20, 2, 0, 0, 100, tzinfo=timezone.utc)
+    t1 = datetime(2026, 11, 20, 2, 0, 0, 900_000, tzinfo=timezone.utc)
+    t2 = datetime(2026, 11, 20, 2, 0, 0, 950_000, tzinfo=timezone.utc)
+    runs = [PatternOutcome.published(RunRecord(
+        "r1", pattern=p, source="s", matcher="ses", pattern_version="v1", status="success",
+        started_at=start, finished_at=end)) for p, start, end in (("a", t0, t1), ("b", t2, t2))]
+    emit(lake, runs, {}, "2026-11-20")
+    assert [(e["job"]["name"], e["eventType"]) for e in read_events(lake)] == [
+        ("a", "START"), ("a", "COMPLETE"), ("b", "START"), ("b", "COMPLETE")]
