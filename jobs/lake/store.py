@@ -79,6 +79,7 @@ FRAMES_KEPT = 64
 # makes an expression per data file (about 0.4 ms each: a day-partitioned events table
 # has hundreds), and a night reads the same snapshot of a source's events several times
 _DATASETS: OrderedDict = OrderedDict()
+_DATASETS_LOCK = threading.Lock()
 DATASETS_KEPT = 32
 # rows per commit of a streamed insert: delta-rs holds each open partition file's bytes
 # until its commit, so a batch of a million rows over a thousand dates would be held whole
@@ -521,13 +522,13 @@ def snapshot_dataset(dt: DeltaTable, partition_filters=None):
     ``partition_filters``), made once per process: a table's id and version name its
     files, which never change."""
     key = (dt.table_uri, dt.metadata().id, dt.version(), repr(partition_filters or None))
-    with _FRAMES_LOCK:
+    with _DATASETS_LOCK:
         dataset = _DATASETS.get(key)
         if dataset is not None:
             _DATASETS.move_to_end(key)
             return dataset
     dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
-    with _FRAMES_LOCK:
+    with _DATASETS_LOCK:
         _DATASETS[key] = dataset
         while len(_DATASETS) > DATASETS_KEPT:
             _DATASETS.popitem(last=False)

@@ -216,9 +216,7 @@ def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
     for view in sorted(wanted):
         if view in tables:
             dt = lake.read_table(tables[view])
-            path = tables[view]
-            key = path[len(lake.root):].lstrip("/") if path.startswith(lake.root) else path
-            out[key] = str(dt.version()) if dt is not None else "missing"
+            out[lake.name_of(tables[view])] = str(dt.version()) if dt is not None else "missing"
         elif view in refs:
             out[f"reference/{refs[view].name}"] = str(refs[view].stat().st_mtime_ns)
     return out
