@@ -2,6 +2,7 @@
 slices, measures, disjunctions with contiguity and negation, source passes (several
 patterns in one job) and the tasks phase 2 gets."""
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -198,13 +199,19 @@ def test_a_failed_source_pass_is_retried_pattern_by_pattern(spark, tmp_path, mon
 def test_every_pattern_with_time_slices(spark, nightly):
     # slices of 30 days (the committed windows are 2 h to 60 d, so events reach into one
     # to three slices), a fraction of the groups of 7-day slices (each group is one
-    # matcher call); phase 2's own tests cut slices of a few days
+    # matcher call); phase 2's own tests cut slices of a few days. The patterns' jobs run
+    # side by side on threads, as a night's ``match.parallel_jobs`` do.
     profile = replace(nightly[0], slice_length=30 * 86400 * 10**9)
-    for path in pattern_paths():
+
+    def sliced(path):
         ctx = RunContext.start(profile, "sliced", LOGICAL_DATE).for_pattern(path)
         planned = planned_range(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
                                          True))
-        stats = match_step(spark, ctx, planned, force_slices=True)
+        return planned, match_step(spark, ctx, planned, force_slices=True)
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        done = list(pool.map(sliced, pattern_paths()))
+    for planned, stats in done:
         episodes = planned.pattern.after_match != "all" or getattr(planned.pattern,
                                                                     "whole_history", False)
         # after_match takes episodes over whole partitions, history conditions count
