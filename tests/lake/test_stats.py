@@ -75,6 +75,32 @@ def test_a_tables_spark_frame_is_reused_while_its_files_are_the_same(spark, tmp_
         lake.read_spark(spark, path)
 
 
+def test_a_small_tables_frame_is_held_in_memory_and_filtered_as_its_files_are(
+        spark, tmp_path, monkeypatch):
+    """A small table's snapshot is read into the session's memory once (``_HELD``) and its
+    partition filters become row filters: each read equals the read of the files the
+    filters keep; a table over ``HELD_BYTES`` is read from its files."""
+    lake = lk.Lake(str(tmp_path / "lake"))
+    path = lk.join(lake.root, "events", "t")
+    days = ["2020-01-01", "2020-01-02", "2020-01-10", "2020-02-01"]
+    lake.write(path, pa.table({"x": [1, 2, 3, 4], "event_date": days}),
+               partition_by=["event_date"])
+    filters = [None, [("event_date", ">=", "2020-01-02")], [("event_date", "<", "2020-01-10")],
+               [("event_date", "in", ["2020-01-01", "2020-02-01"])],
+               [("event_date", "not in", ["2020-01-01"])], [("event_date", "=", "2020-01-10")],
+               [("event_date", ">", "2020-01-01"), ("event_date", "<=", "2020-01-10")]]
+
+    def rows(f):
+        return sorted(r["x"] for r in lake.read_spark(spark, path, f).collect())
+
+    held = [rows(f) for f in filters]
+    assert path in lk._HELD and lk._HELD[path][2].is_cached
+    monkeypatch.setattr(lk, "HELD_BYTES", 0)
+    lk._HELD.pop(path)[2].unpersist()
+    assert held == [rows(f) for f in filters] and held[1] == [2, 3, 4]
+    assert path not in lk._HELD
+
+
 @pytest.mark.parametrize("engine", ["driver", "spark"])
 def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
     from jobs.config import load_sources
