@@ -489,7 +489,11 @@ def _held_frame(spark, path: str, dt: DeltaTable, partition_filters):
             if old[0] is spark:
                 old[2].unpersist()
     with _FRAMES_LOCK:
-        _HELD.move_to_end(path)
+        if path in _HELD:  # (another thread may have let it go meanwhile)
+            _HELD.move_to_end(path)
+    kinds = {f.name: f.dataType.typeName() for f in whole.schema.fields}
+    if any(kinds.get(name) not in ("string", "date") for name, _, _ in wanted):
+        return None  # compared as text below: only text and dates compare as they do
     df = whole
     for name, op, value in wanted:
         c = F.col(name).cast("string")
