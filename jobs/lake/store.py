@@ -84,6 +84,8 @@ _HELD: OrderedDict = OrderedDict()
 HELD_KEPT = 4
 HELD_BYTES = 32 * 2**20  # of Parquet: a table larger than this is read from its files
 PARTITION_OPS = {"=", "!=", "<", "<=", ">", ">=", "in", "not in"}
+# ... and on the driver, as Arrow tables (by table URI: its latest snapshot read)
+_HELD_ARROW: OrderedDict = OrderedDict()
 # Arrow datasets of table snapshots, by table, snapshot and partition filter: delta-rs
 # makes an expression per data file (about 0.4 ms each: a day-partitioned events table
 # has hundreds), and a night reads the same snapshot of a source's events several times
@@ -246,6 +248,13 @@ class Lake:
         if dt is None:
             return None
         try:
+            if self.local and only is None and not _special(columns, filter):
+                held = _held_table(dt)
+                if held is not None:
+                    try:
+                        return _filtered(held, columns, filter, partition_filters)
+                    except (pa.ArrowNotImplementedError, pa.ArrowTypeError, pa.ArrowInvalid):
+                        pass  # a filter the files' scan takes otherwise: read them
             dataset = snapshot_dataset(dt, partition_filters)
             if only is not None:
                 dataset = pads.FileSystemDataset(
@@ -455,6 +464,47 @@ def _key_text(t: pa.Table, keys: tuple[str, ...]) -> pa.Array:
     if len(cols) == 1:
         return cols[0]
     return pc.binary_join_element_wise(*[pc.fill_null(c, "\x00") for c in cols], "\x1f")
+
+
+def _special(columns, filter) -> bool:
+    """A read that asks for a column only the files have (``__filename``)."""
+    return any(c.startswith("__") for c in columns or ()) or "__" in str(filter)
+
+
+def _held_table(dt: DeltaTable) -> pa.Table | None:
+    """A small table's whole snapshot as Arrow, read once per process (``_HELD_ARROW``):
+    the driver's reads of a source's events, as Spark's (``_held_frame``), open each of
+    its files once. None when the table is larger than ``HELD_BYTES`` of Parquet."""
+    key = (dt.table_uri, dt.metadata().id, dt.version())
+    with _DATASETS_LOCK:
+        hit = _HELD_ARROW.get(dt.table_uri)
+    if hit is not None and hit[0] == key and all(os.path.exists(f) for f in hit[2]):
+        with _DATASETS_LOCK:
+            if dt.table_uri in _HELD_ARROW:
+                _HELD_ARROW.move_to_end(dt.table_uri)
+        return hit[1]
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    if sum(actions.column("size_bytes").to_pylist()) > HELD_BYTES:
+        return None
+    files = [f for f in dt.file_uris() if "://" not in f]
+    table = scan(snapshot_dataset(dt))
+    with _DATASETS_LOCK:
+        _HELD_ARROW[dt.table_uri] = (key, table, files)
+        _HELD_ARROW.move_to_end(dt.table_uri)
+        while len(_HELD_ARROW) > HELD_KEPT:
+            _HELD_ARROW.popitem(last=False)
+    return table
+
+
+def _filtered(table: pa.Table, columns, filter, partition_filters) -> pa.Table:
+    """What a scan of ``table``'s files with these arguments returns."""
+    import pyarrow.parquet as pq
+
+    if partition_filters:
+        table = table.filter(pq.filters_to_expression(partition_filters))
+    if filter is not None:
+        table = table.filter(filter)
+    return table.select(columns) if columns else table
 
 
 def _held_frame(spark, path: str, dt: DeltaTable, partition_filters):

@@ -101,6 +101,36 @@ def test_a_small_tables_frame_is_held_in_memory_and_filtered_as_its_files_are(
     assert path not in lk._HELD
 
 
+def test_a_small_tables_arrow_snapshot_is_held_and_filtered_as_its_files_are(
+        tmp_path, monkeypatch):
+    """On the driver too (``read_arrow``): a small table's snapshot is read once per
+    process, and every read of it (columns, row filters, partition filters) equals the
+    scan of its files; a file lost since is still named as missing."""
+    lake = lk.Lake(str(tmp_path / "lake"))
+    path = lk.join(lake.root, "events", "t")
+    days = ["2020-01-01", "2020-01-02", "2020-01-10", "2020-02-01"]
+    lake.write(path, pa.table({"x": [1, 2, 3, 4], "event_date": days}),
+               partition_by=["event_date"])
+    reads = [dict(), dict(columns=["x"]), dict(filter=pc.field("x") > 1),
+             dict(partition_filters=[("event_date", ">=", "2020-01-02")], columns=["x"]),
+             dict(partition_filters=[("event_date", "in", ["2020-01-01", "2020-02-01"])],
+                  filter=pc.field("x") < 4)]
+
+    def rows(kw):
+        return sorted(lake.read_arrow(path, **kw).to_pylist(), key=repr)
+
+    held = [rows(kw) for kw in reads]
+    assert [t.num_rows for _, t, _ in lk._HELD_ARROW.values()][-1] == 4
+    monkeypatch.setattr(lk, "HELD_BYTES", 0)
+    lk._HELD_ARROW.clear()
+    assert held == [rows(kw) for kw in reads] and held[4] == [{"x": 1, "event_date": "2020-01-01"}]
+    monkeypatch.undo()
+    rows({})
+    next(Path(path, "event_date=2020-01-02").glob("*.parquet")).unlink()
+    with pytest.raises(lk.BrokenTable, match="missing"):
+        rows({})
+
+
 @pytest.mark.parametrize("engine", ["driver", "spark"])
 def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
     from jobs.config import load_sources
