@@ -466,6 +466,17 @@ def _key_text(t: pa.Table, keys: tuple[str, ...]) -> pa.Array:
     return pc.binary_join_element_wise(*[pc.fill_null(c, "\x00") for c in cols], "\x1f")
 
 
+def _snapshot_key(dt: DeltaTable) -> tuple:
+    """What names a snapshot's files, which never change: the table, its id and version."""
+    return (dt.table_uri, dt.metadata().id, dt.version())
+
+
+def _holdable(dt: DeltaTable) -> bool:
+    """Whether the snapshot's data files add up to at most ``HELD_BYTES``."""
+    actions = pa.table(dt.get_add_actions(flatten=True))
+    return sum(actions.column("size_bytes").to_pylist()) <= HELD_BYTES
+
+
 def _special(columns, filter) -> bool:
     """A read that asks for a column only the files have (``__filename``)."""
     return any(c.startswith("__") for c in columns or ()) or "__" in str(filter)
@@ -475,7 +486,7 @@ def _held_table(dt: DeltaTable) -> pa.Table | None:
     """A small table's whole snapshot as Arrow, read once per process (``_HELD_ARROW``):
     the driver's reads of a source's events, as Spark's (``_held_frame``), open each of
     its files once. None when the table is larger than ``HELD_BYTES`` of Parquet."""
-    key = (dt.table_uri, dt.metadata().id, dt.version())
+    key = _snapshot_key(dt)
     with _DATASETS_LOCK:
         hit = _HELD_ARROW.get(dt.table_uri)
     if hit is not None and hit[0] == key and all(os.path.exists(f) for f in hit[2]):
@@ -483,10 +494,9 @@ def _held_table(dt: DeltaTable) -> pa.Table | None:
             if dt.table_uri in _HELD_ARROW:
                 _HELD_ARROW.move_to_end(dt.table_uri)
         return hit[1]
-    actions = pa.table(dt.get_add_actions(flatten=True))
-    if sum(actions.column("size_bytes").to_pylist()) > HELD_BYTES:
+    if not _holdable(dt):
         return None
-    files = [f for f in dt.file_uris() if "://" not in f]
+    files = dt.file_uris()
     table = scan(snapshot_dataset(dt))
     with _DATASETS_LOCK:
         _HELD_ARROW[dt.table_uri] = (key, table, files)
@@ -517,15 +527,14 @@ def _held_frame(spark, path: str, dt: DeltaTable, partition_filters):
     if not all(isinstance(f, tuple) and len(f) == 3 and f[1] in PARTITION_OPS
                and f[0] in dt.metadata().partition_columns for f in wanted):
         return None
-    key = (dt.table_uri, dt.metadata().id, dt.version())
+    key = _snapshot_key(dt)
     with _FRAMES_LOCK:
         hit = _HELD.get(path)
     if hit is not None and hit[0] is spark and hit[1] == key and \
             all(os.path.exists(f) for f in hit[3]):
         whole = hit[2]
     else:
-        actions = pa.table(dt.get_add_actions(flatten=True))
-        if sum(actions.column("size_bytes").to_pylist()) > HELD_BYTES:
+        if not _holdable(dt):
             return None
         files = dt.file_uris()
         whole = spark.read.option("basePath", spark_uri(path)).parquet(
@@ -638,7 +647,7 @@ def snapshot_dataset(dt: DeltaTable, partition_filters=None):
     """The Arrow dataset of ``dt``'s snapshot (only the files of the partitions that pass
     ``partition_filters``), made once per process: a table's id and version name its
     files, which never change."""
-    key = (dt.table_uri, dt.metadata().id, dt.version(), repr(partition_filters or None))
+    key = (*_snapshot_key(dt), repr(partition_filters or None))
     with _DATASETS_LOCK:
         dataset = _DATASETS.get(key)
         if dataset is not None:
