@@ -30,9 +30,10 @@ $(STAMP): requirements.lock
 	  { $(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true; }; fi
 	@touch $(STAMP)
 
-# The matching kernels: Numba's cache, then the ahead-of-time module (jobs/core/engine/aot.py), built
+# The matching kernels: Numba's cache and, beside it in a second process, the ahead-of-time module
+# (jobs/core/engine/aot.py) of the committed signatures (aot_signatures.json), built
 # again whenever the kernels' source changes
-$(AOT): $(STAMP) jobs/core/engine/kernels.py jobs/core/engine/kernel_codes.py jobs/core/engine/aot.py jobs/core/local/aot_build.py
+$(AOT): $(STAMP) jobs/core/engine/kernels.py jobs/core/engine/kernel_codes.py jobs/core/engine/aot.py jobs/core/local/aot_build.py jobs/core/engine/aot_signatures.json
 	@echo "compiling the matching kernels (once per checkout, a minute or two)…"
 	@$(PY) -m jobs.core.local.aot_build
 

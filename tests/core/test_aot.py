@@ -115,3 +115,26 @@ def test_a_module_built_from_other_source_is_not_used(tmp_path, monkeypatch):
     monkeypatch.setenv("SES_KERNELS", "jit")
     monkeypatch.setattr(aot, "_LOADED", None)
     assert aot.load().loaded.mode == "jit"
+
+
+def test_the_committed_signatures_are_those_the_examples_call():
+    """``aot_signatures.json`` (compiled by a second process while the build runs the
+    examples) lists what the examples call the kernels with: a stale file only costs the
+    build its second core, but say so; and each type key reads back as its Numba type."""
+    import subprocess
+    import sys
+
+    from jobs.core.local import aot_build
+
+    # in a process of its own: this one's kernels were called with other types above
+    found = json.loads(subprocess.run(
+        [sys.executable, "-c", "import json; from jobs.core.local import aot_build as b; "
+         "b.exercise(); print(json.dumps(b.exercised()))"],  # from Numba's cache
+        capture_output=True, text=True, check=True).stdout)
+    assert aot_build.listed() == found, (
+        f"{aot_build.SIGNATURES.name} is stale: run python -m jobs.core.local.aot_build "
+        "and commit the file it rewrites")
+    for entries in found.values():
+        for args, ret in entries:
+            for key in (*args, ret):
+                assert aot_build.numba_key(aot_build.numba_type(key)) == aot.frozen(key)
