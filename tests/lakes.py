@@ -17,8 +17,20 @@ from jobs.lake import store as lk
 from .conftest import make_profile
 
 
+_EVENTS: dict[tuple[str, int], pa.Table] = {}
+
+
 def events_from_lake(profile, source: str) -> list[Event]:
-    return events_from_arrow(DeltaTable(lk.Lake(profile.lake).events(source)).to_pyarrow_table())
+    """The source's events in the lake, its files read once per table version (a test that
+    adds events makes a new version): the sepsis events' 504 files take a second, and most
+    tests of a whole lake ask for them once per pattern."""
+    dt = DeltaTable(lk.Lake(profile.lake).events(source))
+    key = (dt.table_uri, dt.version())
+    if key not in _EVENTS:
+        if len(_EVENTS) >= 4:
+            _EVENTS.pop(next(iter(_EVENTS)))
+        _EVENTS[key] = dt.to_pyarrow_table()
+    return events_from_arrow(_EVENTS[key])
 
 
 def local_ids(profile, pattern, low=None, high=None) -> set[str]:
