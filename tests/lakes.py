@@ -16,7 +16,6 @@ from jobs.lake import store as lk
 
 from .conftest import make_profile
 
-
 _EVENTS: dict[tuple[str, int], pa.Table] = {}
 
 

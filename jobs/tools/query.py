@@ -92,7 +92,7 @@ def run_spark(spark, lake: Lake, sql: str, limit: int | None) -> pa.Table:
     from pyspark.errors import AnalysisException, ParseException
 
     check_read_only(spark, sql, catalogue=True, what=READS)
-    views = register_spark(spark, lake, sql)
+    register_spark(spark, lake, sql)
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)  # we say it shorter
     try:
         df = spark.sql(sql)
