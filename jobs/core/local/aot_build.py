@@ -129,9 +129,9 @@ def signatures_text(signatures: dict[str, list]) -> str:
         for name, entries in signatures.items()) + "\n}\n"
 
 
-def compile_module(signatures: dict[str, list], output_dir: Path) -> dict[str, list]:
-    """Compile every signature into ``_kernels_aot`` in ``output_dir``; returns the
-    manifest's exports: {entry point: [[export, [argument keys]], ...]}."""
+def compile_module(signatures: dict[str, list], output_dir: Path) -> None:
+    """Compile every signature into ``_kernels_aot`` in ``output_dir``, the i-th of an
+    entry point's as its export ``<entry point>__<i>`` (``manifest_exports``)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NumbaPendingDeprecationWarning)
         from numba.pycc import CC  # deprecated, so imported only here, quietly
@@ -139,17 +139,19 @@ def compile_module(signatures: dict[str, list], output_dir: Path) -> dict[str, l
     cc.output_dir = str(output_dir)
     cc.target_cpu = "host"  # built on the machine that runs it (make, once per checkout)
     cc.verbose = False
-    exports: dict[str, list] = {}
-    for name, entries in signatures.items():
+    for name, entries in manifest_exports(signatures).items():
         py_func = getattr(kernels, name).py_func
-        for i, (args, ret) in enumerate(entries):
-            export = f"{name}__{i}"
+        for (export, _), (args, ret) in zip(entries, signatures[name]):
             cc.export(export, numba_type(ret)(*map(numba_type, args)))(py_func)
-            exports.setdefault(name, []).append([export, args])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cc.compile()
-    return exports
+
+
+def manifest_exports(signatures: dict[str, list]) -> dict[str, list]:
+    """The manifest's exports: {entry point: [[export, [argument keys]], ...]}."""
+    return {name: [[f"{name}__{i}", args] for i, (args, _) in enumerate(entries)]
+            for name, entries in signatures.items()}
 
 
 def build(output_dir: Path = HERE, echo=print) -> Path:
@@ -164,7 +166,12 @@ def build(output_dir: Path = HERE, echo=print) -> Path:
     if committed is not None:
         helper = subprocess.Popen([sys.executable, "-m", "jobs.core.local.aot_build",
                                    COMPILE_LISTED, str(output_dir)])
-    exercise()
+    try:
+        exercise()
+    except BaseException:
+        if helper is not None:
+            helper.kill()  # its module would be of signatures nobody checked
+        raise
     signatures = exercised()
     helped = helper is not None and helper.wait() == 0 and signatures == committed
     if not helped:
@@ -172,8 +179,7 @@ def build(output_dir: Path = HERE, echo=print) -> Path:
             SIGNATURES.write_text(signatures_text(signatures))
             echo(f"note: the kernels' signatures changed: {SIGNATURES.name} rewritten (commit it)")
         compile_module(signatures, output_dir)
-    exports = {name: [[f"{name}__{i}", args] for i, (args, _) in enumerate(entries)]
-               for name, entries in signatures.items()}
+    exports = manifest_exports(signatures)
     manifest = output_dir / MANIFEST.name
     manifest.write_text(json.dumps({"digest": digest, "exports": exports}, indent=1) + "\n")
     echo(f"ahead-of-time kernels: {sum(map(len, exports.values()))} signatures of "
