@@ -59,7 +59,7 @@ def plan_range(logical_date: date | str, tau: int, lateness: int, version: str,
                and r.logical_date and r.logical_date[:10] < ld and r.horizon_high is not None]
     if not earlier:
         return RunRange(None, high, True)
-    low = max(_ns(r.horizon_high) for r in earlier)
+    low = max(as_ns(r.horizon_high) for r in earlier)
     return RunRange(low, max(high, low), False)
 
 
@@ -102,7 +102,8 @@ def backfill_range(start: date | str, end: date | str) -> RunRange:
     return RunRange(low, high, False)
 
 
-def _ns(value) -> int:
+def as_ns(value) -> int:
+    """A horizon as the runs table keeps it (a time) or as a range holds it: nanoseconds."""
     if isinstance(value, int):
         return value
     if isinstance(value, datetime):

@@ -17,12 +17,13 @@ from jobs.core.language.pattern import Pattern
 from jobs.lake.extent import EventsExtent, files_ingested_after
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.first_ever import FirstEverPlan, plan_first_ever
-from jobs.pipeline.horizons import RunRange, plan_range
+from jobs.pipeline.horizons import RunRange, as_ns, plan_range
 from jobs.pipeline.phase1 import run_match_job
 from jobs.pipeline.planning import SmallSources, choose_plan, driver_planned, needs_replan
+from jobs.pipeline.publish import unchanged_since
 from jobs.pipeline.retract import reopened_low
 from jobs.pipeline.run_history import planning_runs
-from jobs.runrecord import COUNTERS, RunRecord
+from jobs.runrecord import COUNTERS, NIGHTLY, RunRecord
 from jobs.spark.diagnostics import unsatisfiable, variable_counts, variable_counts_many
 from jobs.spark.predicates import filter_column
 from jobs.status import SUCCESS
@@ -49,6 +50,26 @@ def is_idle(rng: RunRange, last_success: datetime | None, extent: EventsExtent |
             and not extent.holds_between(rng.low, rng.high))
 
 
+def repeats_last_run(lake, pattern, rng: RunRange, logical_date: str | None,
+                     runs: list[RunRecord], extent: EventsExtent | None) -> bool:
+    """Whether a full recompute over ``rng`` can only publish again what the table holds:
+    the pattern's latest successful run (of any version or kind) was a nightly full
+    recompute of this version for the same logical date and range, the source's events
+    table had no commit that changed rows since that run started, and the match table no
+    commit that changed rows since that run's own (``unchanged_since``). A rerun of a
+    night with nothing new is then idle, as an incremental night is (``is_idle``)."""
+    if extent is None or not rng.full or not runs or not logical_date:
+        return False
+    last = max(runs, key=lambda r: (r["started_at"] is not None, r["started_at"] or 0))
+    return (last["status"] == SUCCESS and last["pattern_version"] == pattern.version
+            and (last["run_kind"] or NIGHTLY) == NIGHTLY
+            and (last["logical_date"] or "")[:10] == logical_date[:10]
+            and bool(last["full_recompute"]) and last["horizon_low"] is None
+            and last["horizon_high"] is not None and as_ns(last["horizon_high"]) == rng.high
+            and last["started_at"] is not None and extent.written_at <= last["started_at"]
+            and unchanged_since(lake, pattern.name, last))
+
+
 def planned_range(ctx: RunContext, rng: RunRange | None = None,
          runs: list[RunRecord] | None = None, extent: EventsExtent | None = None
                   ) -> PlannedRun:
@@ -73,7 +94,8 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             rng = RunRange(reopen, rng.high, rng.full)
         if not rng.full and not ctx.lake.exists(ctx.lake.matches(pattern.name)):
             rng = RunRange(None, rng.high, True)  # the table is gone: recompute it in full
-        idle = is_idle(rng, last_success, extent)
+        idle = is_idle(rng, last_success, extent) or \
+            repeats_last_run(ctx.lake, pattern, rng, ctx.logical_date, runs, extent)
         if idle:  # a broken match table fails its pattern, as the publish would have
             ctx.lake.check_files(ctx.lake.matches(pattern.name))
         if not rng.full and (pattern.after_match != "all" or getattr(pattern, "whole_history",
@@ -215,9 +237,10 @@ def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict,
                    counts: list | None = None) -> list[str]:
     """What a pattern's author should hear about a full recompute (a new or changed
     pattern): variables no event of the source can bind (``counts``: its variable counts,
-    when the night counted them already), and zero matches."""
+    when the night counted them already), and zero matches. An idle rerun of a full
+    night has nothing new to say (the run it repeats said it)."""
 
-    if not planned.rng.full:
+    if not planned.rng.full or planned.idle:
         return []
     pattern = planned.pattern
     out = []

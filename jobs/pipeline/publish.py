@@ -29,6 +29,7 @@ from jobs.core.language.events import parse_ts, to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import delta_files
 from jobs.lake import store as lk
+from jobs.lake.extent import UPKEEP
 from jobs.lake.match_rows import MatchRows
 from jobs.lake.table_docs import description_of, documented_schema
 from jobs.pipeline.horizons import RunRange
@@ -108,6 +109,31 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
         raise
     return {"inserted": n, "deleted": deleted, "published": lake.table(path).count(),
             "committed": True}
+
+
+# commits that change no row of a match table: maintenance, and the table's documentation
+# (``document_match_table``: its name, description, properties and column comments)
+NO_ROWS = UPKEEP | {"SET TBLPROPERTIES", "UPDATE TABLE METADATA", "UPDATE FIELD METADATA"}
+SINCE_COMMITS = 20  # commits looked at, newest first
+
+
+def unchanged_since(lake: lk.Lake, name: str, run: Mapping) -> bool:
+    """Whether the rows of ``matches/<name>`` are those ``run`` (a runs row) left: the
+    newest commit that changed rows is that run's (its ``RUN_KEY``), or, when the run
+    committed nothing, one made before it started. A commit this cannot place (another
+    writer's, or one older than the commits looked at) answers False."""
+    table = lake.read_table(lake.matches(name))
+    if table is None:
+        return False
+    for commit in table.history(SINCE_COMMITS):  # newest first
+        if RUN_KEY in commit:
+            if json.loads(commit[RUN_KEY]).get("run_id") == run["run_id"]:
+                return True
+            quiet = not run["inserted"] and not run["deleted"]
+            return quiet and commit["timestamp"] < run["started_at"].timestamp() * 1000
+        if commit.get("operation") not in NO_ROWS and "ses.operation" not in commit:
+            return False
+    return False
 
 
 class _SparkRows:

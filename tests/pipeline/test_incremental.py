@@ -26,12 +26,58 @@ def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
     runs_before = DeltaTable(lake.runs()).version()
     rows = run_all(spark, profile, LOGICAL_DATE, echo=lambda *_: None)
     assert all(r["inserted"] == 0 and r["deleted"] == 0 for r in rows if "pattern" in r)
+    # nothing was written since the night: every pattern is idle (no Spark job)
+    assert all(r.get("idle") for r in rows if "pattern" in r)
     assert {n: DeltaTable(lake.matches(n)).version() for n in names} == before
     assert DeltaTable(lake.events("hospital")).version() == events_before
     runs = DeltaTable(lake.runs()).to_pyarrow_table().to_pylist()
     assert len(runs) == 2 * len(names) and {r["status"] for r in runs} == {"success"}
     # runs that committed nothing are logged together: one append for all their rows
     assert DeltaTable(lake.runs()).version() == runs_before + 1
+
+
+def test_a_rerun_with_nothing_new_starts_no_spark_and_a_change_undoes_that(spark, tmp_path):
+    """A rerun of a full night whose events and match tables nothing wrote since is idle
+    (``match_steps.repeats_last_run``): no Spark, the same tables. A lost match table or a
+    new event makes the next rerun a real one again, with the tables a first run gives."""
+    from .test_model_runs import NoSpark
+
+    landing = tmp_path / "landing"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
+                    landing / "chemo_mw")
+    profile = make_profile(tmp_path, landing=landing)
+    root = Path(__file__).resolve().parents[2] / "patterns"
+    paths = [str(root / "mw_chemo_p1.yaml"), str(root / "mw_chemo_courses.yaml")]
+    patterns = [load_pattern(p) for p in paths]
+    lake = lk.Lake(profile.lake)
+    quiet = dict(echo=lambda *_: None)
+    first = run_all(spark, profile, "2010-08-30", paths, **quiet)
+    assert all(r["full_recompute"] and not r.get("idle") for r in first)
+    versions = {p.name: DeltaTable(lake.matches(p.name)).version() for p in patterns}
+    ids = {p.name: published_ids(profile, p.name) for p in patterns}
+    no_spark = NoSpark()
+    again = run_all(no_spark, profile, "2010-08-30", paths, **quiet)
+    assert not no_spark.used
+    assert [(r["status"], r.get("idle"), r["full_recompute"], r["inserted"], r["deleted"])
+            for r in again] == [("success", True, True, 0, 0)] * 2
+    assert [r["horizon_high"] for r in again] == [r["horizon_high"] for r in first]
+    assert {p.name: DeltaTable(lake.matches(p.name)).version() for p in patterns} == versions
+    # the first pattern's table lost: it is matched again, the other stays idle
+    lake.remove(lake.matches(patterns[0].name))
+    third = run_all(spark, profile, "2010-08-30", paths, **quiet)
+    assert [r.get("idle") for r in third] == [None, True]
+    assert published_ids(profile, patterns[0].name) == ids[patterns[0].name]
+    # a new event: every pattern of its source is matched again
+    (landing / "chemo_mw" / "late.csv").write_text(
+        "event_id,patient,type,value,unit,ts\ne15,1,P,100,mg,2010-07-04T00:00:00\n")
+    fourth = run_all(spark, profile, "2010-08-30", paths, **quiet)
+    assert [r.get("idle") for r in fourth] == [None, None]
+    for p in patterns:
+        assert published_ids(profile, p.name) == local_ids(profile, p)
+    # another logical date's run is not repeated by a rerun of this one
+    run_all(spark, profile, "2010-08-31", paths, **quiet)
+    assert [r.get("idle") for r in run_all(spark, profile, "2010-08-30", paths, **quiet)] \
+        == [None, None]
 
 
 def test_incremental_nights_late_events_and_backfill(spark, tmp_path):

@@ -22,7 +22,7 @@ from jobs.core.language.patternfile import parse_pattern
 from jobs.lake import store as lk
 from jobs.lake.match_rows import TS, MatchRows
 from jobs.pipeline.horizons import RunRange
-from jobs.pipeline.publish import _schema_changed, publish
+from jobs.pipeline.publish import RUN_KEY, _schema_changed, publish, unchanged_since
 
 from ..conftest import ROOT
 
@@ -261,3 +261,29 @@ def test_bindings_are_read_as_one_json_per_match_would_read_them(data):
     want = [list(json.loads(t).items()) for t in texts]
     with mock.patch("jobs.lake.match_rows._bindings_per_row", side_effect=AssertionError):
         assert rows.bindings(staged).to_pylist() == want  # without the per-row fallback
+
+
+def test_unchanged_since_places_the_newest_commit_that_changed_rows(tmp_path):
+    """A rerun may skip matching only while the newest commit that changed the match
+    table's rows is the last run's own (or older than it, when it committed nothing);
+    the table's documentation and maintenance change no row."""
+    lake = lk.Lake(str(tmp_path / "lake"))
+    path = lake.matches("p")
+    meta = {RUN_KEY: json.dumps({"run_id": "r1"})}
+    from deltalake import CommitProperties
+
+    write_deltalake(path, pa.table({"a": [1]}),
+                    commit_properties=CommitProperties(custom_metadata=meta))
+    made = DeltaTable(path).history(1)[0]["timestamp"] / 1000
+    at = lambda s: datetime.fromtimestamp(made + s, tz=timezone.utc)  # noqa: E731
+    r1 = {"run_id": "r1", "inserted": 1, "deleted": 0, "started_at": at(-1)}
+    quiet = {"run_id": "r2", "inserted": 0, "deleted": 0, "started_at": at(1)}
+    assert unchanged_since(lake, "p", r1) and unchanged_since(lake, "p", quiet)
+    assert not unchanged_since(lake, "p", {**quiet, "started_at": at(-1)})  # before r1's
+    assert not unchanged_since(lake, "p", {**quiet, "inserted": 2})  # r2 committed: where?
+    DeltaTable(path).alter.set_table_description("documented")
+    DeltaTable(path).alter.set_column_metadata("a", {"comment": "a column"})
+    assert unchanged_since(lake, "p", r1)
+    write_deltalake(path, pa.table({"a": [2]}), mode="append")  # another writer
+    assert not unchanged_since(lake, "p", r1) and not unchanged_since(lake, "p", quiet)
+    assert not unchanged_since(lake, "q", r1)  # no table
