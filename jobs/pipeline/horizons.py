@@ -9,7 +9,8 @@ with an allowed lateness on top. The run for logical date D has data up to the e
 and it matches first events in [low, high), where ``low`` is the horizon of the latest
 successful run of the same pattern version for an earlier logical date (none: the whole
 history, a *full* recompute). A rerun of the same logical date gets the same range, hence
-the same matches. Pure functions: no Spark, no I/O.
+the same matches (with nothing written since, it is idle: ``match_steps.repeats_last_run``).
+Pure functions: no Spark, no I/O.
 """
 
 from __future__ import annotations

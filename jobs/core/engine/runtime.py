@@ -427,25 +427,35 @@ class ZStreamMatcher(Matcher):
         cand_ptr[1:] = np.cumsum([len(x) for x in per_var])
         cand_idx = np.concatenate(per_var).astype(np.int64) if per_var else np.zeros(0, np.int64)
         cand_ts = group.cols.ts[cand_idx]
-        st = estimate_statistics(c, group, per_var, self.partitioned)
-        plan = self.planner.plan(c.pattern, st, CostModel(self.options.plan_alpha))
-        leaves = [n.var for n in nodes(plan) if isinstance(n, Leaf)]
+        plan = st = None
+        if c.m > 2:  # with two variables every plan joins the other after the seed
+            plan, st = self._plan(group, per_var)
+            leaves = [n.var for n in nodes(plan) if isinstance(n, Leaf)]
+        else:
+            leaves = list(range(c.m))
         orders = np.array([[s] + [v for v in leaves if v != s] for s in range(c.m)], np.int64)
-        prepared = (cand_ptr, cand_idx, cand_ts, orders, plan, st)
+        prepared = (cand_ptr, cand_idx, cand_ts, orders, plan, st, per_var)
         group.cache["zstream"] = prepared
         return prepared
+
+    def _plan(self, group: GroupData, per_var: list[np.ndarray]):
+        """The group's plan from its sampled statistics (section 4.2), and the statistics."""
+        st = estimate_statistics(self.compiled, group, per_var, self.partitioned)
+        return self.planner.plan(self.compiled.pattern, st, CostModel(self.options.plan_alpha)), st
 
     @property
     def planner(self) -> Planner:
         return planner(self.options.plan or self.compiled.pattern.plan or DEFAULT_PLAN)
 
     def describe_plan(self, group):
-        *_, plan, st = self._prepare(group)
+        *_, plan, st, per_var = self._prepare(group)
+        if plan is None:  # not needed to match: planned for the asking
+            plan, st = self._plan(group, per_var)
         return str(plan), round(plan_cost(self.planner, self.compiled.pattern, plan, st,
                                           CostModel(self.options.plan_alpha)), 3)
 
     def match(self, group, windows, start, capacity):
-        cand_ptr, cand_idx, cand_ts, orders, _, _ = self._prepare(group)
+        cand_ptr, cand_idx, cand_ts, orders, *_ = self._prepare(group)
         cols, c = group.cols, self.compiled
 
         def call(out_win, out_off, out_ev, out_var, stats):
