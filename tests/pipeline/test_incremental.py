@@ -14,7 +14,10 @@ from jobs.pipeline.run import backfill, run_all
 from jobs.project.patterns import pattern_paths
 
 from ..conftest import LOGICAL_DATE, make_profile
-from ..lakes import local_ids, published_ids
+from ..lakes import chemo_profile, local_ids, published_ids
+
+_PATTERNS = Path(__file__).resolve().parents[2] / "patterns"
+CHEMO_TWO = [str(_PATTERNS / "mw_chemo_p1.yaml"), str(_PATTERNS / "mw_chemo_courses.yaml")]
 
 
 def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
@@ -42,12 +45,8 @@ def test_a_rerun_with_nothing_new_starts_no_spark_and_a_change_undoes_that(spark
     new event makes the next rerun a real one again, with the tables a first run gives."""
     from .test_model_runs import NoSpark
 
-    landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
-                    landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
-    root = Path(__file__).resolve().parents[2] / "patterns"
-    paths = [str(root / "mw_chemo_p1.yaml"), str(root / "mw_chemo_courses.yaml")]
+    profile, landing = chemo_profile(tmp_path)
+    paths = CHEMO_TWO
     patterns = [load_pattern(p) for p in paths]
     lake = lk.Lake(profile.lake)
     quiet = dict(echo=lambda *_: None)
@@ -141,12 +140,8 @@ def test_a_night_with_nothing_new_starts_no_spark_and_changes_nothing(spark, tmp
     run, and no event in the night's range: no Spark, no publish, a success row each."""
     from .test_model_runs import NoSpark
 
-    landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
-                    landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
-    root = Path(__file__).resolve().parents[2] / "patterns"
-    paths = [str(root / "mw_chemo_p1.yaml"), str(root / "mw_chemo_courses.yaml")]
+    profile, landing = chemo_profile(tmp_path)
+    paths = CHEMO_TWO
     names = [load_pattern(p).name for p in paths]
     lake = lk.Lake(profile.lake)
     log = []
