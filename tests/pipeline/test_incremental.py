@@ -2,7 +2,6 @@
 up to a full recompute, late events are counted, a backfill recomputes its range, a new
 pattern version recomputes everything."""
 
-import shutil
 from pathlib import Path
 
 from deltalake import DeltaTable
@@ -13,11 +12,10 @@ from jobs.pipeline.horizons import plan_range
 from jobs.pipeline.run import backfill, run_all
 from jobs.project.patterns import pattern_paths
 
-from ..conftest import LOGICAL_DATE, make_profile
-from ..lakes import chemo_profile, local_ids, published_ids
+from ..conftest import LOGICAL_DATE
+from ..lakes import P1, chemo_profile, local_ids, published_ids
 
-_PATTERNS = Path(__file__).resolve().parents[2] / "patterns"
-CHEMO_TWO = [str(_PATTERNS / "mw_chemo_p1.yaml"), str(_PATTERNS / "mw_chemo_courses.yaml")]
+CHEMO_TWO = [P1, str(Path(P1).with_name("mw_chemo_courses.yaml"))]
 
 
 def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
@@ -80,11 +78,8 @@ def test_a_rerun_with_nothing_new_starts_no_spark_and_a_change_undoes_that(spark
 
 
 def test_incremental_nights_late_events_and_backfill(spark, tmp_path):
-    landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
-                    landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
-    p1 = [str(Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml")]
+    profile, landing = chemo_profile(tmp_path)
+    p1 = [P1]
     pattern = load_pattern(p1[0])
     quiet = dict(echo=lambda *_: None)
     nights = ["2010-07-10", "2010-07-20", "2010-08-30"]
@@ -110,12 +105,9 @@ def test_incremental_nights_late_events_and_backfill(spark, tmp_path):
 
 
 def test_pattern_version_change_recomputes_everything(spark, tmp_path):
-    landing = tmp_path / "landing"
-    shutil.copytree(Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw",
-                    landing / "chemo_mw")
-    profile = make_profile(tmp_path, landing=landing)
+    profile, landing = chemo_profile(tmp_path)
     path = tmp_path / "p1.yaml"
-    original = (Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_p1.yaml").read_text()
+    original = Path(P1).read_text()
     path.write_text(original)
     quiet = dict(echo=lambda *_: None)
     first = run_all(spark, profile, "2010-08-30", [str(path)], **quiet)[0]

@@ -14,7 +14,7 @@ from unittest import mock
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -270,12 +270,13 @@ def test_unchanged_since_places_the_newest_commit_that_changed_rows(tmp_path):
     lake = lk.Lake(str(tmp_path / "lake"))
     path = lake.matches("p")
     meta = {RUN_KEY: json.dumps({"run_id": "r1"})}
-    from deltalake import CommitProperties
-
     write_deltalake(path, pa.table({"a": [1]}),
                     commit_properties=CommitProperties(custom_metadata=meta))
     made = DeltaTable(path).history(1)[0]["timestamp"] / 1000
-    at = lambda s: datetime.fromtimestamp(made + s, tz=timezone.utc)  # noqa: E731
+
+    def at(seconds: float) -> datetime:  # a time relative to r1's commit
+        return datetime.fromtimestamp(made + seconds, tz=timezone.utc)
+
     r1 = {"run_id": "r1", "inserted": 1, "deleted": 0, "started_at": at(-1)}
     quiet = {"run_id": "r2", "inserted": 0, "deleted": 0, "started_at": at(1)}
     assert unchanged_since(lake, "p", r1) and unchanged_since(lake, "p", quiet)
