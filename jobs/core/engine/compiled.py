@@ -205,8 +205,28 @@ class CompiledPattern:
                 tuple(self.partition_attributes), self.attributes)
 
     # -- Theorem 1: property masks ---------------------------------------------------
+    @cached_property
+    def _fits_keys(self) -> dict[str, tuple]:
+        """Per variable, what ``fits`` reads besides the events: its properties and the
+        rows of the columns (``cols.memo`` keeps the answer for every pattern, expansion
+        or engine step that asks again about the same events)."""
+        return {name: ("fits", tuple(props), self.attributes)
+                for name, props in self.pattern.properties.items()}
+
     def fits(self, name: str, cols: EventColumns) -> np.ndarray:
-        """Whether each event satisfies every property of variable ``name``."""
+        """Whether each event satisfies every property of variable ``name`` (read-only:
+        the same array answers every later question about these events)."""
+        key = self._fits_keys.get(name)
+        hit = cols.memo.get(key) if key is not None else None
+        if hit is not None:
+            return hit
+        ok = self._fits(name, cols)
+        ok.flags.writeable = False
+        if key is not None:
+            cols.memo[key] = ok
+        return ok
+
+    def _fits(self, name: str, cols: EventColumns) -> np.ndarray:
         ok = np.ones(cols.n, dtype=np.bool_)
         for p in self.pattern.properties[name]:
             simple = p.simple
