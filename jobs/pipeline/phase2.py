@@ -137,7 +137,7 @@ class RowSet:
 
 
 def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | None = None
-               ) -> Iterator[pd.DataFrame | _StatsRow]:
+               ) -> Iterator[_Piece | _StatsRow]:
     """Match the events of ``table`` (one time slice of one partition when
     ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
     by X itself); yields their match rows batch by batch, then one stats row
@@ -284,16 +284,17 @@ def _joined(spec: Phase2Spec, pieces) -> Iterator[pd.DataFrame]:
     rows, the stats rows in one frame at the end."""
     import pandas as pd
 
-    frames, stats, rows = [], [], 0
+    held, stats, rows = [], [], 0
     for piece in pieces:
         if isinstance(piece, _StatsRow):
             stats.append(piece)
             continue
-        frames.append(piece)
-        rows += len(piece)
+        held.append(piece)
+        rows += piece.rows
         if rows >= FLUSH_ROWS:
-            yield frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
-            frames, rows = [], 0
+            yield _pieces_frame(spec, held)
+            held, rows = [], 0
+    frames = [_pieces_frame(spec, held)] if held else []
     if stats:
         frames.append(_stats_frame(spec, stats))
     if frames:
@@ -301,7 +302,7 @@ def _joined(spec: Phase2Spec, pieces) -> Iterator[pd.DataFrame]:
 
 
 def window_rows(spec: Phase2Spec, pattern, rows: RowSet, lo, hi, s_lo, s_hi, t0
-                ) -> Iterator[pd.DataFrame | _StatsRow]:
+                ) -> Iterator[_Piece | _StatsRow]:
     """A window pattern's rows for one group: its output windows starting in [lo, hi),
     bindings {first, buffer, last} and the select values as JSON, then a stats row."""
     table = rows.table
@@ -337,23 +338,54 @@ def _inside(batch, lo, hi) -> np.ndarray:
 
 
 def _frame(spec: Phase2Spec, table: pa.Table, cols, batch, version: str, names: list[str],
-           before: dict, after: dict | None = None) -> pd.DataFrame:
-    """The staged match rows of a batch: ``before`` columns go after match_id (a
-    disjunction's alternative), ``after`` ones after the bindings (a window's values)."""
+           before: dict, after: dict | None = None) -> _Piece:
+    """The staged match rows of a batch, as columns: ``before`` columns go after match_id
+    (a disjunction's alternative), ``after`` ones after the bindings (a window's values).
+    ``_joined`` makes one frame of many pieces (a frame per piece cost more than the
+    matching of a small slice group)."""
     bindings = bindings_of(batch, cols, names)
-    frame = {"kind": np.full(len(batch), "match", dtype=object),
-             "match_id": match_ids(version, bindings), **before}
+    n = len(batch)
+    frame = {"kind": np.full(n, "match", dtype=object),
+             "match_id": _objects(match_ids(version, bindings)), **before}
     first = pa.array(batch.first)
     for k in spec.keys:
-        frame[k] = table.column(k).take(first).to_pandas()
+        frame[k] = table.column(k).take(first)
     frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
     frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
-    frame["n_events"] = np.diff(batch.offsets)
-    frame["bindings"] = bindings_json(bindings)
-    frame.update(after or {})
-    frame["stats"] = None
+    frame["n_events"] = np.diff(batch.offsets).astype(np.int64)
+    frame["bindings"] = _objects(bindings_json(bindings))
+    frame.update({k: _objects(v) for k, v in (after or {}).items()})
+    frame["stats"] = np.full(n, None, dtype=object)
+    return _Piece(frame, n)
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """One batch's match rows, column by column (numpy arrays; the partition keys as the
+    Arrow arrays of ``table``)."""
+    columns: dict
+    rows: int
+
+
+def _objects(values) -> np.ndarray:
+    """A list of strings (or None) as a numpy object array, as pandas holds text."""
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+def _pieces_frame(spec: Phase2Spec, pieces: list[_Piece]) -> pd.DataFrame:
+    """One frame of the pieces' rows (all of one spec: the same columns)."""
     import pandas as pd
 
+    frame = {}
+    for name, first in pieces[0].columns.items():
+        parts = [p.columns[name] for p in pieces]
+        if isinstance(first, (pa.Array, pa.ChunkedArray)):
+            chunks = [c for part in parts for c in getattr(part, "chunks", [part])]
+            frame[name] = pa.chunked_array(chunks, type=first.type).to_pandas()
+        else:
+            frame[name] = parts[0] if len(parts) == 1 else np.concatenate(parts)
     return _typed(spec, pd.DataFrame(frame))
 
 
