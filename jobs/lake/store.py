@@ -376,15 +376,12 @@ class Lake:
         "2006-01-01")], and, with ``only``, only the data files of these names). Spark
         reads an object-store lake through Hadoop's ``s3a`` filesystem
         (``jobs.spark.session.require_object_store``)."""
-        from pyspark.sql.pandas.types import from_arrow_schema
-
         dt = self.table(path)
         files = _data_files(dt, partition_filters)
         if only is not None:
             files = [f for f in files if file_name(f) in only]
         if not files:
-            schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
-            return spark.createDataFrame([], schema)
+            return spark.createDataFrame([], _spark_schema(dt))
         if self.local and only is None:
             try:
                 held = _held_frame(spark, path, dt, partition_filters)
@@ -566,18 +563,24 @@ def _held_frame(spark, path: str, dt: DeltaTable, partition_filters):
     return df
 
 
+def _spark_schema(dt: DeltaTable):
+    """The Spark schema of the table's Delta log."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+
+
 def _reader(spark, dt: DeltaTable):
     """``spark.read`` with the data columns' schema of the table's Delta log, as a Delta
     reader takes it: Spark then reads no Parquet footer to infer one (a Spark job per
     read, two thirds of the time of registering a lake's views). The partition columns
     are left out, so Spark types them from the folder names as it did before (``event_date``
     a date); a type Spark has no equivalent for leaves the inference on."""
-    from pyspark.sql.pandas.types import from_arrow_schema
     from pyspark.sql.types import StructType
 
     parts = set(dt.metadata().partition_columns)
     try:
-        schema = from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+        schema = _spark_schema(dt)
     except (TypeError, ValueError, NotImplementedError):
         return spark.read
     return spark.read.schema(StructType([f for f in schema.fields if f.name not in parts]))

@@ -352,7 +352,7 @@ def _frame(spec: Phase2Spec, table: pa.Table, cols, batch, version: str, names: 
         frame[k] = table.column(k).take(first)
     frame["start_ts"] = batch.start_ts.view("datetime64[ns]")
     frame["end_ts"] = batch.end_ts.view("datetime64[ns]")
-    frame["n_events"] = np.diff(batch.offsets).astype(np.int64)
+    frame["n_events"] = np.diff(batch.offsets)  # int64 in _typed
     frame["bindings"] = _objects(bindings_json(bindings))
     frame.update({k: _objects(v) for k, v in (after or {}).items()})
     frame["stats"] = np.full(n, None, dtype=object)

@@ -216,14 +216,11 @@ class CompiledPattern:
     def fits(self, name: str, cols: EventColumns) -> np.ndarray:
         """Whether each event satisfies every property of variable ``name`` (read-only:
         the same array answers every later question about these events)."""
-        key = self._fits_keys.get(name)
-        hit = cols.memo.get(key) if key is not None else None
-        if hit is not None:
-            return hit
-        ok = self._fits(name, cols)
-        ok.flags.writeable = False
-        if key is not None:
-            cols.memo[key] = ok
+        key = self._fits_keys[name]
+        ok = cols.memo.get(key)
+        if ok is None:
+            ok = cols.memo[key] = self._fits(name, cols)
+            ok.flags.writeable = False
         return ok
 
     def _fits(self, name: str, cols: EventColumns) -> np.ndarray:
