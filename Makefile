@@ -23,8 +23,12 @@ $(STAMP): requirements.lock
 	@# 90-150 s; pip does it when uv cannot be had. Both leave the packages' bytecode
 	@# compiled: with PYTHONDONTWRITEBYTECODE set (as on these machines) a process would
 	@# otherwise compile every module it imports, about 5 s for each Spark or GX process
+	@# uv builds pyspark's sdist into its cache again whenever the index answers "modified"
+	@# (1.4 GB each time on these machines); `uv cache prune` drops the revisions no longer used,
+	@# so that a machine building many clean clones does not fill its disk
 	@if $(PY) -m pip install --quiet --disable-pip-version-check "uv==$(UV_VERSION)"; then \
-	  $(UV) pip install --quiet --compile-bytecode --python $(PY) -r requirements.lock; \
+	  $(UV) pip install --quiet --compile-bytecode --python $(PY) -r requirements.lock && \
+	  { $(UV) cache prune --quiet || true; }; \
 	else echo "uv $(UV_VERSION) not available: installing with pip"; \
 	  $(PY) -m pip install --quiet --disable-pip-version-check -r requirements.lock && \
 	  { $(PY) -m compileall -q -j 0 $(VENV)/lib >/dev/null || true; }; fi
