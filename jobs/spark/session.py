@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
+import zipfile
 from contextlib import contextmanager
+from pathlib import Path
 
 from jobs import environment
 from jobs.config import ConfigError, Profile, current_project
@@ -214,14 +218,17 @@ def require_object_store(spark, profile: Profile) -> None:
         "(README: 'Lakes on object storage')")
 
 
+_ZIPS_WRITTEN: set[Path] = set()
+
+
 def project_zip() -> str:
     """The ``jobs`` package as a zip, for executors that do not share the driver's
-    working directory (a cluster's): ``SparkContext.addPyFile`` puts it on their path."""
-    import tempfile
-    import zipfile
-    from pathlib import Path
-
+    working directory (a cluster's): ``SparkContext.addPyFile`` puts it on their path.
+    The driver serves it from here while it lives; it is removed when this process ends."""
     out = Path(tempfile.gettempdir()) / f"ses-jobs-{os.getpid()}.zip"
+    if out not in _ZIPS_WRITTEN:
+        _ZIPS_WRITTEN.add(out)
+        atexit.register(out.unlink, missing_ok=True)
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
         package = Path(__file__).resolve().parents[1]  # the jobs package itself
         for p in sorted(package.rglob("*")):

@@ -112,3 +112,19 @@ def test_the_dag_submits_to_the_profile_master():
     assert cmd[-2:] == ["spark_entry.py", "run"]
     local = submit_command(load_profile("local"), "spark-submit", "e.py", [])
     assert local[2] == load_profile("local").spark_master and "--py-files" not in local
+
+
+def test_the_jobs_zip_for_executors_is_removed_when_the_driver_ends():
+    """The zip of the jobs package a driver hands its executors holds the package while the
+    driver lives and is gone when its process ends: nightly runs leave no file behind."""
+    code = ("import sys, zipfile\n"
+            "from jobs.spark.session import project_zip\n"
+            "path = project_zip()\n"
+            "names = zipfile.ZipFile(path).namelist()\n"
+            "assert 'jobs/spark/session.py' in names and not any('__pycache__' in n for n in names)\n"
+            "print(path)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=60)
+    assert done.returncode == 0, done.stderr
+    path = Path(done.stdout.strip())
+    assert path.name.startswith("ses-jobs-") and not path.exists()
