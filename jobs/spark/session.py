@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import atexit
+import hashlib
 import os
 import re
 import shutil
@@ -218,22 +218,25 @@ def require_object_store(spark, profile: Profile) -> None:
         "(README: 'Lakes on object storage')")
 
 
-_ZIPS_WRITTEN: set[Path] = set()
-
-
 def project_zip() -> str:
     """The ``jobs`` package as a zip, for executors that do not share the driver's
     working directory (a cluster's): ``SparkContext.addPyFile`` puts it on their path.
-    The driver serves it from here while it lives; it is removed when this process ends."""
-    out = Path(tempfile.gettempdir()) / f"ses-jobs-{os.getpid()}.zip"
-    if out not in _ZIPS_WRITTEN:
-        _ZIPS_WRITTEN.add(out)
-        atexit.register(out.unlink, missing_ok=True)
-    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
-        package = Path(__file__).resolve().parents[1]  # the jobs package itself
-        for p in sorted(package.rglob("*")):
-            if p.is_file() and "__pycache__" not in p.parts:
+    Named by its content, so that every driver of one version of the code shares one
+    file (the CLI leaves without ``atexit`` once delta-rs is loaded, and a file per
+    process was left behind by each): written once, atomically, never changed after."""
+    package = Path(__file__).resolve().parents[1]  # the jobs package itself
+    files = [p for p in sorted(package.rglob("*"))
+             if p.is_file() and "__pycache__" not in p.parts]
+    digest = hashlib.sha256()
+    for p in files:
+        digest.update(str(p.relative_to(package.parent)).encode() + b"\0" + p.read_bytes())
+    out = Path(tempfile.gettempdir()) / f"ses-jobs-{digest.hexdigest()[:16]}.zip"
+    if not out.exists():
+        part = out.with_name(f"{out.stem}.{os.getpid()}.part")
+        with zipfile.ZipFile(part, "w", zipfile.ZIP_DEFLATED) as z:
+            for p in files:
                 z.write(p, p.relative_to(package.parent))
+        os.replace(part, out)
     return str(out)
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -114,17 +115,19 @@ def test_the_dag_submits_to_the_profile_master():
     assert local[2] == load_profile("local").spark_master and "--py-files" not in local
 
 
-def test_the_jobs_zip_for_executors_is_removed_when_the_driver_ends():
-    """The zip of the jobs package a driver hands its executors holds the package while the
-    driver lives and is gone when its process ends: nightly runs leave no file behind."""
-    code = ("import sys, zipfile\n"
-            "from jobs.spark.session import project_zip\n"
-            "path = project_zip()\n"
-            "names = zipfile.ZipFile(path).namelist()\n"
-            "assert 'jobs/spark/session.py' in names and not any('__pycache__' in n for n in names)\n"
-            "print(path)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=ROOT, timeout=60)
-    assert done.returncode == 0, done.stderr
-    path = Path(done.stdout.strip())
-    assert path.name.startswith("ses-jobs-") and not path.exists()
+def test_drivers_of_one_version_share_one_jobs_zip_for_their_executors():
+    """The zip of the jobs package a driver hands its executors is named by its content:
+    drivers of one version of the code share one file (nightly runs leave no file per
+    process behind), and it holds the package's sources."""
+    code = ("from jobs.spark.session import project_zip\n"
+            "print(project_zip())\n")
+    paths = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              cwd=ROOT, timeout=60)
+        assert done.returncode == 0, done.stderr
+        paths.append(Path(done.stdout.strip()))
+    assert paths[0] == paths[1] and paths[0].name.startswith("ses-jobs-")
+    names = zipfile.ZipFile(paths[0]).namelist()
+    assert "jobs/spark/session.py" in names and not any("__pycache__" in n for n in names)
+    assert not list(paths[0].parent.glob(f"{paths[0].stem}.*.part"))
