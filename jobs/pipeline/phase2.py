@@ -153,7 +153,8 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     pattern, compiled, cols = _compiled(pattern, rows)
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
                            memory_budget=spec.memory_budget, limits=spec.limits,
-                           plan=_driver_plan(spec.plan, spec.pattern_text))
+                           plan=_driver_plan(spec.plan, spec.pattern_text),
+                           describe_plan=False)  # a stats row keeps neither plan nor cost
     st = MatchStats()
     kept = 0
     positions = [table.column(position_column(a)).to_numpy().astype(np.int64)

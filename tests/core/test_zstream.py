@@ -74,6 +74,31 @@ def test_every_plan_shape_equals_the_oracle(data):
         assert keys(run(pattern, events, options)[0]) == expected, str(plan)
 
 
+def test_a_given_tree_samples_no_statistics_to_match(monkeypatch):
+    """A tree given to the matcher (the driver's, shipped to phase 2) is used as it is:
+    no group samples statistics to match with it; the stats still name it and its cost
+    unless the caller keeps neither (phase 2), and the matches stay the oracle's."""
+    from jobs.core.engine import runtime
+
+    p, events = zpattern("ses_chemo_q1"), chemo_mw()
+    expected = keys(oracle.all_matches(p, events))
+    tree = planner("zstream").plan(p, PlanStatistics((1.0,) * len(p.variables), {}))
+    sampled = []
+    real = runtime.estimate_statistics
+    monkeypatch.setattr(runtime, "estimate_statistics",
+                        lambda *a, **k: sampled.append(1) or real(*a, **k))
+    quiet = MatchOptions(matcher="zstream", plan=FixedPlan(tree), describe_plan=False)
+    matches, stats = run(p, events, quiet)
+    assert keys(matches) == expected and not sampled
+    assert "plan" not in stats and "plan_cost" not in stats
+    matches, stats = run(p, events, MatchOptions(matcher="zstream", plan=FixedPlan(tree)))
+    assert keys(matches) == expected and stats["plan"] == str(tree) and stats["plan_cost"] > 0
+    assert sampled  # the cost is estimated for the asking
+    sampled.clear()
+    run(p, events, MatchOptions(matcher="zstream", plan="zstream", describe_plan=False))
+    assert sampled  # a generator that reads the statistics samples them
+
+
 @given(patterns(matcher="zstream"), event_tables(max_events=8))
 def test_every_combination_equals_the_oracle(pattern, events):
     expected = keys(oracle.all_matches(pattern, events))

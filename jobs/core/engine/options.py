@@ -23,4 +23,5 @@ class MatchOptions:
     max_matches_per_window: int = DEFAULT_MAX_MATCHES
     memory_budget: int = DEFAULT_MEMORY_BUDGET  # bytes: instances, matches, events
     limits: str = CLI_LIMITS  # where a user raises the two limits (named in errors)
+    describe_plan: bool = True  # the stats name the plan and its cost (phase 2 keeps neither)
     funnel: bool = True  # a run also counts how far each window got (engine.funnel)

@@ -439,9 +439,13 @@ class ZStreamMatcher(Matcher):
         return prepared
 
     def _plan(self, group: GroupData, per_var: list[np.ndarray]):
-        """The group's plan from its sampled statistics (section 4.2), and the statistics."""
-        st = estimate_statistics(self.compiled, group, per_var, self.partitioned)
-        return self.planner.plan(self.compiled.pattern, st, CostModel(self.options.plan_alpha)), st
+        """The group's plan from its sampled statistics (section 4.2), and the statistics:
+        None when the generator does not read them (a given tree, the driver's), which
+        phase 2 then samples in none of its groups."""
+        planner = self.planner
+        st = estimate_statistics(self.compiled, group, per_var, self.partitioned) \
+            if planner.uses_statistics else None
+        return planner.plan(self.compiled.pattern, st, CostModel(self.options.plan_alpha)), st
 
     @property
     def planner(self) -> Planner:
@@ -451,6 +455,8 @@ class ZStreamMatcher(Matcher):
         *_, plan, st, per_var = self._prepare(group)
         if plan is None:  # not needed to match: planned for the asking
             plan, st = self._plan(group, per_var)
+        if st is None:  # the cost of a tree given without statistics
+            st = estimate_statistics(self.compiled, group, per_var, self.partitioned)
         return str(plan), round(plan_cost(self.planner, self.compiled.pattern, plan, st,
                                           CostModel(self.options.plan_alpha)), 3)
 
@@ -783,9 +789,10 @@ def _execute(c: CompiledPattern, cols: EventColumns, options: MatchOptions,
                            f"its {len(group.rows):,} events ({_mb(held)})")
     st.events_after_filter = len(group.rows)
     st.partitions = len(group.seg_start)
-    # (a caller without stats, say a funnel's step, does not read the plan's description)
+    # (a caller without stats, say a funnel's step, or one that discards them, as phase 2
+    # does, does not read the plan's description)
     plan, cost = matcher.describe_plan(group) if len(group.rows) and stats is not None \
-        else ("", 0.0)
+        and options.describe_plan else ("", 0.0)
     st.plan, st.plan_cost = plan, cost
     result = matcher.eager(group) if eager else None
     if result is not None:

@@ -19,6 +19,7 @@ class DriverPlan(Generator):
     trees: tuple[TreePlan, ...]
     name: str = "driver"
     kind: str = "tree"
+    uses_statistics = False
 
     def planned(self, pattern, st, cost=None):
         return Planned(self.trees[(pattern.alternative or 1) - 1])

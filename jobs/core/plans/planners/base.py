@@ -31,6 +31,8 @@ class Generator:
 
     name = ""
     kind = "tree"
+    # whether the tree depends on the statistics: a matcher samples them only then
+    uses_statistics = True
 
     def planned(self, pattern: Pattern, st: PlanStatistics, cost: CostModel = CostModel()
                 ) -> Planned:
@@ -61,5 +63,6 @@ class Planner(Protocol):
 
     name: str
     kind: str  # "order" or "tree"
+    uses_statistics: bool
 
     def plan(self, pattern: Pattern, st: PlanStatistics, cost: CostModel = ...) -> TreePlan: ...

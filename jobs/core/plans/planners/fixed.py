@@ -16,6 +16,7 @@ class FixedPlan(Generator):
     tree: TreePlan
     name: str = "fixed"
     kind: str = "tree"
+    uses_statistics = False
 
     def planned(self, pattern, st, cost=CostModel()):
         return Planned(self.tree)

@@ -9,6 +9,7 @@ class Trivial(OrderPlanner):
     """TRIVIAL: the variables in the pattern's order."""
 
     name = "trivial"
+    uses_statistics = False
 
     def order(self, pattern, st, cost):
         return [v.index for v in pattern.variables]
