@@ -13,6 +13,7 @@ whether the lake is a local folder or a bucket.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
 from collections import OrderedDict
@@ -412,6 +413,30 @@ class Lake:
                     _FRAMES.popitem(last=False)
         return df
 
+    def read_parquet_spark(self, spark, uri: str):
+        """Spark DataFrame over a folder of Parquet files the pipeline wrote (a run's
+        staged rows), with the schema of a footer read here, as Spark would infer it: the
+        Spark schema a Spark writer leaves in the footer (its timestamps are INT96, which
+        Arrow reads as local times), else the Arrow schema's. Spark then runs no job to
+        infer it (one per read). A folder without files, or a type Spark has no equivalent
+        for, leaves the inference to Spark (and its error)."""
+        import pyarrow.dataset as pads
+        from pyspark.sql.types import StructType
+
+        reader = spark.read
+        fs, folder = self.filesystem(uri)
+        try:
+            schema = pads.dataset(folder, filesystem=fs, format="parquet").schema
+            written = (schema.metadata or {}).get(SPARK_ROW_METADATA)
+            if written is not None:
+                reader = spark.read.schema(StructType.fromJson(json.loads(written)))
+            elif len(schema):
+                reader = spark.read.schema(_arrow_to_spark(schema))
+        except (OSError, TypeError, ValueError, KeyError, NotImplementedError,
+                pa.ArrowException):
+            pass
+        return reader.parquet(spark_uri(uri))
+
     # -- other files (pyarrow filesystems) -----------------------------------------------
     def filesystem(self, uri: str):
         """(pyarrow filesystem, path in it) for a local path or an object-store URI."""
@@ -563,11 +588,18 @@ def _held_frame(spark, path: str, dt: DeltaTable, partition_filters):
     return df
 
 
+SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"  # a Spark writer's schema
+
+
 def _spark_schema(dt: DeltaTable):
     """The Spark schema of the table's Delta log."""
+    return _arrow_to_spark(pa.schema(dt.schema().to_arrow()))
+
+
+def _arrow_to_spark(schema: pa.Schema):
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    return from_arrow_schema(pa.schema(dt.schema().to_arrow()))
+    return from_arrow_schema(schema)
 
 
 def _reader(spark, dt: DeltaTable):

@@ -143,7 +143,7 @@ class _SparkRows:
         from pyspark.sql import functions as F
 
         self.spark, self.lake, self.F = spark, lake, F
-        self.staged = spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
+        self.staged = lake.read_parquet_spark(spark, staging).where(F.col("kind") == "match")
 
     def span(self) -> tuple[int, tuple[int, int] | None]:
         """(staged matches, (first, last) start_ts in ns or None)."""

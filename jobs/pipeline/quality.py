@@ -137,7 +137,7 @@ def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Dis
 
     disjunctive = isinstance(pattern, Disjunction)
     counted = has_counted_measures(pattern)
-    staged = (spark.read.parquet(lk.spark_uri(staging)).where(F.col("kind") == "match")
+    staged = (lake.read_parquet_spark(spark, staging).where(F.col("kind") == "match")
               .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
                       "end_ts", "n_events", *(["values"] if counted else []),
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
@@ -480,7 +480,7 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
     if rows <= DRIVER_ROWS:
         table = events.events if spooled else events
         return _events_suite(lake, source, driver_frame(table), ts_range, PANDAS_TYPES, docs)
-    df = (spark.read.parquet(lk.spark_uri(events.events_path)) if spooled
+    df = (lake.read_parquet_spark(spark, events.events_path) if spooled
           else spark.createDataFrame(events))
     return _events_suite(lake, source, df, ts_range, docs=docs)
 
