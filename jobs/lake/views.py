@@ -103,28 +103,52 @@ def bound_events_sql(pattern: str, dialect: str, table: str | None = None) -> st
 
 def match_events_sql(pattern: str, source: str, dialect: str, since=None) -> str:
     """``match_events_<pattern>``: the bound events joined to their events table (on Spark
-    a sort-merge join: ``match_events`` unions one join per pattern, and broadcasting every
-    events table at once can exhaust the driver). ``since`` (a time, DuckDB only): of the
-    matches that end at or after it, joined to the events files from it on (the views
+    a sort-merge join: broadcasting every events table of ``match_events`` at once can
+    exhaust the driver). ``since`` (a time, DuckDB only): of the matches that end at or
+    after it, joined to the events files from it on (the views
     ``_since_matches_<pattern>`` and ``_since_events_<source>``)."""
-    hint = "/*+ MERGE(e) */ " if dialect == "spark" else ""
-    matches, events = f"matches_{pattern}", f"events_{source}"
+    return (f"SELECT {_hint(dialect)}b.pattern, b.match_id, b.variable, "
+            f"CAST(b.position AS INT) AS position, e.* "
+            f"FROM ({_bound(pattern, dialect, since)}) b "
+            f"JOIN {_events(source, since)} e ON e.event_id = b.event_id")
+
+
+def match_events_union(sources: dict[str, str], dialect: str, since=None) -> str:
+    """``match_events`` of the patterns ``sources`` maps to their source: per source, the
+    bound events of all its patterns joined to its events table once (a join per source,
+    not per pattern: each scans and shuffles the events table). The pattern is a literal
+    per pattern's branch, so that a filter on it leaves the other patterns' tables, and a
+    source none of them remain in, unread."""
+    by_source: dict[str, list[str]] = {}
+    for pattern, source in sorted(sources.items()):
+        by_source.setdefault(source, []).append(pattern)
+    joins = []
+    for source, patterns in sorted(by_source.items()):
+        bound = " UNION ALL ".join(
+            f"SELECT '{p}' AS pattern, match_id, variable, position, event_id "
+            f"FROM ({_bound(p, dialect, since)})" for p in patterns)
+        joins.append(f"SELECT {_hint(dialect)}b.pattern, b.match_id, b.variable, "
+                     f"CAST(b.position AS INT) AS position, e.event_id, e.ts "
+                     f"FROM ({bound}) b JOIN {_events(source, since)} e "
+                     f"ON e.event_id = b.event_id")
+    return " UNION ALL ".join(joins)
+
+
+def _hint(dialect: str) -> str:
+    return "/*+ MERGE(e) */ " if dialect == "spark" else ""
+
+
+def _bound(pattern: str, dialect: str, since) -> str:
+    """The bound events of a pattern's matches (of those that end at or after ``since``)."""
+    matches = f"matches_{pattern}"
     if since is not None:
         matches = (f"(SELECT * FROM {SINCE}{matches} "
                    f"WHERE end_ts >= TIMESTAMPTZ '{since.isoformat()}')")
-        events = f"{SINCE}{events}"
-    return (f"SELECT {hint}b.pattern, b.match_id, b.variable, "
-            f"CAST(b.position AS INT) AS position, e.* "
-            f"FROM ({bound_events_sql(pattern, dialect, matches)}) b "
-            f"JOIN {events} e ON e.event_id = b.event_id")
+    return bound_events_sql(pattern, dialect, matches)
 
 
-def match_events_union(patterns: list[str]) -> str:
-    """``match_events``: the pattern is a literal per branch, so that a filter on it
-    leaves the other patterns' tables unread."""
-    cols = ", ".join(MATCH_EVENT_COLUMNS[1:])
-    return " UNION ALL ".join(f"SELECT '{p}' AS pattern, {cols} FROM match_events_{p}"
-                              for p in patterns)
+def _events(source: str, since) -> str:
+    return f"{SINCE}events_{source}" if since is not None else f"events_{source}"
 
 
 def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str,
@@ -140,7 +164,7 @@ def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str,
     out = {f"match_events_{p}": match_events_sql(p, s, dialect, since)
            for p, s in sorted(sources.items())}
     if sources:
-        out["match_events"] = match_events_union(sorted(sources))
+        out["match_events"] = match_events_union(sources, dialect, since)
     return out
 
 
@@ -231,11 +255,11 @@ def _references() -> dict[str, object]:
 
 def _with_what_they_read(wanted: set[str], tables: dict, derived: dict[str, str],
                          refs: dict) -> set[str]:
-    """``wanted`` and the views the derived ones among them read (``match_events`` reads
-    every ``match_events_<pattern>``, and each of those a match and an events table)."""
+    """``wanted`` and the views the derived ones among them read (``match_events`` and
+    each ``match_events_<pattern>`` read match tables and events tables)."""
     names = [*tables, *derived, *refs]
     out = set(wanted)
-    for view in reversed(derived):  # match_events comes last and reads the ones before
+    for view in reversed(derived):
         if view in out:
             out |= views_named(derived[view], names)
     return out
@@ -299,7 +323,7 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None, as_of: Point | None
                 file_pruning_predicate=f"{column} >= '{since}'"))
             con.execute(f'CREATE VIEW "{SINCE}{view}" AS SELECT * FROM "_t{SINCE}{view}"')
     there = {r[0] for r in con.execute("SELECT view_name FROM duckdb_views()").fetchall()}
-    for view, body in derived.items():  # match_events comes after the views it reads
+    for view, body in derived.items():  # each reads tables only
         if view in wanted and all(t in there for t in _reads(body, [*tables, *derived, *pruned])):
             con.execute(f'CREATE VIEW "{view}" AS {body}')
             there.add(view)
