@@ -419,7 +419,7 @@ class Lake:
         Spark schema a Spark writer leaves in the footer (its timestamps are INT96, which
         Arrow reads as local times), else the Arrow schema's. Spark then runs no job to
         infer it (one per read). A folder without files, or a type Spark has no equivalent
-        for, leaves the inference to Spark (and its error)."""
+        for (nanosecond times among them), leaves the inference to Spark (and its error)."""
         import pyarrow.dataset as pads
         from pyspark.sql.types import StructType
 
@@ -430,7 +430,8 @@ class Lake:
             written = (schema.metadata or {}).get(SPARK_ROW_METADATA)
             if written is not None:
                 reader = spark.read.schema(StructType.fromJson(json.loads(written)))
-            elif len(schema):
+            elif len(schema) and not any(pa.types.is_timestamp(f.type) and f.type.unit == "ns"
+                                         for f in schema):  # Spark reads no nanoseconds
                 reader = spark.read.schema(_arrow_to_spark(schema))
         except (OSError, TypeError, ValueError, KeyError, NotImplementedError,
                 pa.ArrowException):

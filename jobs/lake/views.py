@@ -26,7 +26,6 @@ from jobs.lake.view_scope import EVERYTHING, Scope, scope_of
 KINDS = ("matches", "events", "quarantine", "stats", "models")
 SINGLES = lk.SINGLE_TABLES
 SOURCE_KEY = "ses.pattern.source"  # a match table's source, in its Delta metadata
-MATCH_EVENT_COLUMNS = ("pattern", "match_id", "variable", "position", "event_id", "ts")
 SINCE = "_since_"  # a table's files and rows from a query's time bound on (``view_scope``)
 
 

@@ -35,7 +35,14 @@ def test_staged_files_are_read_with_their_footers_schema(spark, tmp_path):
     _same(spark, lake, str(by_arrow))
 
 
-def test_a_folder_without_files_is_spark_s_own_error(spark, tmp_path):
+def test_a_folder_without_files_or_with_a_type_spark_lacks_is_spark_s_own_error(spark, tmp_path):
+    lake = lk.Lake(str(tmp_path / "lake"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(Exception, match="(?i)infer schema|UNABLE_TO_INFER"):
-        lk.Lake(str(tmp_path / "lake")).read_parquet_spark(spark, str(tmp_path / "empty"))
+        lake.read_parquet_spark(spark, str(tmp_path / "empty"))
+    nanos = tmp_path / "nanos"
+    nanos.mkdir()
+    pq.write_table(pa.table({"ts": pa.array([datetime(2026, 1, 2)], pa.timestamp("ns"))}),
+                   nanos / "part-0.parquet")
+    with pytest.raises(Exception, match="PARQUET_TYPE_ILLEGAL"):  # when read, as Spark says
+        lake.read_parquet_spark(spark, str(nanos))

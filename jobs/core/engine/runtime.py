@@ -443,9 +443,11 @@ class ZStreamMatcher(Matcher):
         None when the generator does not read them (a given tree, the driver's), which
         phase 2 then samples in none of its groups."""
         planner = self.planner
-        st = estimate_statistics(self.compiled, group, per_var, self.partitioned) \
-            if planner.uses_statistics else None
+        st = self._statistics(group, per_var) if planner.uses_statistics else None
         return planner.plan(self.compiled.pattern, st, CostModel(self.options.plan_alpha)), st
+
+    def _statistics(self, group: GroupData, per_var: list[np.ndarray]) -> PlanStatistics:
+        return estimate_statistics(self.compiled, group, per_var, self.partitioned)
 
     @property
     def planner(self) -> Planner:
@@ -456,7 +458,7 @@ class ZStreamMatcher(Matcher):
         if plan is None:  # not needed to match: planned for the asking
             plan, st = self._plan(group, per_var)
         if st is None:  # the cost of a tree given without statistics
-            st = estimate_statistics(self.compiled, group, per_var, self.partitioned)
+            st = self._statistics(group, per_var)
         return str(plan), round(plan_cost(self.planner, self.compiled.pattern, plan, st,
                                           CostModel(self.options.plan_alpha)), 3)
 
