@@ -372,6 +372,7 @@ def proportional(spark, days, scratch, patterns: int = 50) -> dict:
         for d in deliver:
             shutil.copy(days[d], home / "landing" / "hospital" / days[d].name)
         before = events_in(lake) if Path(lake.events("hospital")).exists() else 0
+        steps.take()  # the steps of this night only, not of the recompute before it
         t0 = time.perf_counter()
         rows = run_all(spark, profile, (logical or deliver[-1]).isoformat(),
                        echo=lambda *_: None)
@@ -388,9 +389,10 @@ def proportional(spark, days, scratch, patterns: int = 50) -> dict:
     at = 250
     for label, n in (("1%", 3), ("5%", 13), ("20%", 50)):
         full = recompute(spark, days, scratch, order[at - 1].isoformat(), order[:at], patterns)
+        full_steps = steps.take()
         use_project(Project(home))
         one = night(order[at:at + n])
-        one.update(full_recompute_seconds=full["seconds"],
+        one.update(full_recompute_seconds=full["seconds"], full_recompute_steps=full_steps,
                    ratio=round(one["wall_seconds"] / full["seconds"], 3))
         out[label] = one
         print(f"{label}: {one}", flush=True)

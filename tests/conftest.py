@@ -1,4 +1,5 @@
 import fcntl
+import logging
 import os
 import pickle
 import shutil
@@ -137,3 +138,6 @@ def spark(tmp_path_factory):
     session = build_session(make_profile(tmp_path_factory.mktemp("spark")), "ses-tests")
     yield session
     session.stop()
+    # py4j logs each connection it closes at INFO, and the last ones close when the
+    # interpreter collects them, after pytest has closed the streams a handler writes to
+    logging.getLogger("py4j").setLevel(logging.WARNING)
