@@ -11,7 +11,8 @@ from jobs.status import FAILED
 
 
 def describe_range(rng: RunRange) -> str:
-
+    """The range a run matched, in words: incremental or a full recompute, and from when
+    to when its windows' first events lie."""
     low = "the beginning" if rng.low is None else format_ts(rng.low)
     kind = "full recompute" if rng.full else "incremental"
     return f"{kind}, first events from {low} to {format_ts(rng.high)}"
@@ -23,15 +24,16 @@ def summary(profile: Profile, rows: list[RunRecord], run_id: str, seconds: float
     def secs(v) -> str:
         return "-" if v is None else f"{v:.1f}"
 
+    w = max([40, *(len(r["pattern"]) for r in rows)])  # a long name keeps its columns
     lines = [f"\nrun {run_id}" + (f" ({seconds:.1f} s)" if seconds is not None else ""),
-             f"{'pattern':40} {'matches':>8} {'new':>6} {'events read':>12} {'kept':>8} "
+             f"{'pattern':{w}} {'matches':>8} {'new':>6} {'events read':>12} {'kept':>8} "
              f"{'late':>5} {'match':>6} {'valid.':>6} {'publ.':>6}  status"]
     for r in rows:
         if r.get("status") == FAILED:
-            lines.append(f"{r['pattern']:40} {'-':>8} {'-':>6} {'-':>12} {'-':>8} {'-':>5} "
+            lines.append(f"{r['pattern']:{w}} {'-':>8} {'-':>6} {'-':>12} {'-':>8} {'-':>5} "
                          f"{'-':>6} {'-':>6} {'-':>6}  {FAILED}: {r['message'][:80]}")
             continue
-        lines.append(f"{r['pattern']:40} {r['matches']:>8} {r['inserted']:>6} {r['events']:>12} "
+        lines.append(f"{r['pattern']:{w}} {r['matches']:>8} {r['inserted']:>6} {r['events']:>12} "
                      f"{r['events_after_filter']:>8} {r.get('late_events', 0):>5} "
                      f"{secs(r.get('match_seconds')):>6} {secs(r.get('validate_seconds')):>6} "
                      f"{secs(r.get('publish_seconds')):>6}  {r['status']}"
