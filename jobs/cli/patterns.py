@@ -18,6 +18,7 @@ from jobs.cli.common import (
     write_bytes,
 )
 from jobs.config import ConfigError, check_pipeline_file, current_project, load_sources
+from jobs.config.suites import check_suites
 from jobs.core.engine.columns import read_columns
 from jobs.core.engine.marks import with_marks
 from jobs.core.engine.options import DEFAULT_MEMORY_BUDGET
@@ -48,10 +49,11 @@ RAW_ONLY = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv.gz")  # what only 
 
 
 def cmd_validate(args) -> int:
-    """Lint pattern files: schema, safe YAML, examples; the keys of conf/pipeline.yaml;
-    with --data, on the lake too."""
+    """Lint pattern files: schema, safe YAML, examples; the keys of conf/pipeline.yaml and
+    the expectation suites; with --data, on the lake too."""
     try:
         check_pipeline_file()
+        check_suites()
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

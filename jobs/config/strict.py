@@ -42,10 +42,32 @@ def read(path: Path, shape: dict) -> tuple[dict, dict[tuple, int]]:
     lines: dict[tuple, int] = {}
     problems: list[str] = []
     if node is not None:
+        problems += twice(path, node)
         _check(path, node, shape, (), lines, problems)
     if problems:
         raise ConfigError("\n".join(problems))
     return doc or {}, lines
+
+
+def twice(path: Path, node, keys: tuple = ()) -> list[str]:
+    """Each key written twice in one mapping anywhere in ``node``'s tree, as
+    ``path:line`` problems: YAML keeps the last value and drops the first without a word."""
+    out: list[str] = []
+    if isinstance(node, yaml.MappingNode):
+        first: dict = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else None
+            if key is not None and key in first:
+                out.append(f"{path}:{key_node.start_mark.line + 1}: key {key!r} appears twice "
+                           f"in {'.'.join(keys) or 'the file'} (first on line {first[key]}); "
+                           "YAML would keep only the last")
+            elif key is not None:
+                first[key] = key_node.start_mark.line + 1
+            out += twice(path, value_node, keys + (str(key),))
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value, 1):
+            out += twice(path, item, keys[:-1] + (f"{keys[-1] if keys else 'item'}[{i}]",))
+    return out
 
 
 def _check(path: Path, node, shape, keys: tuple, lines: dict, problems: list) -> None:

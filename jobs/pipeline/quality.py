@@ -19,7 +19,6 @@ Docs HTML is written next to the lake (``<lake>/gx/uncommitted/data_docs/local_s
 
 from __future__ import annotations
 
-import json
 import os
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,7 +26,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import reduce
 
-from jobs.config import Source, current_project
+from jobs.config import Source
+from jobs.config.suites import load_suite
 from jobs.core.errors import UserError
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
@@ -68,11 +68,6 @@ class Outcome:
         where = f"; details: {self.docs}" if self.docs else ""
         return f"{self.suite}: failed {len(self.failed)} of {self.evaluated}: " + \
             "; ".join(self.failed) + where
-
-
-def load_suite(name: str) -> dict:
-    with open(current_project().expectations / f"{name}.json", encoding="utf-8") as f:
-        return json.load(f)
 
 
 def events_expectations(source: Source, types: dict[str, str] = SPARK_TYPES) -> list[dict]:

@@ -2,6 +2,8 @@
 
 import ast
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.cli.main import main
+from jobs.config.project import Project, use_project
 from jobs.core.language.events import EventFileError, format_ts, parse_ts, read_events
 
 from ..helpers import EXAMPLES, ROOT
@@ -39,6 +42,28 @@ def test_validate_reports_path_line_message(capsys, tmp_path):
     lines = err.strip().splitlines()
     assert lines[0] == f"{bad}:3: within: bad unit 'weeks' in '2 weeks': use one of ms, s, min, h, d"
     assert len(lines) == 2 and "1 problem(s) in 2 pattern file(s)" in lines[1]
+
+
+def test_validate_names_a_suite_with_a_key_written_twice(capsys, tmp_path, monkeypatch):
+    """The expectation suites are checked with the project's configuration: a suite whose
+    expectation gives ``column`` twice would check only the second column, silently."""
+    for folder in ("conf", "patterns", "models", "expectations"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    suite = tmp_path / "expectations" / "events.json"
+    text = suite.read_text()
+    old = '"kwargs": {"column": "event_id"}'
+    assert old in text
+    suite.write_text(text.replace(old, '"kwargs": {"column": "event_id", "column": "ts"}', 1))
+    monkeypatch.setenv("SES_PROJECT_DIR", str(ROOT))  # restored after the test
+    before = use_project(Project(tmp_path))
+    try:
+        code, out, err = run_cli(capsys, "validate")
+    finally:
+        use_project(before)
+    assert code == 2 and out == ""
+    assert re.fullmatch(rf"error: {re.escape(str(suite))}:\d+: key 'column' appears twice in "
+                        r"expectations\[\d+\]\.kwargs \(first on line \d+\); JSON would keep "
+                        r"only the last\n", err)
 
 
 

@@ -9,6 +9,7 @@ import pytest
 from jobs.config import ConfigError, Project, ProjectNotFound, load_profile, load_sources
 from jobs.config.profiles import DEFAULTS
 from jobs.config.project import MARKER
+from jobs.config.suites import SUITES, read_suite
 
 ROOT = Path(__file__).resolve().parents[2]
 PIPELINE = (ROOT / "conf" / "pipeline.yaml").read_text(encoding="utf-8")
@@ -145,3 +146,60 @@ def test_alerts_read_their_secrets_from_the_environment(tmp_path, monkeypatch):
     with pytest.raises(ConfigError, match="alerts.email.password: the environment variable "
                                           "SMTP_PASSWORD is not set"):
         load_profile("local", project=_project(tmp_path / "b", text))
+
+
+def test_a_key_written_twice_is_refused_with_both_lines(tmp_path):
+    """YAML keeps the last of two equal keys and drops the first without a word: a second
+    ``lake:`` in a profile, or a Spark setting given twice, is an error naming both lines."""
+    text = PIPELINE.replace("    lake: lake  ", "    lake: /mnt/old-lake\n    lake: lake  ", 1)
+    project = _project(tmp_path, text)
+    first = next(n for n, row in enumerate(text.splitlines(), 1) if "/mnt/old-lake" in row)
+    with pytest.raises(ConfigError) as info:
+        load_profile("local", project=project)
+    assert str(info.value) == (f"{project.pipeline_file}:{first + 1}: key 'lake' appears twice "
+                               f"in profiles.local (first on line {first}); YAML would keep "
+                               "only the last")
+    conf = PIPELINE.replace('        spark.sql.shuffle.partitions: "8"',
+                            '        spark.sql.shuffle.partitions: "8"\n'
+                            '        spark.sql.shuffle.partitions: "200"', 1)
+    with pytest.raises(ConfigError, match=r"pipeline.yaml:\d+: key 'spark.sql.shuffle.partitions' "
+                                          r"appears twice in profiles.local.spark.conf"):
+        load_profile("local", project=_project(tmp_path / "b", conf))
+
+
+SUITE = '''{
+  "name": "events",
+  "expectations": [
+    {"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "event_id"}},
+    {"type": "expect_column_values_to_be_unique", "kwargs": {"column": "event_id"}}
+  ]
+}
+'''
+
+
+@pytest.mark.parametrize("text, message", [
+    (SUITE, None),
+    (SUITE.replace('{"column": "event_id"}}\n', '{"column": "event_id", "column": "ts"}}\n', 1),
+     r"events.json:5: key 'column' appears twice in expectations\[2\].kwargs \(first on line "
+     r"5\); JSON would keep only the last"),
+    (SUITE.replace('"kwargs": {"column": "event_id"}},', '"kwargs": {"column": "event_id"}}', 1),
+     r"events.json:5: not valid JSON \(Expecting ',' delimiter\)"),
+    (SUITE.replace('"expectations": [', '"expectation": [', 1),
+     r'events.json: a suite is an object with "expectations": \[...\]'),
+    (SUITE.replace('"kwargs": {"column": "event_id"}}\n', '"kwarg": {"column": "event_id"}}\n'),
+     r"events.json: expectation 2 is not"),
+])
+def test_an_expectation_suite_is_read_strictly(tmp_path, text, message):
+    path = tmp_path / "events.json"
+    path.write_text(text, encoding="utf-8")
+    if message is None:
+        assert [e["type"] for e in read_suite(path)["expectations"]] == [
+            "expect_column_values_to_not_be_null", "expect_column_values_to_be_unique"]
+        return
+    with pytest.raises(ConfigError, match=message):
+        read_suite(path)
+
+
+def test_the_committed_suites_are_valid():
+    for name in SUITES:
+        assert read_suite(ROOT / "expectations" / f"{name}.json")["expectations"]

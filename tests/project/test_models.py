@@ -39,6 +39,8 @@ def test_dependencies_come_from_the_sql_and_the_sidecar(tmp_path):
     ({"a": ("SELECT 1", "tests:\n  - not_nul: [x]\n")}, "test 1 must be one of"),
     ({"a": ("SELECT 1", "tests:\n  - accepted_values: [x]\n")}, "{column: c, values"),
     ({"a": ("SELECT 1", "owner: me\n")}, "unknown key(s) ['owner']"),
+    ({"a": ("SELECT 1", "tests:\n  - not_null: [x]\ntests:\n  - unique: [x]\n")},
+     "a.yaml:3: key 'tests' appears twice in the file (first on line 1)"),
 ])
 def test_mistakes_in_model_files_are_named(tmp_path, files, message):
     for name, (sql, meta) in files.items():
