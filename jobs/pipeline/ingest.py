@@ -32,6 +32,7 @@ import io
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -186,17 +187,56 @@ def read_raw(path: Path, fmt: str) -> Iterator[tuple[int, dict | str]]:
                     except (json.JSONDecodeError, RecursionError):
                         yield n, line.rstrip("\r\n")
                         continue
-                    yield n, rec if isinstance(rec, dict) else line.rstrip("\r\n")
+                    if not isinstance(rec, dict):
+                        yield n, line.rstrip("\r\n")
+                        continue
+                    key = _written_twice(line, rec)
+                    if key is not None:
+                        yield n, Refused(f"key {excerpt(key, 40)} appears twice in the "
+                                         "record: which value is meant cannot be known",
+                                         line.rstrip("\r\n")[:MAX_RAW])
+                        continue
+                    yield n, rec
             return
         import pyarrow.parquet as pq
 
         n = 0
-        for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK):
+        parquet = pq.ParquetFile(path)
+        names = parquet.schema_arrow.names
+        twice = sorted({c for c in names if names.count(c) > 1})
+        if twice:
+            raise IngestError(f"{path}: the file names column(s) "
+                              f"{', '.join(excerpt(c, 40) for c in twice[:5])} more than "
+                              "once: which value is meant cannot be known")
+        for batch in parquet.iter_batches(batch_size=CHUNK):
             for r in batch.to_pylist():
                 n += 1
                 yield n, r
     except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
         raise IngestError(f"{path}: cannot be read as {fmt}: {str(exc)[:200]}") from None
+
+
+_KEY = re.compile(r'"\s*:')  # the end of a JSON key (or, rarely, of a string value)
+
+
+def _written_twice(line: str, rec: dict) -> str | None:
+    """A key the JSON object on ``line`` writes twice (``json.loads`` keeps the last value
+    without a word), or None. Only a line with more key ends than ``rec`` has keys (nested
+    objects, or text that looks like a key end) is parsed again, key by key."""
+    if len(_KEY.findall(line)) <= len(rec):
+        return None
+    found: list[str] = []
+
+    def pairs(items):
+        seen: set = set()
+        for k, _ in items:
+            if k in seen:
+                found.append(k)
+            seen.add(k)
+        return dict(items)
+
+    json.loads(line, object_pairs_hook=pairs)
+    return found[0] if found else None
 
 
 class NotFinite(ValueError):

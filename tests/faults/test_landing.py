@@ -8,6 +8,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -100,6 +102,36 @@ def test_an_over_long_field_or_line_is_quarantined_and_the_rest_ingested(tmp_pat
     assert batch.events.num_rows == 1
     [q] = [r for t in batch.quarantine for r in t.to_pylist()]
     assert q["line"] == 1 and "over the limit of 1,000" in q["reason"]
+
+
+def test_a_key_written_twice_quarantines_its_record_or_fails_its_file(tmp_path):
+    """``json.loads`` keeps the last of two equal keys: a JSON record that gives ``patient``
+    twice is quarantined, not ingested with one of them; a value that only looks like a
+    key's end (``"a":``) is not mistaken for one. A Parquet file naming a column twice
+    fails alone, as a CSV header does."""
+    sepsis_source = load_sources()["sepsis"]
+    sepsis = _landing(tmp_path, "sepsis")
+    good = dict(dict.fromkeys(sepsis_source.columns), patient="A",
+                event_type="ER Registration", timestamp="2014-01-01T00:00:00")
+    doubled = json.dumps(dict(good, patient="A"))[:-1] + ', "patient": "B"}'
+    tricky = json.dumps(dict(good, patient="C", event_type='ER "x": Triage'))
+    nested = json.dumps(dict(good, patient="D"))[:-1] + ', "extra": {"k": 1, "k": 2}}'
+
+    (sepsis / "s.jsonl").write_text("\n".join([doubled, tricky, nested, json.dumps(good)]) + "\n")
+    batch = ig.stage(sepsis_source, str(tmp_path / "landing"), Lake(str(tmp_path / "lake")), "r")
+    assert sorted(batch.events.column("patient").to_pylist()) == ["A", "C"]
+    quarantined = sorted((r["line"], r["reason"]) for t in batch.quarantine for r in t.to_pylist())
+    assert quarantined[0] == (1, "key 'patient' appears twice in the record: which value is "
+                                 "meant cannot be known")
+    assert quarantined[1] == (3, "key 'k' appears twice in the record: which value is "
+                                 "meant cannot be known")
+
+    table = pa.table([["e1"], ["1"], ["C"], [1.0], ["mg"], ["2010-08-01T00:00:00"], ["2"]],
+                     names=["event_id", "patient", "type", "value", "unit", "ts", "patient"])
+    pq.write_table(table, tmp_path / "a.parquet")
+    with pytest.raises(ig.IngestError, match=r"a.parquet: the file names column\(s\) 'patient' "
+                                             "more than once"):
+        list(ig.read_raw(tmp_path / "a.parquet", "parquet"))
 
 
 def test_errors_quote_only_a_short_escaped_excerpt(tmp_path):
