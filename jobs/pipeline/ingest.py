@@ -151,27 +151,39 @@ def _open_text(path: Path):
     return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
 
 
-def read_raw(path: Path, fmt: str) -> Iterator[tuple[int, dict | str]]:
+def read_raw(path: Path, fmt: str, time_column: str | None = None
+             ) -> Iterator[tuple[int, dict | str]]:
     """(line or row number, record) pairs, streamed; a record that is not an object stays
     a string (it goes to quarantine). Raises ``IngestError`` for a file that cannot be
-    read (also midway: the caller writes nothing of it)."""
+    read (also midway: the caller writes nothing of it), and for a CSV header without
+    ``time_column``."""
     try:
         if fmt == "csv":
             with _open_text(path) as f:
-                reader = csv.DictReader(f)
-                if reader.fieldnames is None:
+                reader = csv.reader(f)
+                header = next(reader, None)
+                if header is None:
                     return  # an empty file: no rows
-                reader.fieldnames = [name.strip() for name in reader.fieldnames]
-                twice = sorted({n for n in reader.fieldnames if reader.fieldnames.count(n) > 1})
+                names = [name.strip() for name in header]
+                twice = sorted({n for n in names if names.count(n) > 1})
                 if twice:
                     raise IngestError(f"{path}: the header names column(s) "
                                       f"{', '.join(excerpt(n, 40) for n in twice[:5])} more "
                                       "than once: which value is meant cannot be known")
-                for rec in reader:
-                    if None in rec:  # more fields than the header
-                        yield reader.line_num, json.dumps(list(rec.values()), default=str)
-                    else:
-                        yield reader.line_num, rec
+                if time_column is not None and time_column not in names:
+                    raise IngestError(f"{path}: no column {time_column!r} in the header "
+                                      f"(it begins {excerpt(','.join(names))})")
+                for fields in reader:
+                    if not fields:
+                        continue  # a blank line
+                    if len(fields) != len(names):  # a field missing or one too many:
+                        # which value belongs to which column cannot be known
+                        yield reader.line_num, Refused(
+                            f"{len(fields)} field(s) where the header names {len(names)}: "
+                            "which value belongs to which column cannot be known",
+                            json.dumps(fields)[:MAX_RAW])
+                        continue
+                    yield reader.line_num, dict(zip(names, fields))
             return
         if fmt == "jsonl":
             with _open_text(path) as f:
@@ -382,7 +394,7 @@ def typed_file(source: Source, path: Path) -> tuple[pa.Table, list[dict]]:
     the lake: (events as Arrow, quarantined rows). For ``match`` on a landing file."""
     fmt = next((f for f, suffixes in SUFFIXES.items() if path.name.endswith(suffixes)),
                source.format)
-    typed = type_rows(source, read_raw(path, fmt), path.name, "match",
+    typed = type_rows(source, read_raw(path, fmt, source.time_column), path.name, "match",
                       datetime.now(timezone.utc))
     return _to_arrow(typed.events, events_schema(source)), typed.quarantine
 
@@ -542,8 +554,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
             first_ingest = logged.get((label, digest))
             file_run, file_now = ((first_ingest["ingest_run"], first_ingest["ingested_at"])
                                   if first_ingest else (run_id, now))
-            records = read_raw(path, source.format)
-            checked_header = False
+            records = read_raw(path, source.format, source.time_column)
             while True:
                 chunk = []
                 for item in records:
@@ -552,11 +563,6 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                         break
                 if not chunk:
                     break
-                if not checked_header and source.format == "csv" and \
-                        isinstance(chunk[0][1], dict) and source.time_column not in chunk[0][1]:
-                    raise IngestError(f"{path}: no column {source.time_column!r} in the header "
-                                      f"(it begins {excerpt(','.join(chunk[0][1]))})")
-                checked_header = True
                 rows += len(chunk)
                 # content-hash ids count occurrences within the chunk here; _renumber
                 # makes them count over the whole file (a dict of every row would not

@@ -104,6 +104,26 @@ def test_an_over_long_field_or_line_is_quarantined_and_the_rest_ingested(tmp_pat
     assert q["line"] == 1 and "over the limit of 1,000" in q["reason"]
 
 
+def test_a_csv_row_with_a_field_missing_or_too_many_is_quarantined_as_such(tmp_path):
+    """A short row used to be typed with its fields shifted into the wrong columns (here
+    the time in ``unit``) and quarantined for an empty time, or, had the missing field been
+    an optional last column, ingested with a null. Either way it is the row's shape that
+    is wrong, and the reason now says so."""
+    folder = _landing(tmp_path)
+    (folder / "a.csv").write_text(HEADER + "e1,1,C,1,mg,2010-08-01T00:00:00\n"
+                                  "e2,1,C,1,2010-08-02T00:00:00\n"
+                                  "\n"
+                                  "e3,1,C,1,mg,2010-08-03T00:00:00,extra\n")
+    batch = _stage(tmp_path)
+    assert batch.events.column("event_id").to_pylist() == ["e1"]
+    rows = sorted((r["line"], r["reason"], r["raw"]) for t in batch.quarantine
+                  for r in t.to_pylist())
+    shape = "field(s) where the header names 6: which value belongs to which column cannot be known"
+    assert rows == [(3, f"5 {shape}", '["e2", "1", "C", "1", "2010-08-02T00:00:00"]'),
+                    (5, f"7 {shape}", '["e3", "1", "C", "1", "mg", "2010-08-03T00:00:00", '
+                                      '"extra"]')]
+
+
 def test_a_key_written_twice_quarantines_its_record_or_fails_its_file(tmp_path):
     """``json.loads`` keeps the last of two equal keys: a JSON record that gives ``patient``
     twice is quarantined, not ingested with one of them; a value that only looks like a
