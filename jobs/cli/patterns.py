@@ -18,6 +18,7 @@ from jobs.cli.common import (
     write_bytes,
 )
 from jobs.config import ConfigError, check_pipeline_file, current_project, load_sources
+from jobs.config.references import reference_files
 from jobs.config.suites import check_suites
 from jobs.core.engine.columns import read_columns
 from jobs.core.engine.marks import with_marks
@@ -50,10 +51,11 @@ RAW_ONLY = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv.gz")  # what only 
 
 def cmd_validate(args) -> int:
     """Lint pattern files: schema, safe YAML, examples; the keys of conf/pipeline.yaml and
-    the expectation suites; with --data, on the lake too."""
+    the expectation suites, the reference tables; with --data, on the lake too."""
     try:
         check_pipeline_file()
         check_suites()
+        reference_files()
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

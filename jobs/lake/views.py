@@ -17,7 +17,7 @@ from datetime import timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.config import current_project
+from jobs.config.references import reference_files
 from jobs.core.errors import InputError
 from jobs.lake import store as lk
 from jobs.lake.changes import Point, snapshot, version_at
@@ -246,10 +246,9 @@ def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
 
 
 def _references() -> dict[str, object]:
-    """View name -> file of the reference tables (``conf/reference/*.csv``)."""
-    folder = current_project().references
-    return {f"reference_{p.stem}": p
-            for p in (sorted(folder.glob("*.csv")) if folder.is_dir() else [])}
+    """View name -> file of the reference tables (``conf/reference/*.csv``), each checked
+    (``references``: a ragged file is an error, not rows an engine guessed)."""
+    return reference_files()
 
 
 def _with_what_they_read(wanted: set[str], tables: dict, derived: dict[str, str],

@@ -8,7 +8,8 @@ import pytest
 
 from jobs.config import ConfigError, Project, ProjectNotFound, load_profile, load_sources
 from jobs.config.profiles import DEFAULTS
-from jobs.config.project import MARKER
+from jobs.config.project import MARKER, use_project
+from jobs.config.references import check_reference, reference_files
 from jobs.config.suites import SUITES, read_suite
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -203,3 +204,37 @@ def test_an_expectation_suite_is_read_strictly(tmp_path, text, message):
 def test_the_committed_suites_are_valid():
     for name in SUITES:
         assert read_suite(ROOT / "expectations" / f"{name}.json")["expectations"]
+
+
+@pytest.mark.parametrize("text, message", [
+    ("room,state\nr1,a\n\nr2,b\n", None),
+    ("room,state\nr1,a\nr2\nr3,c\n", r"room_state.csv:3: 1 field\(s\) where the header names 2"),
+    ("room,state\nr1,a,extra\n", r"room_state.csv:2: 3 field\(s\) where the header names 2"),
+    ("room,room\nr1,a\n", r"room_state.csv:1: the header names 'room' more than once"),
+    ("", r"room_state.csv:1: a reference table needs a header line"),
+])
+def test_a_reference_table_is_checked_before_an_engine_guesses_at_it(tmp_path, monkeypatch,
+                                                                     text, message):
+    """DuckDB's sniffer reads ``room,state / r1,a / r2 / r3,c`` as no rows at all, and
+    Spark fills the missing field with a null: a ragged file is an error with its line."""
+    project = _project(tmp_path)
+    (tmp_path / "conf" / "reference").mkdir()
+    path = tmp_path / "conf" / "reference" / "room_state.csv"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setenv("SES_PROJECT_DIR", str(ROOT))  # restored after the test
+    before = use_project(project)
+    try:
+        if message is None:
+            assert reference_files() == {"reference_room_state": path}
+            return
+        with pytest.raises(ConfigError, match=message):
+            reference_files()
+        path.write_text("room,state\nr1,a\n", encoding="utf-8")  # mended: read again
+        assert reference_files() == {"reference_room_state": path}
+    finally:
+        use_project(before)
+
+
+def test_the_committed_reference_tables_are_sound():
+    for path in sorted((ROOT / "conf" / "reference").glob("*.csv")):
+        check_reference(path)
