@@ -7,6 +7,7 @@ header's is a ``ConfigError`` naming the file and line instead."""
 from __future__ import annotations
 
 import csv
+from collections import Counter
 from pathlib import Path
 
 from jobs.config.project import current_project
@@ -28,7 +29,7 @@ def check_reference(path: Path) -> None:
                 raise ConfigError(f"{path}:1: a reference table needs a header line naming "
                                   "its columns")
             names = [n.strip() for n in header]
-            twice = sorted({n for n in names if names.count(n) > 1})
+            twice = sorted(n for n, k in Counter(names).items() if k > 1)
             if twice:
                 raise ConfigError(f"{path}:1: the header names {', '.join(map(repr, twice))} "
                                   "more than once")

@@ -33,6 +33,7 @@ import json
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -165,7 +166,7 @@ def read_raw(path: Path, fmt: str, time_column: str | None = None
                 if header is None:
                     return  # an empty file: no rows
                 names = [name.strip() for name in header]
-                twice = sorted({n for n in names if names.count(n) > 1})
+                twice = sorted(n for n, k in Counter(names).items() if k > 1)
                 if twice:
                     raise IngestError(f"{path}: the header names column(s) "
                                       f"{', '.join(excerpt(n, 40) for n in twice[:5])} more "
@@ -215,7 +216,7 @@ def read_raw(path: Path, fmt: str, time_column: str | None = None
         n = 0
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
-        twice = sorted({c for c in names if names.count(c) > 1})
+        twice = sorted(c for c, k in Counter(names).items() if k > 1)
         if twice:
             raise IngestError(f"{path}: the file names column(s) "
                               f"{', '.join(excerpt(c, 40) for c in twice[:5])} more than "
