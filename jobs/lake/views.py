@@ -72,7 +72,7 @@ def view_names(lake: lk.Lake) -> list[str]:
     """Every view a query can read (the tables, the derived views, the reference tables),
     without opening a table's data."""
     tables = lake_tables(lake)
-    return [*tables, *derived_views(lake, tables, "duckdb"), *_references()]
+    return [*tables, *derived_views(lake, tables, "duckdb"), *reference_files()]
 
 
 def broken_named(lake: lk.Lake, sql: str) -> None:
@@ -106,10 +106,7 @@ def match_events_sql(pattern: str, source: str, dialect: str, since=None) -> str
     exhaust the driver). ``since`` (a time, DuckDB only): of the matches that end at or
     after it, joined to the events files from it on (the views
     ``_since_matches_<pattern>`` and ``_since_events_<source>``)."""
-    return (f"SELECT {_hint(dialect)}b.pattern, b.match_id, b.variable, "
-            f"CAST(b.position AS INT) AS position, e.* "
-            f"FROM ({_bound(pattern, dialect, since)}) b "
-            f"JOIN {_events(source, since)} e ON e.event_id = b.event_id")
+    return _joined(_bound(pattern, dialect, since), source, dialect, since, "e.*")
 
 
 def match_events_union(sources: dict[str, str], dialect: str, since=None) -> str:
@@ -126,15 +123,18 @@ def match_events_union(sources: dict[str, str], dialect: str, since=None) -> str
         bound = " UNION ALL ".join(
             f"SELECT '{p}' AS pattern, match_id, variable, position, event_id "
             f"FROM ({_bound(p, dialect, since)})" for p in patterns)
-        joins.append(f"SELECT {_hint(dialect)}b.pattern, b.match_id, b.variable, "
-                     f"CAST(b.position AS INT) AS position, e.event_id, e.ts "
-                     f"FROM ({bound}) b JOIN {_events(source, since)} e "
-                     f"ON e.event_id = b.event_id")
+        joins.append(_joined(bound, source, dialect, since, "e.event_id, e.ts"))
     return " UNION ALL ".join(joins)
 
 
-def _hint(dialect: str) -> str:
-    return "/*+ MERGE(e) */ " if dialect == "spark" else ""
+def _joined(bound: str, source: str, dialect: str, since, columns: str) -> str:
+    """Bound events (``bound``: a query of pattern, match_id, variable, position,
+    event_id) joined to ``source``'s events table, with the events' ``columns``."""
+    hint = "/*+ MERGE(e) */ " if dialect == "spark" else ""
+    events = f"{SINCE}events_{source}" if since is not None else f"events_{source}"
+    return (f"SELECT {hint}b.pattern, b.match_id, b.variable, "
+            f"CAST(b.position AS INT) AS position, {columns} "
+            f"FROM ({bound}) b JOIN {events} e ON e.event_id = b.event_id")
 
 
 def _bound(pattern: str, dialect: str, since) -> str:
@@ -144,10 +144,6 @@ def _bound(pattern: str, dialect: str, since) -> str:
         matches = (f"(SELECT * FROM {SINCE}{matches} "
                    f"WHERE end_ts >= TIMESTAMPTZ '{since.isoformat()}')")
     return bound_events_sql(pattern, dialect, matches)
-
-
-def _events(source: str, since) -> str:
-    return f"{SINCE}events_{source}" if since is not None else f"events_{source}"
 
 
 def derived_views(lake: lk.Lake, tables: dict[str, str], dialect: str,
@@ -204,7 +200,7 @@ def register_spark(spark, lake: lk.Lake, sql: str | None = None) -> list[str]:
         if t.isTemporary and (t.name.startswith(prefixes) or t.name in SINGLES):
             spark.catalog.dropTempView(t.name)
     tables = lake_tables(lake)
-    refs = _references()
+    refs = reference_files()
     scope = scope_of(sql) if sql is not None else EVERYTHING  # parsed once for both calls
     if sql is not None:
         derived = derived_views(lake, tables, "spark", sql, scope)
@@ -231,7 +227,7 @@ def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
     file's name (``reference/<file>``) and modification time; the same inputs give the
     same answer (``run_models`` skips a model whose inputs did not change), also in a lake
     moved or copied elsewhere."""
-    tables, refs = lake_tables(lake), _references()
+    tables, refs = lake_tables(lake), reference_files()
     derived = derived_views(lake, tables, "spark", sql)
     wanted = _with_what_they_read(views_named(sql, [*tables, *derived, *refs]), tables,
                                   derived, refs)
@@ -245,19 +241,13 @@ def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
     return out
 
 
-def _references() -> dict[str, object]:
-    """View name -> file of the reference tables (``conf/reference/*.csv``), each checked
-    (``references``: a ragged file is an error, not rows an engine guessed)."""
-    return reference_files()
-
-
 def _with_what_they_read(wanted: set[str], tables: dict, derived: dict[str, str],
                          refs: dict) -> set[str]:
     """``wanted`` and the views the derived ones among them read (``match_events`` and
     each ``match_events_<pattern>`` read match tables and events tables)."""
     names = [*tables, *derived, *refs]
     out = set(wanted)
-    for view in reversed(derived):
+    for view in derived:  # each reads tables only, never another derived view
         if view in out:
             out |= views_named(derived[view], names)
     return out
@@ -288,7 +278,7 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None, as_of: Point | None
     tables = lake_tables(lake, checked=sql is None)  # with sql: those it reads, below
     scope = scope_of(sql) if sql is not None else EVERYTHING
     derived = derived_views(lake, tables, "duckdb", sql, scope)
-    refs = _references()
+    refs = reference_files()
     names = [*tables, *derived, *refs]
     wanted = set(names) if sql is None else \
         _with_what_they_read(views_named(sql, names), tables, derived, refs)
@@ -337,7 +327,7 @@ def duckdb_connection(lake: lk.Lake, sql: str | None = None, as_of: Point | None
 def register_references(spark, refs: dict | None = None) -> list[str]:
     """``conf/reference/<name>.csv`` (with a header) as the view ``reference_<name>``;
     ``refs``: only these (view name -> file)."""
-    refs = _references() if refs is None else refs
+    refs = reference_files() if refs is None else refs
     for name, path in refs.items():
         (spark.read.option("header", True).option("inferSchema", True).csv(str(path))
          .createOrReplaceTempView(name))
