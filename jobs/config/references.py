@@ -7,11 +7,11 @@ header's is a ``ConfigError`` naming the file and line instead."""
 from __future__ import annotations
 
 import csv
-from collections import Counter
 from pathlib import Path
 
 from jobs.config.project import current_project
 from jobs.config.strict import ConfigError
+from jobs.core.inputs import repeated
 
 _CHECKED: dict[Path, tuple] = {}  # file -> (mtime, size) it was last found sound at
 
@@ -29,7 +29,7 @@ def check_reference(path: Path) -> None:
                 raise ConfigError(f"{path}:1: a reference table needs a header line naming "
                                   "its columns")
             names = [n.strip() for n in header]
-            twice = sorted(n for n, k in Counter(names).items() if k > 1)
+            twice = repeated(names)
             if twice:
                 raise ConfigError(f"{path}:1: the header names {', '.join(map(repr, twice))} "
                                   "more than once")

@@ -29,12 +29,7 @@ def read(path: Path, shape: dict) -> tuple[dict, dict[tuple, int]]:
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     try:
-        loader = yaml.SafeLoader(text)
-        try:
-            node = loader.get_single_node()
-            doc = loader.construct_document(node) if node is not None else {}
-        finally:
-            loader.dispose()
+        node, doc = document(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{path}:{mark.line + 1}" if mark else str(path)
@@ -47,6 +42,17 @@ def read(path: Path, shape: dict) -> tuple[dict, dict[tuple, int]]:
     if problems:
         raise ConfigError("\n".join(problems))
     return doc or {}, lines
+
+
+def document(text: str) -> tuple[yaml.Node | None, object]:
+    """The node tree of one safe YAML document and the value built from it (parsed once:
+    the tree gives ``twice`` and the messages their lines); raises ``yaml.YAMLError``."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
 
 
 def twice(path: Path, node, keys: tuple = ()) -> list[str]:

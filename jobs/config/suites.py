@@ -13,6 +13,7 @@ import yaml
 
 from jobs.config.project import current_project
 from jobs.config.strict import ConfigError, twice
+from jobs.core.inputs import json_keys_twice
 
 SUITES = ("events", "matches")
 
@@ -35,18 +36,8 @@ def read_suite(path: Path) -> dict:
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file (the project's expectation suites are "
                           f"{', '.join(s + '.json' for s in SUITES)})") from None
-    doubled: list[str] = []
-
-    def pairs(items: list[tuple]) -> dict:
-        seen: dict = {}
-        for key, value in items:
-            if key in seen:
-                doubled.append(key)
-            seen[key] = value
-        return seen
-
     try:
-        doc = json.loads(text, object_pairs_hook=pairs)
+        doc, doubled = json_keys_twice(text)
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if doubled:

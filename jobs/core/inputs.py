@@ -9,8 +9,10 @@ block the reader for ever.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+from collections import Counter
 from pathlib import Path
 
 KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"),
@@ -35,3 +37,26 @@ def refusal(path: str | Path) -> str | None:
         if test(mode):
             return f"is {kind}, not a regular file; only regular files are read"
     return None
+
+
+# -- names given twice: JSON, YAML and CSV readers keep one of them without a word -------
+
+def repeated(names) -> list[str]:
+    """The names that occur more than once in ``names`` (a header, a schema), sorted."""
+    return sorted(n for n, k in Counter(names).items() if k > 1)
+
+
+def json_keys_twice(text: str) -> tuple[object, list[str]]:
+    """``text`` parsed as JSON, and every key an object in it writes twice (``json.loads``
+    keeps the last value of those); raises ``json.JSONDecodeError`` as it does."""
+    doubled: list[str] = []
+
+    def pairs(items: list[tuple]) -> dict:
+        seen: set = set()
+        for key, _ in items:
+            if key in seen:
+                doubled.append(key)
+            seen.add(key)
+        return dict(items)
+
+    return json.loads(text, object_pairs_hook=pairs), doubled

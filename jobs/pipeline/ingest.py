@@ -33,7 +33,6 @@ import json
 import math
 import os
 import re
-from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -44,7 +43,7 @@ import pyarrow.compute as pc
 
 from jobs.config import Source, TimeRange
 from jobs.core.errors import UserError
-from jobs.core.inputs import refusal
+from jobs.core.inputs import json_keys_twice, refusal, repeated
 from jobs.core.language.events import format_ts, parse_ts
 from jobs.failpoints import reached
 from jobs.lake import store as lk
@@ -166,7 +165,7 @@ def read_raw(path: Path, fmt: str, time_column: str | None = None
                 if header is None:
                     return  # an empty file: no rows
                 names = [name.strip() for name in header]
-                twice = sorted(n for n, k in Counter(names).items() if k > 1)
+                twice = repeated(names)
                 if twice:
                     raise IngestError(f"{path}: the header names column(s) "
                                       f"{', '.join(excerpt(n, 40) for n in twice[:5])} more "
@@ -216,7 +215,7 @@ def read_raw(path: Path, fmt: str, time_column: str | None = None
         n = 0
         parquet = pq.ParquetFile(path)
         names = parquet.schema_arrow.names
-        twice = sorted(c for c, k in Counter(names).items() if k > 1)
+        twice = repeated(names)
         if twice:
             raise IngestError(f"{path}: the file names column(s) "
                               f"{', '.join(excerpt(c, 40) for c in twice[:5])} more than "
@@ -238,18 +237,8 @@ def _written_twice(line: str, rec: dict) -> str | None:
     objects, or text that looks like a key end) is parsed again, key by key."""
     if len(_KEY.findall(line)) <= len(rec):
         return None
-    found: list[str] = []
-
-    def pairs(items):
-        seen: set = set()
-        for k, _ in items:
-            if k in seen:
-                found.append(k)
-            seen.add(k)
-        return dict(items)
-
-    json.loads(line, object_pairs_hook=pairs)
-    return found[0] if found else None
+    _, doubled = json_keys_twice(line)
+    return doubled[0] if doubled else None
 
 
 class NotFinite(ValueError):

@@ -24,7 +24,7 @@ from pathlib import Path
 import yaml
 
 from jobs.config import current_project
-from jobs.config.strict import twice
+from jobs.config.strict import document, twice
 from jobs.core.errors import UserError
 from jobs.core.inputs import refusal
 from jobs.core.language.pattern import NAME
@@ -118,11 +118,11 @@ def load_model(sql_path: Path) -> Model:
     meta = {}
     if side.exists():
         try:
-            text = side.read_text(encoding="utf-8")
-            doubled = twice(side, yaml.compose(text, Loader=yaml.SafeLoader))
+            node, meta = document(side.read_text(encoding="utf-8"))
+            doubled = twice(side, node)
             if doubled:
                 raise ModelError("\n".join(doubled))
-            meta = yaml.safe_load(text) or {}
+            meta = meta or {}
         except yaml.YAMLError as exc:
             raise ModelError(f"{side}: not valid YAML: {exc}") from None
         if not isinstance(meta, dict):
