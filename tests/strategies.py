@@ -96,12 +96,14 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       bounds: bool = False, contiguity: bool = False, rich: bool = False,
                       aggregates: bool = False, times: bool = False, max_vars: int = 3,
                       counting: bool = False, steps: bool = False, optional: bool = False,
-                      episodes: bool = False, as_body: bool = False):
+                      episodes: bool = False, as_body: bool = False,
+                      self_relations: bool = False):
     """Random patterns with the second and third steps of the language: negated sets
     (leading, between, trailing) with properties and relationships, Kleene bounds,
     contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
     group variables, conditions on time (``times``), bounded negation, distinct counts and
-    time functions (``counting``), each on request. ``as_body``: the
+    time functions (``counting``), relationships of a group with itself (``w.patient =
+    w.patient``, ``w.value < w.value``: ``self_relations``), each on request. ``as_body``: the
     text of its sets, conditions and contiguity (one alternative of a disjunction)."""
     n_sets = draw(st.integers(1, 2))
     names = iter("abcd")
@@ -151,6 +153,13 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                           else f"{x}.value >= {y}.value * 2 or {x}.type = {y}.type")
     groups = [v for v, group in variables if group]
     singles = [v for v, group in variables if not group]
+    for g in (groups if self_relations else []):  # every pair of the group's events
+        if draw(st.booleans()) or (episodes and len(positive) == 1):
+            conditions.append(f"{g}.patient = {g}.patient")
+        if draw(st.booleans()):
+            conditions.append(f"{g}.value {draw(st.sampled_from(OPS))} {g}.value")
+    if self_relations and episodes and positive == singles:
+        conditions.append(f"{positive[0]}.patient = {positive[0]}.patient")
     for _ in range(draw(st.integers(1, 2)) if aggregates and groups else 0):
         g, op, x = draw(st.sampled_from(groups)), draw(st.sampled_from(OPS)), \
             draw(st.integers(0, 6))
@@ -254,7 +263,7 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
         return body
     rule = draw(st.sampled_from(["past_last_event", "to_next_event",
                                  f"to_first {positive[-1]}", f"to_last {positive[0]}"])) \
-        if episodes and len(positive) > 1 else "all"
+        if episodes and (len(positive) > 1 or self_relations) else "all"
     text = (f"name: random\nsource: random\nwithin: {draw(st.integers(1, 4))}d\n"
             + body + f"matcher: {matcher}\nafter_match: {rule}\n")
     return parse_pattern(text, "<random>")

@@ -34,6 +34,8 @@ OPERATORS = {
     "next": dict(steps=True, negation=True, bounds=True, rich=True),
     "optional": dict(optional=True, negation=True, bounds=True, aggregates=True, steps=True),
     "after_match": dict(episodes=True, negation=True, bounds=True, optional=True),
+    "self": dict(self_relations=True, bounds=True, negation=True, aggregates=True),
+    "self_episodes": dict(self_relations=True, episodes=True, bounds=True, max_vars=1),
     "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True,
                 times=True, counting=True, steps=True, optional=True),
 }
@@ -457,7 +459,8 @@ contiguity: partition
     a, b, c = p.alternatives
     assert [x.alternative for x in p.alternatives] == [1, 2, 3]
     assert a.partition_attributes == ("patient", "ward") and c.partition_attributes == ("patient",)
-    assert p.partition_attributes == ()  # b has one variable: no X, so nothing is common
+    # b's group is related to itself on patient (every two of its events): X of b too
+    assert b.partition_attributes == ("patient",) and p.partition_attributes == ("patient",)
     assert (a.contiguity, b.contiguity, c.contiguity) == ("partition", "strict", "partition")
     assert p.attributes == {"patient", "ward", "x", "y"}
     assert len({a.version, b.version, c.version, p.version}) == 4
@@ -505,3 +508,78 @@ def test_disjunction_examples_name_their_alternative():
     result = run_example(p, p.examples[0])
     assert not result.ok and result.unexpected == ({"alternative": 2, "a": ["e1"], "b": ["e2"]},)
     assert "unexpected {'alternative': 2, 'a': ['e1'], 'b': ['e2']}" in result.message()
+
+
+# -- a group related to itself: every two of its events ------------------------------------
+LEUCOCYTES = """name: w3
+source: s
+within: 3d
+sets: [['w{3}']]
+conditions:
+  - w.type = 'L' and w.value > 12
+  - w.patient = w.patient
+"""
+INTERLEAVED = [("w1", "A", 13, 0), ("w2", "A", 14, 0.2), ("b1", "B", 20, 0.25),
+               ("w3", "A", 8, 0.3), ("w4", "A", 15, 1.0), ("b2", "B", 21, 1.1),
+               ("b3", "B", 22, 1.2)]
+
+
+def _interleaved():
+    return order([Event(i, int(day * DAY), {"type": "L", "patient": p, "value": v})
+                  for i, p, v, day in INTERLEAVED])
+
+
+@pytest.mark.parametrize("matcher", ["ses", "zstream"])
+def test_a_group_related_to_itself_binds_one_patient(matcher):
+    """The guide's idiom (docs/patterns.md §5) with patient B's counts between A's: each
+    match is of one patient, under every pruning combination and the oracle; patient
+    becomes the partition attribute of a pattern of one variable."""
+    p = parse_pattern(LEUCOCYTES + f"matcher: {matcher}\n", "<test>")
+    assert p.partition_attributes == ("patient",)
+    want = {(("w", ("w1", "w2", "w4")),), (("w", ("b1", "b2", "b3")),)}
+    events = _interleaved()
+    assert set(expected(p, events)) == want
+    for options in combinations(matcher):
+        assert {tuple(sorted(m.key)) for m in run(p, events, options)[0]} == want, options
+
+
+@pytest.mark.parametrize("op, values, groups", [
+    ("<", [13, 14, 20, 15, 21, 22], {(0, 1, 2), (1, 2, 4), (2, 4, 5), (3, 4, 5)}),
+    ("!=", [1, 2, 1, 3, 4], {(0, 1, 3), (1, 2, 3), (2, 3, 4)}),
+])
+def test_an_order_of_a_group_with_itself_holds_for_every_two_events(op, values, groups):
+    """``w.value < w.value``: each event of the group above every earlier one; ``!=``:
+    all values different (1, 2, 1 is no group, though each value differs from the one
+    before it)."""
+    p = parse_pattern(LEUCOCYTES.replace("w.patient = w.patient", f"w.value {op} w.value")
+                      .replace(" and w.value > 12", ""), "<test>")
+    assert p.partition_attributes == ()
+    events = order([Event(f"e{i}", i * DAY // 10, {"type": "L", "value": v})
+                    for i, v in enumerate(values)])
+    want = {tuple(f"e{i}" for i in g) for g in groups}
+    assert {dict(m.key)["w"] for m in oracle.ses_exec(p, events)} == want
+    for options in combinations("ses"):
+        assert {dict(m.key)["w"] for m in run(p, events, options)[0]} == want, options
+
+
+def test_a_group_related_to_itself_changes_the_version_a_singleton_does_not():
+    """Published patterns whose matches change get a new version (and are held as any
+    changed version is); a singleton's ``c.a = c.a`` stays a property of its one event."""
+    group = parse_pattern(LEUCOCYTES, "<test>")
+    assert "pairwise" in group.normalized() and group.self_related == {"w": ("patient",)}
+    single = parse_pattern(LEUCOCYTES.replace("'w{3}'", "w"), "<test>")
+    assert "pairwise" not in single.normalized() and not single.relationships
+    assert single.partition_attributes == ("patient",)  # one event per match: exact
+
+
+def test_episodes_of_one_variable():
+    """after_match on a pattern of one group variable related to itself on patient: the
+    episodes are taken per patient (both matchers equal the oracle)."""
+    text = LEUCOCYTES.replace("'w{3}'", "'w{2,}'") + "after_match: past_last_event\n"
+    events = _interleaved()
+    for matcher in ("ses", "zstream"):
+        p = parse_pattern(text + f"matcher: {matcher}\n", "<test>")
+        want = expected(p, events)
+        assert want and all(len({i[0] for i in ids[0][1]}) == 1 for ids in want)
+        for options in combinations(matcher):
+            assert measured(run(p, events, options)[0]) == want, options

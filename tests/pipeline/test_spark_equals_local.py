@@ -338,3 +338,35 @@ def test_after_match_takes_its_episodes_over_the_whole_history_each_night(nightl
         ranges[name] = planned_range(ctx).rng
     assert ranges["mw_chemo_courses"].low is None and ranges["mw_chemo_courses"].full
     assert ranges["mw_chemo_p1"].low is not None
+
+
+ONE_PATIENT_EPISODES = """name: toy_one_patient_crp_episodes
+source: sepsis
+within: 2d
+sets:
+  - ['c{2,}']
+conditions:
+  - c.event_type = 'CRP'
+  - c.patient = c.patient
+  - c.value <= c.value
+after_match: past_last_event
+"""
+
+
+def test_a_group_related_to_itself_is_one_patient_on_spark(spark, nightly, tmp_path):
+    """``c.patient = c.patient`` relates every two events of the group (patient becomes
+    the partition attribute, so a pattern of one variable takes episodes); ``c.value <=
+    c.value`` every earlier event to every later one. Spark's staged matches equal the
+    local engine's, each of one patient, non-decreasing."""
+    profile = nightly[0]
+    pattern, rng, _, matches = _staged_toy(spark, profile, tmp_path, ONE_PATIENT_EPISODES,
+                                           False)
+    assert pattern.partition_attributes == ("patient",)
+    expected = local_ids(profile, pattern, high=rng.high)
+    assert expected and {r["match_id"] for r in matches} == expected
+    events = events_from_lake(profile, pattern.source)
+    found = run(pattern, events)[0]
+    groups = [dict(m.bindings)["c"] for m in found]
+    assert groups and all(len({e.values["patient"] for e in g}) == 1 for g in groups)
+    assert all([e.values["value"] for e in g] == sorted(e.values["value"] for e in g)
+               for g in groups)

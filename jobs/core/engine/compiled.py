@@ -254,7 +254,8 @@ class CompiledPattern:
     def relationship_pairs(self, partitioned: bool) -> tuple[tuple[int, str, str, int, str], ...]:
         """Θr plus Θ+eq as (v, attr, op, w, other attr), without the equalities on X
         when partitioned (match-window paper, section 4.4); reflexive members of group
-        variables are kept (docs/semantics.md)."""
+        variables are kept (docs/semantics.md), as "the event being bound φ' each event of
+        the group bound before it"."""
         dropped = set(self.partition_attributes) if partitioned else set()
         index = {v.name: v.index for v in self.variables}
         out = []
@@ -263,7 +264,10 @@ class CompiledPattern:
                 continue  # a program (program_rows)
             if r.is_equality_on_one_attribute() and r.left.attr in dropped:
                 continue
-            out.append((index[r.left.var], r.left.attr, r.op, index[r.right.var], r.right.attr))
+            # a group with itself: the event being bound is the later one, so earlier φ
+            # later reads "later φ' earlier" from its side
+            op = FLIPPED[r.op] if r.reflexive else r.op
+            out.append((index[r.left.var], r.left.attr, op, index[r.right.var], r.right.attr))
         return tuple(out)
 
     def relationship_table(self, partitioned: bool) -> ConditionTable:

@@ -28,6 +28,7 @@ from jobs.core.language.conditions.kinds import (
     Ref,
     Relationship,
     RunningCondition,
+    known,
 )
 
 UNITS_NS = {
@@ -243,10 +244,23 @@ class Pattern:
     # -- Θ split (match-window paper, Def. 1) ------------------------------------------
     @cached_property
     def properties(self) -> dict[str, tuple[Property, ...]]:
-        """Θp_v: the conditions on a single event bound to v (negated variables too)."""
-        return {v.name: tuple(c for c in self.conditions
-                              if isinstance(c, Property) and c.var == v.name)
-                for v in self.variables + self.negated}
+        """Θp_v: the conditions on a single event bound to v (negated variables too); a
+        relationship of a group with itself on A (``w.A = w.A``) asks each event's A to be
+        known, as any comparison of A does."""
+        return {v.name: tuple(dict.fromkeys(
+            [c for c in self.conditions if isinstance(c, Property) and c.var == v.name]
+            + [known(v.name, a) for a in self.self_related.get(v.name, ())]))
+            for v in self.variables + self.negated}
+
+    @cached_property
+    def self_related(self) -> dict[str, tuple[str, ...]]:
+        """Per group variable, the attributes of the relationships it has with itself as
+        written (``w.a < w.a``): each pair of its events is compared on them."""
+        out: dict[str, list[str]] = {}
+        for c in self.conditions:
+            if isinstance(c, Relationship) and c.reflexive and c.simple is not None:
+                out.setdefault(c.variables[0], []).append(c.left.attr)
+        return {v: tuple(dict.fromkeys(a)) for v, a in out.items()}
 
     @cached_property
     def relationships(self) -> tuple[Relationship, ...]:
@@ -377,8 +391,10 @@ class Pattern:
         if self.partition_keys is not None:
             return self.partition_keys
         names = {v.name for v in self.variables}
-        if len(names) < 2:
-            return ()
+        if len(self.variables) == 1 and not self.variables[0].group:  # c.A = c.A written:
+            v = self.variables[0].name  # one event per match, so X = {A} is exact
+            return tuple(sorted({a for a in self.attributes
+                                 if known(v, a) in self.properties[v]}))
         return tuple(a for a, comps in self.equality_components.items()
                      if any(c == names for c in comps))
 
@@ -430,6 +446,9 @@ class Pattern:
             out["optional_sets"] = list(self.optional_sets)
         if self.after_match != "all":
             out["after_match"] = self.after_match
+        if self.self_related:  # w.a φ w.a over pairs (before: each event alone)
+            out["pairwise"] = sorted(f"{v}.{a}" for v, attrs in self.self_related.items()
+                                     for a in attrs)
         if self.contiguity != "none":
             out["contiguity"] = self.contiguity
         if self.alternative is not None:

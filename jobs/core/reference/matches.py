@@ -149,10 +149,9 @@ def relationships_hold(pattern: Pattern, binding: dict[str, list[Event]]) -> boo
     for rel in pattern.relationships:
         x, y = rel.variables
         if x in binding and y in binding:
-            for a in binding[x]:
-                for b in binding[y]:
-                    if not rel.holds(a.values, b.values):
-                        return False
+            for a, b in rel.pairs(binding[x], binding[y]):
+                if not rel.holds(a.values, b.values):
+                    return False
     return True
 
 

@@ -392,10 +392,9 @@ def _theta_delta_holds(pattern: Pattern, var: Variable, new_set: bool,
             x, y = rel.variables
             other = y if x == var.name else x
             if other in bound:
-                for a in bound[x]:
-                    for b in bound[y]:
-                        if not rel.holds(a.values, b.values):
-                            return False
+                for a, b in rel.pairs(bound[x], bound[y]):
+                    if not rel.holds(a.values, b.values):
+                        return False
     if new_set:  # concatenation: v'.T < v.T for every v' of the preceding sets
         for name, e in buffer:
             if pattern.by_name[name].set_index < var.set_index and not e.ts < mine[-1].ts:

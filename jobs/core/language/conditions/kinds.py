@@ -64,7 +64,9 @@ class Property:
 
 @dataclass(frozen=True)
 class Relationship:
-    """A condition over every pair of events bound to two different variables."""
+    """A condition over every pair of events bound to two different variables; or, with
+    both ``variables`` the same group variable (``w.a = w.a``, ``w.a < w.a``), over every
+    pair of that group's events, the earlier on the left (docs/semantics.md)."""
 
     expr: Expr
     variables: tuple[str, str]
@@ -74,9 +76,23 @@ class Relationship:
         return cls(Cmp(op, Attr(left.var, left.attr), Attr(right.var, right.attr)),
                    (left.var, right.var))
 
+    @property
+    def reflexive(self) -> bool:
+        """A relationship of a group variable with itself (a reflexive member of Θ+eq)."""
+        return self.variables[0] == self.variables[1]
+
+    def pairs(self, xs: list, ys: list):
+        """The pairs it holds over: every (event of ``variables[0]``, event of
+        ``variables[1]``); for a reflexive one, every two events of the group, the earlier
+        first (``xs``, ``ys``: the same list, in processing order)."""
+        if self.reflexive:
+            return ((xs[i], xs[j]) for i in range(len(xs)) for j in range(i + 1, len(xs)))
+        return ((a, b) for a in xs for b in ys)
+
     def holds(self, a: dict, b: dict) -> bool:
-        """``a``: an event of ``variables[0]``, ``b``: one of ``variables[1]``."""
-        if self.variables[0] == self.variables[1]:  # a reflexive member of Θ+eq
+        """``a``: an event of ``variables[0]``, ``b``: one of ``variables[1]`` (reflexive:
+        ``a`` the earlier)."""
+        if self.reflexive:
             left, op, right = self.simple
             return compare(op, a.get(left.attr), b.get(right.attr))
         return truth(self.expr, {(self.variables[0], False): a,
@@ -236,6 +252,22 @@ def running_condition(expr: Expr, var: str) -> RunningCondition:
 
 
 Condition = Property | Relationship | PrevRelationship | AggregateCondition | RunningCondition
+
+
+def pairwise(cond: Condition) -> Relationship | None:
+    """``w.a φ w.a`` (one variable, one attribute, no prev) as a relationship of ``w`` with
+    itself, or None; the caller decides (a group variable: every pair of its events)."""
+    if isinstance(cond, Property):
+        s = _simple(cond.expr)
+        if s is not None and isinstance(s[2], Attr) and not s[0].prev and not s[2].prev \
+                and s[0].var == s[2].var and s[0].attr == s[2].attr:
+            return Relationship(cond.expr, (cond.var, cond.var))
+    return None
+
+
+def known(var: str, attr: str) -> Property:
+    """``v.a = v.a`` on one event: true iff the attribute is known (three-valued logic)."""
+    return Property(var, Cmp("=", Attr(var, attr), Attr(var, attr)))
 
 
 

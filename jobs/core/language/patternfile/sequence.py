@@ -25,6 +25,7 @@ from jobs.core.language.conditions.kinds import (
     Relationship,
     RunningCondition,
     classify,
+    pairwise,
     running_condition,
 )
 from jobs.core.language.conditions.parser import parse_conditions, parse_value
@@ -471,6 +472,9 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
                                             f"{known})"))
                 continue
             cond = _as_running(cond, variables)
+            rel = pairwise(cond)
+            if rel is not None and variables[cond.var].group and not variables[cond.var].negated:
+                cond = rel  # w.a = w.a: over every pair of the group's events
             message = _misuse(cond, variables) or _on_time(cond)
             if message:
                 problems.append(Problem(path, line, f"in condition {shown!r}: {message}"))
@@ -491,8 +495,10 @@ def after_match_problems(p: Pattern) -> list[str]:
         return [f"after_match {p.after_match}: {words[1]!r} is not a positive variable of "
                 f"the pattern (its variables are {', '.join(v.name for v in p.variables)})"]
     if not p.partition_attributes:
-        return [f"after_match {p.after_match} takes episodes per partition: relate every "
-                "variable on a partition attribute (e.g. a.patient = b.patient)"]
+        one = p.variables[0].name if len(p.variables) == 1 else None
+        how = (f"relate {one} to itself on it (e.g. {one}.patient = {one}.patient)" if one
+               else "relate every variable on it (e.g. a.patient = b.patient)")
+        return [f"after_match {p.after_match} takes episodes per partition attribute: {how}"]
     unlinked = {v.name for v in p.negated} - p.linked_negations
     if unlinked:
         return [f"after_match {p.after_match}: the negated variable(s) {', '.join(sorted(unlinked))} "
