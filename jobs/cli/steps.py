@@ -96,9 +96,11 @@ def cmd_run_patterns(args) -> int:
     print(summary(profile, outcomes, args.run_id, None))
     failed = [o for o in outcomes if not o.ok]
     if failed:
-        print(f"error: {len(failed)} of {len(outcomes)} pattern(s) failed, the others were "
-              f"published: " + ", ".join(f"{o.pattern} ({o.message[:200]})" for o in failed),
-              file=sys.stderr)
+        rest = len(outcomes) - len(failed)
+        print(f"error: {len(failed)} of {len(outcomes)} pattern(s) failed"
+              + (f", the other {rest} were published" if rest else "") + ":", file=sys.stderr)
+        for o in failed:  # each whole: its file, line and hint
+            print(f"  {o.pattern}: {o.message}", file=sys.stderr)
     for row in stale:  # the patterns were run; the source's data is stale: a final failure
         print(f"error: freshness: {row['message']}", file=sys.stderr)
     code = exit_code(outcomes)

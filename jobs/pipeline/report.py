@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import textwrap
+
 from jobs.config import Profile
 from jobs.core.language.events import format_ts
 from jobs.pipeline.horizons import RunRange
@@ -28,16 +30,23 @@ def summary(profile: Profile, rows: list[RunRecord], run_id: str, seconds: float
     lines = [f"\nrun {run_id}" + (f" ({seconds:.1f} s)" if seconds is not None else ""),
              f"{'pattern':{w}} {'matches':>8} {'new':>6} {'events read':>12} {'kept':>8} "
              f"{'late':>5} {'match':>6} {'valid.':>6} {'publ.':>6}  status"]
+    failures = []
     for r in rows:
         if r.get("status") == FAILED:
             lines.append(f"{r['pattern']:{w}} {'-':>8} {'-':>6} {'-':>12} {'-':>8} {'-':>5} "
-                         f"{'-':>6} {'-':>6} {'-':>6}  {FAILED}: {r['message'][:80]}")
+                         f"{'-':>6} {'-':>6} {'-':>6}  {FAILED} (below)")
+            failures.append(r)
             continue
         lines.append(f"{r['pattern']:{w}} {r['matches']:>8} {r['inserted']:>6} {r['events']:>12} "
                      f"{r['events_after_filter']:>8} {r.get('late_events', 0):>5} "
                      f"{secs(r.get('match_seconds')):>6} {secs(r.get('validate_seconds')):>6} "
                      f"{secs(r.get('publish_seconds')):>6}  {r['status']}"
                      + (" (nothing new: no Spark)" if r.get("idle") else ""))
+    for r in failures:  # whole, wrapped: the file's line and the "did you mean" at its end
+        lines.append("")
+        lines.extend(textwrap.wrap(f"{r['pattern']} failed: {r['message'] or ''}", width=100,
+                                   subsequent_indent="  ", break_long_words=False,
+                                   break_on_hyphens=False))
     lake = profile.lake
     lines.append(f"\ntables: {lake}/matches/<pattern>, {lake}/runs, {lake}/events/<source>, "
                  f"{lake}/quarantine/<source> (Delta)")

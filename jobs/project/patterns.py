@@ -14,6 +14,7 @@ from glob import glob as globfiles
 from pathlib import Path
 
 from jobs.config import current_project, load_sources
+from jobs.core.errors import UserError
 from jobs.core.language.pattern import NAME_RULE, Pattern
 from jobs.core.language.patternfile import PatternError, Problem, check_schema, load_pattern
 from jobs.core.local.examples import run_example
@@ -61,10 +62,36 @@ class PatternCatalog:
         return load_pattern(path)  # not in the catalogue: load alone
 
 
-def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = None) -> PatternCatalog:
+def source_problems(path: Path, pattern: Pattern, sources: dict) -> list[Problem]:
+    """What ``validate`` checks of a pattern against ``conf/sources.yaml``: its source is
+    defined, and every attribute it reads is a column of it, of the right kind (``path:
+    line``, with the nearest column's name). No sources file: nothing to check."""
+    if not sources:
+        return []
+    source = sources.get(pattern.source)
+    if source is None:
+        return [Problem(str(path), 1, f"unknown source {pattern.source!r} (conf/sources.yaml "
+                        f"defines: {', '.join(sorted(sources))})")]
+    return check_schema(pattern, source.columns) if source.columns else []
+
+
+def _project_sources() -> dict:
+    try:
+        f = current_project().sources_file
+        return load_sources(f) if f.exists() else {}
+    except UserError:  # a broken conf/sources.yaml is reported by the step that reads it
+        return {}
+
+
+def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = None,
+                 sources: dict | None = None) -> PatternCatalog:
     """Load ``paths`` (default: every file of ``folder``, default ``patterns/``). Names
     must be unique across the given files *and* the other files of their folders (a
-    folder is a catalogue: its patterns publish to one lake's ``matches/`` tables)."""
+    folder is a catalogue: its patterns publish to one lake's ``matches/`` tables). Each
+    pattern is checked against its source's columns (``sources``, default the project's
+    ``conf/sources.yaml``) before any run reads events: an unknown column is the file's
+    problem, with its line, not a Spark error."""
+    sources = _project_sources() if sources is None else sources
     given = [Path(p) for p in paths] if paths else pattern_paths(folder)
     chosen = {g.resolve() for g in given}
     folders = dict.fromkeys(g.resolve().parent for g in given)
@@ -73,7 +100,11 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
     rejected: list[Rejected] = []
     for p in given:
         try:
-            loaded.append((p, load_pattern(p)))
+            pattern = load_pattern(p)
+            problems = source_problems(p, pattern, sources)
+            if problems:
+                raise PatternError(problems)
+            loaded.append((p, pattern))
         except PatternError as exc:
             rejected.append(Rejected(p, _name_of(p), tuple(exc.problems)))
         except Exception as exc:  # a checker bug must not stop the other files
@@ -132,17 +163,10 @@ def lint(files: list[Path], sources_file: Path) -> tuple[PatternCatalog, list[Pr
     every example run; returns (catalogue, problems, examples run)."""
 
     sources = load_sources(sources_file) if sources_file.exists() else {}
-    catalog = load_catalog(files)
+    catalog = load_catalog(files, sources=sources)
     problems: list[Problem] = [p for r in catalog.rejected for p in r.problems]
     n_examples = 0
     for f, pattern in catalog.patterns:
-        if sources:
-            source = sources.get(pattern.source)
-            if source is None:
-                problems.append(Problem(str(f), 1, f"unknown source {pattern.source!r} "
-                                        f"({sources_file} defines: {', '.join(sorted(sources))})"))
-            elif source.columns:
-                problems.extend(check_schema(pattern, source.columns))
         n_examples += len(pattern.examples)
         if not pattern.examples:
             problems.append(Problem(str(f), 1, "no examples: add an `examples:` block (a few "

@@ -63,7 +63,7 @@ def test_duplicate_names_fail_both_files_and_never_touch_a_table(spark, tmp_path
     check(profile.lake)
 
 
-def test_a_bad_pattern_file_fails_only_itself(spark, tmp_path):
+def test_a_bad_pattern_file_fails_only_itself(spark, tmp_path, monkeypatch, capsys):
     profile, _ = _profile(tmp_path)
     folder = tmp_path / "patterns"
     folder.mkdir()
@@ -71,13 +71,36 @@ def test_a_bad_pattern_file_fails_only_itself(spark, tmp_path):
     (folder / "broken.yaml").write_text("name: broken\nsource: chemo_mw\nwithin: 2d\nsets: [[\n")
     (folder / "forever.yaml").write_text(Path(P1).read_text().replace(
         "name: mw_chemo_p1", "name: forever").replace("within: 15d", "within: 99999999999999999999999999d"))
-    rows = run_all(spark, profile, DATE, [str(p) for p in pattern_paths(folder)], **quiet)
+    (folder / "typo.yaml").write_text(Path(P1).read_text().replace(
+        "name: mw_chemo_p1", "name: typo").replace("prev(p.value) < p.value",
+                                                   "prev(p.valeu) < p.value"))
+    printed = []
+    rows = run_all(spark, profile, DATE, [str(p) for p in pattern_paths(folder)],
+                   echo=printed.append)
     by = {r["pattern"]: r for r in rows}
     assert by["mw_chemo_p1"]["status"] == "success"
     assert by["broken"]["status"] == "failed" and "broken.yaml:5: not valid YAML" in by["broken"]["message"]
+    # an unknown column is found before Spark, as validate finds it: one line, final
+    assert by["typo"]["status"] == "failed"
+    assert "typo.yaml:18: " in by["typo"]["message"] and "'valeu'" in by["typo"]["message"] \
+        and "did you mean 'value'" in by["typo"]["message"]
+    assert not any("AnalysisException" in str(line) or "UNRESOLVED" in str(line)
+                   for line in printed)
     assert by["forever"]["status"] == "failed"
     assert "forever.yaml:8: within: the duration 999" in by["forever"]["message"]
-    assert {r["pattern"] for r in _runs(profile)} == {"mw_chemo_p1", "broken", "forever"}
+    assert {r["pattern"] for r in _runs(profile)} == {"mw_chemo_p1", "broken", "forever", "typo"}
+    # the DAG's step: exit 2 (final, never retried), the file's line on stderr
+    from jobs.cli.main import main
+
+    conf = tmp_path / "pipeline.yaml"
+    conf.write_text(f"profiles:\n  test:\n    landing: {profile.landing}\n"
+                    f"    lake: {profile.lake}\n")
+    monkeypatch.setenv("SES_PIPELINE_CONF", str(conf))
+    monkeypatch.setenv("SES_PROFILE", "test")
+    capsys.readouterr()
+    assert main(["run-patterns", str(folder / "typo.yaml"), "--run-id", "t",
+                 "--logical-date", DATE]) == 2
+    assert "did you mean 'value'" in capsys.readouterr().err
 
 
 def test_a_bad_landing_file_fails_only_its_source(spark, tmp_path):

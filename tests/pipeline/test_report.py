@@ -28,5 +28,19 @@ def test_a_pattern_name_longer_than_the_column_keeps_every_row_aligned(tmp_path)
     assert [line[end - 2:end] for line in table[1:3]] == ["12", "12"]
     start = table[0].index("status")
     assert [line[start:].split()[0] for line in table[1:4]] == ["success", "success",
-                                                                "failed:"]
+                                                                "failed"]
     assert "r1 (2.0 s)" in lines[1]
+
+
+def test_a_failure_message_is_whole_and_wrapped(tmp_path):
+    """A long message keeps its end (the "did you mean"), wrapped under the table."""
+    profile = Profile(name="t", landing=str(tmp_path / "landing"), lake=str(tmp_path / "lake"),
+                      spark_master="local[1]", spark_conf=SPARK_CONF)
+    message = ("patterns/x.yaml:9: in condition 'c.valeu > 3': the source has no attribute "
+               "'valeu' (columns: event_id, event_type, org_group, patient, ts, value); "
+               "did you mean 'value'?")
+    out = summary(profile, [_row("x", status="failed", message=message)], "r1", None)
+    assert "did you mean 'value'?" in out
+    wrapped = out[out.index("x failed:"):out.index("\ntables:")].strip().splitlines()
+    assert len(wrapped) > 1 and all(len(line) <= 100 for line in wrapped)
+    assert " ".join(line.strip() for line in wrapped) == f"x failed: {message}"
