@@ -113,7 +113,7 @@ def _job(run_id: str, *args: str, spark: bool = True) -> str:
         code = proc.returncode
     if code != 0:
         errors = [line for line in lines if line.startswith("error:")]
-        message = errors[-1] if errors else f"{' '.join(args)} exited with {code}"
+        message = " ".join(errors) if errors else f"{' '.join(args)} exited with {code}"
         if code == 2:
             raise AirflowFailException(f"{message} (an input error: not retried)")
         raise RuntimeError(f"{message} ({'transient: ' if code == 75 else ''}exit {code}; "

@@ -98,9 +98,9 @@ def cmd_run_patterns(args) -> int:
     if failed:
         rest = len(outcomes) - len(failed)
         print(f"error: {len(failed)} of {len(outcomes)} pattern(s) failed"
-              + (f", the other {rest} were published" if rest else "") + ":", file=sys.stderr)
-        for o in failed:  # each whole: its file, line and hint
-            print(f"  {o.pattern}: {o.message}", file=sys.stderr)
+              + (f", the other {rest} were published" if rest else ""), file=sys.stderr)
+        for o in failed:  # each whole, on a line of its own: its file, line and hint
+            print(f"error: {o.pattern}: {o.message}", file=sys.stderr)
     for row in stale:  # the patterns were run; the source's data is stale: a final failure
         print(f"error: freshness: {row['message']}", file=sys.stderr)
     code = exit_code(outcomes)

@@ -16,14 +16,7 @@ from jobs.spark.session import build_session
 from jobs.spark.sql import check_read_only
 from jobs.tools.output_formats import write_rows
 from jobs.tools.query import READS, QueryFailed, duckdb_views, run_duckdb, run_spark, spark_views
-from jobs.tools.runlog import (
-    HEADER,
-    all_succeeded,
-    check_lines,
-    published,
-    run_line,
-    run_rows,
-)
+from jobs.tools.runlog import all_succeeded, check_lines, lines, published, run_rows
 
 
 @user_errors
@@ -78,8 +71,14 @@ def cmd_changes(args) -> int:
           f"{'-' if since is None else since} -> {summary['to_version']}): "
           f"{summary['inserted']} inserted, {summary['deleted']} deleted, "
           f"{summary['updated']} updated", file=sys.stderr)
+    if "pattern_versions" in summary:
+        old, new = summary["pattern_versions"]
+        print(f"the pattern's version changed ({', '.join(v[:12] for v in old)} -> "
+              f"{', '.join(v[:12] for v in new)}): {summary['unchanged']} match(es) bind the "
+              "same events as before and are not listed (their match_id changed with the "
+              "version)", file=sys.stderr)
     limit = args.limit if args.limit is not None else (50 if args.format == "table" else None)
-    write_rows(rows, args.format, sys.stdout, shown=limit)
+    write_rows(rows, args.format, sys.stdout, limit=limit)
     return 0
 
 
@@ -87,12 +86,12 @@ def cmd_changes(args) -> int:
 def cmd_runs(args) -> int:
     """The run log, without Spark (delta-rs), and the checks of the runs shown."""
     lake = Lake.of_profile(load_profile(args.profile))
-    rows = run_rows(lake, args.run_id, args.last)
+    rows, total = run_rows(lake, args.run_id, args.last)
     if not rows:
-        print("no runs logged yet")
-    print(HEADER)
-    for r in rows:
-        print(run_line(r))
+        print("no runs logged yet" if not args.run_id else f"no run {args.run_id!r} logged")
+        return 0 if args.expect is None else 1
+    for line in lines(rows, total):
+        print(line)
     checks = check_lines(lake, {r.run_id for r in rows})
     if checks:
         print("\nchecks (freshness; volume anomalies; docs/operations.md, "
@@ -138,5 +137,6 @@ def register(r: Registry) -> None:
 
     g = r.add("tables", "runs", "show the run log (no Spark)", cmd_runs)
     g.add_argument("--run-id")
-    g.add_argument("--last", type=int, default=20)
+    g.add_argument("--last", type=int, default=20, metavar="N",
+                   help="the newest N records (default 20; the table says how many it left out)")
     g.add_argument("--expect", type=int, help="exit 1 unless this many patterns succeeded")

@@ -169,19 +169,44 @@ def changes(lake: Lake, path: str, since: Point) -> tuple[pa.Table, dict]:
     con.register("new_rows", new.select(common))
     keys = ", ".join(f'"{k}"' for k in key)
     cols = ", ".join([f'x."{k}"' for k in key] + [f'x."{c}"' for c in shown])
-    same = " AND ".join(f'x."{k}" IS NOT DISTINCT FROM y."{k}"' for k in key)
+    same = same_id = " AND ".join(f'x."{k}" IS NOT DISTINCT FROM y."{k}"' for k in key)
+    versions = _versions(old, new) if {"bindings", "pattern_version"} <= set(common) else None
+    if versions is not None:  # a match's id carries the version: pair them by bindings
+        same = f"({same} OR {_same_bindings(common)})"
     parts = [f"SELECT '{INSERT}' AS change, {cols} FROM new_rows x ANTI JOIN old_rows y ON {same}",
              f"SELECT '{DELETE}' AS change, {cols} FROM old_rows x ANTI JOIN new_rows y ON {same}"]
     differs = " OR ".join(f'x."{c}" IS DISTINCT FROM y."{c}"' for c in common if c not in key)
     if differs and key == ["match_id"]:
         parts.append(f"SELECT '{UPDATE}' AS change, {cols} FROM new_rows x JOIN old_rows y "
-                     f"ON {same} WHERE {differs}")
+                     f"ON {same_id} WHERE {differs}")
     order = "start_ts, change" if "start_ts" in shown else "change, " + keys
     sql = " UNION ALL ".join(f"({p})" for p in parts) + f" ORDER BY {order}"
     rows = con.sql(sql).to_arrow_table()
     counts = {k: 0 for k in (INSERT, DELETE, UPDATE)}
     for v in rows.column("change").to_pylist():
         counts[v] += 1
-    return rows, {"from_version": old_version, "to_version": now.version(),
-                  "inserted": counts[INSERT], "deleted": counts[DELETE],
-                  "updated": counts[UPDATE]}
+    out = {"from_version": old_version, "to_version": now.version(),
+           "inserted": counts[INSERT], "deleted": counts[DELETE], "updated": counts[UPDATE]}
+    if versions is not None:
+        out["pattern_versions"] = versions
+        out["unchanged"] = con.sql(
+            f"SELECT count(*) FROM new_rows x SEMI JOIN old_rows y ON "
+            f"{_same_bindings(common)} AND x.match_id IS DISTINCT FROM y.match_id").fetchall()[0][0]
+    return rows, out
+
+
+def _versions(old: pa.Table, new: pa.Table) -> tuple[list[str], list[str]] | None:
+    """The pattern versions of the two snapshots, when they differ (a changed pattern):
+    (old's, new's); else None."""
+    a = sorted(v for v in pc.unique(old.column("pattern_version")).to_pylist() if v)
+    b = sorted(v for v in pc.unique(new.column("pattern_version")).to_pylist() if v)
+    return (a, b) if a and b and a != b else None
+
+
+def _same_bindings(common: list[str]) -> str:
+    """Two rows of two versions of a pattern are one match when they bind the same events
+    to the same variables (of the same alternative)."""
+    alt = ' AND x."alternative" IS NOT DISTINCT FROM y."alternative"' \
+        if "alternative" in common else ""
+    return ('(x.pattern_version IS DISTINCT FROM y.pattern_version AND '
+            'CAST(x."bindings" AS VARCHAR) = CAST(y."bindings" AS VARCHAR)' + alt + ")")

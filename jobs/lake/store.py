@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.fs as pafs
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from jobs.core.errors import UserError
 
@@ -275,9 +275,12 @@ class Lake:
         """``deltalake.write_deltalake`` on this lake (``kw``: its other arguments)."""
         write_deltalake(path, data, mode=mode, storage_options=self.storage_options, **kw)
 
-    def append(self, path: str, data: pa.Table, partition_by: list[str] | None = None) -> None:
+    def append(self, path: str, data: pa.Table, partition_by: list[str] | None = None,
+               metadata: dict[str, str] | None = None) -> None:
+        """Append ``data`` (``metadata``: the commit's custom metadata)."""
+        kw = {"commit_properties": CommitProperties(custom_metadata=metadata)} if metadata else {}
         self.write(path, data, mode="append", partition_by=partition_by,
-                   schema_mode="merge" if self.exists(path) else None)
+                   schema_mode="merge" if self.exists(path) else None, **kw)
 
     def insert_new(self, path: str, data: pa.Table, key: str | tuple[str, ...],
                    partition_by: list[str] | None = None, same_partition: bool = False) -> int:

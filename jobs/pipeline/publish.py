@@ -260,7 +260,14 @@ def log_run(lake: lk.Lake, record: RunRecord | Mapping) -> None:
     metadata, a run plan's entry) is read as a record."""
     if not isinstance(record, RunRecord):
         record = RunRecord.from_row(record)
-    lake.append(lake.runs(), runrecord.to_arrow([record]))
+    lake.append(lake.runs(), runrecord.to_arrow([record]), metadata=_runs_commit([record]))
+
+
+def _runs_commit(records: list[RunRecord]) -> dict[str, str]:
+    """The metadata of a commit to the runs table: the run whose rows it appends (so that
+    ``--as-of RUN`` reads the table as that run left it, every row of it)."""
+    ids = {r.run_id for r in records}
+    return {RUN_KEY: json.dumps({"run_id": ids.pop()})} if len(ids) == 1 else {}
 
 
 class RunsLog:
@@ -288,14 +295,18 @@ class RunsLog:
     def _write(self, records: list[RunRecord]) -> None:
         from deltalake import write_deltalake
 
+        from deltalake import CommitProperties
+
         data = runrecord.to_arrow(records)
+        meta = _runs_commit(records)
         if self.table is None:
             self.table = self.lake.read_table(self.lake.runs())
         if self.table is None:  # the first row of the lake: the table is created
-            self.lake.append(self.lake.runs(), data)
+            self.lake.append(self.lake.runs(), data, metadata=meta)
             return
         # a commit after another process's is retried by delta-rs (appends never conflict)
-        write_deltalake(self.table, data, mode="append", schema_mode="merge")
+        write_deltalake(self.table, data, mode="append", schema_mode="merge",
+                        commit_properties=CommitProperties(custom_metadata=meta))
 
 
 def all_runs(lake: lk.Lake) -> list[RunRecord]:

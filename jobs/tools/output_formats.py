@@ -34,9 +34,14 @@ def _text(value) -> str:
     return str(value)
 
 
-def write_rows(table: pa.Table, fmt: str, out, shown: int | None = None) -> None:
-    """``table`` to ``out`` as ``fmt`` (table, csv, json); ``shown``: the limit applied, to
-    say so under a table that reached it."""
+def write_rows(table: pa.Table, fmt: str, out, shown: int | None = None,
+               limit: int | None = None) -> None:
+    """``table`` to ``out`` as ``fmt`` (table, csv, json); ``shown``: the limit the query
+    applied, to say so under a table that reached it; ``limit``: at most that many rows of
+    ``table`` are written, and a table says how many it left out."""
+    total = table.num_rows
+    if limit is not None and total > limit:
+        table = table.slice(0, max(limit, 0))
     rows = table.to_pylist()
     names = table.column_names
     if fmt == "json":
@@ -59,4 +64,6 @@ def write_rows(table: pa.Table, fmt: str, out, shown: int | None = None) -> None
         out.write("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip() + "\n")
     more = " (the limit: --limit N for more, --format csv|json for every row)" \
         if shown is not None and len(rows) == shown else ""
+    if len(rows) < total:
+        more = f" of {total} (--limit N for more, --format csv|json for every row)"
     out.write(f"({len(rows)} row{'s' if len(rows) != 1 else ''}{more})\n")

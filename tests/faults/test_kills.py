@@ -106,7 +106,7 @@ def test_a_source_task_killed_midway_is_retried_for_the_patterns_it_did_not_publ
     again = lake.here(spark, *args)
     assert again.returncode == 2, again.stdout[-2000:] + again.stderr[-2000:]
     assert "first_p1: already published by run r1, skipped" in again.stdout
-    assert "error: 1 of 2 pattern(s) failed, the other 1 were published:\n  broken: " \
+    assert "error: 1 of 2 pattern(s) failed, the other 1 were published\nerror: broken: " \
         in again.stderr
     assert sorted((r["pattern"], r["status"]) for r in runs(lake)) == [
         ("broken", "failed"), ("broken", "failed"), ("first_p1", "success"),

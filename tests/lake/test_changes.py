@@ -90,3 +90,63 @@ def test_the_tables_as_they_were(tmp_path):
         run_duckdb(lake, "SELECT * FROM matches_q", None, parse_point("r1"))
     with pytest.raises(InputError, match="a version is one table's"):
         run_duckdb(lake, "SELECT * FROM matches_p, matches_q", None, parse_point("0"))
+
+
+def test_as_of_a_run_the_runs_table_has_every_row_of_that_run(tmp_path):
+    """A run logs a row per pattern, each after its pattern finished (a commit later than
+    the row's finished_at): the runs table as the run left it holds all of them, and none
+    of a later run's."""
+    from jobs.pipeline.publish import RunsLog, log_run
+    from jobs.runrecord import RunRecord
+
+    lake = lk.Lake.of(str(tmp_path / "lake"))
+    t = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    log_run(lake, RunRecord(run_id="r1", pattern="a", status="success", started_at=t,
+                            finished_at=t))
+    log = RunsLog(lake)
+    log.append(RunRecord(run_id="r1", pattern="b", status="success", started_at=t,
+                         finished_at=t))
+    log.append(RunRecord(run_id="r2", pattern="a", status="success", started_at=t,
+                         finished_at=t))
+    sql = "SELECT run_id, pattern FROM runs ORDER BY 1, 2"
+    assert run_duckdb(lake, sql, None, parse_point("r1")).to_pylist() == [
+        {"run_id": "r1", "pattern": "a"}, {"run_id": "r1", "pattern": "b"}]
+    assert len(run_duckdb(lake, sql, None, parse_point("r2"))) == 3
+
+
+def _matches(version, run_id, bound):
+    bindings = pa.array([[("c", ids)] for ids in bound],
+                        pa.map_(pa.string(), pa.list_(pa.string())))
+    return pa.table({"match_id": [f"{version}-{'-'.join(ids)}" for ids in bound],
+                     "pattern_version": [version] * len(bound), "bindings": bindings,
+                     "run_id": [run_id] * len(bound)})
+
+
+def test_across_a_version_change_matches_pair_by_their_bindings(tmp_path):
+    """A new version gives every match a new match_id: the episodes that bind the same
+    events are unchanged (counted, not listed), only the others inserted or deleted."""
+    lake = lk.Lake.of(str(tmp_path / "lake"))
+    path = lake.matches("p")
+    write_deltalake(path, _matches("v1", "r1", [["e1", "e2"], ["e3", "e4"], ["e5"]]),
+                    commit_properties=_props("r1"))
+    write_deltalake(path, _matches("v2", "r2", [["e1", "e2"], ["e3", "e4"], ["e6"]]),
+                    mode="overwrite", commit_properties=_props("r2"))
+    rows, summary = changes(lake, path, parse_point("r1"))
+    assert sorted((r["change"], r["match_id"]) for r in rows.to_pylist()) == [
+        ("delete", "v1-e5"), ("insert", "v2-e6")]
+    assert summary["unchanged"] == 2 and summary["pattern_versions"] == (["v1"], ["v2"])
+
+
+def test_a_limit_is_a_limit_and_says_what_it_left_out():
+    import io
+
+    from jobs.tools.output_formats import write_rows
+
+    table = pa.table({"n": list(range(30))})
+    for fmt, lines in (("table", 8 + 3), ("csv", 8 + 1), ("json", 8)):
+        out = io.StringIO()
+        write_rows(table, fmt, out, limit=8)
+        assert len(out.getvalue().splitlines()) == lines, fmt
+    out = io.StringIO()
+    write_rows(table, "table", out, limit=8)
+    assert out.getvalue().splitlines()[-1].startswith("(8 rows of 30")
