@@ -293,9 +293,7 @@ class RunsLog:
             self._write(rows)
 
     def _write(self, records: list[RunRecord]) -> None:
-        from deltalake import write_deltalake
-
-        from deltalake import CommitProperties
+        from deltalake import CommitProperties, write_deltalake
 
         data = runrecord.to_arrow(records)
         meta = _runs_commit(records)

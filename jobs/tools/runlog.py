@@ -8,6 +8,7 @@ from jobs.lake.store import Lake
 from jobs.runrecord import RunRecord
 from jobs.status import SUCCESS
 
+
 def header(rows: list[RunRecord]) -> str:
     """The table's header, its pattern column as wide as the longest name shown."""
     return (f"{'run_id':34} {'pattern':{_width(rows)}} {'status':8} {'matches':>8} {'new':>6} "
