@@ -157,7 +157,8 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
         if draw(st.booleans()) or (episodes and len(positive) == 1):
             conditions.append(f"{g}.patient = {g}.patient")
         if draw(st.booleans()):
-            conditions.append(f"{g}.value {draw(st.sampled_from(OPS))} {g}.value")
+            op = draw(st.sampled_from([o for o in OPS if o != "="]))  # (= on patient)
+            conditions.append(f"{g}.value {op} {g}.value")
     if self_relations and episodes and positive == singles:
         conditions.append(f"{positive[0]}.patient = {positive[0]}.patient")
     for _ in range(draw(st.integers(1, 2)) if aggregates and groups else 0):

@@ -30,7 +30,7 @@ from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.runtime import compile_pattern, group_events, scan
 from jobs.core.errors import InputError
 from jobs.core.language.events import Event, events_from_arrow, format_ts, parse_ts
-from jobs.core.language.funnel_steps import WITHIN, funnel_steps
+from jobs.core.language.funnel_steps import AFTER_MATCH, WITHIN, funnel_steps, shown
 from jobs.core.language.history import mark
 from jobs.core.language.measures import measure_types
 from jobs.core.reference.funnel import negation_witnesses
@@ -59,17 +59,25 @@ class StepReport:
     failed: dict[str, int] | None = None  # condition -> candidate windows it failed
     unexplained: int = 0
     witnesses: list[str] | None = None  # a negated set's witnesses, window by window
+    # of the windows that cannot start: the one condition that keeps their first event
+    # from a variable of the first set (a history condition, first ever, ...) -> windows
+    not_first: dict[str, int] | None = None
+    filtered: dict[str, int] | None = None  # the same of the events the filter removed
 
     def lines(self) -> list[str]:
         head = f"alternative {self.alternative}: " if self.alternative else ""
         out = [f"{head}filter: {self.kept:,} of {self.events:,} event(s) fit some variable "
                "(negated ones too)"]
+        for label, n in sorted((self.filtered or {}).items(), key=lambda kv: -kv[1]):
+            out.append(f"{head}  {n:,} of the others fit {label}")
         if not self.kept:
             return out + [f"{head}-> the filter removed every event: no event of this range "
                           "fits any variable (see the counts above)"]
         out.append(f"{head}windows: {self.windows:,} start in the range; {self.no_start:,} "
                    f"cannot start a match (the first event fits no variable of the first "
                    f"set, or the window has fewer than {self.min_events} event(s))")
+        for label, n in sorted((self.not_first or {}).items(), key=lambda kv: -kv[1]):
+            out.append(f"{head}  {n:,} of them: the first event fits {label}")
         if self.zero_counters:
             worst = ", ".join(f"{v} in {n:,}" for v, n in
                               sorted(self.zero_counters.items(), key=lambda kv: -kv[1]))
@@ -80,6 +88,10 @@ class StepReport:
                    "with a match")
         if self.failed:
             for cond, n in sorted(self.failed.items(), key=lambda kv: -kv[1]):
+                if cond == AFTER_MATCH:
+                    out.append(f"{head}  {n:,} window(s) with a match {AFTER_MATCH} (an "
+                               "earlier kept match of the partition overlaps it)")
+                    continue
                 what = "negated set" if cond.startswith("not ") else "condition"
                 out.append(f"{head}  {what} failed in {n:,} window(s): {cond}")
         for line in self.witnesses or ():
@@ -106,14 +118,19 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
     reports = []
     for k, alt in enumerate(pattern.alternatives, start=1):
         rep = StepReport(k if len(pattern.alternatives) > 1 else None, alt.min_events,
-                         events=len(events), zero_counters={}, failed={}, witnesses=[])
+                         events=len(events), zero_counters={}, failed={}, witnesses=[],
+                         not_first={}, filtered={})
         reports.append(rep)
         c = compile_pattern(alt)
         cols = from_events(events, c.attributes)
         if hasattr(c, "expansions"):  # optional steps: the scan of the fewest variables
             c = min((e for e, _ in c.expansions), key=lambda e: e.m)
-        rep.kept = int(np.count_nonzero(np.logical_or.reduce(
-            [c.fits(v.name, cols) for v in alt.variables + alt.negated])))
+        fit = np.logical_or.reduce([c.fits(v.name, cols) for v in alt.variables + alt.negated])
+        rep.kept = int(np.count_nonzero(fit))
+        for r in np.flatnonzero(~fit)[:100_000]:  # the filter's: the one condition, if one
+            label = _all_but_one(alt, events[int(r)], alt.variables + alt.negated)
+            if label:
+                rep.filtered[label] = rep.filtered.get(label, 0) + 1
         options = MatchOptions()
         group = group_events(c, cols, options, bool(c.partition_attributes))
         if not len(group.rows):
@@ -129,6 +146,9 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
             rep.windows += 1
             if not d_c45[i]:
                 rep.no_start += 1
+                label = _all_but_one(alt, e)
+                if label:
+                    rep.not_first[label] = rep.not_first.get(label, 0) + 1
                 continue
             if not d_pos[i]:
                 for v, name in enumerate(names):
@@ -143,13 +163,15 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
                                                candidates=candidates):
             if o.start not in candidates:
                 continue
-            if o.reached == last:
+            if o.reached == last and o.stopped is None:
                 rep.matched += 1
                 continue
             if o.stopped == WITHIN:
                 rep.unexplained += 1
                 continue
             rep.failed[o.stopped] = rep.failed.get(o.stopped, 0) + 1
+            if o.stopped == AFTER_MATCH:
+                continue
             step = steps[o.reached]  # the step it did not reach
             if o.stopped in step.negations and len(rep.witnesses) < MAX_WITNESSES:
                 rep.witnesses.append(_witness_line(step, o.stopped, events, o.start,
@@ -158,6 +180,17 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
 
 
 MAX_WITNESSES = 5  # windows stopped by a negated set whose witnesses explain names
+
+
+def _all_but_one(alt, e: Event, variables=None) -> str | None:
+    """``v but for c``: a variable (of ``variables``, default the first set) whose
+    conditions on one event ``e`` satisfies all but ``c`` (as the file writes it: a
+    history condition, first ever), or None when no variable comes that close."""
+    for v in alt.sets[0] if variables is None else variables:
+        failed = [p for p in alt.properties[v.name] if not p.holds(e.values)]
+        if len(failed) == 1:
+            return f"{v.name} but for {shown(failed[0], alt)}"
+    return None
 
 
 def _witness_line(step, label: str, events: list[Event], row: int, attrs) -> str:
@@ -222,17 +255,28 @@ def why_not_events(events_df, pattern, partition: str | None, at: str | None):
         for a, v in values.items():
             where.append(F.col(a).cast("string") == F.lit(v))
     if at:
-        try:
-            t = parse_ts(at)
-        except ValueError as exc:
-            raise InputError(f"--at {at!r}: {exc}") from None
-        low, high = t - pattern.tau, t
+        low, high = at_range(at, pattern.tau)
         where.append(F.col("ts").between(F.lit(format_ts(low)).cast("timestamp"),
-                                         F.lit(format_ts(t + pattern.tau)).cast("timestamp")))
+                                         F.lit(format_ts(high + pattern.tau)).cast("timestamp")))
     df = events_df
     for w in where:
         df = df.where(w)
     return events_from_arrow(df.toArrow()), low, high
+
+
+DAY_NS = 86_400 * 10**9
+
+
+def at_range(at: str, tau: int) -> tuple[int, int]:
+    """The first events of the windows that cover ``at``: a time (``2013-11-23T08:00``) is
+    covered by the windows that start within τ before it; a day (``2013-11-23``) by those
+    that start within τ before it begins or during it."""
+    try:
+        t = parse_ts(at)
+    except ValueError as exc:
+        raise InputError(f"--at {at!r}: {exc}") from None
+    day = len(at.strip()) == 10
+    return t - tau, (t + DAY_NS - 1 if day else t)
 
 
 def explain_pattern(spark, profile: Profile, path: Path, partition: str | None = None,

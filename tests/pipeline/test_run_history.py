@@ -76,6 +76,7 @@ def test_ses_runs_lists_the_newest_rows_as_a_whole_read_would(tmp_path):
             for run_id in (None, "r1"):
                 mine = [r for r in every if run_id is None or r.run_id == run_id]
                 want = sorted(mine, key=lambda r: (str(r.started_at), r.pattern or ""))[-last:]
-                got = run_rows(lake, run_id, last)
+                got, total = run_rows(lake, run_id, last)
+                assert total == len(mine)
                 assert [(r.run_id, r.pattern) for r in got] == \
                     [(r.run_id, r.pattern) for r in want], (seed, last, run_id)

@@ -148,3 +148,41 @@ def test_a_negation_is_named_with_the_event_that_witnessed_it(tmp_path):
     text = "\n".join(r.lines())
     assert "negated set failed in 1 window(s): not f" in text
     assert "f = f1 at 2014-10-22T13:00:34" in text and "ab.kind" not in text
+
+
+HISTORY = """\
+    name: icu_after_a_week
+    source: toy
+    within: 7d
+    sets:
+      - [c]
+      - [i]
+    conditions:
+      - c.kind = 'CRP'
+      - i.kind = 'ICU'
+      - c.pid = i.pid
+    history:
+      - {at_least: 1, before: c, by: 7d, same: [pid]}
+"""
+
+
+def test_a_history_condition_is_named_where_it_keeps_a_window_from_starting(tmp_path):
+    """Patient B's CRP has no event a week before it: explain says the history condition
+    kept it from being c, not only that it fits no variable of the first set."""
+    path = tmp_path / "icu_after_a_week.yaml"
+    path.write_text(textwrap.dedent(HISTORY))
+    pattern = load_pattern(path)
+    events = order([ev("b1", 10, "CRP", pid="B"), ev("b2", 11, "ICU", pid="B")])
+    lines = why_not(pattern, events)[0].lines()
+    assert any("1 of the others fit c but for history: at least 1 of [any event] before c "
+               "by 7d same pid" in line for line in lines), lines
+    assert not any("__history" in line for line in lines)
+
+
+def test_at_a_day_covers_the_whole_day():
+    from jobs.tools.explain import DAY_NS, at_range
+
+    low, high = at_range("2013-11-23", 2 * DAY_NS)
+    assert high - low == 3 * DAY_NS - 1 and at_range("2013-11-23T08:00:00", 5)[1] - 5 == \
+        at_range("2013-11-23T08:00:00", 5)[0]
+    assert high == parse_ts("2013-11-24") - 1

@@ -70,7 +70,27 @@ def window_outcomes(pattern, cols: EventColumns, options: MatchOptions = MatchOp
             rows.update(batch.first.tolist())
         return rows
 
-    return classify(steps_of(pattern), starts, candidates)
+    return classify(steps_of(pattern), starts, candidates,
+                    skipped(pattern, cols, options, positions))
+
+
+_ALL: dict[tuple, tuple] = {}  # (id(pattern),) -> (pattern, it without after_match)
+
+
+def skipped(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
+            positions=None) -> set[int]:
+    """The windows (rows of their first events) where the pattern's own matcher finds a
+    match but ``after_match`` keeps none (empty for a pattern that keeps every match)."""
+    if getattr(pattern, "after_match", "all") == "all":
+        return set()
+    own = replace(options, matcher=None, plan=None)
+    every = _by_identity(_ALL, 64, pattern, (), lambda: replace(pattern, after_match="all"))
+
+    def firsts(p) -> set[int]:
+        return {int(r) for batch in execute(_compiled(p, cols.names), cols, own, None,
+                                            positions=positions) for r in batch.first}
+
+    return firsts(every) - firsts(pattern)
 
 
 def funnel(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),

@@ -13,25 +13,58 @@ it within τ) *reached step k* when some binding of P_k satisfies P_k (Definitio
 with e as its first event. Every condition of P_k is one of P_{k+1}, so a window that
 reached step k+1 reached step k: the counts of a funnel never grow.
 
-What *stopped* a window at step k (reached k, not k+1) is named once, in this order: a
-negated set of step k+1 when the rest of P_{k+1} (its positive pattern) has a binding
-from e; else a variable v of step k+1 that has no event after a binding of P_k within τ
-fitting its own conditions (``no v (...)``); else the first condition of step k+1 that
-relates its variables to others (file order; then ``[next]``, consecutive) that alone,
-left out, lets P_{k+1} bind from e; else the window's length and the sets' order
-(``WITHIN``). Each of these reads only events that fit some variable, so the nightly
-pass (filtered events) and ``explain`` (every event) name the same stop.
+What *stopped* a window at step k (reached k, not k+1) is named once, and always by
+something whose removal alone lets P_{k+1} bind from e, in this order: a negated set of
+step k+1 (several together when the rest of P_{k+1} binds but no one of them left out is
+enough); else, for a variable v of step k+1 that has no event (``no v``, or too few:
+``fewer than n v``) after a binding of P_k within τ fitting its own conditions, the first
+of those conditions that, left out, lets P_{k+1} bind (``no v (c)``); else the first
+condition of step k+1 that relates its variables to others (file order; then
+``[next]``, consecutive); else the window's length and the sets' order (``WITHIN``: no
+single condition). At the last step, a window with a match that ``after_match`` did not
+keep is ``AFTER_MATCH``. Conditions are named as the file writes them: a history
+condition, ``first ever v``, ``partition.count`` (``shown``), never a mark's attribute.
+Each of these reads only events that fit some variable, so the nightly pass (filtered
+events) and ``explain`` (every event) name the same stop.
 """
 
 from __future__ import annotations
 
+import itertools
+import re
 from dataclasses import dataclass, replace
 
-from jobs.core.language.conditions.expressions import Attr, Cmp
+from jobs.core.language.conditions.expressions import FACT_NAMES, Attr, Cmp
 from jobs.core.language.conditions.kinds import AggregateCondition, Property, Ref, Relationship
-from jobs.core.language.pattern import FIRST_EVER_PREFIX, Negation, Pattern
+from jobs.core.language.pattern import Negation, Pattern
 
 WITHIN = "within/order"  # the stop that no single condition explains
+AFTER_MATCH = "skipped by after_match"  # a match the after-match rule did not keep
+_MARK = re.compile(r"\b\w+\.(__\w+?) = True\b")
+_FACT = re.compile(r"\b\w+\.(__partition_\w+)\b")
+
+
+def shown(cond, pattern: Pattern) -> str:
+    """A condition (or its text) as the pattern file says it: a mark of ``first_ever`` or
+    of a history condition by what it stands for, a partition fact as ``partition.NAME``."""
+    text = str(cond)
+    marks = dict(getattr(pattern, "marks", ()))
+    text = _MARK.sub(lambda m: marks.get(m.group(1), m.group(0)), text)
+    return _FACT.sub(lambda m: f"partition.{FACT_NAMES.get(m.group(1), m.group(1))}", text)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What a step asks of one variable v of its set: ``lone`` (P_{k-1} followed by v
+    alone, with the conditions on v only) binds from a window that has events fitting v;
+    ``without``: (``no v (c)``, P_k without c) for each condition c of v's own; ``bare``:
+    the label and P_k without all of them."""
+
+    variable: str
+    head: str  # "no v" or "fewer than n v"
+    lone: Pattern
+    without: tuple[tuple[str, Pattern], ...]
+    bare: tuple[str, Pattern]
 
 
 @dataclass(frozen=True)
@@ -47,10 +80,11 @@ class FunnelStep:
     negations: tuple[str, ...]
     pattern: Pattern
     positive: Pattern
-    relaxations: tuple[tuple[str, Pattern], ...]
-    negation_checks: tuple[tuple[str, Pattern], ...] = ()  # (label, positive + it alone)
-    # (label, P_{k-1} and one variable of the step with its own conditions only)
-    requirements: tuple[tuple[str, Pattern], ...] = ()
+    relaxations: tuple[tuple[str, Pattern], ...]  # (label, P_k without that condition)
+    negation_checks: tuple[tuple[str, Pattern], ...] = ()  # (label, P_k without it)
+    requirements: tuple[Requirement, ...] = ()
+    # (variables, (label, P_k without every condition of their own)) for 2+ variables
+    together: tuple[tuple[frozenset[str], tuple[str, Pattern]], ...] = ()
 
     @property
     def label(self) -> str:
@@ -106,17 +140,18 @@ def _prefix(alt: Pattern, k: int, with_negations: bool) -> tuple[Pattern, tuple[
     return out, tuple(new)
 
 
-def _relaxations(step_pattern: Pattern, before: Pattern, k: int):
+def _relaxations(step_pattern: Pattern, before: Pattern, k: int, names: Pattern):
     """(label, P_k without it) for each condition step k adds to P_{k-1} that relates
-    its variables to others (a variable's own conditions are its requirement)."""
+    its variables to others (a variable's own conditions are its requirement); labels
+    as ``names`` (the pattern) writes them."""
     old = set(before.conditions) if before is not None else set()
     mine = {v.name for v in step_pattern.sets[k - 1]}
     added = [c for c in step_pattern.conditions if c not in old]
-    shown = [c for c in added if len(set(_names(c))) > 1 and set(_names(c)) & mine]
-    for cond in shown:
+    related = [c for c in added if len(set(_names(c))) > 1 and set(_names(c)) & mine]
+    for cond in related:
         rest = tuple(x for x in step_pattern.conditions if x != cond)
         try:
-            yield str(cond), replace(step_pattern, conditions=rest)
+            yield shown(cond, names), replace(step_pattern, conditions=rest)
         except (TypeError, ValueError):
             continue
     if k - 1 in step_pattern.next_sets:
@@ -129,10 +164,12 @@ def _relaxations(step_pattern: Pattern, before: Pattern, k: int):
                 for s in step_pattern.sets))
 
 
-def _requirements(alt: Pattern, k: int):
-    """(``no v (its properties)``, P_{k-1} followed by v alone with the conditions on v
-    only) for each variable v of step k's set: a window from which that has no binding
-    lacks an event that fits v after the earlier steps within τ."""
+def _requirements(alt: Pattern, k: int, full: Pattern):
+    """(``no v`` or ``fewer than n v``, P_{k-1} followed by v alone with the conditions on
+    v only, and (``no v (c)``, P_k without c) for each such condition c) for each variable
+    v of step k's set: a window from which the lone pattern has no binding lacks events
+    that fit v after the earlier steps within τ; the stop names the condition of v whose
+    removal lets P_k bind."""
     for v in alt.sets[k - 1]:
         own = tuple(c for c in alt.conditions if v.name not in _names(c)
                     or set(_names(c)) == {v.name})
@@ -141,27 +178,39 @@ def _requirements(alt: Pattern, k: int):
                        optional_sets=tuple(i for i in alt.optional_sets if i < k - 1),
                        partition_keys=alt.partition_attributes)
         pattern, _ = _prefix(lone, k, with_negations=False)
-        props = ["first ever" if FIRST_EVER_PREFIX in str(p.expr) else str(p.expr)
-                 for p in alt.properties[v.name]]
-        yield f"no {v.name}" + (f" ({' and '.join(props)})" if props else ""), pattern
+        head = f"no {v.name}" if v.min <= 1 else f"fewer than {v.min} {v.name}"
+        mine = [c for c in full.conditions if set(_names(c)) == {v.name}
+                and c in alt.conditions]
+        without = tuple((f"{head} ({shown(c, alt)})",
+                         replace(full, conditions=tuple(x for x in full.conditions if x != c)))
+                        for c in mine)
+        bare = (f"{head} ({' and '.join(shown(c, alt) for c in mine)})" if mine else head,
+                replace(full, conditions=tuple(x for x in full.conditions if x not in mine)))
+        yield Requirement(v.name, head, pattern, without, bare)
 
 
-def _is_x_guard(c) -> bool:
-    """``v.A = v.A``: the step's own statement that its events have the attribute A."""
-    expr = getattr(c, "expr", None)
-    return isinstance(c, Property) and isinstance(expr, Cmp) and expr.op == "=" \
-        and expr.left == expr.right
+def _together(requirements: tuple[Requirement, ...], full: Pattern):
+    """For each two or more variables of a step (a set of at most four), the label and P_k
+    without every condition of their own: what stops a window that lacks events for
+    several of them at once."""
+    if not 2 <= len(requirements) <= 4:
+        return
+    for size in range(2, len(requirements) + 1):
+        for group in itertools.combinations(requirements, size):
+            gone = {c for r in group for c in full.conditions if c not in r.bare[1].conditions}
+            yield frozenset(r.variable for r in group), (
+                " and ".join(r.bare[0] for r in group),
+                replace(full, conditions=tuple(c for c in full.conditions if c not in gone)))
 
 
-def _with_negation(positive: Pattern, full: Pattern, neg: Negation) -> Pattern:
-    """``positive`` with negated set ``neg`` alone (and its conditions) of those ``full``
-    adds."""
-    index = len(positive.variables)
-    var = replace(neg.var, index=index)
-    present = {v.name for v in positive.variables} | {var.name}
-    extra = [c for c in full.conditions if set(_names(c)) <= present]
-    return replace(positive, negations=(Negation(var, neg.before, neg.after, neg.next),),
-                   conditions=tuple(dict.fromkeys(positive.conditions + tuple(extra))))
+def _without_negation(full: Pattern, neg: Negation) -> Pattern:
+    """P_k without negated set ``neg`` and its conditions."""
+    name = neg.var.name
+    index = len(full.variables)
+    kept = [Negation(replace(n.var, index=index + i), n.before, n.after, n.next)
+            for i, n in enumerate(n for n in full.negations if n.var.name != name)]
+    return replace(full, negations=tuple(kept),
+                   conditions=tuple(c for c in full.conditions if name not in _names(c)))
 
 
 def funnel_steps(pattern) -> tuple[FunnelStep, ...]:
@@ -172,12 +221,13 @@ def funnel_steps(pattern) -> tuple[FunnelStep, ...]:
         for k in range(1, len(alt.sets) + 1):
             full, new = _prefix(alt, k, with_negations=True)
             positive, _ = _prefix(alt, k, with_negations=False)
-            relaxed = tuple(_relaxations(positive, before, k))
-            alone = tuple((negation_label(n), _with_negation(positive, full, n)) for n in new) \
-                if len(new) > 1 else tuple((negation_label(n), full) for n in new)
+            relaxed = tuple(_relaxations(full, before, k, alt))
+            alone = tuple((negation_label(n), _without_negation(full, n)) for n in new) \
+                if len(new) > 1 else tuple((negation_label(n), positive) for n in new)
+            needs = tuple(_requirements(alt, k, full))
             out.append(FunnelStep(k, alt.alternative, tuple(v.name for v in alt.sets[k - 1]),
                                   tuple(negation_label(n) for n in new), full, positive,
-                                  relaxed, alone, tuple(_requirements(alt, k))))
+                                  relaxed, alone, needs, tuple(_together(needs, full))))
             before = full
     return tuple(out)
 
@@ -194,11 +244,13 @@ class WindowOutcome:
     stopped: str | None
 
 
-def classify(steps: tuple[FunnelStep, ...], starts, candidates=()) -> list[WindowOutcome]:
+def classify(steps: tuple[FunnelStep, ...], starts, candidates=(),
+             skipped=frozenset()) -> list[WindowOutcome]:
     """Each window's outcome, given ``starts(P)``: the first events (``seq``s or rows) of
     the windows in which P has a binding (Definition 2). Every window that reached step 1
     of an alternative gets one outcome for it, and so does each window of ``candidates``
-    that did not (``reached`` 0, with what stopped it at step 1)."""
+    that did not (``reached`` 0, with what stopped it at step 1); ``skipped``: the windows
+    whose matches ``after_match`` did not keep (stopped at the last step)."""
     out = []
     by_alt: dict[int | None, list[FunnelStep]] = {}
     for s in steps:
@@ -220,21 +272,31 @@ def classify(steps: tuple[FunnelStep, ...], starts, candidates=()) -> list[Windo
             reached.setdefault(e, 0)
         for e in sorted(reached):
             k = reached[e]
-            out.append(WindowOutcome(e, alt, k, None if k == len(chain)
-                                     else stop_of(chain[k], e, got)))
+            if k == len(chain):
+                out.append(WindowOutcome(e, alt, k, AFTER_MATCH if e in skipped else None))
+            else:
+                out.append(WindowOutcome(e, alt, k, stop_of(chain[k], e, got)))
     return out
 
 
 def stop_of(step: FunnelStep, e: int, got) -> str:
-    """The label of what stopped window ``e`` at ``step`` (the module's order)."""
+    """The label of what stopped window ``e`` at ``step`` (the module's order): always
+    something whose removal alone lets the step's pattern bind from ``e``, else WITHIN."""
     if e in got(step.positive):
-        for label, alone in step.negation_checks:
-            if e not in got(alone):
+        for label, without in step.negation_checks:
+            if e in got(without):
                 return label
-        return step.negations[0]
-    for label, lone in step.requirements:
-        if e not in got(lone):
-            return label
+        return " and ".join(step.negations)  # together (their removal: the positive)
+    lacking = [r for r in step.requirements if e not in got(r.lone)]
+    for r in lacking:
+        for label, relaxed in r.without:
+            if e in got(relaxed):
+                return label
+    if len(lacking) > 1:
+        names = frozenset(r.variable for r in lacking)
+        for label, relaxed in (x for group, x in step.together if group == names):
+            if e in got(relaxed):
+                return label
     for label, relaxed in step.relaxations:
         if e in got(relaxed):
             return label

@@ -221,6 +221,8 @@ class Pattern:
     # the version of the pattern file this one runs for (its ``marked()`` form keeps it)
     version_of: str | None = field(default=None, compare=False, repr=False)
     history: tuple[HistoryCondition, ...] = ()  # ``history:`` (conditions on all history)
+    # of a ``marked()`` form: (mark attribute, what the file says) for people's messages
+    marks: tuple[tuple[str, str], ...] = field(default=(), compare=False, repr=False)
 
     @property
     def alternatives(self) -> tuple[Pattern, ...]:
@@ -492,9 +494,11 @@ class Pattern:
                       for v in self.first_ever) + tuple(
             Property(h.anchor, Cmp("=", Attr(h.anchor, history_attribute(k)), Lit(True)))
             for k, h in enumerate(self.history))
+        marks = tuple((first_ever_attribute(v), f"first ever {v}") for v in self.first_ever) \
+            + tuple((history_attribute(k), f"history: {h}") for k, h in enumerate(self.history))
         return replace(self, conditions=self.conditions + extra, condition_lines=(),
                        first_ever=(), history=(), partition_keys=self.partition_attributes,
-                       version_of=self.version)
+                       version_of=self.version, marks=marks)
 
     @cached_property
     def version(self) -> str:

@@ -7,6 +7,8 @@ its first: the oracle's ``all_matches`` of each step's pattern, read plainly.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from jobs.core.language.events import Event
 from jobs.core.language.funnel_steps import (
     FunnelRow,
@@ -24,6 +26,7 @@ from jobs.core.reference.oracle import (
     next_event,
     positions,
     preference,
+    ses_exec,
     witness,
 )
 
@@ -39,7 +42,17 @@ def window_outcomes(pattern, events: list[Event]) -> list[WindowOutcome]:
         return {m.start.seq for m in all_matches(p, events)
                 if all(key(x) == key(m.start) for x in m.events)}
 
-    return classify(funnel_steps(pattern), starts)
+    return classify(funnel_steps(pattern), starts, skipped=skipped(pattern, events))
+
+
+def skipped(pattern, events: list[Event]) -> set[int]:
+    """The windows (``seq`` of their first events) where the pattern's own matcher finds
+    a match but ``after_match`` keeps none."""
+    if getattr(pattern, "after_match", "all") == "all":
+        return set()
+    run = ses_exec if pattern.matcher == "ses" else all_matches
+    return {m.start.seq for m in run(replace(pattern, after_match="all"), events)} - \
+        {m.start.seq for m in run(pattern, events)}
 
 
 def funnel(pattern, events: list[Event]) -> list[FunnelRow]:
