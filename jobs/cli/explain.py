@@ -55,7 +55,8 @@ def register(r: Registry) -> None:
                    help="why not in this partition: the value of the partition attribute "
                         "(ATTR=VALUE,... when there are several)")
     x.add_argument("--at", metavar="TIME",
-                   help="why not around this time (ISO 8601): the windows that cover it")
+                   help="why not on this day (2013-11-23: the windows that cover any time of it) "
+                        "or at this time (ISO 8601: the windows that cover it)")
     f = r.add("explain", "funnel", "how many partitions and windows reached each step of a "
               "pattern on the lake's events, and what stopped the others", cmd_funnel)
     f.add_argument("pattern", help="a pattern's name (patterns/NAME.yaml) or its file")
