@@ -16,6 +16,7 @@ from email.message import EmailMessage
 from urllib.parse import urlsplit
 
 from jobs.config.profiles import AlertSettings
+from jobs.progress import say
 
 ERROR, WARNING = "error", "warning"
 # the kinds of alert
@@ -48,7 +49,7 @@ class Alert:
         return {"source": "ses-pipeline", **asdict(self)}
 
 
-def send(alerts: list[Alert], settings: AlertSettings, echo=print, timeout: float = 10.0
+def send(alerts: list[Alert], settings: AlertSettings, echo=say, timeout: float = 10.0
          ) -> dict[str, int]:
     """Send ``alerts`` to every target of ``settings``; {target: alerts delivered}. Nothing
     is sent for no alert."""

@@ -4,11 +4,21 @@ a terminal and an Airflow task log both show a run that is alive."""
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from contextlib import contextmanager
 
 EVERY = 10.0  # seconds between two lines
+_SAYING = threading.Lock()
+
+
+def say(line: str) -> None:
+    """Print one line whole: a step's threads (patterns matched side by side, progress
+    lines) never run two lines together or split one, on a terminal or in a file."""
+    with _SAYING:
+        sys.stdout.write(f"{line}\n")
+        sys.stdout.flush()
 
 
 def spark_activity(spark) -> str:
@@ -23,7 +33,7 @@ def spark_activity(spark) -> str:
 
 
 @contextmanager
-def progress(label: str, spark=None, echo=print, every: float = EVERY):
+def progress(label: str, spark=None, echo=say, every: float = EVERY):
     """While the block runs, print ``label … 20 s (stage 3: 2/4 tasks)`` every ``every``
     seconds (nothing for a block that ends sooner)."""
     done = threading.Event()

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from jobs.lake import store as lk
+from jobs.progress import say
 
 STATE = "_maintenance.json"  # the last maintenance: when, for which logical date, what it did
 SMALL = 64 * 1024 * 1024  # compaction target: files up to this size are packed together
@@ -119,7 +120,7 @@ def prune_results(home: Path, retention: int, now: float | None = None,
     return gone
 
 
-def maintain(lake: lk.Lake, retention: int, logical_date: str | None = None, echo=print
+def maintain(lake: lk.Lake, retention: int, logical_date: str | None = None, echo=say
              ) -> list[TableUpkeep]:
     """``maintain_table`` for every table of the lake, and the old quality results pruned
     (``prune_results``); the last maintenance is recorded (``STATE``) for ``due``.

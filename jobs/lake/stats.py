@@ -26,6 +26,7 @@ import pyarrow as pa
 from jobs.core.language.conditions.expressions import time_function
 from jobs.lake import store as lk
 from jobs.lake.extent import ingested_bounds
+from jobs.progress import say
 
 QUANTILES = [i / 20 for i in range(21)]
 SCHEMA = pa.schema([
@@ -57,7 +58,7 @@ HLL_LG_K = 12  # Spark's default lgConfigK: the sketches of both engines merge
 
 
 def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str, str],
-                 echo=print, engine: str = "auto") -> dict:
+                 echo=say, engine: str = "auto") -> dict:
     """Bring ``stats/<source>`` up to date; returns {'dates': recomputed, 'rows': written}.
     ``engine``: ``driver`` (up to ``DRIVER_EVENTS`` events, ``auto``'s choice) or
     ``spark``; both give the same rows (tested)."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from jobs.config import current_project
 from jobs.core.errors import UserError
+from jobs.progress import say
 
 HOST = "127.0.0.1"
 MASTER_PORT = 7077
@@ -73,7 +74,7 @@ def _start(name: str, args: list[str]) -> None:
     (_state() / f"{name}.pid").write_text(str(proc.pid))
 
 
-def up(workers: int = WORKERS, wait: float = 120.0, echo=print) -> dict:
+def up(workers: int = WORKERS, wait: float = 120.0, echo=say) -> dict:
     """Start the master and ``workers`` workers (nothing if they are up already); returns
     the master's status once every worker is alive."""
     now = status()
@@ -124,7 +125,7 @@ def _alive(pidfile: Path) -> bool:
         return False
 
 
-def down(echo=print) -> int:
+def down(echo=say) -> int:
     """Stop every process ``up`` started (TERM, then KILL after 15 s); returns how many."""
     stopped = 0
     for pidfile in sorted(_state().glob("*.pid")) if _state().is_dir() else []:

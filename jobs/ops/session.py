@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable
 
 from jobs.config import load_profile
+from jobs.progress import say
 
 END = "\x00EXIT "
 
@@ -109,7 +110,7 @@ def serve(path: Path, main: Callable[[list[str]], int], idle: float = 900.0,
     return 0
 
 
-def ask(path: Path, argv: list[str], echo=print) -> int | None:
+def ask(path: Path, argv: list[str], echo=say) -> int | None:
     """Run ``argv`` on the server at ``path``; its output goes to ``echo`` line by line.
     None when no server answers there (the caller runs the step itself)."""
     if not path.exists():

@@ -37,6 +37,7 @@ from jobs.notify import ERROR as SEV_ERROR
 from jobs.notify import FRESHNESS as FRESH_ALERT
 from jobs.notify import WARNING as SEV_WARNING
 from jobs.pipeline.ingest import IngestError, landing_files
+from jobs.progress import say
 from jobs.runrecord import NIGHTLY
 from jobs.status import FAILED
 
@@ -233,7 +234,7 @@ def pattern_checks(ctx, outcomes: list) -> list[Check]:
                          "pattern", values)
 
 
-def report_checks(ctx, checks: list[Check], outcomes: list, echo=print,
+def report_checks(ctx, checks: list[Check], outcomes: list, echo=say,
                   command: str = "ses run") -> list[Alert]:
     """The night's checks into the ``health`` table, a line for each flagged one, and the
     night's alerts sent (``jobs.notify``); returns the alerts. Recording or delivery

@@ -401,6 +401,7 @@ class IngestResult:
     # the events table was missing while the ingest log listed files: they are re-ingested
     rebuilt: list[str] | None = None  # the logged files read again
     gone: list[str] = field(default_factory=list)  # logged files no longer in the landing
+    reasons: list[str] = field(default_factory=list)  # the first quarantined rows: file:line: why
 
 
 INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
@@ -802,6 +803,11 @@ def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
     result = batch.result
     quarantine = pa.concat_tables(batch.quarantine) if batch.quarantine else None
     result.quarantined = quarantine.num_rows if quarantine is not None else 0
+    if quarantine is not None:
+        result.reasons = [f"{r['source_file']}:{r['line']}: {r['reason']}" if r["line"] >= 0
+                          else f"{r['source_file']}: {r['reason']}" for r in
+                          quarantine.select(["source_file", "line", "reason"]).slice(
+                              0, SHOWN_REASONS).to_pylist()]
     if batch.num_events:
         result.new_events = lake.insert_new_stream(
             lake.events(batch.source.name), lambda: _batches(lake, batch.events_path),
@@ -835,11 +841,22 @@ def ingest(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         batch.discard()
 
 
-def describe(result: IngestResult) -> str:
+SHOWN_REASONS = 3  # quarantined rows an ingest's lines show
+
+
+def describe(result: IngestResult, run_id: str = "<run id>") -> str:
+    """What an ingest did, for people: counts; with quarantined rows, the first of them
+    (file, line, reason) and the query that lists every one."""
     dup = f", {result.duplicates} already there" if result.duplicates else ""
     text = (f"{result.source}: {result.files} new file(s), {result.skipped_files} already "
             f"ingested; {result.rows} rows -> {result.new_events} new events, "
             f"{result.quarantined} quarantined{dup}")
+    if result.quarantined:
+        text += "".join(f"\n  quarantined {r}" for r in result.reasons)
+        more = result.quarantined - len(result.reasons)
+        text += (f"\n  {'and ' + str(more) + ' more; ' if more > 0 else ''}every one: ses query "
+                 f"\"SELECT source_file, line, reason FROM quarantine_{result.source} WHERE "
+                 f"ingest_run = '{run_id}'\"")
     if result.rebuilt is None:
         return text
     back = len(result.rebuilt) - len(result.gone)

@@ -17,7 +17,7 @@ from jobs.pipeline.quality import (
     validate_events,
     validate_events_frame,
 )
-from jobs.progress import progress
+from jobs.progress import progress, say
 from jobs.project.patterns import PatternCatalog, load_catalog
 
 
@@ -47,7 +47,7 @@ def events_gate(spark, ctx: RunContext, results: list):
 
 
 def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
-                   echo=print) -> tuple[list, dict[str, str]]:
+                   echo=say) -> tuple[list, dict[str, str]]:
     """Ingest each source on its own: a source whose files cannot be read or whose batch
     fails the events suite is reported in the returned {source: message} and nothing of it
     is written; the others are ingested."""
@@ -67,7 +67,7 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
             failed[name] = f"ingest of {name} failed: {exc}"
             echo(f"FAILED {failed[name]}")
             continue
-        echo("ingest " + describe(r))
+        echo("ingest " + describe(r, ctx.run_id))
         reached("ingest:after-log")  # before the statistics' commit
         results.append(r)
         unchanged = not r.new_events and r.rebuilt is None \
@@ -81,7 +81,7 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
 
 
 def stats_step(spark, ctx: RunContext, name: str, source, patterns: list,
-               echo=print) -> dict | None:
+               echo=say) -> dict | None:
     """``stats/<source>`` after an ingest (``jobs.lake.stats``), for the attributes the
     ``patterns`` of the source read. Statistics only steer plans: a failure is reported
     and the run goes on (plans then come from the sampled events alone)."""

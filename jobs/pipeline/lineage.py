@@ -19,6 +19,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from jobs.lake.store import Lake, join
+from jobs.progress import say
 
 PRODUCER = "https://github.com/ses-lakehouse/ses-pipeline"
 NAMESPACE = "ses"
@@ -147,7 +148,7 @@ def pattern_events(lake: Lake, record, logical_date: str, failed_message: str | 
 
 
 def emit(lake: Lake, outcomes: list, patterns: dict, logical_date: str,
-         url: str | None = None, echo=print, parent: str | None = None) -> int:
+         url: str | None = None, echo=say, parent: str | None = None) -> int:
     """The events of a run's ``outcomes`` (``PatternOutcome``s; ``patterns``: name ->
     ``Pattern``, for the source and version of a pattern that failed) into
     ``<lake>/_lineage/``, and to ``url`` (an OpenLineage HTTP endpoint) when given;

@@ -13,6 +13,7 @@ from deltalake import CommitProperties
 from jobs.failpoints import reached
 from jobs.lake.views import inputs_of, register_spark
 from jobs.pipeline.quality import DRIVER_ROWS, build_docs, run_suite
+from jobs.progress import say
 from jobs.project.models import expectations, load_models
 from jobs.spark.sql import check_read_only
 from jobs.status import FAILED, SKIPPED, SUCCESS
@@ -44,7 +45,7 @@ def built_from(lake, name: str) -> dict | None:
 
 
 def run_models(spark, lake, select: list[str] | None = None, folder: Path | None = None,
-               echo=print) -> list[dict]:
+               echo=say) -> list[dict]:
     """Build, test and publish the models in dependency order; one row per model
     (status success, failed or skipped: ``jobs.status``). Only the views the models name
     are registered; a model's table small enough for the driver (``DRIVER_ROWS``) is

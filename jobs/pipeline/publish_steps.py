@@ -22,6 +22,7 @@ from jobs.pipeline.first_ever import publish_state
 from jobs.pipeline.horizons import RunRange
 from jobs.pipeline.publish import RunsLog, log_run, publish
 from jobs.pipeline.quality import ValidationFailed, validate_staged
+from jobs.progress import say
 from jobs.runrecord import RunRecord
 from jobs.status import FAILED, SUCCESS
 
@@ -212,7 +213,7 @@ def funnel_rows_of(ctx: RunContext, stats: dict) -> list[FunnelStepRow]:
     return out
 
 
-def record_funnels(lake, rows: list[FunnelStepRow], echo=print) -> None:
+def record_funnels(lake, rows: list[FunnelStepRow], echo=say) -> None:
     """A night's funnels in one commit to the ``funnels`` table. A failure to write them
     is a warning: the matches are published already, and a rerun counts them again."""
     try:

@@ -34,6 +34,7 @@ from jobs.pipeline.ingest import INGEST_FOLDER
 from jobs.pipeline.publish import RUN_KEY, log_run
 from jobs.pipeline.retract import logged_retractions
 from jobs.pipeline.source_pass import PASS_FOLDER
+from jobs.progress import say
 from jobs.status import ABORTED, SUCCESS
 
 HISTORY = 100  # commits per matches table looked at
@@ -122,7 +123,7 @@ def orphan_staging(lake: lk.Lake, rows: list[dict], now: datetime | None = None
     return out
 
 
-def reconcile(lake: lk.Lake, echo=print) -> list[str]:
+def reconcile(lake: lk.Lake, echo=say) -> list[str]:
     """Repair what a killed run left; returns one line per repair. Call it holding the
     lake lock (no other run is in progress)."""
     notes: list[str] = []

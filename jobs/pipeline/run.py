@@ -50,7 +50,7 @@ from jobs.pipeline.report import describe_range, summary
 from jobs.pipeline.retract import retract
 from jobs.pipeline.run_history import planning_runs, published_by
 from jobs.pipeline.source_pass import PassItem, numbered, pass_groups, run_source_pass, shareable
-from jobs.progress import progress
+from jobs.progress import progress, say
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import PatternCatalog, load_catalog
 from jobs.runrecord import BACKFILL
@@ -60,7 +60,7 @@ from jobs.status import FAILED, new_run_id
 
 def run_all(spark, profile: Profile, logical_date: str | None = None,
             paths: list[str] | None = None, force_slices: bool = False,
-            echo=print, accept_changes=()) -> list[PatternOutcome | dict]:
+            echo=say, accept_changes=()) -> list[PatternOutcome | dict]:
     """Ingest every source, then match, validate and publish every pattern, for one
     logical date. Holds the lake lock; repairs what a killed run left first. A bad pattern
     file or source fails its own patterns (a row in ``runs`` each), never the others.
@@ -96,7 +96,7 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
 
 
 def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | None = None,
-             echo=print) -> list[PatternOutcome]:
+             echo=say) -> list[PatternOutcome]:
     """Recompute the matches whose first event lies in [start, end) for each pattern, by
     the rules of ``run``: the range checked first; the lake lock, a repair of what a killed
     writer left and the run's plan file (a killed backfill is repaired like a run); each
@@ -125,7 +125,7 @@ def backfill(spark, profile: Profile, start: str, end: str, paths: list[str] | N
 
 
 def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
-                bad_sources: dict[str, str], force_slices: bool = False, echo=print,
+                bad_sources: dict[str, str], force_slices: bool = False, echo=say,
                 ranges: dict[str, RunRange] | None = None) -> list[PatternOutcome]:
     """The files of ``catalog`` that did not load get a failed row each; ``patterns``
     ((path, pattern) pairs) are matched, validated and published together
@@ -143,7 +143,7 @@ def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
 
 def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
              logical_date: str | None, paths: list[Path], force_slices: bool = False,
-             echo=print, accept_changes=(), lineage_parent: str | None = None
+             echo=say, accept_changes=(), lineage_parent: str | None = None
              ) -> tuple[list[PatternOutcome], list[dict]]:
     """The nightly DAG's task per source (``run-patterns``): the pattern files ``paths``
     of run ``run_id`` matched, validated and published together. Patterns this run
@@ -175,7 +175,7 @@ def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
     return outcomes, freshness_failures(checks)
 
 
-def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print
+def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=say
                 ) -> PatternOutcome:
     """Match, validate and publish one pattern in one go (``run-pattern``, ``pr-check``);
     a failure is its outcome, with its row in the run log."""
@@ -183,7 +183,7 @@ def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=print
 
 
 def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
-                 force_slices: bool = False, echo=print,
+                 force_slices: bool = False, echo=say,
                  ranges: dict[str, RunRange] | None = None) -> list[PatternOutcome]:
     """The ``Night`` of ``ctxs``: every pattern matched, then all staged runs validated in
     one pass, then each one that passed published. A pattern that fails (its file, its
@@ -207,7 +207,7 @@ class Night:
     ``PatternOutcome`` (``fail``); the others go on."""
 
     def __init__(self, spark, ctxs: list[RunContext], bad_sources: dict[str, str], *,
-                 force_slices: bool = False, echo=print,
+                 force_slices: bool = False, echo=say,
                  ranges: dict[str, RunRange] | None = None, log: RunsLog | None = None):
         self.spark, self.ctxs, self.bad_sources = spark, ctxs, bad_sources
         self.force_slices, self.echo, self.ranges, self.log = force_slices, echo, ranges or {}, log
@@ -332,8 +332,9 @@ class Night:
         one = self.planned[pattern.name]
         if isinstance(one, Exception):
             raise one
-        self.echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
-                  f"{describe_range(one.rng)}) ...")
+        if not one.idle:  # (an idle one: its row of the summary says "nothing new")
+            self.echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
+                      f"{describe_range(one.rng)}) ...")
         with progress(f"match {pattern.name}", self.spark, self.echo):
             stats = match_step(self.spark, ctx, one, self.force_slices,
                                self.shared.get(pattern.name), self.diagnostics, self.small)
@@ -404,7 +405,7 @@ class Night:
         return out
 
 
-def maintenance_step(ctx: RunContext, echo=print) -> list:
+def maintenance_step(ctx: RunContext, echo=say) -> list:
     """The lake's table maintenance when due (``maintenance.every`` since the last one, by
     logical date; ``jobs.lake.maintenance``), else the run logs compacted when a week of
     nights has fragmented them (``compact_logs``); inside the run's lake lock; a failure
@@ -422,7 +423,7 @@ def maintenance_step(ctx: RunContext, echo=print) -> list:
         return []
 
 
-def site_step(ctx: RunContext, echo=print) -> None:
+def site_step(ctx: RunContext, echo=say) -> None:
     """The catalogue site after a run (when the profile names its folder); a failure is
     reported, never fails the run."""
     if not ctx.profile.site:
@@ -434,7 +435,7 @@ def site_step(ctx: RunContext, echo=print) -> None:
         echo(f"warning: catalogue site not built ({short_error(exc)}); `make docs` retries")
 
 
-def models_step(spark, ctx: RunContext, echo=print, select: list[str] | None = None
+def models_step(spark, ctx: RunContext, echo=say, select: list[str] | None = None
                 ) -> list[dict]:
     """The SQL models (``models/``), after publish, in dependency order."""
     if not any(ctx.project.models.glob("*.sql")):

@@ -40,6 +40,7 @@ from jobs.pipeline.outcome import FINAL_TYPES
 from jobs.pipeline.run import run_pattern
 from jobs.prcheck.diffs import ModelDiff, PatternDiff, PrCheck, Side
 from jobs.prcheck.report import charts as draw
+from jobs.progress import say
 from jobs.project.changes import (
     ADDED,
     CHANGED,
@@ -61,7 +62,7 @@ NEAR_CAP = 0.5  # warn when a window's peak work reaches this share of the profi
 
 def pr_check(spark, profile: Profile, root: Path | None = None, base_ref: str | None = None,
              scratch: Path | None = None, sample: bool | None = None, charts: Path | None = None,
-             echo=print, changes: Changes | None = None, shown: int = SHOWN) -> PrCheck:
+             echo=say, changes: Changes | None = None, shown: int = SHOWN) -> PrCheck:
     """Find, validate and run what changed since ``base_ref`` in a scratch lake (a
     temporary folder, removed afterwards, unless ``scratch`` names one); ``sample``: read
     the profile's lake sample (default: when the profile names ``pr_check.sample``);

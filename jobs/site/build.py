@@ -16,6 +16,7 @@ from jobs.config import load_profile
 from jobs.config.profiles import AlertSettings
 from jobs.lake.health import VOLUME
 from jobs.lake.store import Lake
+from jobs.progress import say
 from jobs.site import pictures
 from jobs.site.pages import PageCache, SiteContent, gather
 from jobs.status import SUCCESS
@@ -39,7 +40,7 @@ def _examples(pattern) -> list[dict]:
     return out
 
 
-def build_site(lake: Lake, out: Path | None = None, echo=print) -> Path:
+def build_site(lake: Lake, out: Path | None = None, echo=say) -> Path:
     """Write the site for the lake; returns its index.html."""
     out = out or site_folder(lake)
     cache = PageCache(out if out.exists() else None)

@@ -3,6 +3,7 @@ on a time axis, matches per month, the timeline of a few matches, run history, l
 
 from __future__ import annotations
 
+import textwrap
 from datetime import datetime
 from html import escape
 from pathlib import Path
@@ -38,20 +39,49 @@ def variable_label(v) -> str:
     return str(v)  # p+, 'p{2,5}', not n{2,}, consecutive c{3}
 
 
+def own_conditions(alt, name: str) -> list[str]:
+    """What the file asks of each event of variable ``name`` (its conditions on one event,
+    and on itself: ``w.patient = w.patient``; first ever; its history conditions), as the
+    file writes them."""
+    out = [str(c) for c in alt.conditions
+           if getattr(c, "var", None) == name or getattr(c, "variables", ()) == (name, name)]
+    out += ["first ever"] * (name in getattr(alt, "first_ever", ()))
+    out += [f"history: {h}" for h in getattr(alt, "history", ()) if h.anchor == name]
+    return out
+
+
+def _box(title: str, conditions: list[str], width: int = 26) -> str:
+    """A variable's box text: its name, then its conditions wrapped (never cut)."""
+    lines = [title]
+    for c in conditions:
+        lines += textwrap.wrap(c, width, subsequent_indent="  ", break_long_words=False)
+    return "\n".join(lines)
+
+
 def _rows(pattern) -> list[tuple[str, list[list[str]]]]:
-    """(row label, sets as lists of labels, negated sets in their place) per alternative."""
+    """(row label, sets as lists of box texts: each variable with its own conditions,
+    negated sets in their place) per alternative."""
     out = []
     for k, alt in enumerate(pattern.alternatives, start=1):
-        columns: list[list[str]] = [[("next " if i in alt.next_sets else "") + variable_label(v)
+        columns: list[list[str]] = [[_box(("next " if i in alt.next_sets else "")
+                                          + variable_label(v), own_conditions(alt, v.name))
                                      for v in s] for i, s in enumerate(alt.sets)]
         for n in sorted(alt.negations, key=lambda n: -1 if n.before is None else n.before,
                         reverse=True):
             at = 0 if n.before is None else n.before + 1
             label = variable_label(n.var)
-            columns.insert(at, [label.replace("not ", "not next ", 1) if n.next else label])
+            label = label.replace("not ", "not next ", 1) if n.next else label
+            columns.insert(at, [_box(label, own_conditions(alt, n.var.name))])
         label = f"alternative {k}" if len(pattern.alternatives) > 1 else ""
         out.append((label, columns))
     return out
+
+
+def relations(pattern) -> list[str]:
+    """The conditions between two variables (and on whole matches), as written."""
+    return list(dict.fromkeys(
+        str(c) for alt in pattern.alternatives for c in alt.conditions
+        if len(set(getattr(c, "variables", ()))) > 1))
 
 
 def pattern_shape(pattern, path: Path) -> Path:
@@ -66,30 +96,38 @@ def pattern_shape(pattern, path: Path) -> Path:
     else:
         rows = _rows(pattern)
     width = max(len(cols) for _, cols in rows)
-    fig, ax = plt.subplots(figsize=(max(5.0, 2.6 * width), 1.3 + 1.2 * len(rows)))
+    lines = max(sum(n.count("\n") + 1 for n in names) for _, cols in rows for names in cols)
+    h = max(0.8, 0.22 * lines + 0.3)  # a row's height: its tallest box
+    linked = [] if pattern.kind == "window" else relations(pattern)
+    extra = 0.25 * len(linked)
+    fig, ax = plt.subplots(figsize=(max(5.0, 3.4 * width),
+                                    1.3 + (h + 0.4) * len(rows) + extra))
     for r, (label, columns) in enumerate(rows):
-        y = len(rows) - 1 - r
+        y = (len(rows) - 1 - r) * (h + 0.4)
         if label:
-            ax.text(-0.15, y + 0.4, label, ha="right", va="center", fontsize=9, color=GREY)
+            ax.text(-0.15, y + h / 2, label, ha="right", va="center", fontsize=9, color=GREY)
         for c, names in enumerate(columns):
             negated = names[0].startswith("not ")
-            box = FancyBboxPatch((c * 2.6, y), 2.0, 0.8, boxstyle="round,pad=0.05",
+            box = FancyBboxPatch((c * 2.8, y), 2.3, h, boxstyle="round,pad=0.05",
                                  facecolor="#edf2f7" if negated else "#ebf8ff",
                                  edgecolor=GREY if negated else COLORS[0],
                                  hatch="//" if negated else None, linewidth=1.2)
             ax.add_patch(box)
-            text = "\n".join(n if len(n) < 40 else n[:38] + "…" for n in names)
-            ax.text(c * 2.6 + 1.0, y + 0.4, text, ha="center", va="center", fontsize=9)
+            ax.text(c * 2.8 + 1.15, y + h / 2, "\n\n".join(names), ha="center", va="center",
+                    fontsize=8)
             if c:
-                ax.annotate("", xy=(c * 2.6 - 0.05, y + 0.4), xytext=(c * 2.6 - 0.55, y + 0.4),
+                ax.annotate("", xy=(c * 2.8 - 0.05, y + h / 2),
+                            xytext=(c * 2.8 - 0.45, y + h / 2),
                             arrowprops={"arrowstyle": "->", "color": GREY})
-    right = width * 2.6 - 0.6
+    right = width * 2.8 - 0.5
     ax.annotate("", xy=(right, -0.35), xytext=(0, -0.35),
                 arrowprops={"arrowstyle": "<->", "color": COLORS[1]})
     ax.text(right / 2, -0.6, f"all within {pattern.within} (time runs to the right)",
             ha="center", va="top", fontsize=9, color=COLORS[1])
+    for i, text in enumerate(linked):
+        ax.text(0, -1.05 - 0.25 * i, text, ha="left", va="top", fontsize=8, color=GREY)
     ax.set_xlim(-1.6 if any(lbl for lbl, _ in rows) else -0.3, right + 0.3)
-    ax.set_ylim(-1.0, len(rows))
+    ax.set_ylim(-1.2 - extra, len(rows) * (h + 0.4))
     ax.axis("off")
     return _save(fig, path)
 

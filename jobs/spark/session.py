@@ -155,11 +155,20 @@ def jvm_stderr_without(prefixes: tuple[bytes, ...]):
 
 
 def _pass_lines(read: int, target: int, prefixes: tuple[bytes, ...]) -> None:
+    """Copy ``read`` to ``target`` without the lines that start with ``prefixes`` and the
+    empty line right after each (PySpark prints its banners with two newlines)."""
     pending = b""
+    dropped = False  # the line before was a banner
     while chunk := os.read(read, 65536):
         pending += chunk
         *lines, pending = pending.split(b"\n")
-        out = b"".join(line + b"\n" for line in lines if not line.startswith(prefixes))
+        kept = []
+        for line in lines:
+            banner = line.startswith(prefixes)
+            if not banner and not (dropped and not line):
+                kept.append(line + b"\n")
+            dropped = banner
+        out = b"".join(kept)
         if pending and not any(p.startswith(pending) or pending.startswith(p)
                                for p in prefixes):
             out, pending = out + pending, b""

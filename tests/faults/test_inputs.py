@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 from jobs.config import TimeRange, load_sources
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
-from jobs.pipeline.ingest import commit, stage
+from jobs.pipeline.ingest import commit, describe, stage
 from jobs.pipeline.retract import retract
 from jobs.pipeline.run import run_all
 from jobs.project.patterns import load_catalog, pattern_paths
@@ -131,6 +131,12 @@ def test_bom_crlf_corrections_and_infinity(tmp_path):
     batch = stage(source, profile.landing, lake, "r2")
     result = commit(lake, batch)
     assert result.new_events == 1 and result.quarantined == 2
+    # the ingest's line says why, where, and how to list them all
+    said = describe(result, "r2").splitlines()
+    assert said[1].startswith("  quarantined chemo_mw/excel.csv:") and len(said) == 4
+    assert "not a finite number" in "\n".join(said)
+    assert "ses query \"SELECT source_file, line, reason FROM quarantine_chemo_mw WHERE " \
+        "ingest_run = 'r2'\"" in said[-1]
     q = {r["reason"] for r in DeltaTable(lake.quarantine("chemo_mw")).to_pyarrow_table().to_pylist()}
     assert any("event_id 'e2' was already ingested from chemo_mw/chemo_match_windows.csv with "
                "other values (value: 7100.0 -> 9999.0)" in r and "retract" in r for r in q)

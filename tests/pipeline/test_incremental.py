@@ -150,6 +150,7 @@ def test_a_night_with_nothing_new_starts_no_spark_and_changes_nothing(spark, tmp
     assert all(r["horizon_low"] == f["horizon_high"] for r, f in zip(second, first))
     assert {n: DeltaTable(lake.matches(n)).version() for n in names} == versions
     assert any("(nothing new: no Spark)" in line for line in log)
+    assert not any(line.startswith("match ") for line in log)  # no range for an idle night
     # a new file makes the next night a real one again, counted as late where it is late
     (landing / "chemo_mw" / "late.csv").write_text(
         "event_id,patient,type,value,unit,ts\ne15,1,P,100,mg,2010-07-04T00:00:00\n")

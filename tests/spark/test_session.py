@@ -9,3 +9,23 @@ def test_java_missing_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))
     with pytest.raises(JavaMissing, match="Java 17 or newer.*openjdk-17-jre-headless"):
         check_java()
+
+
+def test_the_workers_banners_leave_no_blank_lines(tmp_path):
+    """PySpark's workers print their memory banners with two newlines: the filter drops
+    each banner and the empty line after it, and nothing else."""
+    import os
+    import threading
+
+    from jobs.spark.session import WORKER_BANNERS, _pass_lines
+
+    read, write = os.pipe()
+    out = tmp_path / "err"
+    with open(out, "wb") as f:
+        t = threading.Thread(target=_pass_lines, args=(read, f.fileno(), WORKER_BANNERS))
+        t.start()
+        os.write(write, b"Current mem limits: -1 of max -1\n\nSetting mem limits to 6 of max 6"
+                        b"\n\nreal line\n\nafter an empty one\n")
+        os.close(write)
+        t.join(5)
+    assert out.read_bytes() == b"real line\n\nafter an empty one\n"
