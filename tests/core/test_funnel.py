@@ -12,7 +12,13 @@ from jobs.core.engine.columns import from_events
 from jobs.core.engine.funnel import funnel as engine_funnel
 from jobs.core.engine.funnel import window_outcomes
 from jobs.core.language.events import Event, order, parse_ts
-from jobs.core.language.funnel_steps import AFTER_MATCH, WITHIN, funnel_steps, negation_label
+from jobs.core.language.funnel_steps import (
+    AFTER_MATCH,
+    WITHIN,
+    among,
+    funnel_steps,
+    negation_label,
+)
 from jobs.core.language.pattern import Negation
 from jobs.core.language.patternfile import parse_pattern
 from jobs.core.reference import funnel as reference
@@ -82,7 +88,7 @@ def test_how_far_each_patient_got():
         _ev("a-r", 1, "A", "Registration"), _ev("a-l", 2, "A", "Leucocytes"),
         _ev("a-c", 3, "A", "CRP"), _ev("a-a", 4, "A", "IV Antibiotics"),
         _ev("b-r", 1, "B", "Registration"), _ev("b-l", 2, "B", "Leucocytes"),
-        _ev("b-x", 3, "B", "Triage"),
+        _ev("b-x", 3, "B", "IV Liquid"),  # an event of the pattern, but no CRP
         _ev("c-r", 1, "C", "Registration"), _ev("c-l", 2, "C", "Leucocytes"),
         _ev("c-c", 3, "C", "CRP"), _ev("c-f", 4, "C", "IV Liquid"),
         _ev("c-a", 5, "C", "IV Antibiotics"),
@@ -124,6 +130,11 @@ def _without(pattern, label: str):
                  for i, n in enumerate(negations)]
     conditions = tuple(c for c in pattern.conditions if not (
         gone & set(getattr(c, "variables", None) or (c.var,)) or str(c) in label))
+    # a variable whose own condition is left out still binds only events of the pattern
+    # (those that fit some variable: what the nightly pass reads)
+    conditions += tuple(g for v in pattern.variables for g in among(pattern, v.name)
+                        if any(getattr(c, "var", None) == v.name and c not in conditions
+                               for c in pattern.conditions))
     sets = tuple(tuple(replace(v, consecutive=False) if str(v) in label else v for v in s)
                  for s in pattern.sets)
     nexts = tuple(i for i in pattern.next_sets if not label.startswith("next "))

@@ -18,7 +18,8 @@ something whose removal alone lets P_{k+1} bind from e, in this order: a negated
 step k+1 (several together when the rest of P_{k+1} binds but no one of them left out is
 enough); else, for a variable v of step k+1 that has no event (``no v``, or too few:
 ``fewer than n v``) after a binding of P_k within τ fitting its own conditions, the first
-of those conditions that, left out, lets P_{k+1} bind (``no v (c)``); else the first
+of those conditions that, left out, lets P_{k+1} bind (``no v (c)``; v then binds any
+event of the pattern, ``among``); else the first
 condition of step k+1 that relates its variables to others (file order; then
 ``[next]``, consecutive); else the window's length and the sets' order (``WITHIN``: no
 single condition). At the last step, a window with a match that ``after_match`` did not
@@ -34,7 +35,7 @@ import itertools
 import re
 from dataclasses import dataclass, replace
 
-from jobs.core.language.conditions.expressions import FACT_NAMES, Attr, Cmp
+from jobs.core.language.conditions.expressions import FACT_NAMES, Attr, BoolOp, Cmp, rebuilt
 from jobs.core.language.conditions.kinds import AggregateCondition, Property, Ref, Relationship
 from jobs.core.language.pattern import Negation, Pattern
 
@@ -181,12 +182,34 @@ def _requirements(alt: Pattern, k: int, full: Pattern):
         head = f"no {v.name}" if v.min <= 1 else f"fewer than {v.min} {v.name}"
         mine = [c for c in full.conditions if set(_names(c)) == {v.name}
                 and c in alt.conditions]
-        without = tuple((f"{head} ({shown(c, alt)})",
-                         replace(full, conditions=tuple(x for x in full.conditions if x != c)))
-                        for c in mine)
+        guard = among(alt, v.name)
+        without = tuple((f"{head} ({shown(c, alt)})", replace(full, conditions=tuple(
+            x for x in full.conditions if x != c) + guard)) for c in mine)
         bare = (f"{head} ({' and '.join(shown(c, alt) for c in mine)})" if mine else head,
-                replace(full, conditions=tuple(x for x in full.conditions if x not in mine)))
+                replace(full, conditions=tuple(x for x in full.conditions if x not in mine)
+                        + guard))
         yield Requirement(v.name, head, pattern, without, bare)
+
+
+def among(alt: Pattern, name: str) -> tuple[Property, ...]:
+    """What variable ``name`` may still bind when one of its own conditions is left out:
+    an event of the pattern, one that fits some variable's conditions on one event (the
+    marks of whole-history conditions aside): the events the nightly pass filters to
+    (Theorem 1), so that its funnel and one over every event name the same stops. Empty
+    when some variable fits every event."""
+    options = []
+    for w in alt.variables + alt.negated:
+        props = [p.expr for p in alt.properties[w.name]
+                 if not any(a.startswith("__") for a in p.attributes)]
+        if not props:
+            return ()
+
+        def renamed(x, w=w.name):
+            return Attr(name, x.attr, x.prev) if isinstance(x, Attr) and x.var == w else x
+
+        options.append(rebuilt(props[0] if len(props) == 1 else BoolOp("and", tuple(props)),
+                               renamed))
+    return (Property(name, options[0] if len(options) == 1 else BoolOp("or", tuple(options))),)
 
 
 def _together(requirements: tuple[Requirement, ...], full: Pattern):
@@ -198,9 +221,12 @@ def _together(requirements: tuple[Requirement, ...], full: Pattern):
     for size in range(2, len(requirements) + 1):
         for group in itertools.combinations(requirements, size):
             gone = {c for r in group for c in full.conditions if c not in r.bare[1].conditions}
+            guards = tuple(g for r in group for g in r.bare[1].conditions
+                           if g not in full.conditions)
             yield frozenset(r.variable for r in group), (
                 " and ".join(r.bare[0] for r in group),
-                replace(full, conditions=tuple(c for c in full.conditions if c not in gone)))
+                replace(full, conditions=tuple(c for c in full.conditions if c not in gone)
+                        + guards))
 
 
 def _without_negation(full: Pattern, neg: Negation) -> Pattern:
