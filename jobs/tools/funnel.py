@@ -16,7 +16,7 @@ from jobs.core.engine.columns import from_arrow, from_events
 from jobs.core.engine.funnel import funnel as engine_funnel
 from jobs.core.engine.marks import with_marks
 from jobs.core.errors import InputError
-from jobs.core.language.funnel_steps import FunnelRow
+from jobs.core.language.funnel_steps import AFTER_MATCH, FunnelRow
 from jobs.lake.funnels import latest, read_funnels
 from jobs.lake.store import Lake
 from jobs.project.patterns import load_catalog, pattern_paths
@@ -72,6 +72,11 @@ def funnel_lines(pattern, rows: list[FunnelRow]) -> list[str]:
     for r in rows:
         out.append(f"  {_step_text(r):<{width}}  {r.partitions:>10,}  {r.windows:>9,}")
         for label, n in r.stopped:
+            if label == AFTER_MATCH:  # the last step: matches the rule did not keep
+                out.append(f"  {'':<{width}}  with matches that after_match "
+                           f"{getattr(pattern, 'after_match', '')} did not keep (an earlier "
+                           f"kept match overlaps them): {n:,}")
+                continue
             out.append(f"  {'':<{width}}  stopped before the next step by {label}: {n:,}")
     return out
 
