@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import reduce
 
 from jobs.core.errors import InputError
-from jobs.core.language.conditions.expressions import Attr, Cmp, In, Lit, comparisons_of
+from jobs.core.language.conditions.expressions import Attr, Cmp, In, Lit, comparisons_of, conjoined
 from jobs.core.language.conditions.kinds import Property
 from jobs.spark.predicates import property_column
 
@@ -33,7 +33,7 @@ class VariableCount:
     def describe(self) -> str:
         if not self.properties:
             return f"{self.label}: any event (no property)"
-        props = " and ".join(p for p, _ in self.properties)
+        props = conjoined(p for p, _ in self.properties)
         line = f"{self.label}: {self.events:,} event(s) with {props}"
         if self.events == 0 and len(self.properties) > 1:
             line += " (" + "; ".join(f"{p}: {n:,}" for p, n in self.properties) + ")"

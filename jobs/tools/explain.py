@@ -184,11 +184,12 @@ MAX_WITNESSES = 5  # windows stopped by a negated set whose witnesses explain na
 
 def _all_but_one(alt, e: Event, variables=None) -> str | None:
     """``v but for c``: a variable (of ``variables``, default the first set) whose
-    conditions on one event ``e`` satisfies all but ``c`` (as the file writes it: a
-    history condition, first ever), or None when no variable comes that close."""
+    conditions on one event ``e`` satisfies all but ``c``, a condition on the whole history
+    (a history condition, first ever, a partition fact, as the file writes it), or None."""
     for v in alt.sets[0] if variables is None else variables:
         failed = [p for p in alt.properties[v.name] if not p.holds(e.values)]
-        if len(failed) == 1:
+        # only a condition on the whole history: the others are the event's own kind
+        if len(failed) == 1 and any(a.startswith("__") for a in failed[0].attributes):
             return f"{v.name} but for {shown(failed[0], alt)}"
     return None
 

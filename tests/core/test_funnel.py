@@ -212,3 +212,11 @@ def test_stops_are_named_as_the_file_writes_them():
     assert "no r (history: at least 1 of [any event] before r by 2d same pid)" in labels
     assert "no ab (first ever ab)" in labels and "no r (partition.count >= 3)" in labels
     assert not any("__" in label for label in labels)
+
+
+def test_an_or_among_a_variables_conditions_keeps_its_parentheses():
+    from jobs.core.language.conditions.expressions import conjoined
+
+    assert conjoined(["l.kind = 'L'", "l.value > 12 or l.value < 4"]) == \
+        "l.kind = 'L' and (l.value > 12 or l.value < 4)"
+    assert conjoined(["l.value > 12 or l.value < 4"]) == "l.value > 12 or l.value < 4"

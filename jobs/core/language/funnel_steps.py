@@ -35,7 +35,14 @@ import itertools
 import re
 from dataclasses import dataclass, replace
 
-from jobs.core.language.conditions.expressions import FACT_NAMES, Attr, BoolOp, Cmp, rebuilt
+from jobs.core.language.conditions.expressions import (
+    FACT_NAMES,
+    Attr,
+    BoolOp,
+    Cmp,
+    conjoined,
+    rebuilt,
+)
 from jobs.core.language.conditions.kinds import AggregateCondition, Property, Ref, Relationship
 from jobs.core.language.pattern import Negation, Pattern
 
@@ -185,7 +192,7 @@ def _requirements(alt: Pattern, k: int, full: Pattern):
         guard = among(alt, v.name)
         without = tuple((f"{head} ({shown(c, alt)})", replace(full, conditions=tuple(
             x for x in full.conditions if x != c) + guard)) for c in mine)
-        bare = (f"{head} ({' and '.join(shown(c, alt) for c in mine)})" if mine else head,
+        bare = (f"{head} ({conjoined(shown(c, alt) for c in mine)})" if mine else head,
                 replace(full, conditions=tuple(x for x in full.conditions if x not in mine)
                         + guard))
         yield Requirement(v.name, head, pattern, without, bare)

@@ -267,6 +267,13 @@ def nodes_of(e: Expr, kind: type):
             yield from nodes_of(x, kind)
 
 
+def conjoined(texts) -> str:
+    """Conditions' texts joined by ``and`` for people, an ``or`` among them parenthesized
+    (``a = 1 and (b > 2 or b < 0)``, not ``a = 1 and b > 2 or b < 0``)."""
+    texts = list(texts)
+    return " and ".join(f"({t})" if " or " in t and len(texts) > 1 else t for t in texts)
+
+
 def rebuilt(e: Expr, leaf) -> Expr:
     """``e`` with each leaf (literal, attribute, aggregate, match time) replaced by
     ``leaf(it)``, the operators around them kept."""
