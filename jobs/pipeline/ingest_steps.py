@@ -24,8 +24,8 @@ from jobs.project.patterns import PatternCatalog, load_catalog
 def pipeline_catalog(paths: list[str] | None = None) -> tuple[PatternCatalog, list]:
     """The catalogue, and its patterns whose source the pipeline ingests (has a landing
     folder)."""
-    catalog = load_catalog(paths)
     sources = load_sources()
+    catalog = load_catalog(paths, sources=sources)
     runnable = [(p, pattern) for p, pattern in catalog.patterns
                 if (src := sources.get(pattern.source)) is not None and src.landing]
     return catalog, runnable

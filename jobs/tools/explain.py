@@ -33,6 +33,7 @@ from jobs.core.language.events import Event, events_from_arrow, format_ts, parse
 from jobs.core.language.funnel_steps import AFTER_MATCH, WITHIN, funnel_steps, shown
 from jobs.core.language.history import mark
 from jobs.core.language.measures import measure_types
+from jobs.core.language.pattern import reads_marks
 from jobs.core.reference.funnel import negation_witnesses
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
@@ -189,7 +190,7 @@ def _all_but_one(alt, e: Event, variables=None) -> str | None:
     for v in alt.sets[0] if variables is None else variables:
         failed = [p for p in alt.properties[v.name] if not p.holds(e.values)]
         # only a condition on the whole history: the others are the event's own kind
-        if len(failed) == 1 and any(a.startswith("__") for a in failed[0].attributes):
+        if len(failed) == 1 and reads_marks(failed[0]):
             return f"{v.name} but for {shown(failed[0], alt)}"
     return None
 

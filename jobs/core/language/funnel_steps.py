@@ -39,12 +39,17 @@ from jobs.core.language.conditions.expressions import (
     FACT_NAMES,
     Attr,
     BoolOp,
-    Cmp,
     conjoined,
     rebuilt,
 )
-from jobs.core.language.conditions.kinds import AggregateCondition, Property, Ref, Relationship
-from jobs.core.language.pattern import Negation, Pattern
+from jobs.core.language.conditions.kinds import (
+    AggregateCondition,
+    Property,
+    Ref,
+    Relationship,
+    known,
+)
+from jobs.core.language.pattern import Negation, Pattern, reads_marks
 
 WITHIN = "within/order"  # the stop that no single condition explains
 AFTER_MATCH = "skipped by after_match"  # a match the after-match rule did not keep
@@ -65,14 +70,16 @@ def shown(cond, pattern: Pattern) -> str:
 class Requirement:
     """What a step asks of one variable v of its set: ``lone`` (P_{k-1} followed by v
     alone, with the conditions on v only) binds from a window that has events fitting v;
-    ``without``: (``no v (c)``, P_k without c) for each condition c of v's own; ``bare``:
-    the label and P_k without all of them."""
+    ``own``: v's own conditions in P_k, ``label`` names them all; ``without``: (``no v
+    (c)``, P_k without c and with ``guard``) for each c of them; ``guard``: what v may
+    still bind without them (``among``)."""
 
     variable: str
-    head: str  # "no v" or "fewer than n v"
+    label: str  # "no v (its conditions)" or "fewer than n v (...)"
     lone: Pattern
+    own: tuple
+    guard: tuple[Property, ...]
     without: tuple[tuple[str, Pattern], ...]
-    bare: tuple[str, Pattern]
 
 
 @dataclass(frozen=True)
@@ -134,8 +141,7 @@ def _prefix(alt: Pattern, k: int, with_negations: bool) -> tuple[Pattern, tuple[
     present = {v.name for s in sets for v in s} | {n.var.name for n in kept}
     conditions = [c for c in alt.conditions if set(_names(c)) <= present]
     for a in alt.partition_attributes:  # an event without X is in no window
-        conditions += [Property(v.name, Cmp("=", Attr(v.name, a), Attr(v.name, a)))
-                       for s in sets for v in s]
+        conditions += [known(v.name, a) for s in sets for v in s]
         if sum(map(len, sets)) == 1 and sets[0][0].group:
             v = sets[0][0].name
             conditions.append(Relationship.compare(Ref(v, a), "=", Ref(v, a)))
@@ -187,15 +193,13 @@ def _requirements(alt: Pattern, k: int, full: Pattern):
                        partition_keys=alt.partition_attributes)
         pattern, _ = _prefix(lone, k, with_negations=False)
         head = f"no {v.name}" if v.min <= 1 else f"fewer than {v.min} {v.name}"
-        mine = [c for c in full.conditions if set(_names(c)) == {v.name}
-                and c in alt.conditions]
+        mine = tuple(c for c in full.conditions if set(_names(c)) == {v.name}
+                     and c in alt.conditions)
         guard = among(alt, v.name)
         without = tuple((f"{head} ({shown(c, alt)})", replace(full, conditions=tuple(
             x for x in full.conditions if x != c) + guard)) for c in mine)
-        bare = (f"{head} ({conjoined(shown(c, alt) for c in mine)})" if mine else head,
-                replace(full, conditions=tuple(x for x in full.conditions if x not in mine)
-                        + guard))
-        yield Requirement(v.name, head, pattern, without, bare)
+        label = f"{head} ({conjoined(shown(c, alt) for c in mine)})" if mine else head
+        yield Requirement(v.name, label, pattern, mine, guard, without)
 
 
 def among(alt: Pattern, name: str) -> tuple[Property, ...]:
@@ -206,8 +210,7 @@ def among(alt: Pattern, name: str) -> tuple[Property, ...]:
     when some variable fits every event."""
     options = []
     for w in alt.variables + alt.negated:
-        props = [p.expr for p in alt.properties[w.name]
-                 if not any(a.startswith("__") for a in p.attributes)]
+        props = [p.expr for p in alt.properties[w.name] if not reads_marks(p)]
         if not props:
             return ()
 
@@ -227,11 +230,10 @@ def _together(requirements: tuple[Requirement, ...], full: Pattern):
         return
     for size in range(2, len(requirements) + 1):
         for group in itertools.combinations(requirements, size):
-            gone = {c for r in group for c in full.conditions if c not in r.bare[1].conditions}
-            guards = tuple(g for r in group for g in r.bare[1].conditions
-                           if g not in full.conditions)
+            gone = {c for r in group for c in r.own}
+            guards = tuple(dict.fromkeys(g for r in group for g in r.guard))
             yield frozenset(r.variable for r in group), (
-                " and ".join(r.bare[0] for r in group),
+                " and ".join(r.label for r in group),
                 replace(full, conditions=tuple(c for c in full.conditions if c not in gone)
                         + guards))
 

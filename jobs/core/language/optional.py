@@ -31,7 +31,6 @@ from jobs.core.language.conditions.evaluation import truth
 from jobs.core.language.conditions.expressions import (
     Agg,
     Attr,
-    Cmp,
     Expr,
     Lit,
     aggregates_of,
@@ -41,9 +40,9 @@ from jobs.core.language.conditions.expressions import (
 )
 from jobs.core.language.conditions.kinds import (
     AggregateCondition,
-    Property,
     Ref,
     Relationship,
+    known,
 )
 from jobs.core.language.pattern import Negation, Pattern
 
@@ -112,7 +111,7 @@ def _expand(pattern: Pattern, absent: frozenset[str]) -> Expansion | None:
         conditions.append(c)
     present = {v.name for s in sets for v in s}
     for a in pattern.partition_attributes:  # an event without X is in no match
-        conditions += [Property(v, Cmp("=", Attr(v, a), Attr(v, a))) for v in sorted(present)]
+        conditions += [known(v, a) for v in sorted(present)]
         if len(present) == 1 and sets[0][0].group:  # its events agree on X (Θ+eq's p.A = p.A)
             v = sets[0][0].name
             conditions.append(Relationship.compare(Ref(v, a), "=", Ref(v, a)))

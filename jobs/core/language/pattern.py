@@ -68,6 +68,12 @@ def history_attribute(k: int) -> str:
     return f"__history_{k}"
 
 
+def reads_marks(cond) -> bool:
+    """Whether a condition reads an attribute computed from the whole history (a mark of
+    ``first_ever`` or of a history condition, a partition fact), not one of its event."""
+    return any(a.startswith("__") for a in cond.attributes)
+
+
 UNBOUNDED = None
 # The one name rule of pattern files, models and the tables they name: lower case letters,
 # digits and _, starting with a letter (it is a table name in Spark, DuckDB and Delta).
