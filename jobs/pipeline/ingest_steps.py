@@ -62,7 +62,7 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
         try:
             with progress(f"ingest {name}", spark, echo):
                 r = ingest(source, ctx.profile.landing, ctx.lake, ctx.run_id, ts_range=ts_range,
-                           gate=gate)
+                           gate=gate, spark=spark)
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
             failed[name] = f"ingest of {name} failed: {exc}"
             echo(f"FAILED {failed[name]}")

@@ -19,6 +19,7 @@ from jobs.config import load_profile, load_sources
 from jobs.core.language.patternfile import PatternError, load_pattern
 from jobs.lake.store import Lake
 from jobs.pipeline import ingest as ig
+from jobs.pipeline.ingest import reading
 from jobs.pipeline.horizons import check_logical_date
 from jobs.project.models import ModelError, load_model
 from jobs.project.patterns import load_catalog
@@ -91,7 +92,7 @@ def test_an_over_long_field_or_line_is_quarantined_and_the_rest_ingested(tmp_pat
     assert batch.events.column("event_id").to_pylist() == ["e2"]
     [q] = [r for t in batch.quarantine for r in t.to_pylist()]
     assert "200,000 characters, over the limit" in q["reason"] and len(q["raw"]) < 2_100
-    monkeypatch.setattr(ig, "MAX_LINE", 1_000)
+    monkeypatch.setattr(reading, "MAX_LINE", 1_000)
     sepsis = _landing(tmp_path, "sepsis")
     good = dict(dict.fromkeys(load_sources()["sepsis"].columns), patient="A",
                 event_type="ER Registration", timestamp="2014-01-01T00:00:00")

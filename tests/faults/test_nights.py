@@ -18,6 +18,7 @@ from jobs.config import load_sources
 from jobs.lake import rewrite
 from jobs.lake.store import Lake
 from jobs.pipeline import ingest as ig
+from jobs.pipeline.ingest import listing, reading
 from jobs.pipeline.reconcile import reconcile
 from jobs.pipeline.retract import retract
 from jobs.pipeline.run import run_all
@@ -35,7 +36,9 @@ HEADER = list(HOSPITAL.columns)
 
 def _staged_ids(landing: Path, lake_root: Path, chunk: int) -> list[tuple]:
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ig, "CHUNK", chunk)
+        mp.setattr(reading, "CHUNK", chunk)  # the row reader's blocks
+        mp.setattr(reading, "BLOCK_BYTES", chunk * 8)  # the columnar reader's blocks
+        mp.setattr(listing, "SPLIT_BYTES", chunk * 16)  # the tasks' splits
         batch = ig.stage(HOSPITAL, str(landing), Lake(str(lake_root)), "r")
     t = batch.events
     return sorted(zip(t.column("event_id").to_pylist(), t.column("patient").to_pylist()))
@@ -147,7 +150,7 @@ def test_a_lake_with_string_view_files_is_read_and_repaired(tmp_path):
         if day == max(days):
             break  # the fourth night's batch: its ids are looked up in the table
         _merge_the_old_way(lake, path, batch.events)
-        lake.insert_new(lake.ingest_log(), ig._to_arrow(batch.log, ig.INGEST_LOG_SCHEMA),
+        lake.insert_new(lake.ingest_log(), pa.Table.from_pylist(batch.log, schema=ig.INGEST_LOG_SCHEMA),
                         key=("source", "file", "sha256"))
     assert rewrite.view_files(lake, path)  # the lake as the old code left it
     pending = batch.events  # the fourth night's (its staging goes with the next reconcile)

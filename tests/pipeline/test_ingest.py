@@ -126,7 +126,7 @@ def test_a_night_hashes_only_new_or_changed_landing_files(tmp_path, monkeypatch)
     ingest log's (file, sha256) key costs no read of the files already ingested."""
     import os
 
-    from jobs.pipeline import ingest as ingest_module
+    from jobs.pipeline.ingest import listing as ingest_module
 
     landing = tmp_path / "landing" / "toy"
     landing.mkdir(parents=True)

@@ -1,0 +1,113 @@
+"""Event ids. A source with an id column gives its own; otherwise an event's id is a
+content hash, ``<digest>-<n>``: the first 20 hex digits of the SHA-256 of the JSON list
+``[source, value, …]`` of the row's typed values (``json.dumps``: text escaped as ASCII,
+numbers as Python writes them, times as nanoseconds), and ``n`` the row's occurrence among
+identical rows of its whole file, in line order, however the file is split. These are the
+ids every lake already holds; ``tests/pipeline/test_ingest_ids.py`` keeps them.
+
+Here the JSON text is built on columns (text without a character to escape, integers and
+times by Arrow; numbers as ``repr`` of each distinct value), and the digests per row by
+``hashlib``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_PLAIN = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"  # text that JSON writes as it is
+_HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
+MIX = 1_000_003  # the id key of a content-hash id: content key * MIX + its number (wraps)
+
+
+def _per_distinct(arr: pa.Array, fn) -> pa.Array:
+    """``fn`` of each value of ``arr`` (not null), computed once per distinct value."""
+    uniq = pc.unique(arr.drop_null())
+    mapped = pa.array([fn(v) for v in uniq.to_pylist()], pa.string())
+    return mapped.take(pc.index_in(arr, uniq))
+
+
+def json_texts(arr: pa.Array, kind: str) -> pa.Array:
+    """Each value of a typed column as ``json.dumps`` writes it (null: ``null``)."""
+    if kind == "string":
+        plain = pc.match_substring_regex(arr, _PLAIN).fill_null(True)
+        quoted = pc.binary_join_element_wise('"', arr, '"', "")
+        if not pc.all(plain).as_py():
+            quoted = pc.if_else(plain, quoted, _per_distinct(arr, json.dumps))
+    elif kind in ("double", "number"):
+        quoted = _per_distinct(arr, float.__repr__)
+    else:  # integers, and times as int64 nanoseconds
+        quoted = pc.cast(arr, pa.string())
+    return quoted.fill_null("null")
+
+
+def hex20(digests: list[bytes]) -> tuple[pa.Array, np.ndarray]:
+    """(the first 20 hex digits of each digest, its first 8 bytes as a signed key)."""
+    if not digests:
+        return pa.array([], pa.string()), np.zeros(0, np.int64)
+    m = np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 32)
+    key = m[:, :8].copy().view(">i8").reshape(-1).astype(np.int64)
+    digits = np.empty((len(m), 20), np.uint8)
+    digits[:, 0::2] = _HEX[m[:, :10] >> 4]
+    digits[:, 1::2] = _HEX[m[:, :10] & 15]
+    texts = digits.view("S20").reshape(-1)
+    return pa.array(texts, pa.binary(20)).cast(pa.string()), key
+
+
+def content_ids(source, typed: dict[str, pa.Array], texts: dict[str, pa.Array] | None = None
+                ) -> tuple[pa.Array, np.ndarray]:
+    """(``<digest>-1`` per row, the content key per row) of typed columns (times: int64
+    ns; ``texts``: columns already written as JSON). The occurrence numbers come from
+    ``renumber``."""
+    n = len(next(iter(typed.values()))) if typed else 0
+    if n == 0:
+        return pa.array([], pa.string()), np.zeros(0, np.int64)
+    texts = texts or {}
+    parts = [texts[c].fill_null("null") if c in texts else json_texts(typed[c], kind)
+             for c, kind in source.columns.items()]
+    head = "[" + json.dumps(source.name)
+    text = pc.binary_join_element_wise(head, *parts, ", ")
+    text = pc.binary_join_element_wise(text, "]", "")
+    sha = hashlib.sha256
+    digests = [sha(t).digest() for t in text.cast(pa.binary()).to_pylist()]
+    hexes, key = hex20(digests)
+    return pc.binary_join_element_wise(hexes, "1", "-"), key
+
+
+def id_keys(ids: pa.Array) -> np.ndarray:
+    """A 64-bit key of each id (repeats are found by counting keys, not texts)."""
+    blake = hashlib.blake2b
+    return np.array([int.from_bytes(blake(t, digest_size=8).digest(), "big", signed=True)
+                     for t in ids.cast(pa.binary()).to_pylist()], np.int64)
+
+
+def occurrences(files: np.ndarray, content: np.ndarray, lines: np.ndarray) -> np.ndarray:
+    """Each row's number among the rows of its file with the same content key, in line
+    order (1, 2, …)."""
+    rows = len(files)
+    if rows == 0:
+        return np.zeros(0, np.int64)
+    order = np.lexsort((lines, content, files))
+    f_s, c_s = files[order], content[order]
+    first = np.ones(rows, bool)
+    first[1:] = (f_s[1:] != f_s[:-1]) | (c_s[1:] != c_s[:-1])
+    starts = np.maximum.accumulate(np.where(first, np.arange(rows), 0))
+    number = np.empty(rows, np.int64)
+    number[order] = np.arange(rows) - starts + 1
+    return number
+
+
+def id_key(content, n):
+    """The 64-bit key of ``<content>-<n>`` (numpy int64 arrays; wraps as int64 does)."""
+    with np.errstate(over="ignore"):
+        return content * MIX + n
+
+
+def numbered(ids: pa.Array, n: np.ndarray) -> pa.Array:
+    """``<digest>-1`` ids renumbered ``<digest>-<n>``."""
+    digest = pc.utf8_slice_codeunits(ids, 0, 20)
+    return pc.binary_join_element_wise(digest, pc.cast(pa.array(n), pa.string()), "-")

@@ -1,0 +1,189 @@
+"""The driver's part of ingest before any task runs: a source's landing files (regular files
+only), which of them are pending (the ingest log and the files' digests), and the splits
+their reading is cut into.
+
+A plain CSV or JSONL file larger than ``SPLIT_BYTES`` is cut at line ends into splits of
+about that size, each read by its own task; one pass over the file counts the line ends
+before each cut, so every task knows its first line's number and the ids and quarantine
+lines are those of one reader of the whole file. A file the columnar reader cannot take
+(a CSV with a quote character, a lone carriage return, a NUL byte) and a compressed file
+are one split, read by Python's readers. A Parquet file is cut by row groups.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow as pa
+
+from jobs.config import Source
+from jobs.core.inputs import refusal
+from jobs.lake import store as lk
+from jobs.pipeline.ingest.reading import IngestError, csv_header, unreadable
+
+SUFFIXES = {"csv": (".csv", ".csv.gz"), "jsonl": (".jsonl", ".jsonl.gz", ".json", ".json.gz"),
+            "parquet": (".parquet",)}
+SPLIT_BYTES = 64 << 20  # bytes of a landing file one task reads
+SCAN_BYTES = 8 << 20
+
+
+def landing_files(source: Source, landing_root: str) -> list[Path]:
+    """The source's landing files (its folder and sub-folders, by suffix). A file or
+    sub-folder that is a symbolic link, a device or a FIFO fails the source, named: it is
+    never opened (``jobs.core.inputs``)."""
+    folder = Path(landing_root) / (source.landing or source.name)
+    if not folder.is_dir():
+        raise IngestError(f"source {source.name!r}: landing folder {folder} does not exist")
+    found = []
+    for here, dirs, files in os.walk(folder):  # does not descend into linked folders
+        for name in sorted(dirs) + sorted(files):
+            path = Path(here) / name
+            wanted = name in files and name.endswith(SUFFIXES[source.format])
+            refused = refusal(path)
+            if refused and (wanted or path.is_symlink()):
+                raise IngestError(f"{path}: {refused} (source {source.name!r} is not "
+                                  "ingested until it is replaced or removed)")
+            if wanted:
+                found.append(path)
+    return sorted(found)
+
+
+def file_format(path: Path, default: str) -> str:
+    return next((f for f, suffixes in SUFFIXES.items() if path.name.endswith(suffixes)),
+                default)
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+class Digests:
+    """The sha256 of each landing file of a source, remembered by its size and modification
+    time (``_digests/<source>.json`` in the lake): a night hashes only the files that are
+    new or changed, not every file of the history again."""
+
+    def __init__(self, lake: lk.Lake, source: str):
+        self.lake, self.uri = lake, lk.join(lake.root, "_digests", f"{source}.json")
+        try:
+            self.old = json.loads(lake.read_text(self.uri))
+        except (FileNotFoundError, OSError, ValueError):
+            self.old = {}
+        self.new: dict[str, list] = {}
+
+    def of(self, label: str, path: Path) -> str:
+        st = path.stat()
+        key = [st.st_size, st.st_mtime_ns]
+        kept = self.old.get(label)
+        digest = kept[2] if isinstance(kept, list) and kept[:2] == key else sha256(path)
+        self.new[label] = [*key, digest]
+        return digest
+
+    def save(self) -> None:
+        if self.new != self.old:
+            self.lake.write_text(self.uri, json.dumps(self.new))
+
+
+@dataclass(frozen=True)
+class Split:
+    """A part of one pending landing file that one task reads. ``start``/``end``: bytes
+    (``end`` -1: to the end; for Parquet: row groups); ``first_line``: the lines (Parquet:
+    rows) before ``start``; ``columnar``: read on columns, else by Python's readers (a whole
+    file); ``header``: a CSV file's column names."""
+
+    index: int
+    file_index: int
+    path: str
+    label: str
+    fmt: str
+    start: int = 0
+    end: int = -1
+    first_line: int = 0
+    columnar: bool = False
+    header: tuple[str, ...] | None = None
+    run_id: str = ""
+    now: datetime | None = None
+
+
+def _scan(path: Path, fmt: str) -> tuple[bool, list[tuple[int, int]]]:
+    """Whether the columnar reader may read a plain file, and the cuts: (byte offset,
+    line ends before it) at the first line end after every ``SPLIT_BYTES``. A carriage
+    return not before a line feed ends a line for Python's readers, and a CSV quote may
+    hold a line end: such a file is read whole by Python's readers."""
+    size = path.stat().st_size
+    plain, cuts = True, [(0, 0)]
+    newlines, pos, prev_cr = 0, 0, False
+    target = SPLIT_BYTES
+    with open(path, "rb") as f:
+        while data := f.read(SCAN_BYTES):
+            if fmt == "csv" and (b'"' in data or b"\x00" in data):
+                plain = False
+            crs = data.count(b"\r")
+            if crs and crs - data.count(b"\r\n") - data.endswith(b"\r") > 0:
+                plain = False
+            if prev_cr and not data.startswith(b"\n"):
+                plain = False
+            prev_cr = data.endswith(b"\r")
+            if not plain:
+                return False, [(0, 0)]
+            while target < size and pos + len(data) > target:
+                at = data.find(b"\n", max(0, target - pos))
+                if at < 0:
+                    break
+                cut = pos + at + 1
+                if cut < size:
+                    cuts.append((cut, newlines + data.count(b"\n", 0, at + 1)))
+                target = cut + SPLIT_BYTES
+            newlines += data.count(b"\n")
+            pos += len(data)
+    if prev_cr:
+        return False, [(0, 0)]
+    return True, cuts
+
+
+def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: str,
+              first: int, run_id: str, now: datetime) -> list[Split]:
+    """The splits of one pending landing file, numbered from ``first``. Raises
+    ``IngestError`` for a CSV header that names a column twice or lacks the time column,
+    and for a Parquet file that cannot be opened."""
+    common = dict(file_index=file_index, path=str(path), label=label, fmt=fmt,
+                  run_id=run_id, now=now)
+    if fmt == "parquet":
+        import pyarrow.parquet as pq
+
+        try:
+            meta = pq.ParquetFile(path).metadata
+        except (OSError, pa.ArrowInvalid) as exc:
+            raise unreadable(path, fmt, exc) from None
+        out, rows, size, start, before = [], 0, 0, 0, 0
+        for g in range(meta.num_row_groups):
+            size += meta.row_group(g).total_byte_size
+            rows += meta.row_group(g).num_rows
+            if size >= SPLIT_BYTES or g == meta.num_row_groups - 1:
+                out.append(Split(first + len(out), start=start, end=g + 1, first_line=before,
+                                 columnar=True, **common))
+                start, before, size = g + 1, rows, 0
+        return out or [Split(first, columnar=True, end=0, **common)]
+    if path.name.endswith(".gz"):
+        return [Split(first, **common)]
+    plain, cuts = _scan(path, fmt)
+    header = None
+    if fmt == "csv" and plain:
+        try:
+            header = tuple(csv_header(path, time_column))
+        except (OSError, UnicodeDecodeError) as exc:
+            raise unreadable(path, fmt, exc) from None
+        if not header:
+            return [Split(first, **common)]
+    size = path.stat().st_size
+    ends = [c for c, _ in cuts[1:]] + [size]
+    return [Split(first + i, start=c, end=e, first_line=n, columnar=plain, header=header,
+                  **common) for i, ((c, n), e) in enumerate(zip(cuts, ends))]

@@ -1,0 +1,335 @@
+"""Reading a split of a landing file into raw blocks: records not typed yet, their line
+numbers, and the records the reader already refuses (a ragged CSV row, a JSON line that is
+not an object, a key written twice, an over-long line).
+
+Two readers give the same blocks. The columnar one cuts the split's bytes into lines and
+fields with Arrow (a CSV split without a quote character or a lone carriage return, a JSONL
+split without a lone carriage return). The row reader (``read_raw``: Python's ``csv`` and
+``json`` modules) reads everything else, a whole file at a time. Whatever the reader, a
+record's values, its line number and the reason it is refused are the same (a property
+test holds them equal).
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from jobs.core.errors import UserError
+from jobs.core.inputs import json_keys_twice, repeated
+
+CHUNK = 10_000  # records of the row reader typed at a time
+BLOCK_BYTES = 16 << 20  # bytes of a split the columnar reader cuts into lines at a time
+MAX_RAW = 2_000  # characters of a quarantined raw record that are kept
+MAX_FIELD = 65_536  # characters of one value: a longer one quarantines its row
+MAX_LINE = 1 << 20  # characters of one JSON line: a longer one is quarantined unparsed
+# the csv module's own limit (131,072) raised an error that failed the whole file: rows
+# with longer fields are read and quarantined by MAX_FIELD instead
+csv.field_size_limit(max(csv.field_size_limit(), 1 << 30))
+
+
+class IngestError(UserError, RuntimeError):
+    """A landing file that cannot be read, or a batch that failed the gate; nothing of the
+    source was written."""
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A raw record the reader already knows to quarantine (``reason``; ``raw``: an
+    excerpt of it)."""
+
+    reason: str
+    raw: str
+
+
+MISSING = object()  # a JSON record without the key
+
+
+@dataclass
+class RawBlock:
+    """Records of one split, not typed yet. ``lines``: each record's line number;
+    ``columns``: per column its raw values (an Arrow string array, or a Python list of
+    parsed JSON values, ``MISSING`` where a record lacks the key; None: no record has the
+    column); ``raw(i)``: the record's text as the quarantine keeps it; ``refused``:
+    (line, reason, raw) of the records refused unread."""
+
+    lines: np.ndarray
+    columns: dict[str, pa.Array | list | None]
+    raw: Callable[[int], str]
+    refused: list[tuple[int, str, str]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+
+def excerpt(text: str, limit: int = 80) -> str:
+    """At most ``limit`` characters of a raw text, escaped (``repr``): what an error
+    message may quote of a file."""
+    return repr(text[:limit]) + (f" (… {len(text):,} characters)" if len(text) > limit else "")
+
+
+def raw_text(raw) -> str:
+    """A raw record as the quarantine keeps it: JSON of a record, at most ``MAX_RAW``
+    characters and its length."""
+    text = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+    return text if len(text) <= MAX_RAW else text[:MAX_RAW] + f"... ({len(text):,} characters)"
+
+
+def _open_text(path: Path):
+    raw = gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")
+    # utf-8-sig: a byte-order mark is not part of the first column's name
+    return io.TextIOWrapper(raw, encoding="utf-8-sig", newline="")
+
+
+def csv_header(path: Path, time_column: str | None) -> list[str]:
+    """The CSV header's column names (stripped); raises ``IngestError`` for a name given
+    twice and for a header without ``time_column``. An empty file has none ([])."""
+    with _open_text(path) as f:
+        header = next(csv.reader(f), None)
+    if header is None:
+        return []
+    names = [name.strip() for name in header]
+    twice = repeated(names)
+    if twice:
+        raise IngestError(f"{path}: the header names column(s) "
+                          f"{', '.join(excerpt(n, 40) for n in twice[:5])} more "
+                          "than once: which value is meant cannot be known")
+    if time_column is not None and time_column not in names:
+        raise IngestError(f"{path}: no column {time_column!r} in the header "
+                          f"(it begins {excerpt(','.join(names))})")
+    return names
+
+
+def read_raw(path: Path, fmt: str, time_column: str | None = None
+             ) -> Iterator[tuple[int, dict | str | Refused]]:
+    """(line or row number, record) pairs of a whole file, streamed by Python's readers; a
+    record that is not an object stays a string (it goes to quarantine). Raises
+    ``IngestError`` for a file that cannot be read (also midway: the caller writes nothing
+    of it), and for a CSV header without ``time_column``."""
+    try:
+        if fmt == "csv":
+            names = csv_header(path, time_column)
+            if not names:
+                return
+            with _open_text(path) as f:
+                reader = csv.reader(f)
+                next(reader)
+                for fields in reader:
+                    if not fields:
+                        continue  # a blank line
+                    if len(fields) != len(names):  # a field missing or one too many
+                        yield reader.line_num, Refused(ragged(len(fields), len(names)),
+                                                       json.dumps(fields)[:MAX_RAW])
+                        continue
+                    yield reader.line_num, dict(zip(names, fields))
+            return
+        if fmt == "jsonl":
+            with _open_text(path) as f:
+                for n, line in enumerate(f, start=1):
+                    if not line.strip() and len(line) <= MAX_LINE:
+                        continue
+                    yield n, json_record(line)
+            return
+        import pyarrow.parquet as pq
+
+        n = 0
+        for batch in parquet_batches(path):
+            for r in batch.to_pylist():
+                n += 1
+                yield n, r
+        del pq
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
+        raise unreadable(path, fmt, exc) from None
+
+
+def unreadable(path, fmt: str, exc: BaseException) -> IngestError:
+    return IngestError(f"{path}: cannot be read as {fmt}: {str(exc)[:200]}")
+
+
+def parquet_batches(path: Path, row_groups: list[int] | None = None):
+    """A Parquet file's record batches (``row_groups``: only those); raises for a file
+    naming a column twice."""
+    import pyarrow.parquet as pq
+
+    parquet = pq.ParquetFile(path)
+    names = parquet.schema_arrow.names
+    twice = repeated(names)
+    if twice:
+        raise IngestError(f"{path}: the file names column(s) "
+                          f"{', '.join(excerpt(c, 40) for c in twice[:5])} more than "
+                          "once: which value is meant cannot be known")
+    yield from parquet.iter_batches(batch_size=CHUNK, row_groups=row_groups)
+
+
+def ragged(fields: int, names: int) -> str:
+    return (f"{fields} field(s) where the header names {names}: which value belongs to "
+            "which column cannot be known")
+
+
+def json_record(line: str) -> dict | str | Refused:
+    """One JSONL line (with its line end) as a record, a string (not an object: malformed)
+    or ``Refused`` (over-long, a key written twice)."""
+    if len(line) > MAX_LINE:
+        return Refused(f"a line of {len(line):,} characters, over the limit of {MAX_LINE:,}",
+                       line[:MAX_RAW])
+    try:
+        rec = json.loads(line)
+    except (json.JSONDecodeError, RecursionError):
+        return line.rstrip("\r\n")
+    if not isinstance(rec, dict):
+        return line.rstrip("\r\n")
+    key = _written_twice(line, rec)
+    if key is not None:
+        return Refused(f"key {excerpt(key, 40)} appears twice in the record: which value is "
+                       "meant cannot be known", line.rstrip("\r\n")[:MAX_RAW])
+    return rec
+
+
+_KEY = re.compile(r'"\s*:')  # the end of a JSON key (or, rarely, of a string value)
+
+
+def _written_twice(line: str, rec: dict) -> str | None:
+    """A key the JSON object on ``line`` writes twice (``json.loads`` keeps the last value
+    without a word), or None. Only a line with more key ends than ``rec`` has keys (nested
+    objects, or text that looks like a key end) is parsed again, key by key."""
+    if len(_KEY.findall(line)) <= len(rec):
+        return None
+    _, doubled = json_keys_twice(line)
+    return doubled[0] if doubled else None
+
+
+# -- blocks ------------------------------------------------------------------------------
+
+def block_of_records(records, columns: list[str]) -> RawBlock:
+    """A raw block of (line, record) pairs from ``read_raw``."""
+    lines, recs, refused = [], [], []
+    for line, rec in records:
+        if isinstance(rec, Refused):
+            refused.append((line, rec.reason, rec.raw))
+        elif not isinstance(rec, dict):
+            refused.append((line, "not a record with named fields (malformed line)",
+                            raw_text(rec)))
+        else:
+            lines.append(line)
+            recs.append(rec)
+    values = {c: [r.get(c, MISSING) for r in recs] for c in columns}
+    return RawBlock(np.array(lines, np.int64), values, lambda i: raw_text(recs[i]), refused)
+
+
+def row_blocks(path: Path, fmt: str, time_column: str, columns: list[str]
+               ) -> Iterator[RawBlock]:
+    """The whole file through the row reader, ``CHUNK`` records a block."""
+    chunk = []
+    for item in read_raw(path, fmt, time_column):
+        chunk.append(item)
+        if len(chunk) >= CHUNK:
+            yield block_of_records(chunk, columns)
+            chunk = []
+    if chunk:
+        yield block_of_records(chunk, columns)
+
+
+def byte_blocks(path: Path, start: int, end: int) -> Iterator[tuple[bytes, int]]:
+    """The bytes [start, end) of a file in pieces of about ``BLOCK_BYTES`` that end at a
+    line end (the last piece: at ``end``), with the number of line ends before each."""
+    newlines = 0
+    with open(path, "rb") as f:
+        f.seek(start)
+        pos, rest = start, b""
+        while pos < end:
+            data = rest + f.read(min(BLOCK_BYTES, end - pos))
+            pos = f.tell()
+            cut = data.rfind(b"\n") + 1 if pos < end else len(data)
+            if cut == 0:
+                rest = data
+                continue
+            piece, rest = data[:cut], data[cut:]
+            yield piece, newlines
+            newlines += piece.count(b"\n")
+        if rest:
+            yield rest, newlines
+
+
+def split_lines(piece: bytes, path: Path, fmt: str) -> pa.Array:
+    """A piece's lines (without their line ends) as an Arrow string array; raises
+    ``IngestError`` for bytes that are not UTF-8."""
+    try:
+        text = pa.array([piece], pa.binary()).cast(pa.string())
+    except pa.ArrowInvalid:
+        try:
+            piece.decode("utf-8")  # Python's own words for what is wrong, as the row reader's
+        except UnicodeDecodeError as exc:
+            raise unreadable(path, fmt, exc) from None
+        raise
+    lines = pc.list_flatten(pc.split_pattern(text, "\n"))
+    if piece.endswith(b"\n"):
+        lines = lines.slice(0, len(lines) - 1)
+    if fmt == "csv" and b"\r" in piece:
+        lines = pc.replace_substring_regex(lines, "\r$", "")
+    return lines
+
+
+def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[str],
+               columns: list[str]) -> Iterator[RawBlock]:
+    """A quote-free CSV split read on columns (``names``: the file's header; ``start`` 0:
+    the split holds the header line itself)."""
+    width = len(names)
+    index = {n: i for i, n in enumerate(names)}
+    for piece, before in byte_blocks(path, start, end):
+        if start == 0 and before == 0 and piece.startswith(b"\xef\xbb\xbf"):
+            piece = piece[3:]
+        lines = split_lines(piece, path, "csv")
+        numbers = np.arange(len(lines), dtype=np.int64) + first_line + before + 1
+        if start == 0 and before == 0:  # the header
+            lines, numbers = lines.slice(1), numbers[1:]
+        keep = np.asarray(pc.not_equal(pc.utf8_length(lines), 0).to_numpy(
+            zero_copy_only=False), bool)
+        lines, numbers = lines.filter(pa.array(keep)), numbers[keep]
+        fields = pc.split_pattern(lines, ",")
+        counts = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
+        bad = counts != width
+        refused = []
+        if bad.any():
+            for i in np.flatnonzero(bad):
+                parts = fields[int(i)].as_py()
+                refused.append((int(numbers[i]), ragged(len(parts), width),
+                                json.dumps(parts)[:MAX_RAW]))
+            good = pa.array(~bad)
+            fields, numbers = fields.filter(good), numbers[~bad]
+        values = {c: (pc.list_element(fields, index[c]) if c in index else None)
+                  for c in columns}
+
+        def raw(i: int, fields=fields) -> str:
+            return raw_text(dict(zip(names, fields[i].as_py())))
+
+        yield RawBlock(numbers, values, raw, refused)
+
+
+def jsonl_blocks(path: Path, start: int, end: int, first_line: int,
+                 columns: list[str]) -> Iterator[RawBlock]:
+    """A JSONL split without a lone carriage return: lines cut on columns, each line parsed
+    as ``json_record`` does."""
+    for piece, before in byte_blocks(path, start, end):
+        if start == 0 and before == 0 and piece.startswith(b"\xef\xbb\xbf"):
+            piece = piece[3:]
+        lines = split_lines(piece, path, "jsonl")
+        last_ended = piece.endswith(b"\n")
+        texts = lines.to_pylist()
+        records = []
+        base = first_line + before
+        for n, text in enumerate(texts, start=1):
+            line = text + ("\n" if n < len(texts) or last_ended else "")
+            if not line.strip() and len(line) <= MAX_LINE:
+                continue
+            records.append((base + n, json_record(line)))
+        yield block_of_records(records, columns)

@@ -1,0 +1,398 @@
+"""Staging one source's pending files as a batch (nothing committed): the driver lists the
+files and plans the splits, the tasks type them (``tasks``), and the driver then settles
+what needs the whole batch, reading integer columns of the staged parts, not the rows:
+
+* content-hash ids are numbered over each whole file (``renumber``);
+* an ``event_id`` seen twice in the batch with the same values is a re-delivery (counted),
+  with other values a correction (quarantined with both versions named);
+* an ``event_id`` already in the table likewise (events are immutable once ingested;
+  ``ses retract`` removes one first);
+* a rebuilt table leaves out what was retracted before.
+
+The new events are then one Parquet file of the staging (``Batch.events_path``), which the
+events suite checks before ``commit`` loads it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from jobs.config import Source, TimeRange
+from jobs.lake import store as lk
+from jobs.pipeline.ingest.ids import id_key, numbered, occurrences
+from jobs.pipeline.ingest.listing import Digests, landing_files, splits_of
+from jobs.pipeline.ingest.reading import IngestError
+from jobs.pipeline.ingest.tasks import part, run_splits
+from jobs.pipeline.ingest.typing import (
+    LINEAGE,
+    QUARANTINE_SCHEMA,
+    events_schema,
+    quarantine_table,
+    typed_schema,
+)
+
+INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
+CHUNK_ROWS = 100_000  # rows the driver streams from a staged part at a time
+
+
+@dataclass
+class IngestResult:
+    source: str
+    files: int = 0
+    skipped_files: int = 0
+    rows: int = 0
+    new_events: int = 0
+    quarantined: int = 0
+    duplicates: int = 0  # rows whose event was already there with the same values
+    # the events table was missing while the ingest log listed files: they are re-ingested
+    rebuilt: list[str] | None = None  # the logged files read again
+    gone: list[str] = field(default_factory=list)  # logged files no longer in the landing
+    reasons: list[str] = field(default_factory=list)  # the first quarantined rows: file:line: why
+
+
+@dataclass
+class Batch:
+    """One source's pending files, typed, not yet committed: the new events in one Parquet
+    file of the staging (``events_path``, ``num_events``); ``events`` reads them (small
+    batches, tests)."""
+
+    source: Source
+    run_id: str
+    now: datetime
+    lake: lk.Lake
+    folder: str
+    events_path: str
+    num_events: int
+    quarantine: list[pa.Table]
+    log: list[dict]
+    result: IngestResult
+
+    @property
+    def events(self) -> pa.Table:
+        if not self.num_events:
+            return events_schema(self.source).empty_table()
+        return read_parquet(self.lake, self.events_path)
+
+    def discard(self) -> None:
+        self.lake.remove(self.folder)
+
+
+def read_parquet(lake: lk.Lake, uri: str, columns=None, filter=None) -> pa.Table:
+    import pyarrow.dataset as pads
+
+    fs, where = lake.filesystem(uri)
+    return pads.dataset(where, filesystem=fs, format="parquet").to_table(
+        columns=columns, filter=filter)
+
+
+def batches(lake: lk.Lake, uri: str, columns=None):
+    import pyarrow.parquet as pq
+
+    fs, where = lake.filesystem(uri)
+    with fs.open_input_file(where) as f:
+        yield from pq.ParquetFile(f).iter_batches(batch_size=CHUNK_ROWS, columns=columns)
+
+
+@dataclass
+class Parts:
+    """The typed parts of a batch, in split order."""
+
+    lake: lk.Lake
+    uris: list[str]
+
+    def read(self, columns=None, filter=None) -> pa.Table | None:
+        tables = [read_parquet(self.lake, u, columns, filter) for u in self.uris]
+        return pa.concat_tables(tables) if tables else None
+
+    def batches(self):
+        for u in self.uris:
+            yield from batches(self.lake, u)
+
+
+def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
+          now: datetime | None = None, ts_range: TimeRange = TimeRange(), spark=None,
+          echo=None) -> Batch:
+    """Extract and transform the pending files of ``source`` (by Spark's executors when
+    ``spark`` is given) into the lake's staging, then drop the rows that are not new
+    events (nothing is committed)."""
+    now = now or datetime.now(timezone.utc)
+    result = IngestResult(source.name)
+    log = lake.read_arrow(lake.ingest_log(),
+                          columns=["source", "file", "sha256", "ingest_run", "ingested_at"])
+    logged = {(r["file"], r["sha256"]): r for r in (log.to_pylist() if log is not None else [])
+              if r["source"] == source.name}
+    root = Path(landing_root)
+    # a lost events table (deleted, or replaced by something else) with files in the log:
+    # read the logged files again, with their first ingest's run and time, so the table
+    # comes back as it was; files no longer in the landing are named
+    rebuild = bool(logged) and not lake.exists(lake.events(source.name))
+    done = set() if rebuild else set(logged)
+    files = landing_files(source, landing_root)
+    if rebuild:
+        result.rebuilt = sorted({f for f, _ in logged})
+        present = {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
+                   for p in files}
+        result.gone = [f for f in result.rebuilt if f not in present]
+    folder = lk.join(lake.staging(INGEST_FOLDER), run_id, source.name)
+    lake.remove(folder)
+    digests = Digests(lake, source.name)
+    splits, entries = [], []
+    for path in files:
+        label = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+        digest = digests.of(label, path)
+        if (label, digest) in done:
+            result.skipped_files += 1
+            continue
+        first = logged.get((label, digest))
+        file_run, file_now = ((first["ingest_run"], first["ingested_at"]) if first
+                              else (run_id, now))
+        splits += splits_of(path, source.format, source.time_column, len(entries), label,
+                            len(splits), file_run, file_now)
+        entries.append({"source": source.name, "file": label, "sha256": digest, "rows": 0,
+                        "events": 0, "quarantined": 0, "ingest_run": run_id,
+                        "ingested_at": now})
+    staged = lk.join(folder, "typed")
+    infos = run_splits(spark, splits, source, ts_range, lake, staged, echo)
+    failed = next((i["error"] for i in infos if i["error"]), None)
+    if failed:
+        lake.remove(folder)
+        raise IngestError(failed)
+    for s, info in zip(splits, infos):
+        e = entries[s.file_index]
+        e["rows"] += info["rows"]
+        e["events"] += info["events"]
+        e["quarantined"] += info["quarantined"]
+    result.files = len(entries)
+    result.rows = sum(e["rows"] for e in entries)
+    digests.save()
+    exists = [i for i in infos if i["events"]]
+    parts = Parts(lake, [part(staged, "part", i["split"]) for i in exists])
+    quarantine = [read_parquet(lake, part(staged, "quarantine", i["split"]))
+                  for i in infos if i["quarantined"]]
+    batch = Batch(source, run_id, now, lake, folder, lk.join(folder, "events.parquet"), 0,
+                  quarantine, entries, result)
+    if parts.uris:
+        if not source.id_column:
+            renumber(parts)
+        columns = [c for c in source.columns if c not in LINEAGE]
+        drop = _repeated(batch, parts, columns) | _corrections(batch, parts, columns)
+        _keep(batch, parts, drop, _retracted(lake, source.name) if rebuild else None)
+    lake.remove(staged)
+    return batch
+
+
+def renumber(parts: Parts) -> None:
+    """Content-hash ids numbered over each whole file: the tasks wrote ``<digest>-1``;
+    (file, content key, line) of every row are read as integer columns, each row's number
+    within its (file, content) group computed (``ids.occurrences``), and the parts with a
+    number above 1 rewritten."""
+    import pyarrow.parquet as pq
+
+    t = parts.read(columns=["_fi", "_ck", "_line"])
+    number = occurrences(t.column("_fi").to_numpy(), t.column("_ck").to_numpy(),
+                         t.column("_line").to_numpy())
+    del t
+    if not len(number) or int(number.max()) == 1:
+        return
+    offset = 0
+    for uri in parts.uris:
+        table = read_parquet(parts.lake, uri)
+        n = number[offset:offset + table.num_rows]
+        offset += table.num_rows
+        if int(n.max()) == 1:
+            continue
+        ids = numbered(table.column("event_id").combine_chunks(), n)
+        table = table.set_column(table.schema.get_field_index("event_id"), "event_id", ids)
+        keys = id_key(table.column("_ck").to_numpy(), n)
+        table = table.set_column(table.schema.get_field_index("_k"), "_k", pa.array(keys))
+        fs, where = parts.lake.filesystem(uri)
+        pq.write_table(table, where + ".renumbered", filesystem=fs)
+        fs.move(where + ".renumbered", where)
+
+
+def _keys(files, lines) -> pa.Array:
+    """One text per row for its (source_file, line)."""
+    return pc.binary_join_element_wise(pc.cast(files, pa.string()),
+                                       pc.cast(lines, pa.string()), "\x1f")
+
+
+def _moved(batch: Batch, file: str, quarantined: bool) -> None:
+    """A typed event of ``file`` that is not a new event: the per-file counts follow."""
+    for e in batch.log:
+        if e["file"] == file:
+            e["events"] -= 1
+            e["quarantined"] += int(quarantined)
+
+
+def _content(row: dict, columns) -> str:
+    return json.dumps([row.get(c) for c in columns], default=str)
+
+
+def _quarantined(batch: Batch, row: dict, reason: str, columns) -> None:
+    batch.quarantine.append(quarantine_table(
+        [(row["_line"], reason, {c: row.get(c) for c in columns})], row["source_file"],
+        batch.run_id, batch.now))
+
+
+def _repeated(batch: Batch, parts: Parts, columns: list[str]) -> set[str]:
+    """The (file, line) keys of rows whose ``event_id`` came earlier in the batch: the same
+    values are a re-delivery (counted), other values a correction (quarantined with both)."""
+    ks = parts.read(columns=["_k"]).column("_k")
+    counts = pc.value_counts(ks)
+    twice = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
+    del ks, counts
+    if not len(twice):
+        return set()
+    rows = parts.read(filter=pc.field("_k").isin(twice)).sort_by(
+        [("_fi", "ascending"), ("_line", "ascending")])
+    first: dict[str, tuple[str, str, int]] = {}
+    drop = set()
+    for e in rows.to_pylist():  # in file and line order
+        prior = first.get(e["event_id"])
+        if prior is None:
+            first[e["event_id"]] = (_content(e, columns), e["source_file"], e["_line"])
+            continue
+        drop.add(f"{e['source_file']}\x1f{e['_line']}")
+        if prior[0] == _content(e, columns):
+            batch.result.duplicates += 1
+            _moved(batch, e["source_file"], False)
+            continue
+        _quarantined(batch, e, f"event_id {e['event_id']!r} appears again with other values "
+                     f"(first in {prior[1]} line {prior[2]}): an event is ingested once; "
+                     "send a correction under a new id, or retract the old one first "
+                     "(ses retract)", columns)
+        _moved(batch, e["source_file"], True)
+    return drop
+
+
+def _corrections(batch: Batch, parts: Parts, columns: list[str]) -> set[str]:
+    """The (file, line) keys of rows whose ``event_id`` is already in the table: the same
+    values are a re-delivery (dropped, counted), other values a correction (quarantined
+    with both versions named)."""
+    lake, path = batch.lake, batch.lake.events(batch.source.name)
+    if not lake.exists(path):
+        return set()
+    spooled = parts.read(columns=["event_id", "event_date"])
+    ids = pc.unique(spooled.column("event_id"))
+    # a content-hash id hashes the row's values, its time among them: an event stored
+    # with the same id lies on the same date, so only the batch's dates are searched (the
+    # night reads what it adds, not the history's ids); a source's own ids may come back
+    # with another time (a correction), so the whole table is searched for them
+    days = None
+    if batch.source.id_column is None:
+        days = sorted(d for d in pc.unique(spooled.column("event_date")).to_pylist() if d)
+    del spooled
+    old = _stored(lake, path, ids, ["event_id", "source_file", *columns], days)
+    del ids
+    if old is None or old.num_rows == 0:
+        return set()
+    stored = {r["event_id"]: r for r in old.to_pylist()}
+    rows = parts.read(filter=pc.field("event_id").isin(old.column("event_id")))
+    drop = set()
+    for r in rows.to_pylist():
+        prior = stored[r["event_id"]]
+        drop.add(f"{r['source_file']}\x1f{r['_line']}")
+        if _content(prior, columns) == _content(r, columns):
+            batch.result.duplicates += 1
+            _moved(batch, r["source_file"], False)
+            continue
+        changed = [f"{c}: {prior.get(c)!r} -> {r.get(c)!r}" for c in columns
+                   if prior.get(c) != r.get(c)]
+        _quarantined(batch, r, f"event_id {r['event_id']!r} was already ingested from "
+                     f"{prior['source_file']} with other values ({'; '.join(changed)[:300]}): "
+                     "events are immutable; retract it first (ses retract "
+                     f"--source {batch.source.name} --event-id {r['event_id']}) to replace it",
+                     columns)
+        _moved(batch, r["source_file"], True)
+    return drop
+
+
+def _stored(lake: lk.Lake, path: str, ids: pa.Array, columns: list[str],
+            days: list[str] | None = None) -> pa.Table | None:
+    """The stored rows of ``path`` whose ``event_id`` is in ``ids`` (``days``: only those
+    ``event_date`` partitions): the files that hold one found on the id column alone (on
+    most nights none: the history's other columns are never decoded), then those files'
+    rows read whole."""
+    if days is not None and not days:
+        return None
+    where = pc.field("event_id").isin(ids)
+    dates = [("event_date", "in", days)] if days is not None else None
+    try:
+        hits = lake.read_arrow(path, columns=["__filename"], filter=where,
+                               partition_filters=dates)
+    except (KeyError, pa.ArrowInvalid):  # a table of mixed string types: one whole read
+        return lake.read_arrow(path, columns=columns, filter=where, partition_filters=dates)
+    if hits is None or hits.num_rows == 0:
+        return None
+    only = {lk.file_name(f) for f in pc.unique(hits.column("__filename")).to_pylist()}
+    return lake.read_arrow(path, columns=columns, filter=where, only=only)
+
+
+def _retracted(lake: lk.Lake, source: str) -> tuple[pa.Array, pa.Array] | None:
+    """(ids, files) retracted before from ``source``, for a rebuilt batch."""
+    t = lake.read_arrow(lake.retractions())
+    rows = [r for r in (t.to_pylist() if t is not None else []) if r["source"] == source]
+    ids = {i for r in rows for i in r["event_ids"] or []}
+    files = {r["source_file"] for r in rows if r["source_file"]}
+    if not ids and not files:
+        return None
+    return pa.array(sorted(ids), pa.string()), pa.array(sorted(files), pa.string())
+
+
+def _keep(batch: Batch, parts: Parts, drop: set[str],
+          retracted: tuple[pa.Array, pa.Array] | None) -> None:
+    """The staged rows that are new events (not in ``drop``, not retracted), as the
+    batch's events file (the events schema), streamed part by part."""
+    import pyarrow.parquet as pq
+
+    schema = events_schema(batch.source)
+    dropped = pa.array(sorted(drop), pa.string())
+    fs, where = batch.lake.filesystem(batch.events_path)
+    fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
+    rows = 0
+    with fs.open_output_stream(where) as stream, pq.ParquetWriter(stream, schema) as writer:
+        for b in parts.batches():
+            t = pa.Table.from_batches([b])
+            keep = None
+            if len(dropped):
+                keep = pc.invert(pc.is_in(_keys(t.column("source_file"), t.column("_line")),
+                                          value_set=dropped))
+            if retracted is not None:
+                gone = pc.invert(pc.or_(
+                    pc.is_in(t.column("event_id"), value_set=retracted[0]),
+                    pc.is_in(t.column("source_file"), value_set=retracted[1])))
+                keep = gone if keep is None else pc.and_(keep, gone)
+            if keep is not None:
+                t = t.filter(keep)
+            if t.num_rows:
+                writer.write_table(t.select(schema.names).cast(schema))
+                rows += t.num_rows
+    batch.num_events = rows
+
+
+def typed_in_memory(source: Source, splits, ts_range: TimeRange = TimeRange()
+                    ) -> tuple[pa.Table, pa.Table]:
+    """(typed events with the staging's extra columns, quarantined rows) of splits read
+    here, content-hash ids numbered over each file: ingest's typing without a lake."""
+    from jobs.pipeline.ingest.tasks import typed_blocks
+
+    events, quarantine = [], []
+    for s in splits:
+        for _, ev, q in typed_blocks(s, source, ts_range):
+            events.append(ev)
+            quarantine.append(q)
+    table = pa.concat_tables(events) if events else typed_schema(source).empty_table()
+    if not source.id_column and table.num_rows:
+        n = occurrences(table.column("_fi").to_numpy(), table.column("_ck").to_numpy(),
+                        table.column("_line").to_numpy())
+        table = table.set_column(table.schema.get_field_index("event_id"), "event_id",
+                                 numbered(table.column("event_id").combine_chunks(), n))
+    q = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
+    return table, q
+

@@ -1,0 +1,172 @@
+"""The executors' part of ingest: one task per split reads it, types it on columns and
+writes the typed events and the quarantined rows as Parquet files of the run's staging
+(``part-<split>.parquet``, ``quarantine-<split>.parquet``), and returns one small row of
+counts. A file that cannot be read is reported in that row, not raised, so that Spark does
+not retry what cannot succeed; a task that dies is retried by Spark and writes the same
+files again (fixed names, written under a temporary name and moved), so nothing is doubled.
+
+Without Spark (tests, ``ses match``) the same tasks run one after another in this process.
+"""
+
+from __future__ import annotations
+
+import csv
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+from jobs.config import Source, TimeRange
+from jobs.lake import store as lk
+from jobs.pipeline.ingest.listing import Split
+from jobs.pipeline.ingest.reading import (
+    IngestError,
+    RawBlock,
+    csv_blocks,
+    jsonl_blocks,
+    parquet_batches,
+    raw_text,
+    row_blocks,
+    unreadable,
+)
+from jobs.pipeline.ingest.typing import type_block, typed_schema
+
+INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
+                  ("quarantined", pa.int64()), ("seconds", pa.float64()),
+                  ("error", pa.string())])
+
+
+def raw_columns(source: Source) -> list[str]:
+    extra = [source.id_column] if source.id_column and source.id_column not in source.columns \
+        else []
+    return [*source.columns, *extra]
+
+
+def _parquet_blocks(split: Split, columns: list[str]) -> Iterator[RawBlock]:
+    n = split.first_line
+    for batch in parquet_batches(Path(split.path), list(range(split.start, split.end))):
+        names = batch.schema.names
+        lines = np.arange(n + 1, n + 1 + batch.num_rows, dtype=np.int64)
+        n += batch.num_rows
+        values = {c: (batch.column(names.index(c)) if c in names else None) for c in columns}
+
+        def raw(i: int, batch=batch) -> str:
+            return raw_text(batch.slice(i, 1).to_pylist()[0])
+
+        yield RawBlock(lines, values, raw)
+
+
+def blocks(split: Split, source: Source) -> Iterator[RawBlock]:
+    """The raw blocks of a split, by the reader that can take it."""
+    columns = raw_columns(source)
+    path = Path(split.path)
+    if split.fmt == "parquet":
+        return _parquet_blocks(split, columns)
+    if not split.columnar:
+        return row_blocks(path, split.fmt, source.time_column, columns)
+    if split.fmt == "csv":
+        return csv_blocks(path, split.start, split.end, split.first_line, list(split.header),
+                          columns)
+    return jsonl_blocks(path, split.start, split.end, split.first_line, columns)
+
+
+def typed_blocks(split: Split, source: Source, ts_range: TimeRange
+                 ) -> Iterator[tuple[int, pa.Table, pa.Table]]:
+    """(raw records, typed events, quarantined rows) per block of a split; raises
+    ``IngestError`` for a file that cannot be read."""
+    try:
+        for block in blocks(split, source):
+            events, quarantine = type_block(source, block, split.label, split.run_id,
+                                            split.now, ts_range, split.file_index)
+            yield len(block) + len(block.refused), events, quarantine
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
+        raise unreadable(split.path, split.fmt, exc) from None
+
+
+def part(folder: str, kind: str, split: int) -> str:
+    return lk.join(folder, f"{kind}-{split:06d}.parquet")
+
+
+def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
+              folder: str) -> dict:
+    """Read, type and write one split; returns its ``INFO`` row (as a dict)."""
+    import pyarrow.parquet as pq
+
+    t0 = time.perf_counter()
+    fs, _ = lake.filesystem(folder)
+    schema = typed_schema(source)
+    targets = {k: lake.filesystem(part(folder, k, split.index))[1] for k in ("part", "quarantine")}
+    temp = {k: f"{v}.{uuid.uuid4().hex}.tmp" for k, v in targets.items()}
+    fs.create_dir(lake.filesystem(folder)[1], recursive=True)
+    rows = events = 0
+    quarantined: list[pa.Table] = []
+    writer = None
+    try:
+        try:
+            for n, ev, q in typed_blocks(split, source, ts_range):
+                rows += n
+                if ev.num_rows:
+                    if writer is None:
+                        writer = pq.ParquetWriter(temp["part"], schema, filesystem=fs)
+                    writer.write_table(ev)
+                    events += ev.num_rows
+                if q.num_rows:
+                    quarantined.append(q)
+        except IngestError as exc:
+            return {"split": split.index, "rows": rows, "events": 0, "quarantined": 0,
+                    "seconds": time.perf_counter() - t0, "error": str(exc)}
+        except MemoryError:
+            quarantined.clear()
+            return {"split": split.index, "rows": rows, "events": 0, "quarantined": 0,
+                    "seconds": time.perf_counter() - t0,
+                    "error": f"{split.path}: the ingest of source {source.name!r} ran out of "
+                             "memory (a block of its typed rows did not fit); give the "
+                             "executors more memory or lower ingest's split size"}
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is not None:
+            fs.move(temp["part"], targets["part"])
+        q = pa.concat_tables(quarantined) if quarantined else None
+        if q is not None:
+            pq.write_table(q, temp["quarantine"], filesystem=fs)
+            fs.move(temp["quarantine"], targets["quarantine"])
+    finally:
+        for t in temp.values():
+            if fs.get_file_info(t).type != 0:
+                fs.delete_file(t)
+    return {"split": split.index, "rows": rows, "events": events,
+            "quarantined": q.num_rows if q is not None else 0,
+            "seconds": time.perf_counter() - t0, "error": None}
+
+
+def _task(ids: Iterator[pa.RecordBatch], splits: list[Split], source: Source,
+          ts_range: TimeRange, lake: lk.Lake, folder: str) -> Iterator[pa.RecordBatch]:
+    """A ``mapInArrow`` function: the splits whose numbers the task's rows hold."""
+    for b in ids:
+        for i in b.column(0).to_pylist():
+            info = run_split(splits[i], source, ts_range, lake, folder)
+            yield pa.RecordBatch.from_pylist([info], schema=INFO)
+
+
+def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
+               lake: lk.Lake, folder: str, echo=None) -> list[dict]:
+    """Every split read, typed and written: by Spark's executors, one task per split, or
+    (``spark`` None) one after another here. Returns their ``INFO`` rows in split order."""
+    if not splits:
+        return []
+    if spark is None:
+        out = []
+        for s in splits:
+            out.append(run_split(s, source, ts_range, lake, folder))
+            if echo is not None and (s.index + 1 == len(splits)
+                                     or splits[s.index + 1].file_index != s.file_index):
+                echo(f"  read {s.label}")
+        return out
+    ids = spark.range(0, len(splits), 1, numPartitions=len(splits))
+    rows = ids.mapInArrow(lambda it: _task(it, splits, source, ts_range, lake, folder),
+                          INFO).collect()
+    return sorted((r.asDict() for r in rows), key=lambda r: r["split"])

@@ -1,0 +1,444 @@
+"""Typing raw blocks by the source schema, on columns: each value converted as
+``convert`` converts one (the definition), the time range and the id rule applied, the
+rows that fail quarantined with the reason naming the column and the value.
+
+Values in the forms nearly every file uses (decimal integers and numbers, ISO-8601 times
+without a week or an ordinal date, text) are converted by Arrow kernels and numpy over the
+whole column; every other value goes through ``convert`` itself, once per distinct value.
+A property test holds the columns equal to ``convert`` on random values.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from jobs.config import Source, TimeRange
+from jobs.core.language.events import parse_ts
+from jobs.pipeline.ingest.ids import content_ids, id_keys
+from jobs.pipeline.ingest.reading import MAX_FIELD, MISSING, RawBlock, raw_text
+
+ARROW = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
+         "number": pa.float64(), "timestamp": pa.timestamp("us", tz="UTC")}
+LINEAGE = ("event_id", "ts", "event_date", "source_file", "ingest_run", "ingested_at")
+# the characters str.strip() removes: a value of only these is empty
+_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
+_EMPTY = "^[" + "".join(f"\\x{{{ord(c):x}}}" for c in _SPACE) + "]*$"
+_INTEGER = r"^-?[0-9]{1,18}$"
+_DOUBLE = r"^-?[0-9]{1,30}(\.[0-9]{1,30})?$"
+_TIME = (r"^(?P<y>[0-9]{4})-(?P<m>[0-9]{2})-(?P<d>[0-9]{2})(?:[T ](?P<H>[0-9]{2}):"
+         r"(?P<M>[0-9]{2})(?::(?P<S>[0-9]{2})(?:\.(?P<f>[0-9]{1,9}))?)?"
+         r"(?P<z>Z|[+-][0-9]{2}:[0-9]{2})?)?$")
+OK, MISSING_COLUMN, TOO_LONG, NOT_KIND, NOT_FINITE = range(5)
+
+
+class NotFinite(ValueError):
+    """A number that overflows a double (``1e400``) or is infinite."""
+
+
+def convert(value, kind: str):
+    """One raw value as ``kind`` (None: empty); raises ``ValueError`` (``NotFinite``) for
+    a value that is not one. The definition the columns follow."""
+    if value is None or (isinstance(value, str) and value.strip() == ""):
+        return None
+    if kind == "string":
+        return value if isinstance(value, str) else str(value)
+    if kind == "integer":
+        if isinstance(value, bool):
+            raise ValueError
+        if isinstance(value, float):
+            if not value.is_integer():
+                raise ValueError
+            value = int(value)
+        number = int(value)
+        if not -(2**63) <= number < 2**63:
+            raise ValueError
+        return number
+    if kind in ("double", "number"):
+        if isinstance(value, bool):
+            raise ValueError
+        number = float(value)
+        if math.isnan(number):
+            return None
+        if math.isinf(number):
+            raise NotFinite  # 1e400 is not a measurement
+        return number
+    if kind == "timestamp":
+        if isinstance(value, datetime):
+            return parse_ts(value)
+        return parse_ts(str(value))
+    raise ValueError(kind)
+
+
+@dataclass
+class Column:
+    """One column typed: ``values`` (Arrow; timestamps as int64 ns), ``problem`` per row
+    (``OK`` …), ``huge``: a time beyond int64 nanoseconds (outside any accepted range)."""
+
+    values: pa.Array
+    problem: np.ndarray
+    huge: np.ndarray | None = None
+    big: dict[int, int] = field(default_factory=dict)  # row -> its time beyond int64 ns
+
+
+def _target(kind: str) -> pa.DataType:
+    return pa.int64() if kind == "timestamp" else ARROW[kind]
+
+
+def _each(values: list, kind: str) -> Column:
+    """``convert`` on each value (``MISSING``: the record lacks the key)."""
+    out, problem, huge = [], np.zeros(len(values), np.int8), np.zeros(len(values), bool)
+    big = {}
+    memo: dict = {}
+    for i, v in enumerate(values):
+        if v is MISSING:
+            problem[i] = MISSING_COLUMN
+            out.append(None)
+            continue
+        if isinstance(v, str) and len(v) > MAX_FIELD:
+            problem[i] = TOO_LONG
+            out.append(None)
+            continue
+        try:
+            key = (type(v), v) if isinstance(v, (str, int, float)) else None
+        except TypeError:
+            key = None
+        got = memo.get(key, memo) if key is not None else memo
+        if got is memo:
+            try:
+                got = (OK, convert(v, kind))
+            except NotFinite:
+                got = (NOT_FINITE, None)
+            except (ValueError, TypeError, OverflowError):
+                got = (NOT_KIND, None)
+            if key is not None:
+                memo[key] = got
+        problem[i], value = got
+        if kind == "timestamp" and value is not None and not -(2**63) <= value < 2**63:
+            huge[i], big[i], value = True, value, None
+        out.append(value)
+    return Column(pa.array(out, _target(kind)), problem, huge if kind == "timestamp" else None,
+                  big)
+
+
+def _times(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, certain) of ISO-8601 texts: ``certain`` where the text is in the common form,
+    a real date and time, and a year that fits 64-bit nanoseconds."""
+    parts = pc.extract_regex(text, _TIME)
+    def num(name: str, default: int = 0) -> np.ndarray:
+        f = pc.struct_field(parts, name)
+        f = pc.if_else(pc.equal(pc.utf8_length(f), 0), None, f)
+        return np.asarray(pc.cast(f, pa.int64()).fill_null(default).to_numpy(
+            zero_copy_only=False), np.int64)
+    ok = np.asarray(pc.is_valid(parts).to_numpy(zero_copy_only=False), bool)
+    y, m, d = num("y", 1970), num("m", 1), num("d", 1)
+    hh, mm, ss = num("H"), num("M"), num("S")
+    frac = pc.struct_field(parts, "f")
+    digits = np.asarray(pc.utf8_length(frac).fill_null(0).to_numpy(zero_copy_only=False),
+                        np.int64)
+    f = num("f")
+    ns_frac = f * (10 ** (9 - np.clip(digits, 0, 9)))
+    zone = pc.struct_field(parts, "z").fill_null("")
+    sign = np.where(np.asarray(pc.starts_with(zone, "-").to_numpy(zero_copy_only=False),
+                               bool), -1, 1)
+    zh = np.asarray(pc.cast(pc.if_else(pc.greater(pc.utf8_length(zone), 1),
+                                       pc.utf8_slice_codeunits(zone, 1, 3), "0"),
+                            pa.int64()).to_numpy(zero_copy_only=False), np.int64)
+    zm = np.asarray(pc.cast(pc.if_else(pc.greater(pc.utf8_length(zone), 1),
+                                       pc.utf8_slice_codeunits(zone, 4, 6), "0"),
+                            pa.int64()).to_numpy(zero_copy_only=False), np.int64)
+    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
+    month_days = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+    dim = month_days[np.clip(m, 1, 12) - 1] + ((m == 2) & leap)
+    ok &= (y >= 1678) & (y <= 2261) & (m >= 1) & (m <= 12) & (d >= 1) & (d <= dim)
+    ok &= (hh <= 23) & (mm <= 59) & (ss <= 59) & (zh <= 23) & (zm <= 59)
+    yy = y - (m <= 2)
+    era = yy // 400
+    yoe = yy - era * 400
+    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
+    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    secs = days * 86400 + hh * 3600 + mm * 60 + ss - sign * (zh * 3600 + zm * 60)
+    ns = np.where(ok, secs, 0) * 1_000_000_000 + np.where(ok, ns_frac, 0)
+    return ns, ok
+
+
+def _strings(text: pa.Array, kind: str) -> Column:
+    """A column of raw texts (nulls: JSON nulls) as ``kind``."""
+    n = len(text)
+    long_ = np.asarray(pc.greater(pc.utf8_length(text), MAX_FIELD).fill_null(False)
+                       .to_numpy(zero_copy_only=False), bool)
+    empty = np.asarray(pc.or_kleene(pc.is_null(text), pc.match_substring_regex(text, _EMPTY))
+                       .fill_null(True).to_numpy(zero_copy_only=False), bool)
+    problem = np.where(long_, TOO_LONG, OK).astype(np.int8)
+    if kind == "string":
+        return Column(pc.if_else(pa.array(empty | long_), pa.scalar(None, pa.string()), text),
+                      problem)
+    if kind == "timestamp":
+        values, certain = _times(text)
+    else:
+        pattern = _INTEGER if kind == "integer" else _DOUBLE
+        certain = np.asarray(pc.match_substring_regex(text, pattern).fill_null(False)
+                             .to_numpy(zero_copy_only=False), bool)
+        dtype = np.int64 if kind == "integer" else np.float64
+        values = np.zeros(n, dtype)
+        if certain.any():
+            values[certain] = np.asarray(pc.cast(text.filter(pa.array(certain)),
+                                                 _target(kind)).to_numpy(), dtype)
+    valid = certain & ~empty & ~long_
+    huge = np.zeros(n, bool)
+    rest = ~certain & ~empty & ~long_
+    if rest.any():
+        at = np.flatnonzero(rest)
+        sub = text.take(pa.array(at))
+        uniq = pc.unique(sub)
+        col = _each(uniq.to_pylist(), kind)
+        where = np.asarray(pc.index_in(sub, uniq).to_numpy(zero_copy_only=False), np.int64)
+        u_vals = np.asarray(col.values.fill_null(0).to_numpy(zero_copy_only=False),
+                            values.dtype)
+        u_valid = ~np.asarray(col.values.is_null().to_numpy(zero_copy_only=False), bool)
+        values[at] = u_vals[where]
+        valid[at] = u_valid[where]
+        problem[at] = col.problem[where]
+        if col.huge is not None:
+            huge[at] = col.huge[where]
+        big = {int(at[j]): col.big[int(w)] for j, w in enumerate(where) if int(w) in col.big}
+    else:
+        big = {}
+    if kind in ("double", "number"):
+        infinite = np.isinf(values) & valid  # 1e400 written plainly
+        problem[infinite], valid[infinite] = NOT_FINITE, False
+    arr = pa.array(values, _target(kind), mask=~valid)
+    return Column(arr, problem, huge if kind == "timestamp" else None, big)
+
+
+def _typed_array(arr: pa.Array, kind: str) -> Column | None:
+    """A column already of the kind's Arrow type (Parquet), or None."""
+    n = len(arr)
+    if kind in ("double", "number") and pa.types.is_floating(arr.type):
+        v = pc.cast(arr, pa.float64())
+        vals = v.fill_null(0).to_numpy(zero_copy_only=False)
+        nan, inf = np.isnan(vals), np.isinf(vals)
+        problem = np.where(inf, NOT_FINITE, OK).astype(np.int8)
+        valid = ~np.asarray(v.is_null().to_numpy(zero_copy_only=False), bool) & ~nan & ~inf
+        return Column(pa.array(vals, pa.float64(), mask=~valid), problem)
+    if kind == "integer" and pa.types.is_integer(arr.type) and arr.type != pa.uint64():
+        return Column(pc.cast(arr, pa.int64()), np.zeros(n, np.int8))
+    if kind == "timestamp" and pa.types.is_timestamp(arr.type) and arr.type.unit != "ns":
+        ns = pc.cast(pc.cast(arr, pa.timestamp("us", tz=arr.type.tz)), pa.int64())
+        return Column(pc.multiply(ns, 1000), np.zeros(n, np.int8), np.zeros(n, bool))
+    return None
+
+
+def type_column(raw, kind: str, n: int) -> Column:
+    """One column of a raw block as ``kind``."""
+    if raw is None:
+        return Column(pa.nulls(n, _target(kind)), np.full(n, MISSING_COLUMN, np.int8),
+                      np.zeros(n, bool) if kind == "timestamp" else None)
+    if isinstance(raw, list):
+        present = [v for v in raw if v is not MISSING]
+        if len(present) == n and all(v is None or type(v) is str for v in raw):
+            return _strings(pa.array(raw, pa.string()), kind)
+        if all(v is None or type(v) is str or v is MISSING for v in raw):
+            at = np.array([v is not MISSING for v in raw], bool)
+            sub = _strings(pa.array(present, pa.string()), kind)
+            return _scatter(sub, at, n, kind)
+        if kind in ("double", "number") and all(
+                v is None or v is MISSING or type(v) in (int, float) for v in raw):
+            try:
+                arr = pa.array([None if v is MISSING else v for v in raw], pa.float64())
+            except (pa.ArrowInvalid, OverflowError):
+                return _each(raw, kind)
+            col = _typed_array(arr, kind)
+            col.problem[np.array([v is MISSING for v in raw], bool)] = MISSING_COLUMN
+            return col
+        return _each(raw, kind)
+    if pa.types.is_string(raw.type) or pa.types.is_large_string(raw.type):
+        return _strings(pc.cast(raw, pa.string()), kind)
+    typed = _typed_array(raw, kind)
+    return typed if typed is not None else _each(raw.to_pylist(), kind)
+
+
+def _scatter(sub: Column, at: np.ndarray, n: int, kind: str) -> Column:
+    idx = np.full(n, -1, np.int64)
+    idx[at] = np.arange(int(at.sum()))
+    take = pa.array(idx, mask=idx < 0)
+    problem = np.full(n, MISSING_COLUMN, np.int8)
+    problem[at] = sub.problem
+    huge = None
+    if sub.huge is not None:
+        huge = np.zeros(n, bool)
+        huge[at] = sub.huge
+    rows = np.flatnonzero(at)
+    big = {int(rows[k]): v for k, v in sub.big.items()}
+    return Column(sub.values.take(take), problem, huge, big)
+
+
+def _shown(value) -> str:
+    return repr(str(value)[:40])
+
+
+def _raw_at(raw, i: int):
+    if isinstance(raw, list):
+        return raw[i]
+    return raw[i].as_py()
+
+
+def events_schema(source: Source) -> pa.Schema:
+    """The source's columns, then the columns every events table has."""
+    fields = [pa.field(c, ARROW[k]) for c, k in source.columns.items() if c not in LINEAGE]
+    fields += [pa.field("event_id", pa.string()), pa.field("ts", ARROW["timestamp"]),
+               pa.field("event_date", pa.string()), pa.field("source_file", pa.string()),
+               pa.field("ingest_run", pa.string()), pa.field("ingested_at", ARROW["timestamp"])]
+    return pa.schema(fields)
+
+
+QUARANTINE_SCHEMA = pa.schema([
+    ("source_file", pa.string()), ("line", pa.int64()), ("reason", pa.string()),
+    ("raw", pa.string()), ("ingest_run", pa.string()),
+    ("quarantined_at", pa.timestamp("us", tz="UTC"))])
+# what a typed block keeps beside the events: the line, a 64-bit key of the id, and for
+# content-hash ids a 64-bit key of the content (numbered over the whole file later)
+TYPED_EXTRA = (pa.field("_line", pa.int64()), pa.field("_k", pa.int64()),
+               pa.field("_ck", pa.int64()), pa.field("_fi", pa.int32()))
+
+
+def typed_schema(source: Source) -> pa.Schema:
+    return pa.schema([*events_schema(source), *TYPED_EXTRA])
+
+
+def quarantine_table(rows: list[tuple[int, str, str]], label: str, run_id: str,
+                     now: datetime) -> pa.Table:
+    rows = sorted(rows, key=lambda r: r[0])
+    return pa.table({"source_file": [label] * len(rows), "line": [r[0] for r in rows],
+                     "reason": [r[1] for r in rows], "raw": [raw_text(r[2]) for r in rows],
+                     "ingest_run": [run_id] * len(rows),
+                     "quarantined_at": pa.array([now] * len(rows), ARROW["timestamp"])},
+                    schema=QUARANTINE_SCHEMA)
+
+
+def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: datetime,
+               ts_range: TimeRange = TimeRange(), file_index: int = 0
+               ) -> tuple[pa.Table, pa.Table]:
+    """(typed events, quarantined rows) of one raw block. Content-hash ids are numbered
+    1 here: ``ids.renumber`` numbers identical rows over the whole file."""
+    n = len(block)
+    typed, problems = {}, []
+    for col, kind in source.columns.items():
+        c = type_column(block.columns.get(col), kind, n)
+        typed[col] = c
+        problems.append((col, kind, c))
+    ts_col = typed.get(source.time_column)
+    ts = ts_col.values if ts_col is not None else pa.nulls(n, pa.int64())
+    any_problem = np.zeros(n, bool)
+    for _, _, c in problems:
+        any_problem |= c.problem != OK
+    ts_np = np.asarray(ts.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+    ts_null = np.asarray(ts.is_null().to_numpy(zero_copy_only=False), bool)
+    huge = ts_col.huge if ts_col is not None and ts_col.huge is not None else np.zeros(n, bool)
+    low, high = max(ts_range.low, -(2**63)), min(ts_range.high, 2**63 - 1)  # int64 bounds
+    outside = ~ts_null & ~huge & ((ts_np < low) | (ts_np > high))
+    for i, v in (ts_col.big.items() if ts_col is not None else ()):
+        outside[i] = not ts_range.low <= v <= ts_range.high
+    bad_id = np.zeros(n, bool)
+    raw_ids = None
+    if source.id_column:
+        raw_ids = _id_texts(block.columns.get(source.id_column), n)
+        bad_id = np.asarray(pc.or_kleene(pc.is_null(raw_ids), pc.match_substring_regex(
+            raw_ids, _EMPTY)).fill_null(True).to_numpy(zero_copy_only=False), bool)
+    ts_null &= ~huge
+    bad = any_problem | ts_null | outside | bad_id
+    quarantined = list(block.refused)
+    for i in np.flatnonzero(bad):
+        i = int(i)
+        quarantined.append((int(block.lines[i]), _reason(source, block, problems, i,
+                                                        bool(ts_null[i]), bool(outside[i]),
+                                                        ts_range), block.raw(i)))
+    keep = pa.array(~bad)
+    events = {c: (_us(typed[c]) if source.columns[c] == "timestamp" else typed[c].values
+                  ).filter(keep) for c in source.columns if c not in LINEAGE}
+    ts_us = (_us(ts_col) if ts_col is not None else pa.nulls(n, ARROW["timestamp"])).filter(keep)
+    lines = pa.array(block.lines[~bad], pa.int64())
+    if source.id_column:
+        ids = raw_ids.filter(keep)
+        keys, content = id_keys(ids), np.zeros(len(ids), np.int64)
+    else:
+        texts = {c: _big_texts(typed[c]).filter(keep) for c in source.columns
+                 if typed[c].big}
+        ids, content = content_ids(source, {c: typed[c].values.filter(keep)
+                                            for c in source.columns}, texts)
+        keys = content  # renumbered over the file
+    events.update(event_id=ids, ts=ts_us,
+                  event_date=pc.strftime(ts_us, format="%Y-%m-%d"),
+                  source_file=pa.array([label] * len(ids), pa.string()),
+                  ingest_run=pa.array([run_id] * len(ids), pa.string()),
+                  ingested_at=pa.array([now] * len(ids), ARROW["timestamp"]),
+                  _line=lines, _k=pa.array(keys, pa.int64()), _ck=pa.array(content, pa.int64()),
+                  _fi=pa.array(np.full(len(ids), file_index, np.int32)))
+    schema = typed_schema(source)
+    table = pa.table({f.name: events[f.name] for f in schema}, schema=schema)
+    return table, quarantine_table(quarantined, label, run_id, now)
+
+
+def _us(col: Column) -> pa.Array:
+    """A time column's nanoseconds as UTC microseconds (floor, as ``ns // 1000``)."""
+    ns = col.values
+    v = np.asarray(ns.fill_null(0).to_numpy(zero_copy_only=False), np.int64) // 1000
+    null = np.asarray(ns.is_null().to_numpy(zero_copy_only=False), bool)
+    for i, big in col.big.items():
+        if -(2**63) <= big // 1000 < 2**63:
+            v[i], null[i] = big // 1000, False
+    return pa.array(v, pa.int64(), mask=null).cast(ARROW["timestamp"])
+
+
+def _big_texts(col: Column) -> pa.Array:
+    """A time column's nanoseconds as text, those beyond int64 too."""
+    texts = pc.cast(col.values, pa.string()).to_pylist()
+    for i, big in col.big.items():
+        texts[i] = str(big)
+    return pa.array(texts, pa.string())
+
+
+def _id_texts(raw, n: int) -> pa.Array:
+    """The id column's raw values as text (``str`` of a JSON number), null where none."""
+    if raw is None:
+        return pa.nulls(n, pa.string())
+    if isinstance(raw, list):
+        return pa.array([None if v is None or v is MISSING else v if isinstance(v, str)
+                         else str(v) for v in raw], pa.string())
+    if pa.types.is_string(raw.type):
+        return raw
+    return pa.array([None if v is None else str(v) for v in raw.to_pylist()], pa.string())
+
+
+def _reason(source: Source, block: RawBlock, problems, i: int, ts_null: bool,
+            outside: bool, ts_range: TimeRange) -> str:
+    said = []
+    for col, kind, c in problems:
+        p = c.problem[i]
+        if p == OK:
+            continue
+        if p == MISSING_COLUMN:
+            said.append(f"missing column {col!r}")
+            continue
+        value = _raw_at(block.columns[col], i)
+        if p == TOO_LONG:
+            said.append(f"column {col!r}: a value of {len(value):,} characters, over the "
+                        f"limit of {MAX_FIELD:,}")
+        elif p == NOT_FINITE:
+            said.append(f"column {col!r}: {_shown(value)} is not a finite number")
+        else:
+            said.append(f"column {col!r}: {_shown(value)} is not a {kind}")
+    if said:
+        return "; ".join(said)
+    if ts_null:
+        return f"empty time column {source.time_column!r}"
+    if outside:
+        value = _raw_at(block.columns[source.time_column], i)
+        return (f"time {_shown(value)} is outside the accepted range "
+                f"{ts_range.describe()}")
+    return f"empty id column {source.id_column!r}"
