@@ -37,6 +37,7 @@ from jobs.pipeline.ingest.typing import type_block, typed_schema
 INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
                   ("quarantined", pa.int64()), ("seconds", pa.float64()),
                   ("error", pa.string())])
+INFO_DDL = "split long, rows long, events long, quarantined long, seconds double, error string"
 
 
 def raw_columns(source: Source) -> list[str]:
@@ -168,5 +169,5 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
         return out
     ids = spark.range(0, len(splits), 1, numPartitions=len(splits))
     rows = ids.mapInArrow(lambda it: _task(it, splits, source, ts_range, lake, folder),
-                          INFO).collect()
+                          INFO_DDL).collect()
     return sorted((r.asDict() for r in rows), key=lambda r: r["split"])
