@@ -19,8 +19,8 @@ from jobs.config import load_profile, load_sources
 from jobs.core.language.patternfile import PatternError, load_pattern
 from jobs.lake.store import Lake
 from jobs.pipeline import ingest as ig
-from jobs.pipeline.ingest import reading
 from jobs.pipeline.horizons import check_logical_date
+from jobs.pipeline.ingest import reading
 from jobs.project.models import ModelError, load_model
 from jobs.project.patterns import load_catalog
 

@@ -311,11 +311,13 @@ def typed_schema(source: Source) -> pa.Schema:
     return pa.schema([*events_schema(source), *TYPED_EXTRA])
 
 
-def quarantine_table(rows: list[tuple[int, str, str]], label: str, run_id: str,
+def quarantine_table(rows: list[tuple[int, str, str | dict]], label: str, run_id: str,
                      now: datetime) -> pa.Table:
+    """Rows of ``quarantine/<source>`` from (line, reason, raw text or record)."""
     rows = sorted(rows, key=lambda r: r[0])
     return pa.table({"source_file": [label] * len(rows), "line": [r[0] for r in rows],
-                     "reason": [r[1] for r in rows], "raw": [raw_text(r[2]) for r in rows],
+                     "reason": [r[1] for r in rows],
+                     "raw": [r[2] if isinstance(r[2], str) else raw_text(r[2]) for r in rows],
                      "ingest_run": [run_id] * len(rows),
                      "quarantined_at": pa.array([now] * len(rows), ARROW["timestamp"])},
                     schema=QUARANTINE_SCHEMA)

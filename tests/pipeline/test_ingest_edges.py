@@ -1,0 +1,67 @@
+"""Every rule of ingest, on landing files with every edge it names
+(``data/edge_landing``, written by ``data/make_edge_landing.py``): BOMs, CRLF and missing
+line ends, blank and ragged lines, quoted fields with line ends, bad, empty, over-long and
+non-finite values, times in every ISO form and outside the range, JSON numbers for text
+and text for numbers, nested values, keys written twice, malformed lines, repeated ids
+and corrections. ``golden/ingest_edges.json`` holds what the row-by-row ingest (before
+the columnar one) made of them: every event's values and every quarantined row (file,
+line, reason, raw) and the counts. The columnar ingest must make the same, however the
+files are split, in this process and on Spark's executors."""
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from jobs.config import TimeRange, load_sources
+from jobs.lake.store import Lake
+from jobs.pipeline.ingest import ingest, listing, reading
+
+HERE = Path(__file__).parent
+LANDING = HERE / "data" / "edge_landing"
+GOLDEN = json.loads((HERE / "golden" / "ingest_edges.json").read_text())
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+RANGES = {"default": TimeRange(),
+          "narrow": TimeRange(1_000_000_000_000_000_000, 1_500_000_000_000_000_000)}
+
+
+def digest(lake: Lake, name: str, result) -> dict:
+    t = DeltaTable(lake.events(name)).to_pyarrow_table()
+    cols = sorted(t.column_names)
+    rows = sorted(json.dumps([r[c] for c in cols], default=str) for r in t.to_pylist())
+    q = lake.read_arrow(lake.quarantine(name))
+    qrows = sorted(json.dumps([r["source_file"], r["line"], r["reason"], r["raw"]])
+                   for r in (q.to_pylist() if q is not None else []))
+    return {"events": len(rows), "values": hashlib.sha256("\n".join(rows).encode()).hexdigest(),
+            "quarantine": len(qrows),
+            "quarantine_sha256": hashlib.sha256("\n".join(qrows).encode()).hexdigest(),
+            "result": [result.files, result.rows, result.new_events, result.quarantined,
+                       result.duplicates]}
+
+
+def ingest_all(tmp_path, spark=None, ranges=RANGES) -> dict:
+    got = {}
+    for range_name, ts_range in ranges.items():
+        lake = Lake.of(str(tmp_path / range_name))
+        for name in ("hospital", "sepsis", "chemo_mw"):
+            r = ingest(load_sources()[name], str(LANDING), lake, "edge", now=NOW,
+                       ts_range=ts_range, spark=spark)
+            got[f"{name}/{range_name}"] = digest(lake, name, r)
+    return got
+
+
+@pytest.mark.parametrize("split", [None, 300])
+def test_the_columnar_ingest_makes_what_the_row_ingest_made(tmp_path, monkeypatch, split):
+    if split:  # splits of ~300 bytes read in blocks of ~150: every kind of cut
+        monkeypatch.setattr(listing, "SPLIT_BYTES", split)
+        monkeypatch.setattr(reading, "BLOCK_BYTES", split // 2)
+    assert ingest_all(tmp_path) == GOLDEN
+
+
+def test_on_spark_executors_too(tmp_path, monkeypatch, spark):
+    monkeypatch.setattr(listing, "SPLIT_BYTES", 400)
+    got = ingest_all(tmp_path, spark, {"default": RANGES["default"]})
+    assert got == {k: v for k, v in GOLDEN.items() if k.endswith("/default")}
