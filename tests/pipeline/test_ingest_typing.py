@@ -1,0 +1,121 @@
+"""Typing on columns equals the definition, ``typing.convert`` on each value: the common
+forms go through Arrow kernels and numpy, the rest through ``convert`` once per distinct
+value, and a property test over random texts and JSON values holds the two equal (value,
+or the kind of problem). The JSON text a content-hash id digests equals ``json.dumps``."""
+
+import json
+import math
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from jobs.pipeline.ingest.ids import json_texts
+from jobs.pipeline.ingest.reading import MISSING
+from jobs.pipeline.ingest.typing import (
+    MISSING_COLUMN,
+    NOT_FINITE,
+    NOT_KIND,
+    OK,
+    NotFinite,
+    convert,
+    type_column,
+)
+
+KINDS = ("string", "integer", "double", "timestamp")
+digits = st.text("0123456789", min_size=1, max_size=4)
+times = st.builds(
+    lambda y, m, d, sep, hh, mm, ss, frac, zone: f"{y:04d}-{m:02d}-{d:02d}" + (
+        "" if sep is None else f"{sep}{hh:02d}:{mm:02d}" + ("" if ss is None else f":{ss:02d}")
+        + ("" if frac is None or ss is None else "." + frac) + (zone or "")),
+    st.one_of(st.integers(1670, 2270), st.integers(1, 9999)), st.integers(0, 13),
+    st.integers(0, 32),
+    st.sampled_from([None, "T", " ", "x"]), st.one_of(st.sampled_from([0, 23, 24]),
+                                                      st.integers(0, 99)),
+    st.one_of(st.sampled_from([0, 59, 60]), st.integers(0, 99)),
+    st.one_of(st.none(), st.sampled_from([0, 59, 60]), st.integers(0, 99)), st.one_of(st.none(), digits.map(lambda s: s * 3)),
+    st.sampled_from([None, "Z", "+01:00", "-23:59", "+24:00", "+05:30", "z", "+00:60",
+                     "+0100"]))
+numbers = st.one_of(
+    st.integers(-2**70, 2**70).map(str), st.floats(allow_nan=True).map(repr),
+    st.builds(lambda a, b: f"{a}.{b}", st.integers(-10**20, 10**20), digits),
+    st.sampled_from(["+5", " 12 ", "1_000", ".5", "5.", "1e400", "-0", "nan", "inf", "0x10",
+                     "1E5", "00012", "-1.5e-7", "Infinity", "1e16", "١٢"]))
+chars = st.text(st.sampled_from('ab"\\/\x00\x01\x7f é\u2028\U0001F600,:'), max_size=6)
+texts = st.one_of(times, numbers, chars, st.text(max_size=6),
+                  st.sampled_from(["", " ", "\u00a0", "\u2003", "\t", "\x1c", "\u200b"]))
+json_values = st.one_of(st.none(), st.just(MISSING), st.booleans(), st.integers(-2**70, 2**70),
+                        st.floats(allow_nan=True), texts, st.lists(st.integers(), max_size=2))
+
+
+def expected(value, kind: str):
+    if value is MISSING:
+        return MISSING_COLUMN, None
+    try:
+        return OK, convert(value, kind)
+    except NotFinite:
+        return NOT_FINITE, None
+    except (ValueError, TypeError, OverflowError):
+        return NOT_KIND, None
+
+
+def same(a, b) -> bool:
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b and math.copysign(1, a) == math.copysign(1, b)
+    return a == b
+
+
+def check(column, values, kind: str) -> None:
+    got = column.values.to_pylist()
+    for i, v in enumerate(values):
+        problem, value = expected(v, kind)
+        assert column.problem[i] == problem, (v, kind)
+        if problem != OK:
+            continue
+        if kind == "timestamp" and value is not None and not -(2**63) <= value < 2**63:
+            assert column.huge[i] and column.big[i] == value, v
+            continue
+        assert same(got[i], value), (v, kind, got[i], value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(texts, min_size=1, max_size=30), kind=st.sampled_from(KINDS))
+def test_texts_are_typed_as_convert_types_each(values, kind):
+    check(type_column(pa.array(values, pa.string()), kind, len(values)), values, kind)
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(times, min_size=1, max_size=30))
+def test_times_are_typed_as_convert_types_each(values):
+    check(type_column(pa.array(values, pa.string()), "timestamp", len(values)), values,
+          "timestamp")
+
+
+@settings(max_examples=300, deadline=None)
+@given(values=st.lists(json_values, min_size=1, max_size=30), kind=st.sampled_from(KINDS))
+def test_json_values_are_typed_as_convert_types_each(values, kind):
+    check(type_column(values, kind, len(values)), values, kind)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.one_of(st.none(), chars, st.text(max_size=8)), min_size=1,
+                      max_size=20),
+       numbers=st.lists(st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
+                        min_size=1, max_size=20),
+       ints=st.lists(st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)), min_size=1,
+                     max_size=20))
+def test_the_digested_json_is_json_dumps(values, numbers, ints):
+    for data, kind, t in ((values, "string", pa.string()), (numbers, "double", pa.float64()),
+                          (ints, "integer", pa.int64())):
+        got = json_texts(pa.array(data, t), kind).to_pylist()
+        assert got == [json.dumps(v) for v in data]
+
+
+def test_a_time_in_every_common_form_is_exact():
+    texts_ = ["2005-01-03", "2005-01-03T10:00:00Z", "2005-01-03 10:00:00.1234567+01:00",
+              "1970-01-01T00:00:00.000000001", "1969-12-31T23:59:59.5", "2261-12-31T23:59:59",
+              "1678-01-01", "2000-02-29", "1900-02-29", "2005-01-03T10:00-05:30"]
+    col = type_column(pa.array(texts_), "timestamp", len(texts_))
+    check(col, texts_, "timestamp")
+    assert np.count_nonzero(col.problem) == 1  # 1900 was not a leap year
