@@ -10,7 +10,12 @@ file, one after another on this machine:
 * ``spark``: Spark's own reader (``local[2]``, the profile's settings) -> Parquet
   partitioned by day, with an id from ``sha2`` of the row's values; JVM start included;
 * ``arrow``: pyarrow's reader -> a Delta table through delta-rs in one process (ids: the
-  row numbers; no typing rules, no quarantine): what the hardware gives without rules.
+  row numbers; no typing rules, no quarantine): what the hardware gives without rules;
+* ``duckdb``: DuckDB's reader -> Parquet partitioned by day with a sha256 id of the row.
+
+For ``ses ingest`` and ``spark``, the peak resident memory of the driver, the JVM and
+Spark's Python workers (polled from /proc), and ``ses ingest``'s own account of where its
+time went (its ``time`` line).
 
     python bench/ingest_speed.py [--mb 200] [--only csv|jsonl]
 
@@ -22,9 +27,11 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -86,12 +93,89 @@ def project(home: Path, source: str, file: Path) -> Path:
     return proj
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
+def _tree(root: int) -> dict[int, tuple[int, str]]:
+    """{pid: (parent, command line)} of ``root`` and its descendants (/proc)."""
+    procs = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            parent = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (d / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except (OSError, IndexError, ValueError):
+            continue
+        procs[int(d.name)] = (parent, cmd)
+    keep, grew = {root}, True
+    while grew:
+        more = {p for p, (parent, _) in procs.items() if parent in keep} - keep
+        grew = bool(more)
+        keep |= more
+    return {p: procs[p] for p in keep if p in procs}
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+class Peaks(threading.Thread):
+    """The peak resident memory of a command's process tree, by part: the driver (the
+    command's own Python), the JVM, and Spark's Python workers (all of them at once)."""
+
+    def __init__(self, pid: int):
+        super().__init__(daemon=True)
+        self.pid, self.done = pid, threading.Event()
+        self.peak = {"driver": 0.0, "jvm": 0.0, "python workers": 0.0}
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            now = {"driver": 0.0, "jvm": 0.0, "python workers": 0.0}
+            for pid, (_, cmd) in _tree(self.pid).items():
+                part = ("driver" if pid == self.pid else "jvm" if "java" in cmd.split(" ")[0]
+                        else "python workers")
+                now[part] += _rss_mb(pid)
+            for k, v in now.items():
+                self.peak[k] = max(self.peak[k], v)
+            self.done.wait(0.2)
+
+
+def timed(cmd: list[str], cwd: Path, peaks: dict | None = None) -> tuple[float, str]:
+    """Seconds and output of a command; ``peaks``: filled with its peak memory (MB)."""
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    watch = Peaks(proc.pid)
+    watch.start()
+    out, err = proc.communicate()
+    watch.done.set()
+    watch.join()
     if proc.returncode != 0:
-        raise SystemExit(f"{' '.join(cmd[:3])} failed: {proc.stderr[-2000:]}")
-    return time.perf_counter() - t0, proc.stdout
+        raise SystemExit(f"{' '.join(cmd[:3])} failed: {err[-2000:]}")
+    if peaks is not None:
+        peaks.update({k: round(v) for k, v in watch.peak.items()})
+    return time.perf_counter() - t0, out
+
+
+def duckdb_parquet(fmt: str, path: Path, out: Path, time_column: str) -> float:
+    """DuckDB's reader -> Parquet partitioned by day, with a sha256 id of the row."""
+    import duckdb
+
+    t0 = time.perf_counter()
+    reader = f"read_csv('{path}', all_varchar=true)" if fmt == "csv" else \
+        f"read_json('{path}', format='newline_delimited')"
+    con = duckdb.connect()
+    con.execute(f"CREATE VIEW raw AS SELECT * FROM {reader}")
+    cols = [r[0] for r in con.execute("DESCRIBE raw").fetchall()]
+    row = " || chr(1) || ".join(f"coalesce(CAST(\"{c}\" AS VARCHAR), '')" for c in cols)
+    con.execute(f"""COPY (SELECT *, sha256({row}) AS event_id,
+        CAST(TRY_CAST("{time_column}" AS TIMESTAMP) AS DATE) AS event_date FROM raw)
+        TO '{out}' (FORMAT PARQUET, PARTITION_BY (event_date), OVERWRITE_OR_IGNORE)""")
+    return time.perf_counter() - t0
 
 
 def arrow_delta(fmt: str, path: Path, out: Path, time_column: str) -> tuple[int, float]:
@@ -122,21 +206,30 @@ def measure(fmt: str, mb: float) -> dict:
     proj = project(home, source, file)
     landed = proj / "data" / "landing" / source / file.name
     print(f"{fmt}: {size:.0f} MB, {rows:,} rows", flush=True)
-    ses, _ = timed([sys.executable, "-m", "jobs", "--project-dir", str(proj), "ingest",
-                    "--source", source], proj)
-    print(f"  ses ingest {ses:.1f} s", flush=True)
+    memory: dict[str, dict] = {"ses ingest": {}, "spark": {}}
+    ses, said = timed([sys.executable, "-m", "jobs", "--project-dir", str(proj), "ingest",
+                       "--source", source], proj, memory["ses ingest"])
+    steps = next((line.split(": ", 1)[1] for line in said.splitlines()
+                  if line.strip().startswith("time ")), "")
+    print(f"  ses ingest {ses:.1f} s ({steps})", flush=True)
     job = SPARK_JOB.format(root=str(ROOT), fmt=fmt, path=str(landed), out=str(home / "parquet"),
                            time_column=time_column)
-    spark, printed = timed([sys.executable, "-c", job], proj)
+    spark, printed = timed([sys.executable, "-c", job], proj, memory["spark"])
     print(f"  spark {spark:.1f} s", flush=True)
     n, arrow = arrow_delta(fmt, landed, home / "delta", time_column)
     print(f"  arrow {arrow:.1f} s", flush=True)
+    duck = duckdb_parquet(fmt, landed, home / "duckdb", time_column)
+    print(f"  duckdb {duck:.1f} s", flush=True)
     shutil.rmtree(home, ignore_errors=True)
+    seconds = {"ses ingest": ses, "spark": spark, "arrow": arrow, "duckdb": duck}
+    cores = os.cpu_count() or 1
     return {"format": fmt, "file_mb": round(size, 1), "rows": rows,
-            "seconds": {"ses ingest": round(ses, 1), "spark": round(spark, 1),
-                        "arrow": round(arrow, 1)},
-            "rows_per_second": {k: round(rows / v) for k, v in
-                                (("ses ingest", ses), ("spark", spark), ("arrow", arrow))}}
+            "seconds": {k: round(v, 1) for k, v in seconds.items()},
+            "rows_per_second": {k: round(rows / v) for k, v in seconds.items()},
+            "rows_per_second_per_core": {k: round(rows / v / (1 if k == "arrow" else cores))
+                                         for k, v in seconds.items()},
+            "ratio": {"ses / spark": round(ses / spark, 2), "ses / arrow": round(ses / arrow, 2)},
+            "peak_mb": memory, "ses ingest steps": steps}
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -146,7 +239,7 @@ def plot(results: list[dict], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 3.2))
-    names = ["ses ingest", "spark", "arrow"]
+    names = ["ses ingest", "spark", "arrow", "duckdb"]
     width = 0.8 / len(results)
     for i, r in enumerate(results):
         xs = [k + i * width for k in range(len(names))]

@@ -10,6 +10,7 @@ from jobs.failpoints import reached
 from jobs.lake.stats import update_stats
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest import describe, ingest
+from jobs.pipeline.ingest.commit import timings
 from jobs.pipeline.outcome import short_error
 from jobs.pipeline.quality import (
     ValidationFailed,
@@ -68,6 +69,8 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
             echo(f"FAILED {failed[name]}")
             continue
         echo("ingest " + describe(r, ctx.run_id))
+        if r.files:
+            echo("  time " + timings(r))
         reached("ingest:after-log")  # before the statistics' commit
         results.append(r)
         unchanged = not r.new_events and r.rebuilt is None \

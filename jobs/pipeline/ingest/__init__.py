@@ -18,6 +18,7 @@ import pyarrow as pa
 
 from jobs.config import Source, TimeRange
 from jobs.pipeline.ingest.commit import INGEST_LOG_SCHEMA, commit, describe, ingest
+from jobs.pipeline.ingest.ids import numbered, occurrences
 from jobs.pipeline.ingest.listing import file_format, landing_files, splits_of
 from jobs.pipeline.ingest.reading import IngestError, Refused, block_of_records, excerpt, read_raw
 from jobs.pipeline.ingest.staging import (
@@ -27,6 +28,7 @@ from jobs.pipeline.ingest.staging import (
     stage,
     typed_in_memory,
 )
+from jobs.pipeline.ingest.tasks import raw_columns
 from jobs.pipeline.ingest.typing import QUARANTINE_SCHEMA, events_schema, type_block
 
 __all__ = ["INGEST_FOLDER", "INGEST_LOG_SCHEMA", "QUARANTINE_SCHEMA", "Batch", "IngestError",
@@ -47,9 +49,6 @@ def type_rows(source: Source, records, file_label: str, run_id: str, now: dateti
               ts_range: TimeRange = TimeRange()) -> Typed:
     """Records of one file from ``read_raw`` typed as ingest types them (ids numbered over
     the records), as Python dicts: for callers that hold a few rows."""
-    from jobs.pipeline.ingest.ids import numbered, occurrences
-    from jobs.pipeline.ingest.tasks import raw_columns
-
     block = block_of_records(records, raw_columns(source))
     events, quarantine = type_block(source, block, file_label, run_id, now, ts_range)
     if not source.id_column and events.num_rows:

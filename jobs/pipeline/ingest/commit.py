@@ -8,6 +8,7 @@ before anything is committed, commit.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from datetime import datetime
 
@@ -66,11 +67,25 @@ def ingest(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     to refuse the batch), commit."""
     batch = stage(source, landing_root, lake, run_id, now, ts_range, spark, echo)
     try:
+        t0 = time.perf_counter()
         if gate is not None and batch.num_events:
             gate(source, batch)
-        return commit(lake, batch)
+        t1 = time.perf_counter()
+        result = commit(lake, batch)
+        result.seconds.update(suite=t1 - t0, commit=time.perf_counter() - t1)
+        return result
     finally:
         batch.discard()
+
+
+def timings(result: IngestResult) -> str:
+    """Where an ingest's time went, one line: the driver's steps, and the tasks' time
+    (summed over the tasks, which run side by side)."""
+    s = result.seconds
+    tasks = ", ".join(f"{k.split(': ')[1]} {v:.1f} s" for k, v in s.items()
+                      if k.startswith("tasks: "))
+    steps = [f"{k} {v:.1f} s" for k, v in s.items() if not k.startswith("tasks: ")]
+    return f"{result.source}: {', '.join(steps)} (in the tasks: {tasks})"
 
 
 def describe(result: IngestResult, run_id: str = "<run id>") -> str:

@@ -109,22 +109,25 @@ class Split:
     first_line: int = 0
     columnar: bool = False
     header: tuple[str, ...] | None = None
+    last: bool = True  # the file's last split
     run_id: str = ""
     now: datetime | None = None
 
 
 def _scan(path: Path, fmt: str) -> tuple[bool, list[tuple[int, int]]]:
     """Whether the columnar reader may read a plain file, and the cuts: (byte offset,
-    line ends before it) at the first line end after every ``SPLIT_BYTES``. A carriage
-    return not before a line feed ends a line for Python's readers, and a CSV quote may
-    hold a line end: such a file is read whole by Python's readers."""
+    line ends before it) at the first line end after every ``SPLIT_BYTES`` (in a CSV file:
+    the first after which the quote characters so far are even, so no quoted field is
+    open; the task that reads up to it checks that). A carriage return not before a line
+    feed ends a line for Python's readers, and the csv module refuses a NUL byte: such a
+    file is read whole by Python's readers."""
     size = path.stat().st_size
     plain, cuts = True, [(0, 0)]
-    newlines, pos, prev_cr = 0, 0, False
+    newlines, pos, prev_cr, quotes = 0, 0, False, 0
     target = SPLIT_BYTES
     with open(path, "rb") as f:
         while data := f.read(SCAN_BYTES):
-            if fmt == "csv" and (b'"' in data or b"\x00" in data):
+            if fmt == "csv" and b"\x00" in data:
                 plain = False
             crs = data.count(b"\r")
             if crs and crs - data.count(b"\r\n") - data.endswith(b"\r") > 0:
@@ -135,7 +138,7 @@ def _scan(path: Path, fmt: str) -> tuple[bool, list[tuple[int, int]]]:
             if not plain:
                 return False, [(0, 0)]
             while target < size and pos + len(data) > target:
-                at = data.find(b"\n", max(0, target - pos))
+                at = _cut(data, max(0, target - pos), quotes if fmt == "csv" else None)
                 if at < 0:
                     break
                 cut = pos + at + 1
@@ -143,10 +146,26 @@ def _scan(path: Path, fmt: str) -> tuple[bool, list[tuple[int, int]]]:
                     cuts.append((cut, newlines + data.count(b"\n", 0, at + 1)))
                 target = cut + SPLIT_BYTES
             newlines += data.count(b"\n")
+            quotes += data.count(b'"') if fmt == "csv" else 0
             pos += len(data)
     if prev_cr:
         return False, [(0, 0)]
     return True, cuts
+
+
+def _cut(data: bytes, offset: int, quotes: int | None) -> int:
+    """The first line end in ``data`` from ``offset`` (with ``quotes`` before ``data``:
+    the first after which they are even), or -1."""
+    if quotes is None or b'"' not in data:
+        at = data.find(b"\n", offset)
+        return at if quotes is None or at < 0 or quotes % 2 == 0 else -1
+    import numpy as np
+
+    arr = np.frombuffer(data, np.uint8)
+    seen = np.cumsum(arr == 34) + quotes
+    ends = np.flatnonzero(arr == 10)
+    ends = ends[(ends >= offset) & (seen[ends] % 2 == 0)]
+    return int(ends[0]) if len(ends) else -1
 
 
 def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: str,
@@ -186,4 +205,11 @@ def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: st
     size = path.stat().st_size
     ends = [c for c, _ in cuts[1:]] + [size]
     return [Split(first + i, start=c, end=e, first_line=n, columnar=plain, header=header,
-                  **common) for i, ((c, n), e) in enumerate(zip(cuts, ends))]
+                  last=i == len(cuts) - 1, **common)
+            for i, ((c, n), e) in enumerate(zip(cuts, ends))]
+
+
+def whole(split: Split, index: int) -> Split:
+    """The file of ``split`` as one split read by Python's readers."""
+    return Split(index, split.file_index, split.path, split.label, split.fmt,
+                 run_id=split.run_id, now=split.now)

@@ -279,40 +279,136 @@ def split_lines(piece: bytes, path: Path, fmt: str) -> pa.Array:
     return lines
 
 
+class _Lines:
+    """Lines for one record of Python's ``csv`` reader, from line ``j`` on; ``over``: the
+    record wanted a line after the last (a quoted field still open)."""
+
+    def __init__(self, text, count: int, j: int):
+        self.text, self.count, self.j, self.over = text, count, j, False
+
+    def __iter__(self):
+        return self
+
+    def __next__(self) -> str:
+        if self.j >= self.count:
+            self.over = True
+            raise StopIteration
+        self.j += 1
+        return self.text(self.j - 1)
+
+
+class QuoteOpen(Exception):
+    """A split ended inside a quoted field: its cut was not at a record's end."""
+
+
 def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[str],
-               columns: list[str]) -> Iterator[RawBlock]:
-    """A quote-free CSV split read on columns (``names``: the file's header; ``start`` 0:
-    the split holds the header line itself)."""
+               columns: list[str], last_split: bool = True) -> Iterator[RawBlock]:
+    """A CSV split read on columns (``names``: the file's header; ``start`` 0: the split
+    holds the header line itself). A line without a quote character is a record of its
+    own, cut into fields by Arrow; a record that begins on a line with one is read by
+    Python's ``csv`` reader, which takes as many lines as its quoted fields hold. Raises
+    ``QuoteOpen`` when the split (not the file's last) ends inside a quoted field."""
     width = len(names)
     index = {n: i for i, n in enumerate(names)}
-    for piece, before in byte_blocks(path, start, end):
-        if start == 0 and before == 0 and piece.startswith(b"\xef\xbb\xbf"):
-            piece = piece[3:]
-        lines = split_lines(piece, path, "csv")
-        numbers = np.arange(len(lines), dtype=np.int64) + first_line + before + 1
-        if start == 0 and before == 0:  # the header
-            lines, numbers = lines.slice(1), numbers[1:]
-        keep = np.asarray(pc.not_equal(pc.utf8_length(lines), 0).to_numpy(
+    carry, base = b"", first_line
+    pieces = list_pieces(path, start, end)
+    for piece, last in pieces:
+        data = carry + piece
+        if start == 0 and base == first_line and not carry and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        lines = split_lines(data, path, "csv")
+        count = len(lines)
+        header = start == 0 and base == 0
+        quoted = np.asarray(pc.match_substring(lines, '"').to_numpy(zero_copy_only=False), bool)
+        taken = np.zeros(count, bool)  # lines read by Python's reader
+        if header:
+            taken[0] = True
+        records: list[tuple[int, list[str]]] = []
+        stop = count
+        if quoted.any():
+            ends = np.flatnonzero(np.frombuffer(data, np.uint8) == 10)
+
+            def text(j: int, data=data, ends=ends) -> str:
+                lo = int(ends[j - 1]) + 1 if j else 0
+                hi = int(ends[j]) + 1 if j < len(ends) else len(data)
+                return data[lo:hi].decode("utf-8")
+
+            for i in np.flatnonzero(quoted):
+                i = int(i)
+                if taken[i]:
+                    continue
+                it = _Lines(text, count, i)
+                fields = next(csv.reader(it), None)
+                if it.over and not last:  # the record goes on in the next piece
+                    stop = i
+                    break
+                if it.over and not last_split:
+                    raise QuoteOpen(f"{path}: a quoted field is open at byte {end:,}")
+                taken[i:it.j] = True
+                if fields:
+                    records.append((base + it.j, fields))
+        if stop < count:
+            lo = int(ends[stop - 1]) + 1 if stop else 0
+            carry, data_lines = data[lo:], stop
+            lines, taken = lines.slice(0, stop), taken[:stop]
+        else:
+            carry, data_lines = b"", count
+        numbers = np.arange(len(lines), dtype=np.int64) + base + 1
+        keep = ~taken & np.asarray(pc.not_equal(pc.utf8_length(lines), 0).to_numpy(
             zero_copy_only=False), bool)
-        lines, numbers = lines.filter(pa.array(keep)), numbers[keep]
-        fields = pc.split_pattern(lines, ",")
-        counts = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
-        bad = counts != width
-        refused = []
-        if bad.any():
-            for i in np.flatnonzero(bad):
-                parts = fields[int(i)].as_py()
-                refused.append((int(numbers[i]), ragged(len(parts), width),
-                                json.dumps(parts)[:MAX_RAW]))
-            good = pa.array(~bad)
-            fields, numbers = fields.filter(good), numbers[~bad]
-        values = {c: (pc.list_element(fields, index[c]) if c in index else None)
-                  for c in columns}
+        base += data_lines
+        yield _csv_block(lines.filter(pa.array(keep)), numbers[keep], records, names, width,
+                         index, columns)
 
-        def raw(i: int, fields=fields) -> str:
-            return raw_text(dict(zip(names, fields[i].as_py())))
 
-        yield RawBlock(numbers, values, raw, refused)
+def list_pieces(path: Path, start: int, end: int) -> Iterator[tuple[bytes, bool]]:
+    """``byte_blocks`` with a flag on the last piece."""
+    previous = None
+    for piece, _ in byte_blocks(path, start, end):
+        if previous is not None:
+            yield previous, False
+        previous = piece
+    if previous is not None:
+        yield previous, True
+
+
+def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[str],
+               width: int, index: dict, columns: list[str]) -> RawBlock:
+    """A raw block of quote-free lines (cut on columns) and records Python's reader read."""
+    fields = pc.split_pattern(lines, ",")
+    counts = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
+    bad = counts != width
+    refused = []
+    if bad.any():
+        for i in np.flatnonzero(bad):
+            parts = fields[int(i)].as_py()
+            refused.append((int(numbers[i]), ragged(len(parts), width),
+                            json.dumps(parts)[:MAX_RAW]))
+        fields, numbers = fields.filter(pa.array(~bad)), numbers[~bad]
+    whole = []
+    for line, parts in records:
+        if len(parts) != width:
+            refused.append((line, ragged(len(parts), width), json.dumps(parts)[:MAX_RAW]))
+        else:
+            whole.append((line, parts))
+    split_rows = len(fields)
+    values = {}
+    for c in columns:
+        if c not in index:
+            values[c] = None
+            continue
+        arr = pc.list_element(fields, index[c]) if split_rows else pa.array([], pa.string())
+        if whole:
+            arr = pa.concat_arrays([arr, pa.array([p[index[c]] for _, p in whole],
+                                                  pa.string())])
+        values[c] = arr
+    numbers = np.concatenate([numbers, np.array([n for n, _ in whole], np.int64)])
+
+    def raw(i: int) -> str:
+        parts = fields[i].as_py() if i < split_rows else whole[i - split_rows][1]
+        return raw_text(dict(zip(names, parts)))
+
+    return RawBlock(numbers, values, raw, refused)
 
 
 def jsonl_blocks(path: Path, start: int, end: int, first_line: int,

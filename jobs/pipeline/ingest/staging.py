@@ -16,6 +16,7 @@ events suite checks before ``commit`` loads it.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,9 +27,9 @@ import pyarrow.compute as pc
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
 from jobs.pipeline.ingest.ids import id_key, numbered, occurrences
-from jobs.pipeline.ingest.listing import Digests, landing_files, splits_of
+from jobs.pipeline.ingest.listing import Digests, Split, landing_files, splits_of, whole
 from jobs.pipeline.ingest.reading import IngestError
-from jobs.pipeline.ingest.tasks import part, run_splits
+from jobs.pipeline.ingest.tasks import REREAD, part, run_splits, typed_blocks
 from jobs.pipeline.ingest.typing import (
     LINEAGE,
     QUARANTINE_SCHEMA,
@@ -54,6 +55,7 @@ class IngestResult:
     rebuilt: list[str] | None = None  # the logged files read again
     gone: list[str] = field(default_factory=list)  # logged files no longer in the landing
     reasons: list[str] = field(default_factory=list)  # the first quarantined rows: file:line: why
+    seconds: dict[str, float] = field(default_factory=dict)  # where the time went, by step
 
 
 @dataclass
@@ -121,6 +123,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     """Extract and transform the pending files of ``source`` (by Spark's executors when
     ``spark`` is given) into the lake's staging, then drop the rows that are not new
     events (nothing is committed)."""
+    t0 = time.perf_counter()
     now = now or datetime.now(timezone.utc)
     result = IngestResult(source.name)
     log = lake.read_arrow(lake.ingest_log(),
@@ -158,7 +161,15 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                         "events": 0, "quarantined": 0, "ingest_run": run_id,
                         "ingested_at": now})
     staged = lk.join(folder, "typed")
+    result.seconds["plan"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
     infos = run_splits(spark, splits, source, ts_range, lake, staged, echo)
+    splits, infos = _reread(spark, splits, infos, source, ts_range, lake, staged, echo)
+    result.seconds["tasks"] = time.perf_counter() - t0
+    for k in ("read", "type"):
+        result.seconds[f"tasks: {k}"] = sum(i[k] for i in infos)
+    result.seconds["tasks: write"] = sum(i["seconds"] - i["read"] - i["type"] for i in infos)
+    t0 = time.perf_counter()
     failed = next((i["error"] for i in infos if i["error"]), None)
     if failed:
         lake.remove(folder)
@@ -184,7 +195,30 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         drop = _repeated(batch, parts, columns) | _corrections(batch, parts, columns)
         _keep(batch, parts, drop, _retracted(lake, source.name) if rebuild else None)
     lake.remove(staged)
+    result.seconds["settle"] = time.perf_counter() - t0
     return batch
+
+
+def _reread(spark, splits: list[Split], infos: list[dict], source: Source,
+            ts_range: TimeRange, lake: lk.Lake, staged: str, echo):
+    """The files one of whose splits ended inside a quoted field (its cut was not a
+    record's end: a quote character in an unquoted field made the count odd), read again
+    whole by Python's readers; their splits' parts are deleted."""
+    files = {splits[i["split"]].file_index for i in infos
+             if (i["error"] or "").startswith(REREAD)}
+    if not files:
+        return splits, infos
+    for s in splits:
+        if s.file_index in files:
+            for kind in ("part", "quarantine"):
+                lake.remove(part(staged, kind, s.index))
+    again = [whole(next(s for s in splits if s.file_index == f), len(splits) + k)
+             for k, f in enumerate(sorted(files))]
+    more = run_splits(spark, again, source, ts_range, lake, staged, echo)
+    kept = [(s, i) for s, i in zip(splits, infos) if s.file_index not in files]
+    kept += list(zip(again, more))
+    kept.sort(key=lambda p: (p[0].file_index, p[0].start))
+    return [s for s, _ in kept], [i for _, i in kept]
 
 
 def renumber(parts: Parts) -> None:
@@ -380,8 +414,6 @@ def typed_in_memory(source: Source, splits, ts_range: TimeRange = TimeRange()
                     ) -> tuple[pa.Table, pa.Table]:
     """(typed events with the staging's extra columns, quarantined rows) of splits read
     here, content-hash ids numbered over each file: ingest's typing without a lake."""
-    from jobs.pipeline.ingest.tasks import typed_blocks
-
     events, quarantine = [], []
     for s in splits:
         for _, ev, q in typed_blocks(s, source, ts_range):

@@ -24,6 +24,7 @@ from jobs.lake import store as lk
 from jobs.pipeline.ingest.listing import Split
 from jobs.pipeline.ingest.reading import (
     IngestError,
+    QuoteOpen,
     RawBlock,
     csv_blocks,
     jsonl_blocks,
@@ -36,8 +37,10 @@ from jobs.pipeline.ingest.typing import type_block, typed_schema
 
 INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
                   ("quarantined", pa.int64()), ("seconds", pa.float64()),
-                  ("error", pa.string())])
-INFO_DDL = "split long, rows long, events long, quarantined long, seconds double, error string"
+                  ("read", pa.float64()), ("type", pa.float64()), ("error", pa.string())])
+REREAD = "reread: "  # a split cut inside a quoted field: its file is read again, whole
+INFO_DDL = ("split long, rows long, events long, quarantined long, seconds double, "
+            "read double, type double, error string")
 
 
 def raw_columns(source: Source) -> list[str]:
@@ -70,19 +73,27 @@ def blocks(split: Split, source: Source) -> Iterator[RawBlock]:
         return row_blocks(path, split.fmt, source.time_column, columns)
     if split.fmt == "csv":
         return csv_blocks(path, split.start, split.end, split.first_line, list(split.header),
-                          columns)
+                          columns, split.last)
     return jsonl_blocks(path, split.start, split.end, split.first_line, columns)
 
 
-def typed_blocks(split: Split, source: Source, ts_range: TimeRange
+def typed_blocks(split: Split, source: Source, ts_range: TimeRange, clock: dict | None = None
                  ) -> Iterator[tuple[int, pa.Table, pa.Table]]:
     """(raw records, typed events, quarantined rows) per block of a split; raises
-    ``IngestError`` for a file that cannot be read."""
+    ``IngestError`` for a file that cannot be read. ``clock``: seconds spent reading and
+    typing are added to its ``read`` and ``type``."""
+    clock = {} if clock is None else clock
     try:
+        t0 = time.perf_counter()
         for block in blocks(split, source):
+            t1 = time.perf_counter()
             events, quarantine = type_block(source, block, split.label, split.run_id,
                                             split.now, ts_range, split.file_index)
+            t2 = time.perf_counter()
+            clock["read"] = clock.get("read", 0.0) + t1 - t0
+            clock["type"] = clock.get("type", 0.0) + t2 - t1
             yield len(block) + len(block.refused), events, quarantine
+            t0 = time.perf_counter()
     except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
         raise unreadable(split.path, split.fmt, exc) from None
 
@@ -105,9 +116,10 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
     rows = events = 0
     quarantined: list[pa.Table] = []
     writer = None
+    clock = {"read": 0.0, "type": 0.0}
     try:
         try:
-            for n, ev, q in typed_blocks(split, source, ts_range):
+            for n, ev, q in typed_blocks(split, source, ts_range, clock):
                 rows += n
                 if ev.num_rows:
                     if writer is None:
@@ -116,13 +128,14 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
                     events += ev.num_rows
                 if q.num_rows:
                     quarantined.append(q)
-        except IngestError as exc:
+        except (IngestError, QuoteOpen) as exc:
+            mark = REREAD if isinstance(exc, QuoteOpen) else ""
             return {"split": split.index, "rows": rows, "events": 0, "quarantined": 0,
-                    "seconds": time.perf_counter() - t0, "error": str(exc)}
+                    "seconds": time.perf_counter() - t0, **clock, "error": mark + str(exc)}
         except MemoryError:
             quarantined.clear()
             return {"split": split.index, "rows": rows, "events": 0, "quarantined": 0,
-                    "seconds": time.perf_counter() - t0,
+                    "seconds": time.perf_counter() - t0, **clock,
                     "error": f"{split.path}: the ingest of source {source.name!r} ran out of "
                              "memory (a block of its typed rows did not fit); give the "
                              "executors more memory or lower ingest's split size"}
@@ -141,15 +154,15 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
                 fs.delete_file(t)
     return {"split": split.index, "rows": rows, "events": events,
             "quarantined": q.num_rows if q is not None else 0,
-            "seconds": time.perf_counter() - t0, "error": None}
+            "seconds": time.perf_counter() - t0, **clock, "error": None}
 
 
 def _task(ids: Iterator[pa.RecordBatch], splits: list[Split], source: Source,
           ts_range: TimeRange, lake: lk.Lake, folder: str) -> Iterator[pa.RecordBatch]:
     """A ``mapInArrow`` function: the splits whose numbers the task's rows hold."""
     for b in ids:
-        for i in b.column(0).to_pylist():
-            info = run_split(splits[i], source, ts_range, lake, folder)
+        for k in b.column(0).to_pylist():
+            info = run_split(splits[k], source, ts_range, lake, folder)
             yield pa.RecordBatch.from_pylist([info], schema=INFO)
 
 
@@ -161,13 +174,14 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
         return []
     if spark is None:
         out = []
-        for s in splits:
+        for k, s in enumerate(splits):
             out.append(run_split(s, source, ts_range, lake, folder))
-            if echo is not None and (s.index + 1 == len(splits)
-                                     or splits[s.index + 1].file_index != s.file_index):
+            if echo is not None and (k + 1 == len(splits)
+                                     or splits[k + 1].file_index != s.file_index):
                 echo(f"  read {s.label}")
         return out
     ids = spark.range(0, len(splits), 1, numPartitions=len(splits))
     rows = ids.mapInArrow(lambda it: _task(it, splits, source, ts_range, lake, folder),
                           INFO_DDL).collect()
-    return sorted((r.asDict() for r in rows), key=lambda r: r["split"])
+    order = {s.index: k for k, s in enumerate(splits)}
+    return sorted((r.asDict() for r in rows), key=lambda r: order[r["split"]])

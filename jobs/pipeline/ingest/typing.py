@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 import numpy as np
 import pyarrow as pa
@@ -126,10 +126,44 @@ def _each(values: list, kind: str) -> Column:
                   big)
 
 
+_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
+_DATE_TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}$"
+
+
 def _times(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(ns, certain) of ISO-8601 texts: ``certain`` where the text is in the common form,
-    a real date and time, and a year that fits 64-bit nanoseconds."""
+    """(ns, certain) of ISO-8601 texts: ``certain`` where the text is in a common form,
+    a real date and time, and a year that fits 64-bit nanoseconds. The two forms nearly
+    every file uses (a date; a date and a time to the second) are cut by position, the
+    others by a regular expression."""
+    n = len(text)
+    ns, ok = np.zeros(n, np.int64), np.zeros(n, bool)
+    rest = np.ones(n, bool)
+    for pattern, width in ((_DATE, 10), (_DATE_TIME, 19)):
+        at = np.asarray(pc.match_substring_regex(text, pattern).fill_null(False)
+                        .to_numpy(zero_copy_only=False), bool) & rest
+        if not at.any():
+            continue
+        sub = text.filter(pa.array(at))
+
+        def cut(lo: int, hi: int, sub=sub) -> np.ndarray:
+            return np.asarray(pc.cast(pc.utf8_slice_codeunits(sub, lo, hi), pa.int64())
+                              .to_numpy(zero_copy_only=False), np.int64)
+        zero = np.zeros(len(sub), np.int64)
+        clock = (cut(11, 13), cut(14, 16), cut(17, 19)) if width == 19 else (zero,) * 3
+        got, good = _instants(cut(0, 4), cut(5, 7), cut(8, 10), *clock, zero, zero, zero,
+                              np.ones(len(sub), np.int64))
+        ns[at], ok[at] = got, good
+        rest &= ~at
+    if rest.any():
+        at = np.flatnonzero(rest)
+        got, good = _times_by_pattern(text.take(pa.array(at)))
+        ns[at], ok[at] = got, good
+    return ns, ok
+
+
+def _times_by_pattern(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     parts = pc.extract_regex(text, _TIME)
+
     def num(name: str, default: int = 0) -> np.ndarray:
         f = pc.struct_field(parts, name)
         f = pc.if_else(pc.equal(pc.utf8_length(f), 0), None, f)
@@ -152,16 +186,29 @@ def _times(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     zm = np.asarray(pc.cast(pc.if_else(pc.greater(pc.utf8_length(zone), 1),
                                        pc.utf8_slice_codeunits(zone, 4, 6), "0"),
                             pa.int64()).to_numpy(zero_copy_only=False), np.int64)
-    leap = ((y % 4 == 0) & (y % 100 != 0)) | (y % 400 == 0)
-    month_days = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
-    dim = month_days[np.clip(m, 1, 12) - 1] + ((m == 2) & leap)
-    ok &= (y >= 1678) & (y <= 2261) & (m >= 1) & (m <= 12) & (d >= 1) & (d <= dim)
-    ok &= (hh <= 23) & (mm <= 59) & (ss <= 59) & (zh <= 23) & (zm <= 59)
-    yy = y - (m <= 2)
-    era = yy // 400
-    yoe = yy - era * 400
-    doy = (153 * (m + np.where(m > 2, -3, 9)) + 2) // 5 + d - 1
-    days = era * 146097 + yoe * 365 + yoe // 4 - yoe // 100 + doy - 719468
+    got, good = _instants(y, m, d, hh, mm, ss, ns_frac, zh, zm, sign)
+    return got, good & ok
+
+
+_YEARS = np.arange(1678, 2262)  # the years whose every instant fits int64 nanoseconds
+_LEAP = (((_YEARS % 4 == 0) & (_YEARS % 100 != 0)) | (_YEARS % 400 == 0)).astype(np.int64)
+_YEAR_DAYS = np.array([(date(int(y), 1, 1) - date(1970, 1, 1)).days for y in _YEARS], np.int64)
+_MONTH_DAYS = np.array([[31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31],
+                        [31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31]], np.int64)
+_MONTH_START = np.concatenate([np.zeros((2, 1), np.int64),
+                               np.cumsum(_MONTH_DAYS, axis=1)[:, :-1]], axis=1)
+
+
+def _instants(y, m, d, hh, mm, ss, ns_frac, zh, zm, sign) -> tuple[np.ndarray, np.ndarray]:
+    """Nanoseconds since the epoch of calendar fields (numpy), and where they are a real
+    date and time whose year fits 64-bit nanoseconds."""
+    yi = np.clip(y - _YEARS[0], 0, len(_YEARS) - 1)
+    leap = _LEAP[yi]
+    mi = np.clip(m, 1, 12) - 1
+    ok = (y >= _YEARS[0]) & (y <= _YEARS[-1]) & (m >= 1) & (m <= 12) & (d >= 1)
+    ok &= (d <= _MONTH_DAYS[leap, mi]) & (hh <= 23) & (mm <= 59) & (ss <= 59)
+    ok &= (zh <= 23) & (zm <= 59)
+    days = _YEAR_DAYS[yi] + _MONTH_START[leap, mi] + d - 1
     secs = days * 86400 + hh * 3600 + mm * 60 + ss - sign * (zh * 3600 + zm * 60)
     ns = np.where(ok, secs, 0) * 1_000_000_000 + np.where(ok, ns_frac, 0)
     return ns, ok
