@@ -31,6 +31,7 @@ from jobs.config.suites import load_suite
 from jobs.core.errors import UserError
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
+from jobs.pipeline.ingest.typing import events_schema
 from jobs.pipeline.check_frames import (
     DriverFrames,
     StagedMatches,
@@ -477,7 +478,12 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
         return _events_suite(lake, source, driver_frame(table), ts_range, PANDAS_TYPES, docs)
     df = (lake.read_parquet_spark(spark, events.events_path) if spooled
           else spark.createDataFrame(events))
-    return _events_suite(lake, source, df, ts_range, docs=docs)
+    # one read of the batch for all the expectations' jobs (memory, then disk)
+    df = df.select(*events_schema(source).names).persist()
+    try:
+        return _events_suite(lake, source, df, ts_range, docs=docs)
+    finally:
+        df.unpersist()
 
 
 def _events_suite(lake: lk.Lake, source: Source, df, ts_range,

@@ -39,6 +39,7 @@ def _staged_ids(landing: Path, lake_root: Path, chunk: int) -> list[tuple]:
         mp.setattr(reading, "CHUNK", chunk)  # the row reader's blocks
         mp.setattr(reading, "BLOCK_BYTES", chunk * 8)  # the columnar reader's blocks
         mp.setattr(listing, "SPLIT_BYTES", chunk * 16)  # the tasks' splits
+        mp.setattr(listing, "MIN_SPLIT", 1)
         batch = ig.stage(HOSPITAL, str(landing), Lake(str(lake_root)), "r")
     t = batch.events
     return sorted(zip(t.column("event_id").to_pylist(), t.column("patient").to_pylist()))

@@ -53,15 +53,17 @@ def ingest_all(tmp_path, spark=None, ranges=RANGES) -> dict:
     return got
 
 
-@pytest.mark.parametrize("split", [None, 300])
+@pytest.mark.parametrize("split", [None, 300, 400, 700])
 def test_the_columnar_ingest_makes_what_the_row_ingest_made(tmp_path, monkeypatch, split):
     if split:  # splits of ~300 bytes read in blocks of ~150: every kind of cut
         monkeypatch.setattr(listing, "SPLIT_BYTES", split)
+        monkeypatch.setattr(listing, "MIN_SPLIT", 1)
         monkeypatch.setattr(reading, "BLOCK_BYTES", split // 2)
     assert ingest_all(tmp_path) == GOLDEN
 
 
 def test_on_spark_executors_too(tmp_path, monkeypatch, spark):
     monkeypatch.setattr(listing, "SPLIT_BYTES", 400)
+    monkeypatch.setattr(listing, "MIN_SPLIT", 1)
     got = ingest_all(tmp_path, spark, {"default": RANGES["default"]})
     assert got == {k: v for k, v in GOLDEN.items() if k.endswith("/default")}

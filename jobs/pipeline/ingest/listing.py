@@ -28,7 +28,8 @@ from jobs.pipeline.ingest.reading import IngestError, csv_header, unreadable
 
 SUFFIXES = {"csv": (".csv", ".csv.gz"), "jsonl": (".jsonl", ".jsonl.gz", ".json", ".json.gz"),
             "parquet": (".parquet",)}
-SPLIT_BYTES = 64 << 20  # bytes of a landing file one task reads
+SPLIT_BYTES = 64 << 20  # bytes of a landing file one task reads, at most about
+MIN_SPLIT = 8 << 20  # a file under twice this is read by one task
 SCAN_BYTES = 8 << 20
 
 
@@ -114,7 +115,18 @@ class Split:
     now: datetime | None = None
 
 
-def _scan(path: Path, fmt: str) -> tuple[bool, list[tuple[int, int]]]:
+def split_size(size: int, slots: int) -> int:
+    """The bytes per split of a file of ``size``: at most about ``SPLIT_BYTES``, and as
+    many splits as a multiple of the task ``slots`` (so the last wave is full)."""
+    if size < 2 * MIN_SPLIT:
+        return max(size, 1)
+    n = -(-size // SPLIT_BYTES)
+    n = -(-n // slots) * slots
+    n = min(n, size // MIN_SPLIT)
+    return -(-size // max(n, 1))
+
+
+def _scan(path: Path, fmt: str, step: int) -> tuple[bool, list[tuple[int, int]]]:
     """Whether the columnar reader may read a plain file, and the cuts: (byte offset,
     line ends before it) at the first line end after every ``SPLIT_BYTES`` (in a CSV file:
     the first after which the quote characters so far are even, so no quoted field is
@@ -124,7 +136,7 @@ def _scan(path: Path, fmt: str) -> tuple[bool, list[tuple[int, int]]]:
     size = path.stat().st_size
     plain, cuts = True, [(0, 0)]
     newlines, pos, prev_cr, quotes = 0, 0, False, 0
-    target = SPLIT_BYTES
+    target = step
     with open(path, "rb") as f:
         while data := f.read(SCAN_BYTES):
             if fmt == "csv" and b"\x00" in data:
@@ -144,7 +156,7 @@ def _scan(path: Path, fmt: str) -> tuple[bool, list[tuple[int, int]]]:
                 cut = pos + at + 1
                 if cut < size:
                     cuts.append((cut, newlines + data.count(b"\n", 0, at + 1)))
-                target = cut + SPLIT_BYTES
+                target = cut + step
             newlines += data.count(b"\n")
             quotes += data.count(b'"') if fmt == "csv" else 0
             pos += len(data)
@@ -169,7 +181,7 @@ def _cut(data: bytes, offset: int, quotes: int | None) -> int:
 
 
 def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: str,
-              first: int, run_id: str, now: datetime) -> list[Split]:
+              first: int, run_id: str, now: datetime, slots: int = 1) -> list[Split]:
     """The splits of one pending landing file, numbered from ``first``. Raises
     ``IngestError`` for a CSV header that names a column twice or lacks the time column,
     and for a Parquet file that cannot be opened."""
@@ -193,7 +205,7 @@ def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: st
         return out or [Split(first, columnar=True, end=0, **common)]
     if path.name.endswith(".gz"):
         return [Split(first, **common)]
-    plain, cuts = _scan(path, fmt)
+    plain, cuts = _scan(path, fmt, split_size(path.stat().st_size, slots))
     header = None
     if fmt == "csv" and plain:
         try:

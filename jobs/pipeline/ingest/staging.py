@@ -77,9 +77,10 @@ class Batch:
 
     @property
     def events(self) -> pa.Table:
+        schema = events_schema(self.source)
         if not self.num_events:
-            return events_schema(self.source).empty_table()
-        return read_parquet(self.lake, self.events_path)
+            return schema.empty_table()
+        return read_parquet(self.lake, self.events_path, columns=schema.names)
 
     def discard(self) -> None:
         self.lake.remove(self.folder)
@@ -94,11 +95,19 @@ def read_parquet(lake: lk.Lake, uri: str, columns=None, filter=None) -> pa.Table
 
 
 def batches(lake: lk.Lake, uri: str, columns=None):
+    """The record batches of a Parquet file, or of a folder's files in name order."""
+    import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
     fs, where = lake.filesystem(uri)
-    with fs.open_input_file(where) as f:
-        yield from pq.ParquetFile(f).iter_batches(batch_size=CHUNK_ROWS, columns=columns)
+    if fs.get_file_info(where).type == pafs.FileType.Directory:
+        found = fs.get_file_info(pafs.FileSelector(where))
+        files = sorted(f.path for f in found if f.type == pafs.FileType.File)
+    else:
+        files = [where]
+    for path in files:
+        with fs.open_input_file(path) as f:
+            yield from pq.ParquetFile(f).iter_batches(batch_size=CHUNK_ROWS, columns=columns)
 
 
 @dataclass
@@ -146,6 +155,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     lake.remove(folder)
     digests = Digests(lake, source.name)
     splits, entries = [], []
+    slots = spark.sparkContext.defaultParallelism if spark is not None else 1
     for path in files:
         label = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
         digest = digests.of(label, path)
@@ -156,7 +166,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         file_run, file_now = ((first["ingest_run"], first["ingested_at"]) if first
                               else (run_id, now))
         splits += splits_of(path, source.format, source.time_column, len(entries), label,
-                            len(splits), file_run, file_now)
+                            len(splits), file_run, file_now, slots)
         entries.append({"source": source.name, "file": label, "sha256": digest, "rows": 0,
                         "events": 0, "quarantined": 0, "ingest_run": run_id,
                         "ingested_at": now})
@@ -193,8 +203,13 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
             renumber(parts)
         columns = [c for c in source.columns if c not in LINEAGE]
         drop = _repeated(batch, parts, columns) | _corrections(batch, parts, columns)
-        _keep(batch, parts, drop, _retracted(lake, source.name) if rebuild else None)
-    lake.remove(staged)
+        retracted = _retracted(lake, source.name) if rebuild else None
+        if drop or retracted is not None:
+            _keep(batch, parts, drop, retracted)
+        else:  # every typed event is new: the parts are the batch's events
+            batch.events_path = lk.join(staged, "part")
+            batch.num_events = sum(i["events"] for i in infos)
+    lake.remove(lk.join(staged, "quarantine"))
     result.seconds["settle"] = time.perf_counter() - t0
     return batch
 

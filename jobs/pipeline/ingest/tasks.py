@@ -99,7 +99,8 @@ def typed_blocks(split: Split, source: Source, ts_range: TimeRange, clock: dict 
 
 
 def part(folder: str, kind: str, split: int) -> str:
-    return lk.join(folder, f"{kind}-{split:06d}.parquet")
+    """The file of a split's typed events (``kind`` "part") or quarantined rows."""
+    return lk.join(folder, kind, f"{split:06d}.parquet")
 
 
 def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
@@ -112,7 +113,8 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
     schema = typed_schema(source)
     targets = {k: lake.filesystem(part(folder, k, split.index))[1] for k in ("part", "quarantine")}
     temp = {k: f"{v}.{uuid.uuid4().hex}.tmp" for k, v in targets.items()}
-    fs.create_dir(lake.filesystem(folder)[1], recursive=True)
+    for k in ("part", "quarantine"):
+        fs.create_dir(lake.filesystem(lk.join(folder, k))[1], recursive=True)
     rows = events = 0
     quarantined: list[pa.Table] = []
     writer = None

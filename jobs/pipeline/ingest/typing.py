@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from jobs.config import Source, TimeRange
 from jobs.core.language.events import parse_ts
-from jobs.pipeline.ingest.ids import content_ids, id_keys
+from jobs.pipeline.ingest.ids import content_ids, id_key, id_keys
 from jobs.pipeline.ingest.reading import MAX_FIELD, MISSING, RawBlock, raw_text
 
 ARROW = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
@@ -420,7 +420,7 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
                  if typed[c].big}
         ids, content = content_ids(source, {c: typed[c].values.filter(keep)
                                             for c in source.columns}, texts)
-        keys = content  # renumbered over the file
+        keys = id_key(content, 1)  # numbered over the file by ``staging.renumber``
     events.update(event_id=ids, ts=ts_us,
                   event_date=pc.strftime(ts_us, format="%Y-%m-%d"),
                   source_file=pa.array([label] * len(ids), pa.string()),
