@@ -74,7 +74,8 @@ def blocks(split: Split, source: Source) -> Iterator[RawBlock]:
     if split.fmt == "csv":
         return csv_blocks(path, split.start, split.end, split.first_line, list(split.header),
                           columns, split.last)
-    return jsonl_blocks(path, split.start, split.end, split.first_line, columns)
+    return jsonl_blocks(path, split.start, split.end, split.first_line, columns,
+                        source.columns)
 
 
 def typed_blocks(split: Split, source: Source, ts_range: TimeRange, clock: dict | None = None

@@ -21,14 +21,12 @@ import pyarrow.compute as pc
 from jobs.config import Source, TimeRange
 from jobs.core.language.events import parse_ts
 from jobs.pipeline.ingest.ids import content_ids, id_key, id_keys
+from jobs.pipeline.ingest.reading import EMPTY as _EMPTY
 from jobs.pipeline.ingest.reading import MAX_FIELD, MISSING, RawBlock, raw_text
 
 ARROW = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
          "number": pa.float64(), "timestamp": pa.timestamp("us", tz="UTC")}
 LINEAGE = ("event_id", "ts", "event_date", "source_file", "ingest_run", "ingested_at")
-# the characters str.strip() removes: a value of only these is empty
-_SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
-_EMPTY = "^[" + "".join(f"\\x{{{ord(c):x}}}" for c in _SPACE) + "]*$"
 _INTEGER = r"^-?[0-9]{1,18}$"
 _DOUBLE = r"^-?[0-9]{1,30}(\.[0-9]{1,30})?$"
 _TIME = (r"^(?P<y>[0-9]{4})-(?P<m>[0-9]{2})-(?P<d>[0-9]{2})(?:[T ](?P<H>[0-9]{2}):"
