@@ -17,6 +17,7 @@ from jobs.pipeline.quality import (
     build_docs,
     validate_events,
     validate_events_frame,
+    warm_up,
 )
 from jobs.progress import progress, say
 from jobs.project.patterns import PatternCatalog, load_catalog
@@ -54,6 +55,11 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
     is written; the others are ingested."""
     checked: list = []  # the events suites' results
     gate = events_gate(spark, ctx, checked) if spark is not None else None
+    warming: list = []  # GX loads while the first batch's files are typed
+
+    def warm() -> None:
+        if gate is not None and not warming:
+            warming.append(warm_up(ctx.lake))
     results, failed = [], {}
     ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics
@@ -63,7 +69,7 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
         try:
             with progress(f"ingest {name}", spark, echo):
                 r = ingest(source, ctx.profile.landing, ctx.lake, ctx.run_id, ts_range=ts_range,
-                           gate=gate, spark=spark)
+                           gate=gate, spark=spark, before_tasks=warm)
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
             failed[name] = f"ingest of {name} failed: {exc}"
             echo(f"FAILED {failed[name]}")
@@ -79,6 +85,8 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
             if patterns is None:  # the whole catalogue's: stats serve every pattern
                 patterns = [p for _, p in pipeline_catalog()[1]]
             stats_step(spark, ctx, name, source, patterns, echo)
+    for thread in warming:
+        thread.join()
     build_docs(ctx.lake, checked)
     return results, failed
 

@@ -20,6 +20,7 @@ Docs HTML is written next to the lake (``<lake>/gx/uncommitted/data_docs/local_s
 from __future__ import annotations
 
 import os
+import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -314,6 +315,14 @@ def context(lake: lk.Lake):
     """The lake's GX file context, in the lake's folder on this machine
     (``Lake.local_home``); its Data Docs are HTML files there."""
     root = str(lake.local_home())
+    with _CONTEXT_LOCK:
+        return _context(root)
+
+
+_CONTEXT_LOCK = threading.Lock()
+
+
+def _context(root: str):
     if root not in _CONTEXTS:
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -323,6 +332,22 @@ def context(lake: lk.Lake):
         ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
         _CONTEXTS[root] = ctx
     return _CONTEXTS[root]
+
+
+def warm_up(lake: lk.Lake) -> threading.Thread:
+    """GX loaded and the lake's context made in a background thread (seconds of imports
+    and file reads): the ingest starts it while the executors type the files, so the
+    events suite finds it ready."""
+    def load() -> None:
+        try:
+            context(lake)
+            from great_expectations.validator.v1_validator import Validator  # noqa: F401
+        except Exception:  # noqa: BLE001, S110 - the suite itself reports any error
+            pass
+
+    thread = threading.Thread(target=load, name="gx-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 _BATCHES: dict[tuple[str, str], object] = {}  # (GX project, engine) -> batch definition

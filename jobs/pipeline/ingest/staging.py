@@ -128,7 +128,7 @@ class Parts:
 
 def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
           now: datetime | None = None, ts_range: TimeRange = TimeRange(), spark=None,
-          echo=None) -> Batch:
+          echo=None, before_tasks=None) -> Batch:
     """Extract and transform the pending files of ``source`` (by Spark's executors when
     ``spark`` is given) into the lake's staging, then drop the rows that are not new
     events (nothing is committed)."""
@@ -173,6 +173,8 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     staged = lk.join(folder, "typed")
     result.seconds["plan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
+    if splits and before_tasks is not None:
+        before_tasks()
     infos = run_splits(spark, splits, source, ts_range, lake, staged, echo)
     splits, infos = _reread(spark, splits, infos, source, ts_range, lake, staged, echo)
     result.seconds["tasks"] = time.perf_counter() - t0
