@@ -54,6 +54,7 @@ def needed_attributes(patterns) -> tuple[set[str], set[str]]:
 # a source with at most this many events gets its statistics on the driver (Arrow, numpy
 # and DataSketches' HLL, the library Spark's hll_sketch_agg uses), without a Spark job
 DRIVER_EVENTS = 1_000_000
+DRIVER_CELLS = 4_000_000  # or at most this many values of the columns it reads
 HLL_LG_K = 12  # Spark's default lgConfigK: the sketches of both engines merge
 
 
@@ -69,17 +70,15 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     attrs = {a for a in attrs if a in columns}
     keys = {k for k in keys if k in columns}
     wanted = {"*"} | attrs | {"@" + k for k in keys}
+    latest = latest_ingested(lake, events_path)
+    done = computed_dates(lake, source, wanted)
     if engine == "auto":
-        engine = "driver" if spark is None or lake.count_rows(events_path) <= DRIVER_EVENTS \
-            else "spark"
+        engine = _engine(spark, lake, events_path, latest, done, wanted, len(attrs | keys))
     rows = _DriverStats(lake, events_path) if engine == "driver" else \
         _SparkStats(spark, lake, events_path)
-    latest = latest_ingested(lake, events_path)
     if latest is None:  # a file without statistics: read the column
         latest = rows.latest()
-    done = computed_dates(lake, source, wanted)
-    stale = sorted(d for d, ingested in latest.items()
-                   if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
+    stale = _stale(latest, done, wanted)
     if not stale:
         return {"dates": 0, "rows": 0}
     echo(f"stats {source}: {len(stale)} date(s) to compute")
@@ -94,6 +93,32 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     write_stats(lake, source, table, stale)
     _set_covered(lake.read_table(path), wanted)  # every date has these now (others: not stale)
     return {"dates": len(stale), "rows": table.num_rows}
+
+
+def _stale(latest: dict[str, int], done: dict, wanted: set[str]) -> list[str]:
+    """The dates whose statistics are missing, lack an attribute, or predate an ingest."""
+    return sorted(d for d, ingested in latest.items()
+                  if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
+
+
+def _engine(spark, lake: lk.Lake, path: str, latest: dict[str, int] | None, done: dict,
+            wanted: set[str], attributes: int) -> str:
+    """``driver`` when the dates to compute hold at most ``DRIVER_EVENTS`` events, or
+    at most ``DRIVER_CELLS`` values of the columns read (the Delta log's record counts:
+    no data read); else ``spark``."""
+    if spark is None:
+        return "driver"
+    if latest is None:
+        return "driver" if lake.count_rows(path) <= DRIVER_EVENTS else "spark"
+    stale = set(_stale(latest, done, wanted))
+    files = pa.table(lake.table(path).get_add_actions(flatten=True))
+    if not stale or files.num_rows == 0:
+        return "driver"
+    dates = files.column("partition.event_date").cast(pa.string()).to_pylist()
+    counts = files.column("num_records").to_pylist()
+    events = sum(int(n or 0) for d, n in zip(dates, counts) if d in stale)
+    return "driver" if events <= DRIVER_EVENTS or events * (2 + attributes) <= DRIVER_CELLS \
+        else "spark"
 
 
 COVERED = "ses.stats.attributes"  # table property: attributes every date of the table has

@@ -57,9 +57,9 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
     gate = events_gate(spark, ctx, checked) if spark is not None else None
     warming: list = []  # GX loads while the first batch's files are typed
 
-    def warm() -> None:
+    def warm(source) -> None:
         if gate is not None and not warming:
-            warming.append(warm_up(ctx.lake))
+            warming.append(warm_up(ctx.lake, spark, source))
     results, failed = [], {}
     ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics
@@ -69,7 +69,8 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
         try:
             with progress(f"ingest {name}", spark, echo):
                 r = ingest(source, ctx.profile.landing, ctx.lake, ctx.run_id, ts_range=ts_range,
-                           gate=gate, spark=spark, before_tasks=warm)
+                           gate=gate, spark=spark,
+                           before_tasks=lambda source=source: warm(source))
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
             failed[name] = f"ingest of {name} failed: {exc}"
             echo(f"FAILED {failed[name]}")

@@ -319,7 +319,7 @@ def context(lake: lk.Lake):
         return _context(root)
 
 
-_CONTEXT_LOCK = threading.Lock()
+_CONTEXT_LOCK = threading.RLock()  # the warm-up thread and the suites
 
 
 def _context(root: str):
@@ -334,14 +334,34 @@ def _context(root: str):
     return _CONTEXTS[root]
 
 
-def warm_up(lake: lk.Lake) -> threading.Thread:
+def warm_up(lake: lk.Lake, spark=None, source: Source | None = None) -> threading.Thread:
     """GX loaded and the lake's context made in a background thread (seconds of imports
     and file reads): the ingest starts it while the executors type the files, so the
-    events suite finds it ready."""
+    events suite finds it ready. With ``spark`` and ``source``: the events suite also runs
+    once on an empty frame of the source's events, on GX's Spark engine (its metric code
+    loaded, its Spark jobs planned once), and the result is dropped."""
     def load() -> None:
         try:
             context(lake)
-            from great_expectations.validator.v1_validator import Validator  # noqa: F401
+            from great_expectations.core.expectation_suite import ExpectationSuite
+            from great_expectations.expectations.expectation_configuration import (
+                ExpectationConfiguration,
+            )
+            from great_expectations.validator.v1_validator import Validator
+            if spark is None or source is None:
+                return
+            from pyspark.sql.pandas.types import from_arrow_schema
+
+            schema = events_schema(source)
+            df = spark.createDataFrame(schema.empty_table().to_pandas(),
+                                       from_arrow_schema(schema))
+            suite = ExpectationSuite(name="warm-up", expectations=[
+                ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"])
+                for e in events_expectations(source)])
+            now = datetime.now(timezone.utc)
+            Validator(batch_definition=_batch_definition(lake, "spark"),
+                      batch_parameters={"dataframe": df}, result_format="BASIC"
+                      ).validate_expectation_suite(suite, {"ts_min": now, "ts_max": now})
         except Exception:  # noqa: BLE001, S110 - the suite itself reports any error
             pass
 
@@ -357,6 +377,11 @@ def _batch_definition(lake: lk.Lake, engine: str):
     """The whole-frame batch definition of the engine's one in-memory asset (``frames``),
     made once per GX project: every suite validates a frame given at run time."""
     key = (str(lake.local_home()), engine)
+    with _CONTEXT_LOCK:
+        return _batch_definition_of(lake, key, engine)
+
+
+def _batch_definition_of(lake: lk.Lake, key: tuple[str, str], engine: str):
     if key not in _BATCHES:
         ctx = context(lake)
         ds = (ctx.data_sources.add_or_update_spark(name="lake") if engine == "spark"
@@ -503,12 +528,8 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
         return _events_suite(lake, source, driver_frame(table), ts_range, PANDAS_TYPES, docs)
     df = (lake.read_parquet_spark(spark, events.events_path) if spooled
           else spark.createDataFrame(events))
-    # one read of the batch for all the expectations' jobs (memory, then disk)
-    df = df.select(*events_schema(source).names).persist()
-    try:
-        return _events_suite(lake, source, df, ts_range, docs=docs)
-    finally:
-        df.unpersist()
+    return _events_suite(lake, source, df.select(*events_schema(source).names), ts_range,
+                         docs=docs)
 
 
 def _events_suite(lake: lk.Lake, source: Source, df, ts_range,

@@ -67,3 +67,20 @@ def test_on_spark_executors_too(tmp_path, monkeypatch, spark):
     monkeypatch.setattr(listing, "MIN_SPLIT", 1)
     got = ingest_all(tmp_path, spark, {"default": RANGES["default"]})
     assert got == {k: v for k, v in GOLDEN.items() if k.endswith("/default")}
+
+
+def test_a_task_killed_mid_ingest_runs_again_and_nothing_is_lost_or_doubled(
+        tmp_path, monkeypatch, spark):
+    """A Python worker SIGKILLed in the middle of its first split (failpoint
+    ``ingest:task``): the job's dead task is run again (Spark's own retries on a cluster;
+    here, with local Spark's single attempt, ingest's next job over the splits no task
+    finished), and the events and quarantine are those of an uninterrupted ingest."""
+    monkeypatch.setattr(listing, "SPLIT_BYTES", 400)
+    monkeypatch.setattr(listing, "MIN_SPLIT", 1)
+    monkeypatch.setenv("SES_FAILPOINT", "ingest:task")
+    said: list[str] = []
+    lake = Lake.of(str(tmp_path / "lake"))
+    r = ingest(load_sources()["hospital"], str(LANDING), lake, "edge", now=NOW, spark=spark,
+               echo=said.append)
+    assert any("a task of ingest died" in s for s in said), said
+    assert digest(lake, "hospital", r) == GOLDEN["hospital/default"]

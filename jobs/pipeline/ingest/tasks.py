@@ -11,6 +11,9 @@ Without Spark (tests, ``ses match``) the same tasks run one after another in thi
 from __future__ import annotations
 
 import csv
+import json
+import os
+import signal
 import time
 import uuid
 from collections.abc import Iterator
@@ -19,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from jobs import environment
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
 from jobs.pipeline.ingest.listing import Split
@@ -155,18 +159,45 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
         for t in temp.values():
             if fs.get_file_info(t).type != 0:
                 fs.delete_file(t)
-    return {"split": split.index, "rows": rows, "events": events,
+    info = {"split": split.index, "rows": rows, "events": events,
             "quarantined": q.num_rows if q is not None else 0,
             "seconds": time.perf_counter() - t0, **clock, "error": None}
+    lake.write_text(part(folder, "info", split.index) + ".json", json.dumps(info))
+    return info
 
 
 def _task(ids: Iterator[pa.RecordBatch], splits: list[Split], source: Source,
-          ts_range: TimeRange, lake: lk.Lake, folder: str) -> Iterator[pa.RecordBatch]:
-    """A ``mapInArrow`` function: the splits whose numbers the task's rows hold."""
+          ts_range: TimeRange, lake: lk.Lake, folder: str,
+          failpoint: str | None = None) -> Iterator[pa.RecordBatch]:
+    """A ``mapInArrow`` function: the splits whose positions the task's rows hold.
+    ``failpoint`` ``ingest:task``: the worker kills itself in the middle of the first split
+    it reads (once per staging: the fault tests' killed task)."""
     for b in ids:
         for k in b.column(0).to_pylist():
+            if failpoint == "ingest:task":
+                _kill_once(lake, folder)
             info = run_split(splits[k], source, ts_range, lake, folder)
             yield pa.RecordBatch.from_pylist([info], schema=INFO)
+
+
+def _kill_once(lake: lk.Lake, folder: str) -> None:
+    marker = lk.join(folder, "killed")
+    if not _is_file(lake, marker):
+        lake.write_text(marker, "a task was killed here")
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _is_file(lake: lk.Lake, uri: str) -> bool:
+    fs, where = lake.filesystem(uri)
+    return fs.get_file_info(where).type != 0
+
+
+def finished(lake: lk.Lake, folder: str, split: Split) -> dict | None:
+    """The counts of a split a task finished (its files moved in place), or None."""
+    try:
+        return json.loads(lake.read_text(part(folder, "info", split.index) + ".json"))
+    except (FileNotFoundError, OSError, ValueError):
+        return None
 
 
 def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
@@ -183,8 +214,38 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
                                      or splits[k + 1].file_index != s.file_index):
                 echo(f"  read {s.label}")
         return out
-    ids = spark.range(0, len(splits), 1, numPartitions=len(splits))
-    rows = ids.mapInArrow(lambda it: _task(it, splits, source, ts_range, lake, folder),
-                          INFO_DDL).collect()
-    order = {s.index: k for k, s in enumerate(splits)}
-    return sorted((r.asDict() for r in rows), key=lambda r: order[r["split"]])
+    failpoint = environment.get("SES_FAILPOINT")
+    done: dict[int, dict] = {}
+    for attempt in range(JOB_ATTEMPTS):
+        todo = [k for k, s in enumerate(splits) if s.index not in done]
+        if not todo:
+            break
+        ids = spark.createDataFrame([(k,) for k in todo], "k long").repartition(len(todo))
+        try:
+            rows = ids.mapInArrow(lambda it: _task(it, splits, source, ts_range, lake, folder,
+                                                   failpoint), INFO_DDL).collect()
+        except Exception as exc:  # noqa: BLE001 - a task that died: its splits run again
+            if attempt + 1 == JOB_ATTEMPTS or not _died(exc):
+                raise
+            for k in todo:  # what the failed job's other tasks finished is kept
+                info = finished(lake, folder, splits[k])
+                if info is not None:
+                    done[splits[k].index] = info
+            if echo is not None:
+                echo(f"  a task of ingest died ({str(exc).splitlines()[0][:120]}); "
+                     f"{len(todo) - sum(splits[k].index in done for k in todo)} split(s) "
+                     "run again")
+            continue
+        done.update((r["split"], r.asDict()) for r in rows)
+    return [done[s.index] for s in splits]
+
+
+JOB_ATTEMPTS = 3  # a Spark job of ingest tasks, run again for the splits a dead task left
+
+
+def _died(exc: BaseException) -> bool:
+    """A task lost to a dead Python worker or executor (not an error of the code)."""
+    text = str(exc)
+    return any(m in text for m in ("Python worker exited unexpectedly", "crashed",
+                                   "ExecutorLostFailure", "Connection reset",
+                                   "EOFException"))
