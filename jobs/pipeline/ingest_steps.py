@@ -33,10 +33,13 @@ def pipeline_catalog(paths: list[str] | None = None) -> tuple[PatternCatalog, li
     return catalog, runnable
 
 
-def events_gate(spark, ctx: RunContext, results: list):
+def events_gate(spark, ctx: RunContext, results: list, warming: list | None = None):
     """The events suite on a typed batch before it is committed (``ingest``'s gate); each
-    result's id goes to ``results``, for one build of the Data Docs after the ingest."""
+    result's id goes to ``results``, for one build of the Data Docs after the ingest.
+    ``warming``: threads loading GX, waited for first."""
     def gate(source, batch) -> None:
+        for thread in warming or ():
+            thread.join()
 
         outcome = validate_events_frame(spark, ctx.lake, source, batch,
                                         ctx.profile.ts_range(), docs=False)
@@ -54,12 +57,12 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
     fails the events suite is reported in the returned {source: message} and nothing of it
     is written; the others are ingested."""
     checked: list = []  # the events suites' results
-    gate = events_gate(spark, ctx, checked) if spark is not None else None
     warming: list = []  # GX loads while the first batch's files are typed
+    gate = events_gate(spark, ctx, checked, warming) if spark is not None else None
 
-    def warm(source) -> None:
+    def warm() -> None:
         if gate is not None and not warming:
-            warming.append(warm_up(ctx.lake, spark, source))
+            warming.append(warm_up(ctx.lake))
     results, failed = [], {}
     ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics
@@ -70,7 +73,7 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
             with progress(f"ingest {name}", spark, echo):
                 r = ingest(source, ctx.profile.landing, ctx.lake, ctx.run_id, ts_range=ts_range,
                            gate=gate, spark=spark,
-                           before_tasks=lambda source=source: warm(source))
+                           before_tasks=warm)
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
             failed[name] = f"ingest of {name} failed: {exc}"
             echo(f"FAILED {failed[name]}")
