@@ -12,7 +12,11 @@ whole in memory), matched (``hospital_ca125_blood_then_consult``, a full recompu
 published into a match table of its own (``<pattern>_slice<k>``), and then deleted (the
 disk holds one slice's events at a time).
 
-    .venv/bin/python bench/billion_slices.py [--slices 10] [--copies 666]
+    .venv/bin/python bench/billion_slices.py [--slices 10] [--copies 666] [--ingest]
+
+``--ingest``: each slice is written as landing CSV files (one a month) and loaded through
+ingest on the session's executors, behind the events suite, as ``ses ingest`` loads
+them; the row then has the ingest's seconds, rows per second, steps and peak memory.
 
 Writes bench/out/billion_slices.json and docs/benchmarks/billion_slices.png.
 """
@@ -31,12 +35,14 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from spark_pipeline import PATTERNS, MemorySampler, hospital_copies  # noqa: E402
 
-from jobs.config import load_profile  # noqa: E402
+from jobs.config import Source, load_profile  # noqa: E402
 from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 from jobs.lake import store as lk  # noqa: E402
 from jobs.pipeline.horizons import RunRange  # noqa: E402
+from jobs.pipeline.ingest import ingest  # noqa: E402
 from jobs.pipeline.phase1 import run_match_job  # noqa: E402
 from jobs.pipeline.publish import publish  # noqa: E402
+from jobs.pipeline.quality import validate_events_frame  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -46,15 +52,59 @@ def folder_bytes(path: Path, pattern: str = "*") -> int:
     return sum(f.stat().st_size for f in path.rglob(pattern) if f.is_file())
 
 
-def one_slice(spark, profile, lake: lk.Lake, text: str, k: int, copies: int) -> dict:
+SLICE = Source(name="slice", columns={"patient": "string", "event_type": "string",
+                                      "ts": "timestamp", "activity_code": "string",
+                                      "event_id": "string"},
+               time_column="ts", id_column="event_id", landing="slice", format="csv")
+
+
+def load_through_ingest(spark, profile, lake: lk.Lake, landing: Path, k: int,
+                        copies: int) -> dict:
+    """The slice as landing CSV files (one a month), loaded by ingest on the session's
+    executors behind the events suite, as ``ses ingest`` loads them; returns the ingest's
+    counts, seconds and peak memory."""
+    import pyarrow.csv as pcsv
+
+    folder = landing / "slice"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    t0 = time.perf_counter()
+    for m, month in enumerate(hospital_copies(copies, first=k * copies)):
+        pcsv.write_csv(month.drop_columns(["event_date"]), folder / f"m{m:03d}.csv")
+    landing_s = time.perf_counter() - t0
+    size = folder_bytes(folder)
+
+    def gate(source, batch) -> None:
+        outcome = validate_events_frame(spark, lake, source, batch, profile.ts_range(),
+                                        docs=False)
+        assert outcome.success, outcome.describe()
+
+    with MemorySampler() as mem:
+        t1 = time.perf_counter()
+        r = ingest(SLICE, str(landing), lake, f"ingest{k}", ts_range=profile.ts_range(),
+                   gate=gate, spark=spark)
+        seconds = time.perf_counter() - t1
+    shutil.rmtree(folder, ignore_errors=True)
+    return {"landing_s": round(landing_s, 1), "landing_mb": round(size / 2**20),
+            "ingest_s": round(seconds, 1), "ingest_rows_per_s": round(r.rows / seconds),
+            "ingest_steps": {k: round(v, 1) for k, v in r.seconds.items()},
+            "ingest_peaks": mem.peaks()}
+
+
+def one_slice(spark, profile, lake: lk.Lake, text: str, k: int, copies: int,
+              landing: Path | None = None) -> dict:
     name = parse_pattern(text, "<slices>").name
     text = text.replace(f"name: {name}\n", f"name: {name}_slice{k}\n")
     pattern = parse_pattern(text, f"<slice {k}>")
     path = lake.events("slice")
     shutil.rmtree(path, ignore_errors=True)
     t0 = time.perf_counter()
-    for month in hospital_copies(copies, first=k * copies):
-        lake.write(path, month, partition_by=["event_date"], mode="append")
+    ingested = {}
+    if landing is None:
+        for month in hospital_copies(copies, first=k * copies):
+            lake.write(path, month, partition_by=["event_date"], mode="append")
+    else:
+        ingested = load_through_ingest(spark, profile, lake, landing, k, copies)
     write_s = time.perf_counter() - t0
     dt = lake.table(path)
     events = dt.count()
@@ -76,7 +126,7 @@ def one_slice(spark, profile, lake: lk.Lake, text: str, k: int, copies: int) -> 
            "data_files": len(dt.file_uris()),
            "parquet_mb": round(folder_bytes(Path(path), "*.parquet") / 2**20, 1),
            "log_kb": round(folder_bytes(Path(path) / "_delta_log") / 2**10, 1),
-           **mem.peaks()}
+           **mem.peaks(), **ingested}
     shutil.rmtree(path, ignore_errors=True)
     return row
 
@@ -110,6 +160,9 @@ def main(argv=None) -> int:
     ap.add_argument("--slices", type=int, default=10)
     ap.add_argument("--copies", type=int, default=666, help="hospital log copies per slice")
     ap.add_argument("--lake", default=str(OUT / "billion_lake"))
+    ap.add_argument("--ingest", action="store_true",
+                    help="write each slice as landing CSV files and load it through ingest "
+                         "(the events suite included) instead of writing it with pyarrow")
     args = ap.parse_args(argv)
     profile = load_profile("local")
     shutil.rmtree(args.lake, ignore_errors=True)
@@ -119,7 +172,8 @@ def main(argv=None) -> int:
     rows = []
     try:
         for k in range(args.slices):
-            rows.append(one_slice(spark, profile, lake, text, k, args.copies))
+            rows.append(one_slice(spark, profile, lake, text, k, args.copies,
+                                  OUT / "billion_landing" if args.ingest else None))
             print(json.dumps(rows[-1]), flush=True)
             OUT.mkdir(parents=True, exist_ok=True)
             (OUT / "billion_slices.json").write_text(json.dumps(rows, indent=1))

@@ -154,8 +154,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     folder = lk.join(lake.staging(INGEST_FOLDER), run_id, source.name)
     lake.remove(folder)
     digests = Digests(lake, source.name)
-    splits, entries = [], []
-    slots = spark.sparkContext.defaultParallelism if spark is not None else 1
+    pending, entries = [], []
     for path in files:
         label = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
         digest = digests.of(label, path)
@@ -163,13 +162,17 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
             result.skipped_files += 1
             continue
         first = logged.get((label, digest))
-        file_run, file_now = ((first["ingest_run"], first["ingested_at"]) if first
-                              else (run_id, now))
-        splits += splits_of(path, source.format, source.time_column, len(entries), label,
-                            len(splits), file_run, file_now, slots)
+        pending.append((path, label, *((first["ingest_run"], first["ingested_at"]) if first
+                                       else (run_id, now))))
         entries.append({"source": source.name, "file": label, "sha256": digest, "rows": 0,
                         "events": 0, "quarantined": 0, "ingest_run": run_id,
                         "ingested_at": now})
+    # the task slots (a night with nothing new starts no Spark)
+    slots = spark.sparkContext.defaultParallelism if spark is not None and pending else 1
+    splits = []
+    for i, (path, label, file_run, file_now) in enumerate(pending):
+        splits += splits_of(path, source.format, source.time_column, i, label, len(splits),
+                            file_run, file_now, slots)
     staged = lk.join(folder, "typed")
     result.seconds["plan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
