@@ -111,3 +111,35 @@ def numbered(ids: pa.Array, n: np.ndarray) -> pa.Array:
     """``<digest>-1`` ids renumbered ``<digest>-<n>``."""
     digest = pc.utf8_slice_codeunits(ids, 0, 20)
     return pc.binary_join_element_wise(digest, pc.cast(pa.array(n), pa.string()), "-")
+
+
+class SplitNumbers:
+    """Content-hash ids numbered within one split, block after block: the counts of each
+    content key so far (sorted keys and their counts: integer arrays, not a dict)."""
+
+    def __init__(self):
+        self.keys = np.zeros(0, np.int64)
+        self.counts = np.zeros(0, np.int64)
+
+    def number(self, table: pa.Table) -> pa.Table:
+        """``table`` (a typed block, ids ``<digest>-1``) with each row's number among the
+        identical rows of the split so far (``_n``, the id and its key follow)."""
+        if table.num_rows == 0:
+            return table
+        ck = table.column("_ck").to_numpy()
+        n = occurrences(np.zeros(len(ck), np.int64), ck, table.column("_line").to_numpy())
+        if len(self.keys):
+            at = np.clip(np.searchsorted(self.keys, ck), 0, len(self.keys) - 1)
+            n = n + np.where(self.keys[at] == ck, self.counts[at], 0)
+        block, block_counts = np.unique(ck, return_counts=True)
+        merged, where = np.unique(np.concatenate([self.keys, block]), return_inverse=True)
+        self.counts = np.bincount(where, weights=np.concatenate(
+            [self.counts, block_counts]).astype(np.float64)).astype(np.int64)
+        self.keys = merged
+        if int(n.max()) == 1:
+            return table
+        table = table.set_column(table.schema.get_field_index("event_id"), "event_id",
+                                 numbered(table.column("event_id").combine_chunks(), n))
+        table = table.set_column(table.schema.get_field_index("_k"), "_k",
+                                 pa.array(id_key(ck, n)))
+        return table.set_column(table.schema.get_field_index("_n"), "_n", pa.array(n))

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -242,29 +243,32 @@ def _reread(spark, splits: list[Split], infos: list[dict], source: Source,
 
 
 def renumber(parts: Parts) -> None:
-    """Content-hash ids numbered over each whole file: the tasks wrote ``<digest>-1``;
-    (file, content key, line) of every row are read as integer columns, each row's number
-    within its (file, content) group computed (``ids.occurrences``), and the parts with a
-    number above 1 rewritten."""
+    """Content-hash ids numbered over each whole file: each task numbered the identical
+    rows of its own split (``_n``); (file, content key, line, number) of every row are
+    read as integer columns, each row's number within its (file, content) group computed
+    (``ids.occurrences``), and only the parts where one differs (a row whose content an
+    earlier split of its file holds too) are rewritten."""
     import pyarrow.parquet as pq
 
-    t = parts.read(columns=["_fi", "_ck", "_line"])
+    t = parts.read(columns=["_fi", "_ck", "_line", "_n"])
     number = occurrences(t.column("_fi").to_numpy(), t.column("_ck").to_numpy(),
                          t.column("_line").to_numpy())
+    local = t.column("_n").to_numpy()
     del t
-    if not len(number) or int(number.max()) == 1:
-        return
     offset = 0
     for uri in parts.uris:
-        table = read_parquet(parts.lake, uri)
-        n = number[offset:offset + table.num_rows]
-        offset += table.num_rows
-        if int(n.max()) == 1:
+        rows = pq.read_metadata(parts.lake.filesystem(uri)[1],
+                                filesystem=parts.lake.filesystem(uri)[0]).num_rows
+        n, was = number[offset:offset + rows], local[offset:offset + rows]
+        offset += rows
+        if np.array_equal(n, was):
             continue
+        table = read_parquet(parts.lake, uri)
         ids = numbered(table.column("event_id").combine_chunks(), n)
         table = table.set_column(table.schema.get_field_index("event_id"), "event_id", ids)
         keys = id_key(table.column("_ck").to_numpy(), n)
         table = table.set_column(table.schema.get_field_index("_k"), "_k", pa.array(keys))
+        table = table.set_column(table.schema.get_field_index("_n"), "_n", pa.array(n))
         fs, where = parts.lake.filesystem(uri)
         pq.write_table(table, where + ".renumbered", filesystem=fs)
         fs.move(where + ".renumbered", where)

@@ -25,6 +25,7 @@ import pyarrow as pa
 from jobs import environment
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
+from jobs.pipeline.ingest.ids import SplitNumbers
 from jobs.pipeline.ingest.listing import Split
 from jobs.pipeline.ingest.reading import (
     IngestError,
@@ -124,10 +125,13 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
     quarantined: list[pa.Table] = []
     writer = None
     clock = {"read": 0.0, "type": 0.0}
+    numbers = SplitNumbers() if not source.id_column else None
     try:
         try:
             for n, ev, q in typed_blocks(split, source, ts_range, clock):
                 rows += n
+                if numbers is not None:
+                    ev = numbers.number(ev)
                 if ev.num_rows:
                     if writer is None:
                         writer = pq.ParquetWriter(temp["part"], schema, filesystem=fs)

@@ -349,7 +349,8 @@ QUARANTINE_SCHEMA = pa.schema([
 # what a typed block keeps beside the events: the line, a 64-bit key of the id, and for
 # content-hash ids a 64-bit key of the content (numbered over the whole file later)
 TYPED_EXTRA = (pa.field("_line", pa.int64()), pa.field("_k", pa.int64()),
-               pa.field("_ck", pa.int64()), pa.field("_fi", pa.int32()))
+               pa.field("_ck", pa.int64()), pa.field("_fi", pa.int32()),
+               pa.field("_n", pa.int64()))
 
 
 def typed_schema(source: Source) -> pa.Schema:
@@ -425,7 +426,8 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
                   ingest_run=pa.array([run_id] * len(ids), pa.string()),
                   ingested_at=pa.array([now] * len(ids), ARROW["timestamp"]),
                   _line=lines, _k=pa.array(keys, pa.int64()), _ck=pa.array(content, pa.int64()),
-                  _fi=pa.array(np.full(len(ids), file_index, np.int32)))
+                  _fi=pa.array(np.full(len(ids), file_index, np.int32)),
+                  _n=pa.array(np.ones(len(ids), np.int64)))
     schema = typed_schema(source)
     table = pa.table({f.name: events[f.name] for f in schema}, schema=schema)
     return table, quarantine_table(quarantined, label, run_id, now)
