@@ -224,10 +224,13 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
         todo = [k for k, s in enumerate(splits) if s.index not in done]
         if not todo:
             break
-        ids = spark.createDataFrame([(k,) for k in todo], "k long").repartition(len(todo))
+        ids = spark.range(0, len(todo), 1, numPartitions=len(todo))  # a task each
+        chosen = [splits[k] for k in todo]
         try:
-            rows = ids.mapInArrow(lambda it: _task(it, splits, source, ts_range, lake, folder,
-                                                   failpoint), INFO_DDL).collect()
+            rows = ids.mapInArrow(lambda it, chosen=chosen: _task(it, chosen, source, ts_range,
+                                                                  lake, folder,
+                                                                  failpoint),
+                                  INFO_DDL).collect()
         except Exception as exc:  # noqa: BLE001 - a task that died: its splits run again
             if attempt + 1 == JOB_ATTEMPTS or not _died(exc):
                 raise
