@@ -320,6 +320,9 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
         count = len(lines)
         header = start == 0 and base == 0
         quoted = np.asarray(pc.match_substring(lines, '"').to_numpy(zero_copy_only=False), bool)
+        simple = quoted & np.asarray(pc.match_substring_regex(lines, _SIMPLE).fill_null(False)
+                                     .to_numpy(zero_copy_only=False), bool)
+        quoted &= ~simple  # a record of its own, its quoted fields without , or "
         taken = np.zeros(count, bool)  # lines read by Python's reader
         if header:
             taken[0] = True
@@ -358,7 +361,7 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
             zero_copy_only=False), bool)
         base += data_lines
         yield _csv_block(lines.filter(pa.array(keep)), numbers[keep], records, names, width,
-                         index, columns)
+                         index, columns, bool(simple[:len(keep)][keep].any()))
 
 
 def list_pieces(path: Path, start: int, end: int) -> Iterator[tuple[bytes, bool]]:
@@ -372,16 +375,26 @@ def list_pieces(path: Path, start: int, end: int) -> Iterator[tuple[bytes, bool]
         yield previous, True
 
 
+# a CSV line whose fields are each plain (no quote, no comma) or quoted without a quote or
+# a comma inside: Python's reader takes each quoted field's inside, so Arrow can cut it
+_SIMPLE = r'^(?:"[^",]*"|[^",]*)(?:,(?:"[^",]*"|[^",]*))*$'
+
+
+def _unquoted(parts: list[str]) -> list[str]:
+    return [p[1:-1] if p.startswith('"') else p for p in parts]
+
+
 def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[str],
-               width: int, index: dict, columns: list[str]) -> RawBlock:
-    """A raw block of quote-free lines (cut on columns) and records Python's reader read."""
+               width: int, index: dict, columns: list[str], quotes: bool = False) -> RawBlock:
+    """A raw block of lines cut on columns (``quotes``: some fields are quoted, without a
+    quote or a comma inside) and records Python's reader read."""
     fields = pc.split_pattern(lines, ",")
     counts = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
     bad = counts != width
     refused = []
     if bad.any():
         for i in np.flatnonzero(bad):
-            parts = fields[int(i)].as_py()
+            parts = _unquoted(fields[int(i)].as_py())
             refused.append((int(numbers[i]), ragged(len(parts), width),
                             json.dumps(parts)[:MAX_RAW]))
         fields, numbers = fields.filter(pa.array(~bad)), numbers[~bad]
@@ -398,6 +411,8 @@ def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[
             values[c] = None
             continue
         arr = pc.list_element(fields, index[c]) if split_rows else pa.array([], pa.string())
+        if quotes and split_rows:
+            arr = pc.if_else(pc.starts_with(arr, '"'), pc.utf8_slice_codeunits(arr, 1, -1), arr)
         if whole:
             arr = pa.concat_arrays([arr, pa.array([p[index[c]] for _, p in whole],
                                                   pa.string())])
@@ -405,7 +420,7 @@ def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[
     numbers = np.concatenate([numbers, np.array([n for n, _ in whole], np.int64)])
 
     def raw(i: int) -> str:
-        parts = fields[i].as_py() if i < split_rows else whole[i - split_rows][1]
+        parts = _unquoted(fields[i].as_py()) if i < split_rows else whole[i - split_rows][1]
         return raw_text(dict(zip(names, parts)))
 
     return RawBlock(numbers, values, raw, refused)

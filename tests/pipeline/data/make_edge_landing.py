@@ -46,3 +46,14 @@ C = "event_id,patient,type,value,unit,ts"
     "e1,1,C,1.5,mg,2010-07-03T00:00:00\ne2,1,B,8,u,2010-07-04T00:00:00\n,1,C,1,mg,2010-07-05T00:00:00\n  ,1,C,1,mg,2010-07-05T00:00:00\n"
     "e9,1,C,1,mg,1900-01-01T00:00:00\ne10,1,C,1,mg,2010-07-06\n")
 (root / "chemo_mw" / "b.csv").write_text(C + "\ne1,1,C,1.5,mg,2010-07-03T00:00:00\ne3,1,C,2,mg,2010-07-05T00:00:00\ne10,1,C,1,mg,2010-07-07\n")
+# as exporters write it: text quoted, numbers and times not; some quoted fields hold a comma
+# or a doubled quote (Python's reader reads those), some are empty
+quoted_rows = ['"1","x",2005-01-03,"4101",1.0,"Rad","S","m",33.0',
+               '"1","x",2005-01-03,"4101",1.0,"Rad","S","m",33.0',
+               '"2","",2005-01-04 10:00:00,"",2.5,"R, ad","S","say ""hi""",',
+               '"3","y",2005-01-05,"4101","abc","Rad","S","m",33.0',
+               '"4","y",2005-01-05,"4101",1.0,"Rad","S"',
+               '"5","é",2005-01-06T00:00:00.000000Z,"4101",1.0,"Rad","S","m",34.0',
+               '"1","x",2005-01-03,"4101",1.0,"Rad","S","m",33.0']
+(root / "hospital" / "exported.csv").write_text(
+    ",".join(f'"{c}"' for c in H.split(",")) + "\n" + "\n".join(quoted_rows * 40) + "\n")
