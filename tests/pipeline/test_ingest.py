@@ -11,7 +11,7 @@ from deltalake import DeltaTable
 from jobs.config import Source
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
-from jobs.pipeline.ingest import IngestError, ingest
+from jobs.pipeline.ingest import IngestError, describe, ingest
 from jobs.pipeline.run import run_all
 
 from ..lakes import P1, chemo_profile
@@ -148,3 +148,4 @@ def test_a_night_hashes_only_new_or_changed_landing_files(tmp_path, monkeypatch)
     os.utime(landing / "d1.csv", ns=(1, 1))
     r = ingest(SOURCE, str(tmp_path / "landing"), lake, "run3")
     assert hashed == ["d1.csv"] and r.files == 1 and r.new_events == 1
+    assert r.changed == ["toy/d1.csv"] and "changed since ingested: toy/d1.csv" in describe(r)

@@ -98,6 +98,10 @@ def describe(result: IngestResult, run_id: str = "<run id>") -> str:
     text = (f"{result.source}: {result.files} new file(s), {result.skipped_files} already "
             f"ingested; {result.rows} rows -> {result.new_events} new events, "
             f"{result.quarantined} quarantined{dup}")
+    if result.changed:
+        shown = ", ".join(result.changed[:5]) + (" …" if len(result.changed) > 5 else "")
+        text += (f"\n  changed since ingested: {shown} (read again: its rows already there "
+                 "are counted, a row that differs is quarantined as a correction)")
     if result.quarantined:
         text += "".join(f"\n  quarantined {r}" for r in result.reasons)
         more = result.quarantined - len(result.reasons)

@@ -140,14 +140,11 @@ def read_raw(path: Path, fmt: str, time_column: str | None = None
                         continue
                     yield n, json_record(line)
             return
-        import pyarrow.parquet as pq
-
         n = 0
         for batch in parquet_batches(path):
             for r in batch.to_pylist():
                 n += 1
                 yield n, r
-        del pq
     except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
         raise unreadable(path, fmt, exc) from None
 

@@ -56,6 +56,7 @@ class IngestResult:
     rebuilt: list[str] | None = None  # the logged files read again
     gone: list[str] = field(default_factory=list)  # logged files no longer in the landing
     reasons: list[str] = field(default_factory=list)  # the first quarantined rows: file:line: why
+    changed: list[str] = field(default_factory=list)  # files ingested before with other content
     seconds: dict[str, float] = field(default_factory=dict)  # where the time went, by step
 
 
@@ -146,6 +147,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     # comes back as it was; files no longer in the landing are named
     rebuild = bool(logged) and not lake.exists(lake.events(source.name))
     done = set() if rebuild else set(logged)
+    ingested = {f for f, _ in logged}
     files = landing_files(source, landing_root)
     if rebuild:
         result.rebuilt = sorted({f for f, _ in logged})
@@ -163,6 +165,8 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
             result.skipped_files += 1
             continue
         first = logged.get((label, digest))
+        if not rebuild and label in ingested:
+            result.changed.append(label)
         pending.append((path, label, *((first["ingest_run"], first["ingested_at"]) if first
                                        else (run_id, now))))
         entries.append({"source": source.name, "file": label, "sha256": digest, "rows": 0,
