@@ -301,9 +301,10 @@ class QuoteOpen(Exception):
 def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[str],
                columns: list[str], last_split: bool = True) -> Iterator[RawBlock]:
     """A CSV split read on columns (``names``: the file's header; ``start`` 0: the split
-    holds the header line itself). A line without a quote character is a record of its
-    own, cut into fields by Arrow; a record that begins on a line with one is read by
-    Python's ``csv`` reader, which takes as many lines as its quoted fields hold. Raises
+    holds the header line itself). A line without a quote character, or whose quoted
+    fields hold no quote or comma, is a record of its own, cut into fields by Arrow; any
+    other record that begins on a line with one is read by Python's ``csv`` reader, which
+    takes as many lines as its quoted fields hold. Raises
     ``QuoteOpen`` when the split (not the file's last) ends inside a quoted field."""
     width = len(names)
     index = {n: i for i, n in enumerate(names)}
