@@ -421,7 +421,7 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
                                             for c in source.columns}, texts)
         keys = id_key(content, 1)  # numbered over the file by ``staging.renumber``
     events.update(event_id=ids, ts=ts_us,
-                  event_date=pc.strftime(ts_us, format="%Y-%m-%d"),
+                  event_date=_dates(ts_us),
                   source_file=pa.array([label] * len(ids), pa.string()),
                   ingest_run=pa.array([run_id] * len(ids), pa.string()),
                   ingested_at=pa.array([now] * len(ids), ARROW["timestamp"]),
@@ -431,6 +431,15 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
     schema = typed_schema(source)
     table = pa.table({f.name: events[f.name] for f in schema}, schema=schema)
     return table, quarantine_table(quarantined, label, run_id, now)
+
+
+def _dates(us: pa.Array) -> pa.Array:
+    """The UTC date (``YYYY-MM-DD``) of each time (``format_ts(ns)[:10]``)."""
+    micros = np.asarray(us.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False),
+                        np.int64)
+    days = np.floor_divide(micros, 86_400_000_000).astype(np.int32)
+    return pa.array(days, pa.int32(), mask=np.asarray(us.is_null().to_numpy(
+        zero_copy_only=False), bool)).cast(pa.date32()).cast(pa.string())
 
 
 def _us(col: Column) -> pa.Array:
