@@ -79,26 +79,26 @@ def check(column, values, kind: str) -> None:
         assert same(got[i], value), (v, kind, got[i], value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(values=st.lists(texts, min_size=1, max_size=30), kind=st.sampled_from(KINDS))
 def test_texts_are_typed_as_convert_types_each(values, kind):
     check(type_column(pa.array(values, pa.string()), kind, len(values)), values, kind)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(values=st.lists(times, min_size=1, max_size=30))
 def test_times_are_typed_as_convert_types_each(values):
     check(type_column(pa.array(values, pa.string()), "timestamp", len(values)), values,
           "timestamp")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(deadline=None)
 @given(values=st.lists(json_values, min_size=1, max_size=30), kind=st.sampled_from(KINDS))
 def test_json_values_are_typed_as_convert_types_each(values, kind):
     check(type_column(values, kind, len(values)), values, kind)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(deadline=None)
 @given(values=st.lists(st.one_of(st.none(), chars, st.text(max_size=8)), min_size=1,
                       max_size=20),
        numbers=st.lists(st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
