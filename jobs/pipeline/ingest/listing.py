@@ -203,8 +203,16 @@ def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: st
                                  columnar=True, **common))
                 start, before, size = g + 1, rows, 0
         return out or [Split(first, columnar=True, end=0, **common)]
-    if path.name.endswith(".gz"):
-        return [Split(first, **common)]
+    if path.name.endswith(".gz"):  # one split, read on columns as it is decompressed
+        header = None
+        if fmt == "csv":
+            try:
+                header = tuple(csv_header(path, time_column))
+            except (OSError, EOFError, UnicodeDecodeError) as exc:
+                raise unreadable(path, fmt, exc) from None
+            if not header:
+                return [Split(first, **common)]
+        return [Split(first, columnar=True, header=header, **common)]
     plain, cuts = _scan(path, fmt, split_size(path.stat().st_size, slots))
     header = None
     if fmt == "csv" and plain:

@@ -236,9 +236,43 @@ def row_blocks(path: Path, fmt: str, time_column: str, columns: list[str]
         yield block_of_records(chunk, columns)
 
 
+class NotPlain(Exception):
+    """A compressed file holds a lone carriage return or a NUL byte: Python's readers
+    read it (the columnar reader stops at the first piece that shows one)."""
+
+
+def _gzip_blocks(path: Path) -> Iterator[tuple[bytes, int]]:
+    """A gzip file's bytes, decompressed as they are read, in pieces that end at a line
+    end; raises ``NotPlain`` at a piece with a lone carriage return or a NUL byte."""
+    newlines, rest = 0, b""
+    with gzip.open(path, "rb") as f:
+        while chunk := f.read(BLOCK_BYTES):
+            data = rest + chunk
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
+                rest = data
+                continue
+            piece, rest = data[:cut], data[cut:]
+            _plain(piece, path)
+            yield piece, newlines
+            newlines += piece.count(b"\n")
+    if rest:
+        _plain(rest + b"\n", path)
+        yield rest, newlines
+
+
+def _plain(piece: bytes, path: Path) -> None:
+    if b"\x00" in piece or piece.count(b"\r") != piece.count(b"\r\n"):
+        raise NotPlain(str(path))
+
+
 def byte_blocks(path: Path, start: int, end: int) -> Iterator[tuple[bytes, int]]:
     """The bytes [start, end) of a file in pieces of about ``BLOCK_BYTES`` that end at a
-    line end (the last piece: at ``end``), with the number of line ends before each."""
+    line end (the last piece: at ``end``), with the number of line ends before each; a
+    gzip file's decompressed bytes, all of them."""
+    if path.name.endswith(".gz"):
+        yield from _gzip_blocks(path)
+        return
     newlines = 0
     with open(path, "rb") as f:
         f.seek(start)

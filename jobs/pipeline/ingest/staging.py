@@ -29,7 +29,7 @@ from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
 from jobs.pipeline.ingest.ids import id_key, numbered, occurrences
 from jobs.pipeline.ingest.listing import Digests, Split, landing_files, splits_of, whole
-from jobs.pipeline.ingest.reading import IngestError
+from jobs.pipeline.ingest.reading import IngestError, NotPlain
 from jobs.pipeline.ingest.tasks import REREAD, part, run_splits, typed_blocks
 from jobs.pipeline.ingest.typing import (
     LINEAGE,
@@ -444,7 +444,11 @@ def typed_in_memory(source: Source, splits, ts_range: TimeRange = TimeRange()
     here, content-hash ids numbered over each file: ingest's typing without a lake."""
     events, quarantine = [], []
     for s in splits:
-        for _, ev, q in typed_blocks(s, source, ts_range):
+        try:
+            got = list(typed_blocks(s, source, ts_range))
+        except NotPlain:  # a compressed file: Python's readers read it
+            got = list(typed_blocks(whole(s, s.index), source, ts_range))
+        for _, ev, q in got:
             events.append(ev)
             quarantine.append(q)
     table = pa.concat_tables(events) if events else typed_schema(source).empty_table()

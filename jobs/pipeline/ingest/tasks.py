@@ -26,9 +26,10 @@ from jobs import environment
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
 from jobs.pipeline.ingest.ids import SplitNumbers
-from jobs.pipeline.ingest.listing import Split
+from jobs.pipeline.ingest.listing import Split, whole
 from jobs.pipeline.ingest.reading import (
     IngestError,
+    NotPlain,
     QuoteOpen,
     RawBlock,
     csv_blocks,
@@ -125,20 +126,29 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
     quarantined: list[pa.Table] = []
     writer = None
     clock = {"read": 0.0, "type": 0.0}
-    numbers = SplitNumbers() if not source.id_column else None
     try:
         try:
-            for n, ev, q in typed_blocks(split, source, ts_range, clock):
-                rows += n
-                if numbers is not None:
-                    ev = numbers.number(ev)
-                if ev.num_rows:
-                    if writer is None:
-                        writer = pq.ParquetWriter(temp["part"], schema, filesystem=fs)
-                    writer.write_table(ev)
-                    events += ev.num_rows
-                if q.num_rows:
-                    quarantined.append(q)
+            for reader in (split, whole(split, split.index)):
+                numbers = SplitNumbers() if not source.id_column else None
+                try:
+                    for n, ev, q in typed_blocks(reader, source, ts_range, clock):
+                        rows += n
+                        if numbers is not None:
+                            ev = numbers.number(ev)
+                        if ev.num_rows:
+                            if writer is None:
+                                writer = pq.ParquetWriter(temp["part"], schema, filesystem=fs)
+                            writer.write_table(ev)
+                            events += ev.num_rows
+                        if q.num_rows:
+                            quarantined.append(q)
+                    break
+                except NotPlain:  # a compressed file: Python's readers read it again
+                    if writer is not None:
+                        writer.close()
+                        fs.delete_file(temp["part"])
+                    writer, rows, events = None, 0, 0
+                    quarantined.clear()
         except (IngestError, QuoteOpen) as exc:
             mark = REREAD if isinstance(exc, QuoteOpen) else ""
             return {"split": split.index, "rows": rows, "events": 0, "quarantined": 0,

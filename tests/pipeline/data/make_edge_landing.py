@@ -57,3 +57,12 @@ quoted_rows = ['"1","x",2005-01-03,"4101",1.0,"Rad","S","m",33.0',
                '"1","x",2005-01-03,"4101",1.0,"Rad","S","m",33.0']
 (root / "hospital" / "exported.csv").write_text(
     ",".join(f'"{c}"' for c in H.split(",")) + "\n" + "\n".join(quoted_rows * 40) + "\n")
+# the same files compressed (read on columns as they are decompressed), and one with a
+# lone carriage return (read by Python's readers)
+import gzip  # noqa: E402
+
+for src, name in (("hospital", "plain.csv"), ("hospital", "exported.csv"), ("sepsis", "a.jsonl")):
+    data = (root / src / name).read_bytes()
+    (root / src / (name.replace(".", "_z.") + ".gz")).write_bytes(gzip.compress(data, mtime=0))
+(root / "hospital" / "lone_cr.csv.gz").write_bytes(gzip.compress(
+    (H + "\n" + hrow(p="7") + "\r" + hrow(p="8") + "\n").encode(), mtime=0))
