@@ -70,10 +70,12 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     attrs = {a for a in attrs if a in columns}
     keys = {k for k in keys if k in columns}
     wanted = {"*"} | attrs | {"@" + k for k in keys}
-    latest = latest_ingested(lake, events_path)
+    files = pa.table(lake.table(events_path).get_add_actions(flatten=True))
+    latest = latest_ingested(lake, events_path, files)
     done = computed_dates(lake, source, wanted)
     if engine == "auto":
-        engine = _engine(spark, lake, events_path, latest, done, wanted, len(attrs | keys))
+        engine = _engine(spark, lake, events_path, files, latest, done, wanted,
+                         len(attrs | keys))
     rows = _DriverStats(lake, events_path) if engine == "driver" else \
         _SparkStats(spark, lake, events_path)
     if latest is None:  # a file without statistics: read the column
@@ -101,8 +103,9 @@ def _stale(latest: dict[str, int], done: dict, wanted: set[str]) -> list[str]:
                   if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
 
 
-def _engine(spark, lake: lk.Lake, path: str, latest: dict[str, int] | None, done: dict,
-            wanted: set[str], attributes: int) -> str:
+def _engine(spark, lake: lk.Lake, path: str, files: pa.Table,
+            latest: dict[str, int] | None, done: dict, wanted: set[str],
+            attributes: int) -> str:
     """``driver`` when the dates to compute hold at most ``DRIVER_EVENTS`` events, or
     at most ``DRIVER_CELLS`` values of the columns read (the Delta log's record counts:
     no data read); else ``spark``."""
@@ -110,13 +113,10 @@ def _engine(spark, lake: lk.Lake, path: str, latest: dict[str, int] | None, done
         return "driver"
     if latest is None:
         return "driver" if lake.count_rows(path) <= DRIVER_EVENTS else "spark"
-    stale = set(_stale(latest, done, wanted))
-    files = pa.table(lake.table(path).get_add_actions(flatten=True))
-    if not stale or files.num_rows == 0:
+    if files.num_rows == 0:
         return "driver"
-    dates = files.column("partition.event_date").cast(pa.string()).to_pylist()
-    counts = files.column("num_records").to_pylist()
-    events = sum(int(n or 0) for d, n in zip(dates, counts) if d in stale)
+    per_date = _per_file_date(files, files.column("num_records"), "sum") or {}
+    events = sum(int(per_date.get(d) or 0) for d in _stale(latest, done, wanted))
     return "driver" if events <= DRIVER_EVENTS or events * (2 + attributes) <= DRIVER_CELLS \
         else "spark"
 
@@ -138,12 +138,15 @@ def _set_covered(dt, attributes: set[str]) -> None:
                                       raise_if_not_exists=False)
 
 
-def latest_ingested(lake: lk.Lake, path: str) -> dict[str, int] | None:
+def latest_ingested(lake: lk.Lake, path: str, files: pa.Table | None = None
+                    ) -> dict[str, int] | None:
     """Per event date, when its last event was ingested (µs), from the Delta log's
     ``ingested_at`` statistics of each file (``extent.ingested_bounds``: no data read, the
     column scan grew with the history); a bound, so a date is never taken for up to date
-    when it is not (at worst one is recomputed). None: a file without the statistics."""
-    files = pa.table(lake.table(path).get_add_actions(flatten=True))
+    when it is not (at worst one is recomputed). None: a file without the statistics.
+    ``files``: the table's add actions, when the caller has them."""
+    if files is None:
+        files = pa.table(lake.table(path).get_add_actions(flatten=True))
     if files.num_rows == 0:
         return {}
     bounds = ingested_bounds(files)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 
 from jobs.config import Source
@@ -128,7 +129,7 @@ def split_size(size: int, slots: int) -> int:
 
 def _scan(path: Path, fmt: str, step: int) -> tuple[bool, list[tuple[int, int]]]:
     """Whether the columnar reader may read a plain file, and the cuts: (byte offset,
-    line ends before it) at the first line end after every ``SPLIT_BYTES`` (in a CSV file:
+    line ends before it) at the first line end after every ``step`` bytes (in a CSV file:
     the first after which the quote characters so far are even, so no quoted field is
     open; the task that reads up to it checks that). A carriage return not before a line
     feed ends a line for Python's readers, and the csv module refuses a NUL byte: such a
@@ -171,8 +172,6 @@ def _cut(data: bytes, offset: int, quotes: int | None) -> int:
     if quotes is None or b'"' not in data:
         at = data.find(b"\n", offset)
         return at if quotes is None or at < 0 or quotes % 2 == 0 else -1
-    import numpy as np
-
     arr = np.frombuffer(data, np.uint8)
     seen = np.cumsum(arr == 34) + quotes
     ends = np.flatnonzero(arr == 10)
@@ -203,22 +202,15 @@ def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: st
                                  columnar=True, **common))
                 start, before, size = g + 1, rows, 0
         return out or [Split(first, columnar=True, end=0, **common)]
-    if path.name.endswith(".gz"):  # one split, read on columns as it is decompressed
-        header = None
-        if fmt == "csv":
-            try:
-                header = tuple(csv_header(path, time_column))
-            except (OSError, EOFError, UnicodeDecodeError) as exc:
-                raise unreadable(path, fmt, exc) from None
-            if not header:
-                return [Split(first, **common)]
-        return [Split(first, columnar=True, header=header, **common)]
-    plain, cuts = _scan(path, fmt, split_size(path.stat().st_size, slots))
+    if path.name.endswith(".gz"):  # one split, checked for plainness as it is read
+        plain, cuts = True, [(0, 0)]
+    else:
+        plain, cuts = _scan(path, fmt, split_size(path.stat().st_size, slots))
     header = None
     if fmt == "csv" and plain:
         try:
             header = tuple(csv_header(path, time_column))
-        except (OSError, UnicodeDecodeError) as exc:
+        except (OSError, EOFError, UnicodeDecodeError) as exc:
             raise unreadable(path, fmt, exc) from None
         if not header:
             return [Split(first, **common)]

@@ -9,8 +9,9 @@ what needs the whole batch, reading integer columns of the staged parts, not the
   ``ses retract`` removes one first);
 * a rebuilt table leaves out what was retracted before.
 
-The new events are then one Parquet file of the staging (``Batch.events_path``), which the
-events suite checks before ``commit`` loads it.
+The new events are then the tasks' files, or, when rows were dropped, one file of the
+kept rows (``Batch.events_path``); the events suite checks them before ``commit`` loads
+them.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ class IngestResult:
 
 @dataclass
 class Batch:
-    """One source's pending files, typed, not yet committed: the new events in one Parquet
-    file of the staging (``events_path``, ``num_events``); ``events`` reads them (small
-    batches, tests)."""
+    """One source's pending files, typed, not yet committed: the new events in Parquet in
+    the staging (``events_path``: a file or a folder of them; ``num_events``); ``events``
+    reads them (small batches, tests)."""
 
     source: Source
     run_id: str
@@ -150,7 +151,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     ingested = {f for f, _ in logged}
     files = landing_files(source, landing_root)
     if rebuild:
-        result.rebuilt = sorted({f for f, _ in logged})
+        result.rebuilt = sorted(ingested)
         present = {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
                    for p in files}
         result.gone = [f for f in result.rebuilt if f not in present]

@@ -1,7 +1,7 @@
 """The executors' part of ingest: one task per split reads it, types it on columns and
 writes the typed events and the quarantined rows as Parquet files of the run's staging
-(``part-<split>.parquet``, ``quarantine-<split>.parquet``), and returns one small row of
-counts. A file that cannot be read is reported in that row, not raised, so that Spark does
+(``part/<split>.parquet``, ``quarantine/<split>.parquet``; ``info/<split>.parquet.json``:
+its counts, once both are in place), and returns one small row of counts. A file that cannot be read is reported in that row, not raised, so that Spark does
 not retry what cannot succeed; a task that dies is retried by Spark and writes the same
 files again (fixed names, written under a temporary name and moved), so nothing is doubled.
 
@@ -45,8 +45,6 @@ INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int
                   ("quarantined", pa.int64()), ("seconds", pa.float64()),
                   ("read", pa.float64()), ("type", pa.float64()), ("error", pa.string())])
 REREAD = "reread: "  # a split cut inside a quoted field: its file is read again, whole
-INFO_DDL = ("split long, rows long, events long, quarantined long, seconds double, "
-            "read double, type double, error string")
 
 
 def raw_columns(source: Source) -> list[str]:
@@ -228,6 +226,8 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
                                      or splits[k + 1].file_index != s.file_index):
                 echo(f"  read {s.label}")
         return out
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     failpoint = environment.get("SES_FAILPOINT")
     done: dict[int, dict] = {}
     for attempt in range(JOB_ATTEMPTS):
@@ -240,7 +240,7 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
             rows = ids.mapInArrow(lambda it, chosen=chosen: _task(it, chosen, source, ts_range,
                                                                   lake, folder,
                                                                   failpoint),
-                                  INFO_DDL).collect()
+                                  from_arrow_schema(INFO)).collect()
         except Exception as exc:  # noqa: BLE001 - a task that died: its splits run again
             if attempt + 1 == JOB_ATTEMPTS or not _died(exc):
                 raise

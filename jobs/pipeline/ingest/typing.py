@@ -75,13 +75,13 @@ def convert(value, kind: str):
 
 @dataclass
 class Column:
-    """One column typed: ``values`` (Arrow; timestamps as int64 ns), ``problem`` per row
-    (``OK`` …), ``huge``: a time beyond int64 nanoseconds (outside any accepted range)."""
+    """One column typed: ``values`` (Arrow; timestamps as int64 ns, null where ``big``),
+    ``problem`` per row (``OK`` …), ``big``: row -> its time beyond int64 nanoseconds
+    (held here as a Python int: outside the default range, inside a wider one)."""
 
     values: pa.Array
     problem: np.ndarray
-    huge: np.ndarray | None = None
-    big: dict[int, int] = field(default_factory=dict)  # row -> its time beyond int64 ns
+    big: dict[int, int] = field(default_factory=dict)
 
 
 def _target(kind: str) -> pa.DataType:
@@ -90,8 +90,7 @@ def _target(kind: str) -> pa.DataType:
 
 def _each(values: list, kind: str) -> Column:
     """``convert`` on each value (``MISSING``: the record lacks the key)."""
-    out, problem, huge = [], np.zeros(len(values), np.int8), np.zeros(len(values), bool)
-    big = {}
+    out, problem, big = [], np.zeros(len(values), np.int8), {}
     memo: dict = {}
     for i, v in enumerate(values):
         if v is MISSING:
@@ -118,10 +117,9 @@ def _each(values: list, kind: str) -> Column:
                 memo[key] = got
         problem[i], value = got
         if kind == "timestamp" and value is not None and not -(2**63) <= value < 2**63:
-            huge[i], big[i], value = True, value, None
+            big[i], value = value, None
         out.append(value)
-    return Column(pa.array(out, _target(kind)), problem, huge if kind == "timestamp" else None,
-                  big)
+    return Column(pa.array(out, _target(kind)), problem, big)
 
 
 _DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
@@ -235,7 +233,6 @@ def _strings(text: pa.Array, kind: str) -> Column:
             values[certain] = np.asarray(pc.cast(text.filter(pa.array(certain)),
                                                  _target(kind)).to_numpy(), dtype)
     valid = certain & ~empty & ~long_
-    huge = np.zeros(n, bool)
     rest = ~certain & ~empty & ~long_
     if rest.any():
         at = np.flatnonzero(rest)
@@ -249,8 +246,6 @@ def _strings(text: pa.Array, kind: str) -> Column:
         values[at] = u_vals[where]
         valid[at] = u_valid[where]
         problem[at] = col.problem[where]
-        if col.huge is not None:
-            huge[at] = col.huge[where]
         big = {int(at[j]): col.big[int(w)] for j, w in enumerate(where) if int(w) in col.big}
     else:
         big = {}
@@ -258,7 +253,7 @@ def _strings(text: pa.Array, kind: str) -> Column:
         infinite = np.isinf(values) & valid  # 1e400 written plainly
         problem[infinite], valid[infinite] = NOT_FINITE, False
     arr = pa.array(values, _target(kind), mask=~valid)
-    return Column(arr, problem, huge if kind == "timestamp" else None, big)
+    return Column(arr, problem, big)
 
 
 def _typed_array(arr: pa.Array, kind: str) -> Column | None:
@@ -275,15 +270,14 @@ def _typed_array(arr: pa.Array, kind: str) -> Column | None:
         return Column(pc.cast(arr, pa.int64()), np.zeros(n, np.int8))
     if kind == "timestamp" and pa.types.is_timestamp(arr.type) and arr.type.unit != "ns":
         ns = pc.cast(pc.cast(arr, pa.timestamp("us", tz=arr.type.tz)), pa.int64())
-        return Column(pc.multiply(ns, 1000), np.zeros(n, np.int8), np.zeros(n, bool))
+        return Column(pc.multiply(ns, 1000), np.zeros(n, np.int8))
     return None
 
 
 def type_column(raw, kind: str, n: int) -> Column:
     """One column of a raw block as ``kind``."""
     if raw is None:
-        return Column(pa.nulls(n, _target(kind)), np.full(n, MISSING_COLUMN, np.int8),
-                      np.zeros(n, bool) if kind == "timestamp" else None)
+        return Column(pa.nulls(n, _target(kind)), np.full(n, MISSING_COLUMN, np.int8))
     if isinstance(raw, list):
         present = [v for v in raw if v is not MISSING]
         if len(present) == n and all(v is None or type(v) is str for v in raw):
@@ -314,13 +308,9 @@ def _scatter(sub: Column, at: np.ndarray, n: int, kind: str) -> Column:
     take = pa.array(idx, mask=idx < 0)
     problem = np.full(n, MISSING_COLUMN, np.int8)
     problem[at] = sub.problem
-    huge = None
-    if sub.huge is not None:
-        huge = np.zeros(n, bool)
-        huge[at] = sub.huge
     rows = np.flatnonzero(at)
-    big = {int(rows[k]): v for k, v in sub.big.items()}
-    return Column(sub.values.take(take), problem, huge, big)
+    return Column(sub.values.take(take), problem,
+                  {int(rows[k]): v for k, v in sub.big.items()})
 
 
 def _shown(value) -> str:
@@ -387,10 +377,10 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
         any_problem |= c.problem != OK
     ts_np = np.asarray(ts.fill_null(0).to_numpy(zero_copy_only=False), np.int64)
     ts_null = np.asarray(ts.is_null().to_numpy(zero_copy_only=False), bool)
-    huge = ts_col.huge if ts_col is not None and ts_col.huge is not None else np.zeros(n, bool)
     low, high = max(ts_range.low, -(2**63)), min(ts_range.high, 2**63 - 1)  # int64 bounds
-    outside = ~ts_null & ~huge & ((ts_np < low) | (ts_np > high))
-    for i, v in (ts_col.big.items() if ts_col is not None else ()):
+    outside = ~ts_null & ((ts_np < low) | (ts_np > high))
+    for i, v in (ts_col.big.items() if ts_col is not None else ()):  # not null: beyond int64
+        ts_null[i] = False
         outside[i] = not ts_range.low <= v <= ts_range.high
     bad_id = np.zeros(n, bool)
     raw_ids = None
@@ -398,7 +388,6 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
         raw_ids = _id_texts(block.columns.get(source.id_column), n)
         bad_id = np.asarray(pc.or_kleene(pc.is_null(raw_ids), pc.match_substring_regex(
             raw_ids, _EMPTY)).fill_null(True).to_numpy(zero_copy_only=False), bool)
-    ts_null &= ~huge
     bad = any_problem | ts_null | outside | bad_id
     quarantined = list(block.refused)
     for i in np.flatnonzero(bad):
