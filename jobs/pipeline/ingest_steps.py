@@ -6,6 +6,7 @@ events suite on one batch (``validate-events``); the catalogue the pipeline runs
 from __future__ import annotations
 
 from jobs.config import load_sources
+from jobs.core.errors import UserError
 from jobs.failpoints import reached
 from jobs.lake.stats import update_stats
 from jobs.pipeline.context import RunContext
@@ -75,7 +76,9 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
                            gate=gate, spark=spark,
                            before_tasks=warm)
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
-            failed[name] = f"ingest of {name} failed: {exc}"
+            # a file's or the suite's own words; a Spark job's error, its one line
+            said = str(exc) if isinstance(exc, UserError) else short_error(exc)
+            failed[name] = f"ingest of {name} failed: {said}"
             echo(f"FAILED {failed[name]}")
             continue
         echo("ingest " + describe(r, ctx.run_id))

@@ -15,7 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.cli.main import main
-from jobs.config import load_profile, load_sources
+from jobs.config import TimeRange, load_profile, load_sources
 from jobs.core.language.patternfile import PatternError, load_pattern
 from jobs.lake.store import Lake
 from jobs.pipeline import ingest as ig
@@ -216,3 +216,21 @@ def test_logical_dates_are_checked(capsys):
     assert main(["run", "--logical-date", "2099-01-01"]) == 2  # before Spark starts
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "logical date 2099-01-01 is after today" in err[0]
+
+
+def test_a_file_cut_short_after_it_was_listed_fails_its_source_named(tmp_path):
+    """A landing file replaced by a shorter one between the listing and its task: the task
+    stops with the file and what happened (it used to wait for bytes that never came)."""
+    from jobs.pipeline.ingest.listing import splits_of
+    from jobs.pipeline.ingest.tasks import typed_blocks
+
+    path = tmp_path / "a.csv"
+    path.write_text(HEADER + "e1,1,C,1,mg,2010-08-01T00:00:00\ne2,1,C,1,mg,2010-08-02T00:00:00\n")
+    source = load_sources()["chemo_mw"]
+    [split] = splits_of(path, "csv", source.time_column, 0, "a.csv", 0, "r",
+                        datetime.now(timezone.utc))
+    path.write_text(HEADER + "e1,1,C,1,mg,2010-08-01T00:00:00\n")
+    with pytest.raises(ig.IngestError, match=r"a\.csv: cannot be read as csv: the file ends "
+                                             r"\d+ bytes before byte \d+.*changed while being "
+                                             "ingested"):
+        list(typed_blocks(split, source, TimeRange()))

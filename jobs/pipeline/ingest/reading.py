@@ -3,11 +3,12 @@ numbers, and the records the reader already refuses (a ragged CSV row, a JSON li
 not an object, a key written twice, an over-long line).
 
 Two readers give the same blocks. The columnar one cuts the split's bytes into lines and
-fields with Arrow (a CSV split without a quote character or a lone carriage return, a JSONL
-split without a lone carriage return). The row reader (``read_raw``: Python's ``csv`` and
-``json`` modules) reads everything else, a whole file at a time. Whatever the reader, a
-record's values, its line number and the reason it is refused are the same (a property
-test holds them equal).
+fields with Arrow, and hands Python's ``csv`` reader only the CSV records whose quoted
+fields hold a comma, a quote or a line end, and ``json.loads`` only the JSON lines Arrow's
+reader cannot take exactly. The row reader (``read_raw``: Python's ``csv`` and ``json``
+modules) reads a file with a lone carriage return or a NUL byte, whole. Whatever the
+reader, a record's values, its line number and the reason it is refused are the same
+(``tests/pipeline/test_ingest_edges.py`` holds them to the row-by-row ingest's).
 """
 
 from __future__ import annotations
@@ -241,26 +242,6 @@ class NotPlain(Exception):
     read it (the columnar reader stops at the first piece that shows one)."""
 
 
-def _gzip_blocks(path: Path) -> Iterator[tuple[bytes, int]]:
-    """A gzip file's bytes, decompressed as they are read, in pieces that end at a line
-    end; raises ``NotPlain`` at a piece with a lone carriage return or a NUL byte."""
-    newlines, rest = 0, b""
-    with gzip.open(path, "rb") as f:
-        while chunk := f.read(BLOCK_BYTES):
-            data = rest + chunk
-            cut = data.rfind(b"\n") + 1
-            if cut == 0:
-                rest = data
-                continue
-            piece, rest = data[:cut], data[cut:]
-            _plain(piece, path)
-            yield piece, newlines
-            newlines += piece.count(b"\n")
-    if rest:
-        _plain(rest + b"\n", path)
-        yield rest, newlines
-
-
 def _plain(piece: bytes, path: Path) -> None:
     if b"\x00" in piece or piece.count(b"\r") != piece.count(b"\r\n"):
         raise NotPlain(str(path))
@@ -269,26 +250,43 @@ def _plain(piece: bytes, path: Path) -> None:
 def byte_blocks(path: Path, start: int, end: int) -> Iterator[tuple[bytes, int]]:
     """The bytes [start, end) of a file in pieces of about ``BLOCK_BYTES`` that end at a
     line end (the last piece: at ``end``), with the number of line ends before each; a
-    gzip file's decompressed bytes, all of them."""
-    if path.name.endswith(".gz"):
-        yield from _gzip_blocks(path)
-        return
-    newlines = 0
-    with open(path, "rb") as f:
+    byte-order mark at the file's start is left out, as ``utf-8-sig`` leaves it. A gzip
+    file: all its bytes, decompressed as they are read, ``NotPlain`` raised at a piece
+    with a lone carriage return or a NUL byte. A file shorter than ``end`` (changed since
+    it was listed) raises ``OSError``."""
+    gz = path.name.endswith(".gz")
+    left = None if gz else end - start  # bytes still to read (None: to the end)
+    newlines, rest = 0, b""
+    with gzip.open(path, "rb") if gz else open(path, "rb") as f:
         f.seek(start)
-        pos, rest = start, b""
-        while pos < end:
-            data = rest + f.read(min(BLOCK_BYTES, end - pos))
-            pos = f.tell()
-            cut = data.rfind(b"\n") + 1 if pos < end else len(data)
+        while left is None or left > 0:
+            chunk = f.read(BLOCK_BYTES if left is None else min(BLOCK_BYTES, left))
+            if not chunk:
+                if left is None:
+                    break
+                raise OSError(f"the file ends {left:,} bytes before byte {end:,}, where it "
+                              "ended when it was listed: it changed while being ingested")
+            if left is not None:
+                left -= len(chunk)
+            if start == 0 and newlines == 0 and not rest and chunk.startswith(_BOM):
+                chunk = chunk[len(_BOM):]
+            data = rest + chunk
+            cut = len(data) if left == 0 else data.rfind(b"\n") + 1
             if cut == 0:
                 rest = data
                 continue
             piece, rest = data[:cut], data[cut:]
+            if gz:
+                _plain(piece, path)
             yield piece, newlines
             newlines += piece.count(b"\n")
-        if rest:
-            yield rest, newlines
+    if rest:
+        if gz:
+            _plain(rest + b"\n", path)
+        yield rest, newlines
+
+
+_BOM = b"\xef\xbb\xbf"
 
 
 def split_lines(piece: bytes, path: Path, fmt: str) -> pa.Array:
@@ -346,8 +344,6 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
     pieces = list_pieces(path, start, end)
     for piece, last in pieces:
         data = carry + piece
-        if start == 0 and base == first_line and not carry and data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
         lines = split_lines(data, path, "csv")
         count = len(lines)
         header = start == 0 and base == 0
@@ -506,8 +502,6 @@ def jsonl_blocks(path: Path, start: int, end: int, first_line: int, columns: lis
     kinds = {c: (kinds or {}).get(c, "string") for c in columns}
     arrow = all(_NAME.match(c) for c in columns)
     for piece, before in byte_blocks(path, start, end):
-        if start == 0 and before == 0 and piece.startswith(b"\xef\xbb\xbf"):
-            piece = piece[3:]
         lines = split_lines(piece, path, "jsonl")
         last_ended = piece.endswith(b"\n")
         count = len(lines)
