@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from jobs.config import Source, TimeRange
 from jobs.pipeline.ingest.commit import INGEST_LOG_SCHEMA, commit, describe, ingest
-from jobs.pipeline.ingest.ids import numbered, occurrences
+from jobs.pipeline.ingest.ids import numbered_in_files
 from jobs.pipeline.ingest.listing import file_format, landing_files, splits_of
 from jobs.pipeline.ingest.reading import IngestError, Refused, block_of_records, excerpt, read_raw
 from jobs.pipeline.ingest.staging import (
@@ -51,12 +51,10 @@ def type_rows(source: Source, records, file_label: str, run_id: str, now: dateti
     the records), as Python dicts: for callers that hold a few rows."""
     block = block_of_records(records, raw_columns(source))
     events, quarantine = type_block(source, block, file_label, run_id, now, ts_range)
-    if not source.id_column and events.num_rows:
-        n = occurrences(events.column("_fi").to_numpy(), events.column("_ck").to_numpy(),
-                        events.column("_line").to_numpy())
-        events = events.set_column(events.schema.get_field_index("event_id"), "event_id",
-                                   numbered(events.column("event_id").combine_chunks(), n))
-    return Typed(events.drop_columns(["_k", "_ck", "_fi"]).to_pylist(), quarantine.to_pylist())
+    if not source.id_column:
+        events = numbered_in_files(events)
+    columns = [*events_schema(source).names, "_line"]
+    return Typed(events.select(columns).to_pylist(), quarantine.to_pylist())
 
 
 def typed_file(source: Source, path: Path) -> tuple[pa.Table, list[dict]]:

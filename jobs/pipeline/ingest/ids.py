@@ -107,6 +107,17 @@ def id_key(content, n):
         return content * MIX + n
 
 
+def numbered_in_files(table: pa.Table) -> pa.Table:
+    """A typed table whose content-hash ids (``<digest>-1``) are numbered over each of its
+    files, all of whose rows it holds (``occurrences``)."""
+    if not table.num_rows:
+        return table
+    n = occurrences(table.column("_fi").to_numpy(), table.column("_ck").to_numpy(),
+                    table.column("_line").to_numpy())
+    return table.set_column(table.schema.get_field_index("event_id"), "event_id",
+                            numbered(table.column("event_id").combine_chunks(), n))
+
+
 def numbered(ids: pa.Array, n: np.ndarray) -> pa.Array:
     """``<digest>-1`` ids renumbered ``<digest>-<n>``."""
     digest = pc.utf8_slice_codeunits(ids, 0, 20)

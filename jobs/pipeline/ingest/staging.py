@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
-from jobs.pipeline.ingest.ids import id_key, numbered, occurrences
+from jobs.pipeline.ingest.ids import id_key, numbered, numbered_in_files, occurrences
 from jobs.pipeline.ingest.listing import Digests, Split, landing_files, splits_of, whole
 from jobs.pipeline.ingest.reading import IngestError, NotPlain
 from jobs.pipeline.ingest.tasks import REREAD, part, run_splits, typed_blocks
@@ -453,11 +453,8 @@ def typed_in_memory(source: Source, splits, ts_range: TimeRange = TimeRange()
             events.append(ev)
             quarantine.append(q)
     table = pa.concat_tables(events) if events else typed_schema(source).empty_table()
-    if not source.id_column and table.num_rows:
-        n = occurrences(table.column("_fi").to_numpy(), table.column("_ck").to_numpy(),
-                        table.column("_line").to_numpy())
-        table = table.set_column(table.schema.get_field_index("event_id"), "event_id",
-                                 numbered(table.column("event_id").combine_chunks(), n))
+    if not source.id_column:
+        table = numbered_in_files(table)
     q = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
     return table, q
 
