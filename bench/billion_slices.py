@@ -18,7 +18,8 @@ disk holds one slice's events at a time).
 ingest on the session's executors, behind the events suite, as ``ses ingest`` loads
 them; the row then has the ingest's seconds, rows per second, steps and peak memory.
 
-Writes bench/out/billion_slices.json and docs/benchmarks/billion_slices.png.
+Writes bench/out/billion_slices.json and docs/benchmarks/billion_slices.png
+(``--ingest``: billion_slices_ingest.json and .png).
 """
 
 from __future__ import annotations
@@ -164,6 +165,7 @@ def main(argv=None) -> int:
                     help="write each slice as landing CSV files and load it through ingest "
                          "(the events suite included) instead of writing it with pyarrow")
     args = ap.parse_args(argv)
+    name = "billion_slices_ingest" if args.ingest else "billion_slices"
     profile = load_profile("local")
     shutil.rmtree(args.lake, ignore_errors=True)
     lake = lk.Lake(args.lake)
@@ -176,10 +178,10 @@ def main(argv=None) -> int:
                                   OUT / "billion_landing" if args.ingest else None))
             print(json.dumps(rows[-1]), flush=True)
             OUT.mkdir(parents=True, exist_ok=True)
-            (OUT / "billion_slices.json").write_text(json.dumps(rows, indent=1))
+            (OUT / f"{name}.json").write_text(json.dumps(rows, indent=1))
     finally:
         spark.stop()
-    plot(rows, ROOT / "docs" / "benchmarks" / "billion_slices.png")
+    plot(rows, ROOT / "docs" / "benchmarks" / f"{name}.png")
     total = sum(r["events"] for r in rows)
     print(f"{total:,} events in {len(rows)} slices: match {sum(r['match_s'] for r in rows):.0f} s, "
           f"publish {sum(r['publish_s'] for r in rows):.0f} s, "

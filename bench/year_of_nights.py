@@ -19,6 +19,9 @@ every night). At the end a fresh lake ingests every file at once and recomputes 
 pattern in one run: its tables must equal the year's, match for match (``--no-check``
 skips it); its time is the full recompute that a night's cost is compared with.
 
+``--first-load`` measures only a fresh lake's first load: every day's file by one whole
+``ses ingest`` (its own command).
+
 ``--proportional`` measures instead nights that add 1 %, 5 % and 20 % of the history's
 events (catch-up nights of 3, 13 and 50 days) after a history of 250 days, against the
 full recompute of the history they join; with ``--copies 100`` that history holds 10.2M
@@ -343,6 +346,33 @@ def recompute(spark, days, scratch, logical: str, delivered: list[date], pattern
             "names": [r["pattern"] for r in rows if "pattern" in r]}
 
 
+def first_load(days, scratch) -> dict:
+    """The whole year's files into a fresh lake by the whole ``ses ingest`` (a command of
+    its own: JVM start, the events suite, the statistics and the commit included)."""
+    import subprocess
+
+    home = project(scratch, "first_load", 0)
+    for path in days.values():
+        shutil.copy(path, home / "landing" / "hospital" / path.name)
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "jobs", "--project-dir", str(home), "ingest",
+                           "--source", "hospital"], cwd=home, capture_output=True, text=True)
+    seconds = time.perf_counter() - t0
+    if done.returncode != 0:
+        raise SystemExit(f"ses ingest failed: {done.stderr[-2000:]}")
+    said = done.stdout
+    steps = next((line.split(": ", 1)[1] for line in said.splitlines()
+                  if line.strip().startswith("time ")), "")
+    from jobs.config import load_profile
+    from jobs.config.project import Project, use_project
+    from jobs.lake.store import Lake
+
+    use_project(Project(home))
+    events = events_in(Lake.of_profile(load_profile("local")))
+    return {"files": len(days), "events": events, "seconds": round(seconds, 1),
+            "rows_per_second": round(events / seconds), "steps": steps}
+
+
 def events_in(lake) -> int:
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -495,6 +525,8 @@ def main() -> int:
     ap.add_argument("--limit", type=int, default=None, help="stop after this many nights "
                     "(a smoke test)")
     ap.add_argument("--scratch", default=None, help="keep the lakes in this folder")
+    ap.add_argument("--first-load", action="store_true",
+                    help="only the first load: every day's file by one `ses ingest`")
     ap.add_argument("--proportional", action="store_true",
                     help="nights of 1, 5, 20 %% new events against a full recompute")
     ap.add_argument("--patterns", type=int, default=50,
@@ -525,6 +557,13 @@ def main() -> int:
     scratch.mkdir(parents=True, exist_ok=True)
     print(f"scratch: {scratch}", flush=True)
     days = write_days(OUT / "year_landing" / str(args.copies), args.copies)
+    if args.first_load:
+        out = first_load(days, scratch)
+        (OUT / f"year_first_load_copies{args.copies}.json").write_text(json.dumps(out, indent=1))
+        print(json.dumps(out))
+        if not args.scratch:
+            shutil.rmtree(scratch, ignore_errors=True)
+        return 0
     from jobs.config import load_profile
     from jobs.spark.session import build_session
 

@@ -14,6 +14,7 @@ from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.ingest.commit import timings
 from jobs.pipeline.outcome import short_error
 from jobs.pipeline.quality import (
+    DRIVER_ROWS,
     ValidationFailed,
     build_docs,
     validate_events,
@@ -61,9 +62,11 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
     warming: list = []  # GX loads while the first batch's files are typed
     gate = events_gate(spark, ctx, checked, warming) if spark is not None else None
 
-    def warm() -> None:
-        if gate is not None and not warming:
-            warming.append(warm_up(ctx.lake))
+    def warm(source, rows: int) -> None:
+        """GX loaded once; Spark's suite warmed for a batch the driver will not check."""
+        if gate is not None and (not warming or rows > DRIVER_ROWS):
+            warming.append(warm_up(ctx.lake, spark if rows > DRIVER_ROWS else None, source,
+                                   ts_range))
     results, failed = [], {}
     ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics
@@ -73,8 +76,8 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
         try:
             with progress(f"ingest {name}", spark, echo):
                 r = ingest(source, ctx.profile.landing, ctx.lake, ctx.run_id, ts_range=ts_range,
-                           gate=gate, spark=spark,
-                           before_tasks=warm)
+                           gate=gate, spark=spark, echo=echo,
+                           before_tasks=lambda rows, source=source: warm(source, rows))
         except Exception as exc:  # noqa: BLE001 - one source's failure is reported, not fatal
             # a file's or the suite's own words; a Spark job's error, its one line
             said = str(exc) if isinstance(exc, UserError) else short_error(exc)

@@ -334,14 +334,21 @@ def _context(root: str):
     return _CONTEXTS[root]
 
 
-def warm_up(lake: lk.Lake) -> threading.Thread:
+def warm_up(lake: lk.Lake, spark=None, source: Source | None = None,
+            ts_range=None) -> threading.Thread:
     """GX loaded and the lake's context made in a background thread (seconds of imports
     and file reads): the ingest starts it while the executors type the files; the events
-    suite waits for it (``join``) before it validates."""
+    suite waits for it (``join``) before it validates. With ``spark`` and a ``source``
+    (a batch too large for the driver, ``DRIVER_ROWS``), the thread also runs the
+    source's events suite once on Spark over a Parquet file of one row, stored nowhere:
+    the batch's suite then finds GX's Spark engine and Spark's query code ready (seconds
+    on a fresh session)."""
     def load() -> None:
         try:
             context(lake)
             from great_expectations.validator.v1_validator import Validator  # noqa: F401
+            if spark is not None and source is not None:
+                _warm_spark_suite(spark, lake, source, ts_range)
         except Exception:  # noqa: BLE001, S110 - the suite itself reports any error
             pass
 
@@ -350,12 +357,33 @@ def warm_up(lake: lk.Lake) -> threading.Thread:
     return thread
 
 
+def _warm_spark_suite(spark, lake: lk.Lake, source: Source, ts_range) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = events_schema(source)
+    folder = lk.join(lake.staging("_warm"), new_run_id())
+    fs, where = lake.filesystem(folder)
+    try:
+        fs.create_dir(where, recursive=True)
+        one = pa.table([pa.nulls(1, f.type) for f in schema], schema=schema.remove_metadata())
+        pq.write_table(one, f"{where}/0.parquet", filesystem=fs)
+        df = lake.read_parquet_spark(spark, folder).select(*schema.names)
+        _validated(lake, f"events_{source.name}", events_expectations(source), df,
+                   _range_parameters(ts_range), scan=True)
+    finally:
+        lake.remove(folder)
+
+
 _BATCHES: dict[tuple[str, str], object] = {}  # (GX project, engine) -> batch definition
 
 
 def _batch_definition(lake: lk.Lake, engine: str):
     """The whole-frame batch definition of the engine's one in-memory asset (``frames``),
-    made once per GX project: every suite validates a frame given at run time."""
+    made once per GX project: every suite validates a frame given at run time. Engines:
+    ``driver`` (pandas), ``spark`` (GX caches the frame: a check frame's joins are computed
+    once for all the suite's jobs) and ``scan`` (Spark over stored files, not cached: each
+    job reads only the columns it checks, cheaper than filling Spark's cache)."""
     key = (str(lake.local_home()), engine)
     with _CONTEXT_LOCK:
         return _batch_definition_of(lake, key, engine)
@@ -365,7 +393,8 @@ def _batch_definition_of(lake: lk.Lake, key: tuple[str, str], engine: str):
     if key not in _BATCHES:
         ctx = context(lake)
         ds = (ctx.data_sources.add_or_update_spark(name="lake") if engine == "spark"
-              else ctx.data_sources.add_or_update_pandas(name="lake_driver"))
+              else ctx.data_sources.add_or_update_spark(name="lake_scan", persist=False)
+              if engine == "scan" else ctx.data_sources.add_or_update_pandas(name="lake_driver"))
         try:
             asset = ds.get_asset("frames")
         except LookupError:
@@ -377,35 +406,47 @@ def _batch_definition_of(lake: lk.Lake, key: tuple[str, str], engine: str):
     return _BATCHES[key]
 
 
-def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
-              parameters: dict, run_name: str | None = None, docs: bool = True) -> Outcome:
-    """Validate ``df`` (a Spark or a pandas frame: GX's Spark or pandas engine) with the
-    suite ``name``; the result is kept in the GX project's validation results store (and
-    shown in the catalogue and the Data Docs) under ``run_name``: the pipeline's run id,
-    or a new id of the same shape. The suite is validated by GX's validator on the
-    engine's one asset, without a validation definition or a checkpoint per suite (their
-    store writes cost more than the checks of a small frame). ``docs=False`` leaves the
-    Data Docs to one ``build_docs`` over a batch of results (``Outcome.result_id``)."""
+def _validated(lake: lk.Lake, name: str, expectations: list[dict], df, parameters: dict,
+               scan: bool = False):
+    """GX's validator run over ``df`` (a Spark or a pandas frame; ``scan``: a Spark frame
+    that only reads files, ``_batch_definition``) with the suite ``name``: (the result, the
+    validator). Nothing is stored."""
     from great_expectations.core.expectation_suite import ExpectationSuite
-    from great_expectations.core.run_identifier import RunIdentifier
-    from great_expectations.data_context.types.resource_identifiers import (
-        ExpectationSuiteIdentifier,
-        ValidationResultIdentifier,
-    )
     from great_expectations.expectations.expectation_configuration import (
         ExpectationConfiguration,
     )
     from great_expectations.validator.v1_validator import Validator
 
     ctx = context(lake)
-    engine = "spark" if hasattr(df, "sparkSession") else "driver"
+    engine = ("scan" if scan else "spark") if hasattr(df, "sparkSession") else "driver"
     suite = ctx.suites.add_or_update(ExpectationSuite(name=name, expectations=[
         ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"]) for e in expectations]))
-    run_id = RunIdentifier(run_name=run_name or new_run_id(),
-                           run_time=datetime.now(timezone.utc))
     validator = Validator(batch_definition=_batch_definition(lake, engine),
                           batch_parameters={"dataframe": df}, result_format="BASIC")
-    result = validator.validate_expectation_suite(suite, parameters)
+    return validator.validate_expectation_suite(suite, parameters), validator
+
+
+def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
+              parameters: dict, run_name: str | None = None, docs: bool = True,
+              scan: bool = False) -> Outcome:
+    """Validate ``df`` (a Spark or a pandas frame: GX's Spark or pandas engine) with the
+    suite ``name``; the result is kept in the GX project's validation results store (and
+    shown in the catalogue and the Data Docs) under ``run_name``: the pipeline's run id,
+    or a new id of the same shape. The suite is validated by GX's validator on the
+    engine's one asset, without a validation definition or a checkpoint per suite (their
+    store writes cost more than the checks of a small frame). ``docs=False`` leaves the
+    Data Docs to one ``build_docs`` over a batch of results (``Outcome.result_id``);
+    ``scan``: ``df`` only reads stored files (``_batch_definition``)."""
+    from great_expectations.core.run_identifier import RunIdentifier
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+        ValidationResultIdentifier,
+    )
+
+    ctx = context(lake)
+    result, validator = _validated(lake, name, expectations, df, parameters, scan)
+    run_id = RunIdentifier(run_name=run_name or new_run_id(),
+                           run_time=datetime.now(timezone.utc))
     result.meta.update(run_id=run_id, validation_time=run_id.run_time,
                        batch_parameters={"dataframe": "<in-memory frame>"})
     result_id = ValidationResultIdentifier(
@@ -514,10 +555,15 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
 
 def _events_suite(lake: lk.Lake, source: Source, df, ts_range,
                   types: dict[str, str] = SPARK_TYPES, docs: bool = True) -> Outcome:
-    params = {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
-              "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
+    """(An events frame is a scan of files or rows held in memory: GX does not cache it.)"""
     return run_suite(lake, f"events_{source.name}", events_expectations(source, types), df,
-                     params, docs=docs)
+                     _range_parameters(ts_range), docs=docs, scan=True)
+
+
+def _range_parameters(ts_range) -> dict:
+    """The events suite's parameters: the accepted times (``TimeRange``) as UTC times."""
+    return {"ts_min": datetime.fromtimestamp(ts_range.low / 1e9, tz=timezone.utc),
+            "ts_max": datetime.fromtimestamp(ts_range.high / 1e9, tz=timezone.utc)}
 
 
 def validate_matches(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str,

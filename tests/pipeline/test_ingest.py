@@ -121,6 +121,22 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
     assert not lake.exists(lake.events("chemo_mw")) and not lake.exists(lake.ingest_log())
 
 
+def test_the_spark_suite_is_warmed_without_a_trace(spark, tmp_path):
+    """While the tasks of a batch too large for the driver run, the events suite runs once
+    on Spark over one row: it succeeds (``warm_up`` would swallow an error, and the batch's
+    suite would pay the warm-up), stores no validation result and leaves no file."""
+    from jobs.config import load_sources
+    from jobs.pipeline import quality
+
+    profile, _ = chemo_profile(tmp_path)
+    lake = Lake.of_profile(profile)
+    quality._warm_spark_suite(spark, lake, load_sources()["chemo_mw"], profile.ts_range())
+    warm = lake.local_home() / "staging" / "_warm"
+    assert not warm.exists() or not any(warm.iterdir())
+    results = lake.local_home() / "gx" / "uncommitted" / "validations"
+    assert not results.exists() or not any(results.rglob("*.json"))
+
+
 def test_a_night_hashes_only_new_or_changed_landing_files(tmp_path, monkeypatch):
     """Digests: each file's sha256 is remembered by size and modification time, so the
     ingest log's (file, sha256) key costs no read of the files already ingested."""

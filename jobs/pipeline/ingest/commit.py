@@ -63,10 +63,10 @@ Gate = Callable[[Source, Batch], None]
 def ingest(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
            now: datetime | None = None, ts_range: TimeRange = TimeRange(),
            gate: Gate | None = None, spark=None, echo=None,
-           before_tasks: Callable[[], None] | None = None) -> IngestResult:
+           before_tasks: Callable[[int], None] | None = None) -> IngestResult:
     """Stage (on Spark's executors when ``spark`` is given), check with ``gate`` (raises
     to refuse the batch), commit. ``before_tasks``: called when there are files to read,
-    before the tasks start."""
+    before the tasks start, with a guess of their rows (``listing.estimated_rows``)."""
     batch = stage(source, landing_root, lake, run_id, now, ts_range, spark, echo,
                   before_tasks)
     try:

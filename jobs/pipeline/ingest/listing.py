@@ -32,6 +32,8 @@ SUFFIXES = {"csv": (".csv", ".csv.gz"), "jsonl": (".jsonl", ".jsonl.gz", ".json"
 SPLIT_BYTES = 64 << 20  # bytes of a landing file one task reads, at most about
 MIN_SPLIT = 8 << 20  # a file under twice this is read by one task
 SCAN_BYTES = 8 << 20
+ROW_BYTES = 100  # about a text landing row's bytes, for a guess of a batch's rows
+GZIP_RATIO = 6  # about how much a compressed landing file grows when read
 
 
 def landing_files(source: Source, landing_root: str) -> list[Path]:
@@ -53,6 +55,25 @@ def landing_files(source: Source, landing_root: str) -> list[Path]:
             if wanted:
                 found.append(path)
     return sorted(found)
+
+
+def estimated_rows(paths: list[Path]) -> int:
+    """About how many rows ``paths`` hold, before they are read: a Parquet file's own count,
+    a text file's bytes over ``ROW_BYTES`` (a compressed one's times ``GZIP_RATIO``). It
+    decides only what to prepare while the tasks run, never a result."""
+    import pyarrow.parquet as pq
+
+    rows = 0
+    for path in paths:
+        if path.name.endswith(".parquet"):
+            try:
+                rows += pq.ParquetFile(path).metadata.num_rows
+            except (OSError, pa.ArrowInvalid):  # the task names the unreadable file
+                pass
+            continue
+        size = path.stat().st_size * (GZIP_RATIO if path.name.endswith(".gz") else 1)
+        rows += size // ROW_BYTES
+    return rows
 
 
 def file_format(path: Path, default: str) -> str:

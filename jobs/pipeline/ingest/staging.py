@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -29,7 +30,14 @@ import pyarrow.compute as pc
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
 from jobs.pipeline.ingest.ids import id_key, numbered, numbered_in_files, occurrences
-from jobs.pipeline.ingest.listing import Digests, Split, landing_files, splits_of, whole
+from jobs.pipeline.ingest.listing import (
+    Digests,
+    Split,
+    estimated_rows,
+    landing_files,
+    splits_of,
+    whole,
+)
 from jobs.pipeline.ingest.reading import IngestError, NotPlain
 from jobs.pipeline.ingest.tasks import REREAD, part, run_splits, typed_blocks
 from jobs.pipeline.ingest.typing import (
@@ -183,7 +191,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     result.seconds["plan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if splits and before_tasks is not None:
-        before_tasks()
+        before_tasks(estimated_rows([Path(p) for p, *_ in pending]))
     infos = run_splits(spark, splits, source, ts_range, lake, staged, echo)
     splits, infos = _reread(spark, splits, infos, source, ts_range, lake, staged, echo)
     result.seconds["tasks"] = time.perf_counter() - t0
@@ -210,8 +218,11 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     batch = Batch(source, run_id, now, lake, folder, lk.join(folder, "events.parquet"), 0,
                   quarantine, entries, result)
     if parts.uris:
-        if not source.id_column:
-            renumber(parts)
+        if not source.id_column:  # a file read by one task was numbered by it
+            split_files = Counter(s.file_index for s in splits)
+            renumber(Parts(lake, [part(staged, "part", i["split"]) for s, i in
+                                  zip(splits, infos) if i["events"]
+                                  and split_files[s.file_index] > 1]))
         columns = [c for c in source.columns if c not in LINEAGE]
         drop = _repeated(batch, parts, columns) | _corrections(batch, parts, columns)
         retracted = _retracted(lake, source.name) if rebuild else None
@@ -255,6 +266,8 @@ def renumber(parts: Parts) -> None:
     earlier split of its file holds too) are rewritten."""
     import pyarrow.parquet as pq
 
+    if not parts.uris:
+        return
     t = parts.read(columns=["_fi", "_ck", "_line", "_n"])
     number = occurrences(t.column("_fi").to_numpy(), t.column("_ck").to_numpy(),
                          t.column("_line").to_numpy())

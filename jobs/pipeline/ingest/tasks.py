@@ -14,6 +14,7 @@ import csv
 import json
 import os
 import signal
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -40,6 +41,7 @@ from jobs.pipeline.ingest.reading import (
     unreadable,
 )
 from jobs.pipeline.ingest.typing import type_block, typed_schema
+from jobs.progress import EVERY
 
 INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
                   ("quarantined", pa.int64()), ("seconds", pa.float64()),
@@ -226,10 +228,23 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
                                      or splits[k + 1].file_index != s.file_index):
                 echo(f"  read {s.label}")
         return out
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     failpoint = environment.get("SES_FAILPOINT")
     done: dict[int, dict] = {}
+    watch = FilesRead(lake, folder, splits, echo) if echo is not None else None
+    try:
+        _jobs(spark, splits, source, ts_range, lake, folder, echo, failpoint, done)
+    finally:
+        if watch is not None:
+            watch.stop()
+    return [done[s.index] for s in splits]
+
+
+def _jobs(spark, splits: list[Split], source: Source, ts_range: TimeRange, lake: lk.Lake,
+          folder: str, echo, failpoint: str | None, done: dict[int, dict]) -> None:
+    """The Spark jobs of ``run_splits``: one, and one more for the splits of a task that
+    died (up to ``JOB_ATTEMPTS``); each split's ``INFO`` row goes to ``done``."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     for attempt in range(JOB_ATTEMPTS):
         todo = [k for k, s in enumerate(splits) if s.index not in done]
         if not todo:
@@ -254,7 +269,49 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
                      "run again")
             continue
         done.update((r["split"], r.asDict()) for r in rows)
-    return [done[s.index] for s in splits]
+
+
+class FilesRead(threading.Thread):
+    """Per-file progress of a Spark job of ingest tasks: every ``EVERY`` seconds, the files
+    all of whose splits a task has finished since the last line (a finished split leaves
+    its counts in ``info/``): ``N/M file(s) read: name, …``. Nothing for a job that ends
+    sooner."""
+
+    def __init__(self, lake: lk.Lake, folder: str, splits: list[Split], echo,
+                 every: float = EVERY):
+        super().__init__(name="ingest files read", daemon=True)
+        self.lake, self.folder, self.echo, self.every = lake, folder, echo, every
+        self.splits = splits
+        self.files = {s.file_index: s.label for s in splits}
+        self.told: set[int] = set()
+        self.done = threading.Event()
+        self.start()
+
+    def run(self) -> None:
+        while not self.done.wait(self.every):
+            try:
+                self.tell()
+            except Exception:  # noqa: BLE001, S112 - a progress line never fails an ingest
+                continue
+
+    def tell(self) -> None:
+        import pyarrow.fs as pafs
+
+        fs, where = self.lake.filesystem(lk.join(self.folder, "info"))
+        found = fs.get_file_info(pafs.FileSelector(where, allow_not_found=True))
+        names = {f.base_name for f in found}
+        open_files = {s.file_index for s in self.splits
+                      if f"{s.index:06d}.parquet.json" not in names}
+        new = sorted(set(self.files) - open_files - self.told)
+        if not new:
+            return
+        self.told |= set(new)
+        shown = ", ".join(self.files[k] for k in new[:3]) + (" …" if len(new) > 3 else "")
+        self.echo(f"  {len(self.told)}/{len(self.files)} file(s) read: {shown}")
+
+    def stop(self) -> None:
+        self.done.set()
+        self.join(timeout=1)
 
 
 JOB_ATTEMPTS = 3  # a Spark job of ingest tasks, run again for the splits a dead task left
