@@ -19,8 +19,8 @@ every night). At the end a fresh lake ingests every file at once and recomputes 
 pattern in one run: its tables must equal the year's, match for match (``--no-check``
 skips it); its time is the full recompute that a night's cost is compared with.
 
-``--first-load`` measures only a fresh lake's first load: every day's file by one whole
-``ses ingest`` (its own command).
+``--first-load [--days N]`` measures only a fresh lake's first load: every day's file (the
+first N) by one whole ``ses ingest`` (its own command).
 
 ``--proportional`` measures instead nights that add 1 %, 5 % and 20 % of the history's
 events (catch-up nights of 3, 13 and 50 days) after a history of 250 days, against the
@@ -355,12 +355,18 @@ def first_load(days, scratch) -> dict:
     for path in days.values():
         shutil.copy(path, home / "landing" / "hospital" / path.name)
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "jobs", "--project-dir", str(home), "ingest",
-                           "--source", "hospital"], cwd=home, capture_output=True, text=True)
+    proc = subprocess.Popen([sys.executable, "-m", "jobs", "--project-dir", str(home), "ingest",
+                             "--source", "hospital"], cwd=home, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:  # its progress, as a user sees it
+        print("  " + line.rstrip(), flush=True)
+        lines.append(line)
+    err = proc.stderr.read()
     seconds = time.perf_counter() - t0
-    if done.returncode != 0:
-        raise SystemExit(f"ses ingest failed: {done.stderr[-2000:]}")
-    said = done.stdout
+    if proc.wait() != 0:
+        raise SystemExit(f"ses ingest failed: {err[-2000:]}")
+    said = "".join(lines)
     steps = next((line.split(": ", 1)[1] for line in said.splitlines()
                   if line.strip().startswith("time ")), "")
     from jobs.config import load_profile
@@ -527,6 +533,8 @@ def main() -> int:
     ap.add_argument("--scratch", default=None, help="keep the lakes in this folder")
     ap.add_argument("--first-load", action="store_true",
                     help="only the first load: every day's file by one `ses ingest`")
+    ap.add_argument("--days", type=int, default=365,
+                    help="--first-load: the year's first DAYS files only (default 365)")
     ap.add_argument("--proportional", action="store_true",
                     help="nights of 1, 5, 20 %% new events against a full recompute")
     ap.add_argument("--patterns", type=int, default=50,
@@ -558,8 +566,9 @@ def main() -> int:
     print(f"scratch: {scratch}", flush=True)
     days = write_days(OUT / "year_landing" / str(args.copies), args.copies)
     if args.first_load:
-        out = first_load(days, scratch)
-        (OUT / f"year_first_load_copies{args.copies}.json").write_text(json.dumps(out, indent=1))
+        out = first_load(dict(list(days.items())[:args.days]), scratch)
+        (OUT / f"year_first_load_copies{args.copies}_days{args.days}.json").write_text(
+            json.dumps(out, indent=1))
         print(json.dumps(out))
         if not args.scratch:
             shutil.rmtree(scratch, ignore_errors=True)

@@ -224,7 +224,7 @@ def require_object_store(spark, profile: Profile) -> None:
         ".jar` in the profile's spark.conf, or `spark.jars.packages: "
         f"org.apache.hadoop:hadoop-aws:{hadoop}` where Maven Central is reachable. The s3a "
         "endpoint, region and credentials come from the profile's storage_options "
-        "(README: 'Lakes on object storage')")
+        "(docs/cluster.md: 'Lakes on object storage')")
 
 
 def project_zip() -> str:
