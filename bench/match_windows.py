@@ -34,9 +34,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from jobs.core.engine.batches import MatchStats  # noqa: E402
 from jobs.core.engine.columns import from_events  # noqa: E402
 from jobs.core.engine.options import MatchOptions  # noqa: E402
-from jobs.core.engine.runtime import MatchStats, compile_pattern, execute  # noqa: E402
+from jobs.core.engine.runtime import compile_pattern, execute  # noqa: E402
 from jobs.core.language.events import Event  # noqa: E402
 from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 

@@ -51,10 +51,11 @@ def run_project(name: str, work: Path) -> dict:
     """One workload in this process (called in a child process by ``main``)."""
     import pyarrow.parquet as pq
 
+    from jobs.core.engine.batches import MatchStats
     from jobs.core.engine.columns import from_arrow
     from jobs.core.engine.options import MatchOptions
     from jobs.core.engine.output import bindings_of, json_lines, sort_batch
-    from jobs.core.engine.runtime import MatchStats, compile_pattern, execute
+    from jobs.core.engine.runtime import compile_pattern, execute
     from jobs.core.language.patternfile import load_pattern
 
     pattern_file, data, first_n, _ = WORKLOADS[name]

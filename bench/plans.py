@@ -32,16 +32,11 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
+from jobs.core.engine.batches import MatchCapExceeded, MatchStats  # noqa: E402
 from jobs.core.engine.columns import from_arrow, processing_order  # noqa: E402
+from jobs.core.engine.matchers import estimate_statistics  # noqa: E402
 from jobs.core.engine.options import MatchOptions  # noqa: E402
-from jobs.core.engine.runtime import (  # noqa: E402
-    MatchCapExceeded,
-    MatchStats,
-    compile_pattern,
-    estimate_statistics,
-    execute,
-    group_events,
-)
+from jobs.core.engine.runtime import compile_pattern, execute, group_events  # noqa: E402
 from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 from jobs.core.plans.planners import PLANNERS  # noqa: E402
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
+from jobs.core.engine.batches import MatchStats  # noqa: E402
 from jobs.core.engine.columns import from_events  # noqa: E402
 from jobs.core.engine.options import MatchOptions  # noqa: E402
-from jobs.core.engine.runtime import MatchStats  # noqa: E402
 from jobs.core.engine.window_matcher import execute_windows  # noqa: E402
 from jobs.core.language.events import Event, order, parse_ts  # noqa: E402
 from jobs.core.language.patternfile import load_pattern, parse_pattern  # noqa: E402

@@ -47,23 +47,17 @@ import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import yaml
 from airflow.sdk import dag, task
 
 from jobs import environment
+from jobs.config import Project, load_airflow_settings
 from jobs.ops.alerting import SesNotifier
 
 PROJECT = Path(__file__).resolve().parent.parent
 VENV_BIN = PROJECT / ".venv" / "bin"
 
 
-def _settings() -> dict:
-    path = PROJECT / (environment.get("SES_PIPELINE_CONF") or "conf/pipeline.yaml")
-    with open(path, encoding="utf-8") as f:
-        return (yaml.safe_load(f) or {}).get("airflow") or {}
-
-
-SETTINGS = _settings()
+SETTINGS = load_airflow_settings(Project(PROJECT))  # conf/pipeline.yaml's airflow: block
 
 
 def _env(profile) -> dict:
@@ -159,17 +153,16 @@ def _models() -> tuple[list[tuple[str, tuple[str, ...]]], str | None]:
 
 @dag(
     dag_id="ses_nightly",
-    schedule=SETTINGS.get("schedule", "0 2 * * *"),
-    start_date=datetime.fromisoformat(SETTINGS.get("start_date", "2026-11-01")).replace(
-        tzinfo=timezone.utc),
+    schedule=SETTINGS.schedule,
+    start_date=datetime.fromisoformat(SETTINGS.start_date).replace(tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
     # a task that fails for good sends an alert (the profile's webhooks, SES_ALERT_WEBHOOK,
     # email): Airflow's notifier mechanism, with the project's channels
     default_args={"on_failure_callback": [SesNotifier()],
-                  "retries": int(SETTINGS.get("retries", 2)),
+                  "retries": SETTINGS.retries,
                   "retry_exponential_backoff": True,
-                  "retry_delay": timedelta(minutes=int(SETTINGS.get("retry_delay_minutes", 5)))},
+                  "retry_delay": timedelta(minutes=SETTINGS.retry_delay_minutes)},
     tags=["ses", "lakehouse"],
     doc_md=__doc__,
 )

@@ -23,6 +23,7 @@ LAYERS = [
     {"core.local"},
     {"config", "status", "failpoints", "progress", "runrecord"},
     {"notify"},  # alerts to people: webhooks and email
+    {"landing"},  # the landing files' format: reading and typing, no lake, no Spark
     {"lake"},
     {"spark", "project"},
     {"site"},

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 GROUPS = (
     ("patterns", "pattern files"),
+    ("match", "pattern files"),
     ("pipeline", "the pipeline"),
     ("tables", "the lake's tables"),
     ("explain", "the lake's tables"),
@@ -22,7 +23,7 @@ GROUPS = (
 )
 # command -> its group (the module jobs.cli.<group> declares and handles it)
 COMMANDS = {
-    "validate": "patterns", "new-pattern": "patterns", "match": "patterns",
+    "validate": "patterns", "new-pattern": "patterns", "match": "match",
     "run": "pipeline", "ingest": "pipeline", "backfill": "pipeline", "models": "pipeline",
     "retract": "pipeline", "docs": "pipeline",
     "query": "tables", "runs": "tables", "changes": "tables", "explain": "explain",

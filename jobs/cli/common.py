@@ -4,57 +4,12 @@ pattern's lock and its failed runs row)."""
 
 from __future__ import annotations
 
-import argparse
-import os
 import sys
-from pathlib import Path
 
-from jobs.config import load_profile, parse_bytes
+from jobs.config import load_profile
 from jobs.core.errors import EXIT_INPUT, EXIT_RETRY, Transient, UserError
 from jobs.lake.store import storage_error
 from jobs.spark.session import LazySession
-
-
-def pattern_files(paths: list[str]) -> list[Path]:
-    """Files as given, folders as their *.yaml and *.yml files."""
-    out: list[Path] = []
-    for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            out.extend(sorted(list(path.glob("*.yaml")) + list(path.glob("*.yml"))))
-        else:
-            out.append(path)
-    return out
-
-
-def size(text: str) -> int:
-    """An argparse type: a size such as 512MB."""
-    try:
-        return parse_bytes(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def write_bytes(data: bytes) -> None:
-    """Bytes to stdout (as text when stdout is a text stream, as in the tests)."""
-    out = sys.stdout.buffer if hasattr(sys.stdout, "buffer") else None
-    if out is None:
-        sys.stdout.write(data.decode())
-    else:
-        out.write(data)
-        out.flush()
-
-
-def process_seconds() -> float | None:
-    """Seconds since this process started (Linux: /proc), or None where that is unknown."""
-    try:
-        with open("/proc/self/stat", encoding="ascii") as f:
-            started = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22: start time
-        with open("/proc/uptime", encoding="ascii") as f:
-            uptime = float(f.read().split()[0])
-    except (OSError, ValueError, IndexError):
-        return None
-    return max(0.0, uptime - started / os.sysconf("SC_CLK_TCK"))
 
 
 def spark_for(args):

@@ -5,9 +5,11 @@ an unknown key is an error with ``path:line``)."""
 from jobs.config.profiles import (
     NS_MAX,
     NS_MIN,
+    AirflowSettings,
     Profile,
     TimeRange,
     check_pipeline_file,
+    load_airflow_settings,
     load_profile,
     parse_bytes,
 )
@@ -24,7 +26,7 @@ from jobs.config.sources import (
 )
 from jobs.config.strict import ConfigError
 
-__all__ = ["ConfigError", "FORMATS", "KEY_COLUMNS", "KINDS", "NS_MAX", "NS_MIN", "Profile",
+__all__ = ["AirflowSettings", "ConfigError", "FORMATS", "KEY_COLUMNS", "KINDS", "NS_MAX", "NS_MIN", "Profile",
            "Project", "ProjectNotFound", "Source", "TYPE_COLUMNS", "TimeRange", "check_pipeline_file",
-           "current_project", "load_profile", "load_sources", "parse_bytes", "pick_column",
+           "current_project", "load_airflow_settings", "load_profile", "load_sources", "parse_bytes", "pick_column",
            "type_column", "use_project"]

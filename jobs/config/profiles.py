@@ -265,6 +265,36 @@ def _share(value) -> float:
     return float(value)
 
 
+@dataclass(frozen=True)
+class AirflowSettings:
+    """The nightly DAG's ``airflow:`` block of ``conf/pipeline.yaml`` (its defaults here)."""
+
+    schedule: str = "0 2 * * *"
+    start_date: str = "2026-11-01"
+    retries: int = 2
+    retry_delay_minutes: int = 5
+
+
+def load_airflow_settings(project: Project | None = None) -> AirflowSettings:
+    """The ``airflow:`` block of the project's ``conf/pipeline.yaml`` (or the file
+    ``SES_PIPELINE_CONF`` names), read strictly: a ``ConfigError`` with ``path:line`` for an
+    unknown key or a value that cannot be used."""
+    path = (project or current_project()).pipeline_file
+    doc, lines = read(path, PIPELINE_SHAPE)
+    spec = doc.get("airflow") or {}
+    parsers = {"schedule": str, "start_date": _date_text, "retries": _whole,
+               "retry_delay_minutes": _whole}
+    values = {}
+    for key, parse in parsers.items():
+        if key in spec:
+            try:
+                values[key] = parse(spec[key])
+            except (ValueError, TypeError) as exc:
+                raise ConfigError(f"{path}:{lines.get(('airflow', key), 1)}: airflow.{key}: "
+                                  f"{exc}") from None
+    return AirflowSettings(**values)
+
+
 def check_pipeline_file(project: Project | None = None) -> None:
     """``conf/pipeline.yaml``'s keys, every profile's (``validate``): a ``ConfigError`` with
     ``path:line`` for a key the file may not hold. Values are checked when a profile is

@@ -98,8 +98,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             repeats_last_run(ctx.lake, pattern, rng, ctx.logical_date, runs, extent)
         if idle:  # a broken match table fails its pattern, as the publish would have
             ctx.lake.check_files(ctx.lake.matches(pattern.name))
-        if not rng.full and (pattern.after_match != "all" or getattr(pattern, "whole_history",
-                                                                     False)) \
+        if not rng.full and (pattern.after_match != "all" or pattern.whole_history) \
                 and not idle:
             # which episodes are taken depends on every earlier one of the partition, and
             # a history condition on every event of it: a late event or a retraction
@@ -107,7 +106,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             # the whole history (docs/semantics.md)
             rng = RunRange(None, rng.high, True)
     first = None
-    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "whole_history", False) \
+    if pattern.first_ever and not pattern.whole_history \
             and not idle:
         first = plan_first_ever(ctx.lake, pattern, rng.full)
         if first.reopen is not None and rng.low is not None and first.reopen < rng.low:

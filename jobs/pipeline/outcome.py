@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from jobs.core.engine.runtime import MatchCapExceeded
+from jobs.core.engine.batches import MatchCapExceeded
 from jobs.core.errors import EXIT_FAILED, EXIT_INPUT, EXIT_RETRY, Transient, UserError
 from jobs.lake.store import BrokenTable, broken_in
 from jobs.runrecord import RunRecord

@@ -20,8 +20,9 @@ import time
 from dataclasses import dataclass
 from functools import reduce
 
+from jobs.core.engine.batches import MatchStats
+from jobs.core.engine.matchers import MATCHER_CLASSES
 from jobs.core.engine.options import MatchOptions
-from jobs.core.engine.runtime import MATCHER_CLASSES, MatchStats
 from jobs.core.language.conditions.expressions import is_fact, stored
 from jobs.core.language.pattern import Disjunction, Pattern, first_ever_attribute
 from jobs.core.language.window import can_drop
@@ -127,7 +128,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     stats = {"events": scanned}
     extra = []
     state = None
-    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "whole_history", False):
+    if pattern.first_ever and not pattern.whole_history:
         # each event: is it its partition's first? (with history conditions, phase 2 marks
         # whole partitions of the whole history itself)
         state = first_ever.state if first_ever is not None and first_ever.state is not None \
@@ -160,7 +161,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
 
     slicing = None
     # whole partitions, always: episodes, history conditions
-    episodes = pattern.after_match != "all" or getattr(pattern, "whole_history", False)
+    episodes = pattern.after_match != "all" or pattern.whole_history
     if (not keys or force_slices or unlinked) and not episodes:
         slicing = "all"
     elif max_partition_events and scanned > max_partition_events and not episodes:

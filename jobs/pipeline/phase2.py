@@ -26,19 +26,14 @@ import pyarrow as pa
 if TYPE_CHECKING:
     import pandas as pd
 
+from jobs.core.engine.batches import MatchCapExceeded, MatchStats, batch_take
 from jobs.core.engine.columns import EventColumns, from_arrow, processing_order
 from jobs.core.engine.funnel import funnel_counts
-from jobs.core.engine.marks import with_marks
+from jobs.core.engine.marks import marked_compiled
 from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, DEFAULT_MEMORY_BUDGET, MatchOptions
 from jobs.core.engine.output import bindings_json, bindings_of, match_ids
-from jobs.core.engine.runtime import (
-    MatchCapExceeded,
-    MatchStats,
-    batch_take,
-    compile_pattern,
-    execute,
-)
+from jobs.core.engine.runtime import execute
 from jobs.core.engine.window_matcher import Evaluator, execute_windows, relevant_rows
 from jobs.core.language.pattern import Disjunction
 from jobs.core.language.patternfile import parse_pattern
@@ -73,7 +68,7 @@ def _pattern(text: str):
     its events from the state); a pattern read over the whole history (history
     conditions, partition facts) as written: ``_compiled`` marks its events."""
     pattern = parse_pattern(text, "<phase 2>")
-    if getattr(pattern, "first_ever", ()) and not getattr(pattern, "whole_history", False):
+    if pattern.first_ever and not pattern.whole_history:
         return pattern.marked()
     return pattern
 
@@ -81,11 +76,7 @@ def _pattern(text: str):
 def _compiled(pattern, rows: RowSet):
     """(the pattern to run, it compiled, its columns): a pattern read over the whole
     history gets its marks here, from the group's events (whole partitions)."""
-    if getattr(pattern, "whole_history", False):
-        marked, cols = with_marks(pattern, rows.columns(pattern.stored_attributes))
-        return marked, compile_pattern(marked, cols.names), cols
-    compiled = compile_pattern(pattern)
-    return pattern, compiled, rows.columns(compiled.attributes)
+    return marked_compiled(pattern, rows.columns, pattern.whole_history)
 
 
 def position_column(pattern) -> str:

@@ -30,8 +30,9 @@ import numpy as np
 import pyarrow as pa
 
 from jobs.core.engine.columns import from_arrow, processing_order
+from jobs.core.engine.matchers import estimate_statistics
 from jobs.core.engine.options import MatchOptions
-from jobs.core.engine.runtime import compile_pattern, estimate_statistics, group_events
+from jobs.core.engine.runtime import compile_pattern, group_events
 from jobs.core.language.conditions.expressions import (
     Attr,
     BoolOp,

@@ -178,7 +178,7 @@ def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None
         log.append(row, hold=not outcome["committed"])
     else:
         log_run(lake, row)
-    if getattr(pattern, "first_ever", ()):
+    if pattern.first_ever:
         publish_state(lake, pattern, staging)  # after the matches: a kill keeps the old one
     steps = funnel_rows_of(ctx, stats)
     if funnels is not None:

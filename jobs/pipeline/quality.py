@@ -32,6 +32,7 @@ from jobs.config.suites import load_suite
 from jobs.core.errors import UserError
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
+from jobs.landing.typing import events_schema
 from jobs.pipeline.check_frames import (
     DriverFrames,
     StagedMatches,
@@ -41,7 +42,6 @@ from jobs.pipeline.check_frames import (
     prefix,
     required,
 )
-from jobs.pipeline.ingest.typing import events_schema
 from jobs.spark.predicates import col, event_date_filters, property_column
 from jobs.status import new_run_id
 

@@ -44,8 +44,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from jobs.config import Profile
+from jobs.core.engine.matchers import MATCHER_CLASSES
 from jobs.core.engine.options import MatchOptions
-from jobs.core.engine.runtime import MATCHER_CLASSES
 from jobs.core.language.conditions.expressions import stored
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
@@ -119,7 +119,7 @@ def numbered(pattern: Pattern | Disjunction) -> bool:
 
 def shareable(pattern: Pattern | Disjunction) -> bool:
     if pattern.kind == "window" or unlinked_negation(pattern) \
-            or pattern.after_match != "all" or getattr(pattern, "marks_needed", False):
+            or pattern.after_match != "all" or pattern.marks_needed:
         return False  # (first_ever, history: its events carry marks of their own)
     free = all(alt.position_rule is None for alt in pattern.alternatives)
     if not pattern.partition_attributes:  # a pass by time slices

@@ -168,7 +168,7 @@ def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
         .slice(0, SHOWN_MATCHES).to_pylist()
     ids = sorted({e for m in first for _, es in m["bindings"] for e in es})
     spans = [(m["start_ts"], m["end_ts"]) for m in first]  # its bound events lie in it
-    shown_attrs = tuple(sorted(a for a in getattr(pattern, "attributes", ())
+    shown_attrs = tuple(sorted(a for a in pattern.attributes
                                if not a.startswith("__") and a != "ts"))
     found = events.of_matches(pattern.source, ids, spans, shown_attrs)
     if found is None:
@@ -187,7 +187,7 @@ def _shown_matches(events: SourceEvents, pattern, t: pa.Table) -> list[dict]:
                     "events": sorted(marks, key=lambda x: (x[1], x[2])),
                     "values": values,
                     "measures": {n: _shown_value(m.get(n))
-                                 for n in getattr(pattern, "measure_names", ())}})
+                                 for n in pattern.measure_names}})
     return out
 
 
@@ -233,7 +233,7 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
         page.shown = _shown_from_json(old["shown"])  # the same first matches: their events
     else:
         shown = read_first(dataset, summary, ["match_id", "start_ts", "end_ts", "bindings",
-                                              *getattr(pattern, "measure_names", ())])
+                                              *pattern.measure_names])
         page.shown = _shown_matches(events, pattern, shown) if shown is not None else []
     if cache is not None:
         cache.keep(f"pattern {pattern.name}", key, {

@@ -45,7 +45,7 @@ def own_conditions(alt, name: str) -> list[str]:
     file writes them."""
     out = [str(c) for c in alt.conditions
            if getattr(c, "var", None) == name or getattr(c, "variables", ()) == (name, name)]
-    out += ["first ever"] * (name in getattr(alt, "first_ever", ()))
+    out += ["first ever"] * (name in alt.first_ever)
     out += [f"history: {h}" for h in getattr(alt, "history", ()) if h.anchor == name]
     return out
 

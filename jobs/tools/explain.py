@@ -114,7 +114,7 @@ def why_not(pattern, events: list[Event], low: int | None = None, high: int | No
         raise InputError(f"{pattern.name} is a window pattern: explain --partition/--at "
                          "replays the steps of sequence patterns only; use `match` on the "
                          "events and read docs/windows.md")
-    if getattr(pattern, "marks_needed", False):  # first_ever, history: the events given
+    if pattern.marks_needed:  # first_ever, history: the events given
         events, pattern = mark(pattern, events), pattern.marked()  # are the whole history
     reports = []
     for k, alt in enumerate(pattern.alternatives, start=1):

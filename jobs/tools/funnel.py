@@ -57,7 +57,7 @@ def funnel_of(spark, profile: Profile, name_or_path: str, partition: str | None 
     else:
         wanted = ["event_id", "ts", *(a for a in pattern.stored_attributes if a != "ts")]
         cols = from_arrow(events.select(*wanted).toArrow(), pattern.stored_attributes)
-    if getattr(pattern, "marks_needed", False):  # the events read are the whole history
+    if pattern.marks_needed:  # the events read are the whole history
         marked, cols = with_marks(pattern, cols)
         return pattern, engine_funnel(marked, cols)
     return pattern, engine_funnel(pattern, cols)

@@ -339,21 +339,28 @@ def test_the_command_table_is_what_the_groups_declare():
 
 
 def test_help_and_match_do_not_load_the_pipeline():
-    """Start-up: `ses --help` imports no command group; `ses match` not the pipeline's
-    Spark steps, the pr-check or the catalogue site."""
+    """Start-up: `ses --help` imports no command group; `ses match` (the engine, or the
+    oracle; on a CSV file or on a landing file typed as ingest types it) loads no module
+    of the pipeline, the lake or Spark, and neither pyspark nor delta-rs."""
     probe = ("import sys, contextlib, io\nfrom jobs.cli.main import main\n"
              "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):\n"
              "    main(sys.argv[1:])\n"
-             "print(sorted(m for m in sys.modules if m.startswith('jobs.')))\n")
+             "print(sorted(m for m in sys.modules if m.startswith(('jobs.', 'pyspark', "
+             "'deltalake', 'py4j'))))\n")
     out = subprocess.run([sys.executable, "-c", probe, "--help"], capture_output=True,
                          text=True, cwd=ROOT).stdout
     assert "jobs.cli.patterns" not in out and "jobs.pipeline" not in out, out
-    out = subprocess.run([sys.executable, "-c", probe, "match", P1, MW, "--matcher",
-                          "bruteforce"], capture_output=True, text=True, cwd=ROOT).stdout
-    loaded = out.strip().splitlines()[-1]
-    assert "jobs.cli.patterns" in loaded
-    for heavy in ("jobs.pipeline.run", "jobs.prcheck", "jobs.site", "jobs.cli.steps"):
-        assert heavy not in loaded, (heavy, loaded)
+    landing = str(ROOT / "data" / "landing" / "sepsis" / "sepsis_1.jsonl.gz")
+    sepsis = str(ROOT / "patterns" / "sepsis_rising_crp_then_icu.yaml")
+    for argv in ([P1, MW, "--matcher", "bruteforce"], [P1, MW], [sepsis, landing]):
+        done = subprocess.run([sys.executable, "-c", probe, "match", *argv],
+                              capture_output=True, text=True, cwd=ROOT)
+        loaded = ast.literal_eval(done.stdout.strip().splitlines()[-1])
+        assert "jobs.cli.match" in loaded and "jobs.core.local.files" in loaded, loaded
+        heavy = [m for m in loaded if m.startswith(("jobs.pipeline", "jobs.spark", "jobs.lake",
+                                                    "jobs.cli.common", "pyspark", "py4j",
+                                                    "deltalake"))]
+        assert not heavy, (argv, heavy)
 
 
 def test_query_and_runs_load_no_pipeline_module():

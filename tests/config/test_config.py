@@ -238,3 +238,18 @@ def test_a_reference_table_is_checked_before_an_engine_guesses_at_it(tmp_path, m
 def test_the_committed_reference_tables_are_sound():
     for path in sorted((ROOT / "conf" / "reference").glob("*.csv")):
         check_reference(path)
+
+
+def test_the_dag_s_settings_are_read_strictly(tmp_path):
+    """The DAG reads its ``airflow:`` block through ``jobs.config``: the committed values,
+    defaults for a block left out, and a bad value named with its line."""
+    from jobs.config import AirflowSettings, load_airflow_settings
+
+    committed = load_airflow_settings(Project(ROOT))
+    assert committed.schedule == "0 2 * * *" and committed.retries >= 0
+    assert load_airflow_settings(_project(tmp_path / "bare", "profiles: {}\n")) == \
+        AirflowSettings()
+    bad = PIPELINE.replace("retries: ", "retries: -", 1)
+    assert bad != PIPELINE
+    with pytest.raises(ConfigError, match=r"pipeline.yaml:\d+: airflow.retries: -"):
+        load_airflow_settings(_project(tmp_path / "bad", bad))

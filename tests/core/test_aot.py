@@ -12,9 +12,10 @@ import pyarrow as pa
 import pytest
 
 from jobs.config import load_sources
+from jobs.core.engine import aot
 from jobs.core.engine.columns import from_arrow
 from jobs.core.engine.options import MatchOptions
-from jobs.core.engine.runtime import aot, compile_pattern, execute
+from jobs.core.engine.runtime import compile_pattern, execute
 from jobs.core.language.patternfile import load_pattern
 from jobs.pipeline.ingest import landing_files, typed_file
 

@@ -12,11 +12,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.cli.main import main
+from jobs.core.engine.batches import MatchStats
 from jobs.core.engine.columns import from_arrow, from_events
 from jobs.core.engine.compiled import OPS, CompiledPattern, compare_columns
+from jobs.core.engine.matchers import MATCHER_CLASSES
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.output import iso_timestamps
-from jobs.core.engine.runtime import MATCHER_CLASSES, MatchStats, compile_pattern, execute
+from jobs.core.engine.runtime import compile_pattern, execute
 from jobs.core.language.events import Event, format_ts, order
 from jobs.core.local.runner import MatchCapExceeded, run
 from jobs.core.reference import oracle

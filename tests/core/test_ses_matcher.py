@@ -8,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jobs.core.engine.columns import from_events
-from jobs.core.engine.runtime import SESMatcher, compile_pattern, group_events, scan
+from jobs.core.engine.matchers import SESMatcher
+from jobs.core.engine.runtime import compile_pattern, group_events, scan
 from jobs.core.local.runner import MatchOptions, run
 from jobs.core.reference import oracle
 from jobs.core.reference.summary import SummaryStatistics, reference_candidates

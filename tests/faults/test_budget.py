@@ -4,8 +4,8 @@ window and the setting; a partition's events count too."""
 
 import pytest
 
+from jobs.core.engine.batches import MatchBudgetExceeded
 from jobs.core.engine.options import MatchOptions
-from jobs.core.engine.runtime import MatchBudgetExceeded
 from jobs.core.language.events import Event, order
 from jobs.core.local.runner import run
 from tests.helpers import pattern_text

@@ -18,9 +18,9 @@ from jobs.cli.main import main
 from jobs.config import TimeRange, load_profile, load_sources
 from jobs.core.language.patternfile import PatternError, load_pattern
 from jobs.lake.store import Lake
+from jobs.landing import reading
 from jobs.pipeline import ingest as ig
 from jobs.pipeline.horizons import check_logical_date
-from jobs.pipeline.ingest import reading
 from jobs.project.models import ModelError, load_model
 from jobs.project.patterns import load_catalog
 
@@ -221,8 +221,8 @@ def test_logical_dates_are_checked(capsys):
 def test_a_file_cut_short_after_it_was_listed_fails_its_source_named(tmp_path):
     """A landing file replaced by a shorter one between the listing and its task: the task
     stops with the file and what happened (it used to wait for bytes that never came)."""
-    from jobs.pipeline.ingest.listing import splits_of
-    from jobs.pipeline.ingest.tasks import typed_blocks
+    from jobs.landing.files import typed_blocks
+    from jobs.landing.splits import splits_of
 
     path = tmp_path / "a.csv"
     path.write_text(HEADER + "e1,1,C,1,mg,2010-08-01T00:00:00\ne2,1,C,1,mg,2010-08-02T00:00:00\n")

@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 from jobs.config import load_sources
 from jobs.lake import rewrite
 from jobs.lake.store import Lake
+from jobs.landing import reading, splits
 from jobs.pipeline import ingest as ig
-from jobs.pipeline.ingest import listing, reading
 from jobs.pipeline.reconcile import reconcile
 from jobs.pipeline.retract import retract
 from jobs.pipeline.run import run_all
@@ -38,8 +38,8 @@ def _staged_ids(landing: Path, lake_root: Path, chunk: int) -> list[tuple]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(reading, "CHUNK", chunk)  # the row reader's blocks
         mp.setattr(reading, "BLOCK_BYTES", chunk * 8)  # the columnar reader's blocks
-        mp.setattr(listing, "SPLIT_BYTES", chunk * 16)  # the tasks' splits
-        mp.setattr(listing, "MIN_SPLIT", 1)
+        mp.setattr(splits, "SPLIT_BYTES", chunk * 16)  # the tasks' splits
+        mp.setattr(splits, "MIN_SPLIT", 1)
         batch = ig.stage(HOSPITAL, str(landing), Lake(str(lake_root)), "r")
     t = batch.events
     return sorted(zip(t.column("event_id").to_pylist(), t.column("patient").to_pylist()))

@@ -18,7 +18,8 @@ from deltalake import DeltaTable
 
 from jobs.config import TimeRange, load_sources
 from jobs.lake.store import Lake
-from jobs.pipeline.ingest import ingest, listing, reading
+from jobs.landing import reading, splits
+from jobs.pipeline.ingest import ingest
 
 HERE = Path(__file__).parent
 LANDING = HERE / "data" / "edge_landing"
@@ -56,15 +57,15 @@ def ingest_all(tmp_path, spark=None, ranges=RANGES) -> dict:
 @pytest.mark.parametrize("split", [None, 300])
 def test_the_columnar_ingest_makes_what_the_row_ingest_made(tmp_path, monkeypatch, split):
     if split:  # splits of ~300 bytes read in blocks of ~150: every kind of cut
-        monkeypatch.setattr(listing, "SPLIT_BYTES", split)
-        monkeypatch.setattr(listing, "MIN_SPLIT", 1)
+        monkeypatch.setattr(splits, "SPLIT_BYTES", split)
+        monkeypatch.setattr(splits, "MIN_SPLIT", 1)
         monkeypatch.setattr(reading, "BLOCK_BYTES", split // 2)
     assert ingest_all(tmp_path) == GOLDEN
 
 
 def test_on_spark_executors_too(tmp_path, monkeypatch, spark):
-    monkeypatch.setattr(listing, "SPLIT_BYTES", 400)
-    monkeypatch.setattr(listing, "MIN_SPLIT", 1)
+    monkeypatch.setattr(splits, "SPLIT_BYTES", 400)
+    monkeypatch.setattr(splits, "MIN_SPLIT", 1)
     got = ingest_all(tmp_path, spark, {"default": RANGES["default"]})
     assert got == {k: v for k, v in GOLDEN.items() if k.endswith("/default")}
 
@@ -75,8 +76,8 @@ def test_a_task_killed_mid_ingest_runs_again_and_nothing_is_lost_or_doubled(
     ``ingest:task``): the job's dead task is run again (Spark's own retries on a cluster;
     here, with local Spark's single attempt, ingest's next job over the splits no task
     finished), and the events and quarantine are those of an uninterrupted ingest."""
-    monkeypatch.setattr(listing, "SPLIT_BYTES", 400)
-    monkeypatch.setattr(listing, "MIN_SPLIT", 1)
+    monkeypatch.setattr(splits, "SPLIT_BYTES", 400)
+    monkeypatch.setattr(splits, "MIN_SPLIT", 1)
     monkeypatch.setenv("SES_FAILPOINT", "ingest:task")
     said: list[str] = []
     lake = Lake.of(str(tmp_path / "lake"))

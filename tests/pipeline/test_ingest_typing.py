@@ -11,9 +11,9 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jobs.pipeline.ingest.ids import json_texts
-from jobs.pipeline.ingest.reading import MISSING
-from jobs.pipeline.ingest.typing import (
+from jobs.landing.ids import json_texts
+from jobs.landing.reading import MISSING
+from jobs.landing.typing import (
     MISSING_COLUMN,
     NOT_FINITE,
     NOT_KIND,

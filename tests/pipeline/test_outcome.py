@@ -1,7 +1,7 @@
 """``PatternOutcome``: every failure becomes one value in one place, and one rule says
 whether a retry can mend it (final or retryable), from the error's class alone."""
 
-from jobs.core.engine.runtime import MatchBudgetExceeded, MatchCapExceeded
+from jobs.core.engine.batches import MatchBudgetExceeded, MatchCapExceeded
 from jobs.core.errors import EXIT_FAILED, EXIT_INPUT, EXIT_RETRY, InputError
 from jobs.lake.locks import LakeBusy
 from jobs.pipeline.outcome import (

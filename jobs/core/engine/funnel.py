@@ -81,7 +81,7 @@ def skipped(pattern, cols: EventColumns, options: MatchOptions = MatchOptions(),
             positions=None) -> set[int]:
     """The windows (rows of their first events) where the pattern's own matcher finds a
     match but ``after_match`` keeps none (empty for a pattern that keeps every match)."""
-    if getattr(pattern, "after_match", "all") == "all":
+    if pattern.after_match == "all":
         return set()
     own = replace(options, matcher=None, plan=None)
     every = _by_identity(_ALL, 64, pattern, (), lambda: replace(pattern, after_match="all"))

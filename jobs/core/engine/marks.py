@@ -6,11 +6,14 @@ its anchor bound to the event). The engine then runs the pattern's ``marked()`` 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from jobs.core.engine.columns import NUMBER, EventColumns
 from jobs.core.engine.compiled import CompiledPattern
 from jobs.core.engine.programs import TRUE, vector_truth
+from jobs.core.engine.runtime import compile_pattern
 from jobs.core.language.conditions.expressions import PARTITION_FACTS, is_fact
 from jobs.core.language.pattern import Pattern, first_ever_attribute, history_attribute
 
@@ -117,3 +120,17 @@ def with_marks(pattern: Pattern, cols: EventColumns) -> tuple[Pattern, EventColu
     marks += [(history_attribute(k), history_marks(pattern, cols, k))
               for k in range(len(pattern.history))]
     return pattern.marked(), _with_columns(cols, marks)
+
+
+def marked_compiled(pattern, columns_of: Callable[[tuple[str, ...]], EventColumns],
+                    needs_marks: bool | None = None):
+    """Marks, then compile: (the pattern to run, it compiled, its columns). A pattern that
+    needs marks (``needs_marks``, by default ``pattern.marks_needed``: the events
+    ``columns_of`` gives are its whole history) reads its stored attributes, gets its marks
+    from them and is compiled over the marked columns; any other is compiled first and
+    reads the attributes it needs."""
+    if pattern.marks_needed if needs_marks is None else needs_marks:
+        marked, cols = with_marks(pattern, columns_of(pattern.stored_attributes))
+        return marked, compile_pattern(marked, cols.names), cols
+    compiled = compile_pattern(pattern)
+    return pattern, compiled, columns_of(compiled.attributes)

@@ -14,8 +14,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.core.engine.batches import MatchBatch, batch_take
 from jobs.core.engine.columns import EventColumns
-from jobs.core.engine.runtime import MatchBatch, batch_take
 from jobs.core.language.events import format_ts
 
 _NEEDS_ESCAPE = r'["\\\x00-\x1f]|[^\x00-\x7f]'

@@ -23,11 +23,11 @@ from typing import Iterator
 
 import numpy as np
 
+from jobs.core.engine.batches import MatchBatch, MatchStats, batch_take
 from jobs.core.engine.columns import MISSING, NUMBER, STRING, EventColumns, dense_ranks, from_events
 from jobs.core.engine.options import MatchOptions
 from jobs.core.engine.output import bindings_of
 from jobs.core.engine.programs import FALSE, TRUE, UNKNOWN, vector_truth3, vector_value
-from jobs.core.engine.runtime import MatchBatch, MatchStats, batch_take
 from jobs.core.language.conditions.expressions import OPERATORS, Cmp, Expr, In, Lit, Neg, Not, Truth
 from jobs.core.language.events import format_ts
 from jobs.core.language.window import (

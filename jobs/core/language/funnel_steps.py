@@ -61,7 +61,7 @@ def shown(cond, pattern: Pattern) -> str:
     """A condition (or its text) as the pattern file says it: a mark of ``first_ever`` or
     of a history condition by what it stands for, a partition fact as ``partition.NAME``."""
     text = str(cond)
-    marks = dict(getattr(pattern, "marks", ()))
+    marks = dict(pattern.marks)
     text = _MARK.sub(lambda m: marks.get(m.group(1), m.group(0)), text)
     return _FACT.sub(lambda m: f"partition.{FACT_NAMES.get(m.group(1), m.group(1))}", text)
 

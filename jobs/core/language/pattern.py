@@ -561,6 +561,8 @@ class Disjunction:
 
     whole_history = False  # partition facts and history: one file per alternative
     marks_needed = False
+    first_ever = ()  # the same
+    marks = ()
 
     @cached_property
     def stored_attributes(self) -> tuple[str, ...]:

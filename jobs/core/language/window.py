@@ -71,6 +71,13 @@ class WindowPattern:
     kind = "window"
     matcher = "window"  # the runs log's matcher column
     plan = None
+    # what a sequence pattern may have and a window never has: the callers of both kinds
+    # read them without asking which kind they hold
+    first_ever = ()
+    marks = ()
+    measure_names = ()
+    whole_history = False
+    marks_needed = False
 
     @property
     def conditions(self) -> dict[str, Expr]:

@@ -12,18 +12,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from jobs.core.engine.batches import MatchCapExceeded, MatchStats
 from jobs.core.engine.columns import from_events
-from jobs.core.engine.marks import with_marks
+from jobs.core.engine.marks import marked_compiled
 from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, MatchOptions
 from jobs.core.engine.output import bindings_of, json_lines, sort_batch
-from jobs.core.engine.runtime import (
-    STRATEGIES,
-    MatchCapExceeded,
-    MatchStats,
-    compile_pattern,
-    execute,
-)
+from jobs.core.engine.runtime import STRATEGIES, compile_pattern, execute
 from jobs.core.language.events import Event, order
 from jobs.core.language.pattern import MATCHER_NAMES, Disjunction, Pattern
 from jobs.core.language.patternfile import parse_pattern
@@ -49,12 +44,8 @@ def run(pattern: Pattern | Disjunction, events: list[Event], options: MatchOptio
         st.matches = len(matches)
         st.seconds = time.perf_counter() - started
         return matches, st.as_dict()
-    if getattr(pattern, "marks_needed", False):  # the events given are the whole history
-        pattern, cols = with_marks(pattern, from_events(events, pattern.stored_attributes))
-        compiled = compile_pattern(pattern, cols.names)
-    else:
-        compiled = compile_pattern(pattern)
-        cols = from_events(events, compiled.attributes)
+    # the events given are the whole history: a pattern that needs marks gets them here
+    pattern, compiled, cols = marked_compiled(pattern, lambda names: from_events(events, names))
     st = MatchStats()
     found = []
     columns = pattern.measure_names

@@ -48,7 +48,7 @@ def window_outcomes(pattern, events: list[Event]) -> list[WindowOutcome]:
 def skipped(pattern, events: list[Event]) -> set[int]:
     """The windows (``seq`` of their first events) where the pattern's own matcher finds
     a match but ``after_match`` keeps none."""
-    if getattr(pattern, "after_match", "all") == "all":
+    if pattern.after_match == "all":
         return set()
     run = ses_exec if pattern.matcher == "ses" else all_matches
     return {m.start.seq for m in run(replace(pattern, after_match="all"), events)} - \

@@ -42,7 +42,7 @@ def meaning(pattern: Pattern | Disjunction, events: list[Event],
     of SESExec for ``ses``, every match of Definition 2 for ``zstream``. A disjunction
     means the union of its alternatives' matches, each tagged with its alternative."""
     run = ses_exec if (matcher or pattern.matcher) == "ses" else all_matches
-    if getattr(pattern, "marks_needed", False):
+    if pattern.marks_needed:
         events, pattern = mark(pattern, events), pattern.marked()  # the whole history
     if isinstance(pattern, Disjunction):  # after_match is refused with alternatives
         return [with_measure_columns(m, pattern.measure_names)

@@ -17,8 +17,8 @@ import pyarrow as pa
 from jobs.config import Source, TimeRange
 from jobs.failpoints import reached
 from jobs.lake import store as lk
+from jobs.landing.typing import ARROW, events_schema
 from jobs.pipeline.ingest.staging import Batch, IngestResult, batches, stage
-from jobs.pipeline.ingest.typing import ARROW, events_schema
 
 INGEST_LOG_SCHEMA = pa.schema([
     ("source", pa.string()), ("file", pa.string()), ("sha256", pa.string()),

@@ -29,24 +29,12 @@ import pyarrow.compute as pc
 
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
-from jobs.pipeline.ingest.ids import id_key, numbered, numbered_in_files, occurrences
-from jobs.pipeline.ingest.listing import (
-    Digests,
-    Split,
-    estimated_rows,
-    landing_files,
-    splits_of,
-    whole,
-)
-from jobs.pipeline.ingest.reading import IngestError, NotPlain
-from jobs.pipeline.ingest.tasks import REREAD, part, run_splits, typed_blocks
-from jobs.pipeline.ingest.typing import (
-    LINEAGE,
-    QUARANTINE_SCHEMA,
-    events_schema,
-    quarantine_table,
-    typed_schema,
-)
+from jobs.landing.ids import id_key, numbered, occurrences
+from jobs.landing.reading import IngestError
+from jobs.landing.splits import Split, estimated_rows, landing_files, splits_of, whole
+from jobs.landing.typing import LINEAGE, events_schema, quarantine_table
+from jobs.pipeline.ingest.listing import Digests
+from jobs.pipeline.ingest.tasks import REREAD, part, run_splits
 
 INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
 CHUNK_ROWS = 100_000  # rows the driver streams from a staged part at a time
@@ -450,24 +438,3 @@ def _keep(batch: Batch, parts: Parts, drop: set[str],
                 writer.write_table(t.select(schema.names).cast(schema))
                 rows += t.num_rows
     batch.num_events = rows
-
-
-def typed_in_memory(source: Source, splits, ts_range: TimeRange = TimeRange()
-                    ) -> tuple[pa.Table, pa.Table]:
-    """(typed events with the staging's extra columns, quarantined rows) of splits read
-    here, content-hash ids numbered over each file: ingest's typing without a lake."""
-    events, quarantine = [], []
-    for s in splits:
-        try:
-            got = list(typed_blocks(s, source, ts_range))
-        except NotPlain:  # a compressed file: Python's readers read it
-            got = list(typed_blocks(whole(s, s.index), source, ts_range))
-        for _, ev, q in got:
-            events.append(ev)
-            quarantine.append(q)
-    table = pa.concat_tables(events) if events else typed_schema(source).empty_table()
-    if not source.id_column:
-        table = numbered_in_files(table)
-    q = pa.concat_tables(quarantine) if quarantine else QUARANTINE_SCHEMA.empty_table()
-    return table, q
-

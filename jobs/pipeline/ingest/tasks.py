@@ -10,7 +10,6 @@ Without Spark (tests, ``ses match``) the same tasks run one after another in thi
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import signal
@@ -18,91 +17,23 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from jobs import environment
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
-from jobs.pipeline.ingest.ids import SplitNumbers
-from jobs.pipeline.ingest.listing import Split, whole
-from jobs.pipeline.ingest.reading import (
-    IngestError,
-    NotPlain,
-    QuoteOpen,
-    RawBlock,
-    csv_blocks,
-    jsonl_blocks,
-    parquet_batches,
-    raw_text,
-    row_blocks,
-    unreadable,
-)
-from jobs.pipeline.ingest.typing import type_block, typed_schema
+from jobs.landing.files import typed_blocks
+from jobs.landing.ids import SplitNumbers
+from jobs.landing.reading import IngestError, NotPlain, QuoteOpen
+from jobs.landing.splits import Split, whole
+from jobs.landing.typing import typed_schema
 from jobs.progress import EVERY
 
 INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
                   ("quarantined", pa.int64()), ("seconds", pa.float64()),
                   ("read", pa.float64()), ("type", pa.float64()), ("error", pa.string())])
 REREAD = "reread: "  # a split cut inside a quoted field: its file is read again, whole
-
-
-def raw_columns(source: Source) -> list[str]:
-    extra = [source.id_column] if source.id_column and source.id_column not in source.columns \
-        else []
-    return [*source.columns, *extra]
-
-
-def _parquet_blocks(split: Split, columns: list[str]) -> Iterator[RawBlock]:
-    n = split.first_line
-    for batch in parquet_batches(Path(split.path), list(range(split.start, split.end))):
-        names = batch.schema.names
-        lines = np.arange(n + 1, n + 1 + batch.num_rows, dtype=np.int64)
-        n += batch.num_rows
-        values = {c: (batch.column(names.index(c)) if c in names else None) for c in columns}
-
-        def raw(i: int, batch=batch) -> str:
-            return raw_text(batch.slice(i, 1).to_pylist()[0])
-
-        yield RawBlock(lines, values, raw)
-
-
-def blocks(split: Split, source: Source) -> Iterator[RawBlock]:
-    """The raw blocks of a split, by the reader that can take it."""
-    columns = raw_columns(source)
-    path = Path(split.path)
-    if split.fmt == "parquet":
-        return _parquet_blocks(split, columns)
-    if not split.columnar:
-        return row_blocks(path, split.fmt, source.time_column, columns)
-    if split.fmt == "csv":
-        return csv_blocks(path, split.start, split.end, split.first_line, list(split.header),
-                          columns, split.last)
-    return jsonl_blocks(path, split.start, split.end, split.first_line, columns,
-                        source.columns)
-
-
-def typed_blocks(split: Split, source: Source, ts_range: TimeRange, clock: dict | None = None
-                 ) -> Iterator[tuple[int, pa.Table, pa.Table]]:
-    """(raw records, typed events, quarantined rows) per block of a split; raises
-    ``IngestError`` for a file that cannot be read. ``clock``: seconds spent reading and
-    typing are added to its ``read`` and ``type``."""
-    clock = {} if clock is None else clock
-    try:
-        t0 = time.perf_counter()
-        for block in blocks(split, source):
-            t1 = time.perf_counter()
-            events, quarantine = type_block(source, block, split.label, split.run_id,
-                                            split.now, ts_range, split.file_index)
-            t2 = time.perf_counter()
-            clock["read"] = clock.get("read", 0.0) + t1 - t0
-            clock["type"] = clock.get("type", 0.0) + t2 - t1
-            yield len(block) + len(block.refused), events, quarantine
-            t0 = time.perf_counter()
-    except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
-        raise unreadable(split.path, split.fmt, exc) from None
 
 
 def part(folder: str, kind: str, split: int) -> str:

@@ -20,9 +20,9 @@ import pyarrow.compute as pc
 
 from jobs.config import Source, TimeRange
 from jobs.core.language.events import parse_ts
-from jobs.pipeline.ingest.ids import content_ids, id_key, id_keys
-from jobs.pipeline.ingest.reading import EMPTY as _EMPTY
-from jobs.pipeline.ingest.reading import MAX_FIELD, MISSING, RawBlock, raw_text
+from jobs.landing.ids import content_ids, id_key, id_keys
+from jobs.landing.reading import EMPTY as _EMPTY
+from jobs.landing.reading import MAX_FIELD, MISSING, RawBlock, raw_text
 
 ARROW = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
          "number": pa.float64(), "timestamp": pa.timestamp("us", tz="UTC")}
