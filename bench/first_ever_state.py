@@ -36,7 +36,7 @@ import pyarrow.compute as pc  # noqa: E402
 from jobs.config import load_profile  # noqa: E402
 from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 from jobs.lake.store import Lake  # noqa: E402
-from jobs.pipeline.first_ever import build_state, plan_first_ever  # noqa: E402
+from jobs.pipeline.match.first_ever import build_state, plan_first_ever  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402
 
 PATTERN = textwrap.dedent("""\

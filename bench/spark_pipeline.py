@@ -38,7 +38,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from jobs.config import load_profile  # noqa: E402
 from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 from jobs.lake import store as lk  # noqa: E402
-from jobs.pipeline.phase1 import run_match_job  # noqa: E402
+from jobs.pipeline.match.phase1 import run_match_job  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "data" / "real"
@@ -227,8 +227,9 @@ def measure(spark, profile, lake: lk.Lake, name: str, repeat: int) -> dict:
     job into staging, and the publish of its matches into a fresh table."""
     import shutil
 
-    from jobs.pipeline.horizons import RunRange
-    from jobs.pipeline.publish import publish
+    from jobs.pipeline.publish.matches import publish
+
+    from jobs.pipeline.match.horizons import RunRange
 
     source, n = ensure_table(lake, name)
     text = PATTERNS["loans" if name == "loans" else "hospital"].replace(

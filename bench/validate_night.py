@@ -19,8 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import jobs.pipeline.ingest_steps as ingest_steps
-import jobs.pipeline.publish_steps as publish_steps
+import jobs.pipeline.publish.steps as publish_steps
+
+import jobs.pipeline.ingest.steps as ingest_steps
 import jobs.pipeline.run as run
 from jobs.config import Profile
 from jobs.spark.session import build_session
@@ -37,7 +38,7 @@ def main() -> None:
     parser.add_argument("--events-on-spark", action="store_true")
     args = parser.parse_args()
     if args.events_on_spark:
-        from jobs.pipeline import quality
+        from jobs.pipeline.validate import quality
 
         def on_spark(spark, lake, source, events, ts_range):
             return quality._events_suite(lake, source, spark.createDataFrame(events), ts_range)

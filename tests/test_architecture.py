@@ -201,3 +201,42 @@ def test_the_code_points_to_the_docs_not_to_a_tracker():
              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
              if cited.search(line) and p.name != "test_architecture.py"]
     assert not found, f"references to an issue tracker: {found}"
+
+
+# jobs/pipeline: the night's phases (packages) around its few root modules, lowest first.
+# The events suite (validate) gates ingest, so it lies below it; a phase imports only the
+# phases below it.
+PIPELINE_ORDER = [{"context", "outcome"}, {"validate"}, {"ingest"}, {"match"}, {"publish"},
+                  {"upkeep"}, {"report"}, {"run"}]
+PIPELINE_RANK = {name: i for i, layer in enumerate(PIPELINE_ORDER) for name in layer}
+
+
+def _phase(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "pipeline" else None
+
+
+def test_the_pipeline_is_in_phase_packages():
+    """At most 8 modules directly in jobs/pipeline/; every phase package says what it is
+    in a docstring, and the order above knows every part of the pipeline."""
+    folder = PACKAGE / "pipeline"
+    direct = sorted(p.name for p in folder.glob("*.py"))
+    assert len(direct) <= 8, direct
+    packages = sorted(p.name for p in folder.iterdir() if (p / "__init__.py").exists())
+    for name in packages:
+        doc = ast.get_docstring(ast.parse((folder / name / "__init__.py").read_text()))
+        assert doc and len(doc) > 80, f"jobs/pipeline/{name}/__init__.py: no docstring"
+    parts = {p.removesuffix(".py") for p in direct} - {"__init__"} | set(packages)
+    assert parts == set(PIPELINE_RANK), parts ^ set(PIPELINE_RANK)
+
+
+def test_the_pipeline_phases_import_down(graph):
+    mods, edges = graph
+    wrong = []
+    for src, targets in edges.items():
+        a = _phase(src)
+        for dst, (line, _) in targets.items():
+            b = _phase(dst)
+            if a and b and a != b and PIPELINE_RANK[b] >= PIPELINE_RANK[a]:
+                wrong.append(f"{mods[src].relative_to(ROOT)}:{line}: {src} imports {dst}")
+    assert not wrong, "pipeline phases importing upwards:\n" + "\n".join(wrong)

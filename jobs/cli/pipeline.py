@@ -13,11 +13,11 @@ from jobs.config import load_profile
 from jobs.lake.locks import lake_lock
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.health_checks import report_checks, volume_of_sources
-from jobs.pipeline.horizons import backfill_range, check_logical_date
-from jobs.pipeline.ingest_steps import ingest_sources
-from jobs.pipeline.reconcile import reconcile
+from jobs.pipeline.ingest.steps import ingest_sources
+from jobs.pipeline.match.horizons import backfill_range, check_logical_date
 from jobs.pipeline.run import backfill, models_task, retract_task, run_all
+from jobs.pipeline.upkeep.health_checks import report_checks, volume_of_sources
+from jobs.pipeline.upkeep.reconcile import reconcile
 from jobs.project.models import ModelError, load_models
 from jobs.site.build import build_site
 from jobs.spark.session import LazySession

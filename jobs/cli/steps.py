@@ -20,14 +20,14 @@ from jobs.lake.locks import pattern_lock
 from jobs.lake.store import Lake
 from jobs.ops.session import serve
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.horizons import check_logical_date
-from jobs.pipeline.ingest_steps import validate_events_step
-from jobs.pipeline.match_steps import match_step, planned_range
+from jobs.pipeline.ingest.steps import validate_events_step
+from jobs.pipeline.match.horizons import check_logical_date
+from jobs.pipeline.match.steps import match_step, planned_range
 from jobs.pipeline.outcome import exit_code, short_error
-from jobs.pipeline.publish_steps import log_failure, publish_step, staged_run, validate_step
-from jobs.pipeline.quality import ValidationFailed
+from jobs.pipeline.publish.steps import log_failure, publish_step, staged_run, validate_step
 from jobs.pipeline.report import summary
 from jobs.pipeline.run import run_pattern, run_task
+from jobs.pipeline.validate.quality import ValidationFailed
 from jobs.project.patterns import load_catalog
 from jobs.spark.session import LazySession, build_session
 

@@ -1,7 +1,7 @@
 """The ``health`` table: what each night's checks found, one row per check and subject
 (a source's freshness and volume, a pattern's volume; a held pattern change is its run's
 failed row in ``runs``). It is the history the volume rule reads
-(``jobs.pipeline.health_checks``) and what ``ses runs``, the summary, the catalogue and
+(``jobs.pipeline.upkeep.health_checks``) and what ``ses runs``, the summary, the catalogue and
 the alerts show."""
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ class MatchRows:
                    isinstance(pattern, Disjunction), select, variables)
 
     def convert(self, staged: pa.Table | pa.RecordBatch) -> pa.Table:
-        """Staged match rows (``jobs.pipeline.phase1``'s output, ``kind = 'match'``) as
+        """Staged match rows (``jobs.pipeline.match.phase1``'s output, ``kind = 'match'``) as
         published rows."""
         t = staged if isinstance(staged, pa.Table) else pa.Table.from_batches([staged])
         n = t.num_rows

@@ -175,7 +175,7 @@ class Lake:
         return self._p("changes", *([pattern] if pattern else []))
 
     def lineage(self) -> str:
-        """OpenLineage events, one JSON file each (``jobs.pipeline.lineage``)."""
+        """OpenLineage events, one JSON file each (``jobs.pipeline.upkeep.lineage``)."""
         return self._p("_lineage")
 
     def retractions(self) -> str:

@@ -30,7 +30,7 @@ class RunContext:
     run_kind: str = NIGHTLY  # jobs.runrecord.RUN_KINDS
     project: Project = field(default_factory=current_project)
     # patterns whose new version may be published however much of its table it removes
-    # (``--accept-changes``; ``jobs.pipeline.publish_steps.held_change``)
+    # (``--accept-changes``; ``jobs.pipeline.publish.steps.held_change``)
     accept_changes: frozenset[str] = frozenset()
 
     @classmethod

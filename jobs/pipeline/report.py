@@ -7,7 +7,7 @@ import textwrap
 
 from jobs.config import Profile
 from jobs.core.language.events import format_ts
-from jobs.pipeline.horizons import RunRange
+from jobs.pipeline.match.horizons import RunRange
 from jobs.runrecord import RunRecord
 from jobs.status import FAILED
 

@@ -23,33 +23,44 @@ from jobs.lake.locks import lake_lock, pattern_lock
 from jobs.lake.maintenance import compact_logs, due, maintain
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.health_checks import (
-    freshness_failures,
-    pattern_checks,
-    report_checks,
-    source_checks,
+from jobs.pipeline.ingest.steps import ingest_sources, pipeline_catalog
+from jobs.pipeline.match.horizons import RunRange, backfill_range, check_logical_date
+from jobs.pipeline.match.planning import SmallSources, needs_spark_sample, sample_from, sample_many
+from jobs.pipeline.match.run_history import planning_runs, published_by
+from jobs.pipeline.match.source_pass import (
+    PassItem,
+    numbered,
+    pass_groups,
+    run_source_pass,
+    shareable,
 )
-from jobs.pipeline.horizons import RunRange, backfill_range, check_logical_date
-from jobs.pipeline.ingest_steps import ingest_sources, pipeline_catalog
-from jobs.pipeline.lineage import emit as emit_lineage
-from jobs.pipeline.match_steps import (
+from jobs.pipeline.match.steps import (
     PlannedRun,
     choose_join_plan,
     match_step,
     night_diagnostics,
     planned_range,
 )
-from jobs.pipeline.models import run_models
 from jobs.pipeline.outcome import PatternOutcome, short_error
-from jobs.pipeline.planning import SmallSources, needs_spark_sample, sample_from, sample_many
-from jobs.pipeline.publish import RunsLog
-from jobs.pipeline.publish_steps import log_failure, publish_step, record_funnels, validate_steps
-from jobs.pipeline.quality import ValidationFailed, one_docs_build
-from jobs.pipeline.reconcile import finish_run, reconcile, start_run
+from jobs.pipeline.publish.matches import RunsLog
+from jobs.pipeline.publish.models import run_models
+from jobs.pipeline.publish.steps import (
+    log_failure,
+    publish_step,
+    record_funnels,
+    validate_steps,
+)
 from jobs.pipeline.report import describe_range, summary
-from jobs.pipeline.retract import retract
-from jobs.pipeline.run_history import planning_runs, published_by
-from jobs.pipeline.source_pass import PassItem, numbered, pass_groups, run_source_pass, shareable
+from jobs.pipeline.upkeep.health_checks import (
+    freshness_failures,
+    pattern_checks,
+    report_checks,
+    source_checks,
+)
+from jobs.pipeline.upkeep.lineage import emit as emit_lineage
+from jobs.pipeline.upkeep.reconcile import finish_run, reconcile, start_run
+from jobs.pipeline.upkeep.retract import retract
+from jobs.pipeline.validate.quality import ValidationFailed, one_docs_build
 from jobs.progress import progress, say
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import PatternCatalog, load_catalog

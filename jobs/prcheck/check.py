@@ -34,9 +34,9 @@ from jobs.core.language.patternfile import PatternError, load_pattern, parse_pat
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.ingest_steps import ingest_sources, pipeline_catalog, stats_step
-from jobs.pipeline.models import run_models
+from jobs.pipeline.ingest.steps import ingest_sources, pipeline_catalog, stats_step
 from jobs.pipeline.outcome import FINAL_TYPES
+from jobs.pipeline.publish.models import run_models
 from jobs.pipeline.run import run_pattern
 from jobs.prcheck.diffs import ModelDiff, PatternDiff, PrCheck, Side
 from jobs.prcheck.report import charts as draw

@@ -37,8 +37,8 @@ from jobs.core.language.pattern import reads_marks
 from jobs.core.reference.funnel import negation_witnesses
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.match_steps import planned_range
-from jobs.pipeline.planning import choose_plan, driver_planned, explain_text
+from jobs.pipeline.match.planning import choose_plan, driver_planned, explain_text
+from jobs.pipeline.match.steps import planned_range
 from jobs.project.patterns import load_catalog
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
 

@@ -26,7 +26,7 @@ from jobs.lake import rewrite
 from jobs.lake import store as lk
 from jobs.lake.maintenance import all_tables
 from jobs.lake.views import lake_tables, match_sources
-from jobs.pipeline.reconcile import orphan_staging
+from jobs.pipeline.upkeep.reconcile import orphan_staging
 from jobs.status import SUCCESS
 
 RETENTION_HOURS = 168  # VACUUM's default: a reader's snapshot up to a week old stays whole

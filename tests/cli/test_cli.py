@@ -378,7 +378,7 @@ def test_query_and_runs_load_no_pipeline_module():
     for command in ("query", "runs"):
         assert not [m for m in loaded[command] if m.startswith("jobs.pipeline")], loaded[command]
         assert len(loaded[command]) < len(loaded["explain"]) - 10
-    assert "jobs.pipeline.match_steps" in loaded["explain"]
+    assert "jobs.pipeline.match.steps" in loaded["explain"]
 
 
 TIMED = """name: timed

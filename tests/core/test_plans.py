@@ -169,7 +169,7 @@ def test_every_generator_gives_the_oracles_matches(data):
 
 
 def test_replanning_rule():
-    from jobs.pipeline.planning import REPLAN_FACTOR, needs_replan
+    from jobs.pipeline.match.planning import REPLAN_FACTOR, needs_replan
 
     def run(est, actual, version="v1", status="success", at=1):
         return {"pattern_version": version, "status": status, "estimated_pm": est,
@@ -185,7 +185,7 @@ def test_replanning_rule():
 
 def test_driver_plans_travel_as_json():
     from jobs.core.plans.json_form import plans_from_json
-    from jobs.pipeline.planning import PlanChoice
+    from jobs.pipeline.match.planning import PlanChoice
 
     trees = [planner(name).plan(FOUR, STATS) for name in ("dp-b", "greedy")]
     for tree in trees:

@@ -16,7 +16,7 @@ from jobs.cli.main import main
 from jobs.config import load_profile
 from jobs.core.errors import NotAQuery, UserError
 from jobs.lake.store import Lake
-from jobs.pipeline.models import run_models
+from jobs.pipeline.publish.models import run_models
 from jobs.pipeline.run import run_all
 from jobs.project.models import ModelError, load_model
 from jobs.spark.sql import check_read_only

@@ -12,8 +12,8 @@ from jobs.config import TimeRange, load_sources
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.ingest import commit, describe, stage
-from jobs.pipeline.retract import retract
 from jobs.pipeline.run import run_all
+from jobs.pipeline.upkeep.retract import retract
 from jobs.project.patterns import load_catalog, pattern_paths
 
 from ..conftest import ROOT, make_profile

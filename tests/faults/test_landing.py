@@ -20,7 +20,7 @@ from jobs.core.language.patternfile import PatternError, load_pattern
 from jobs.lake.store import Lake
 from jobs.landing import reading
 from jobs.pipeline import ingest as ig
-from jobs.pipeline.horizons import check_logical_date
+from jobs.pipeline.match.horizons import check_logical_date
 from jobs.project.models import ModelError, load_model
 from jobs.project.patterns import load_catalog
 

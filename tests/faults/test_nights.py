@@ -19,9 +19,9 @@ from jobs.lake import rewrite
 from jobs.lake.store import Lake
 from jobs.landing import reading, splits
 from jobs.pipeline import ingest as ig
-from jobs.pipeline.reconcile import reconcile
-from jobs.pipeline.retract import retract
 from jobs.pipeline.run import run_all
+from jobs.pipeline.upkeep.reconcile import reconcile
+from jobs.pipeline.upkeep.retract import retract
 from jobs.tools.lakecheck import check_lake, vacuum
 from jobs.tools.query import run_duckdb
 
@@ -99,7 +99,7 @@ def _events(lake: Lake, source: str) -> list[tuple]:
 
 
 def _no_views(lake: Lake) -> None:
-    from jobs.pipeline.reconcile import typed_tables
+    from jobs.pipeline.upkeep.reconcile import typed_tables
 
     for path in typed_tables(lake):
         assert not rewrite.view_files(lake, path), f"{path}: string_view files"

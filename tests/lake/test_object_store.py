@@ -23,8 +23,8 @@ import pytest
 from jobs.config import ConfigError, load_profile, load_sources
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
-from jobs.pipeline.horizons import RunRange
 from jobs.pipeline.ingest import ingest
+from jobs.pipeline.match.horizons import RunRange
 
 from ..conftest import ROOT, make_profile
 
@@ -124,7 +124,7 @@ def test_check_frames_of_an_object_store_lake_equal_a_local_ones(s3_lake, tmp_pa
     from jobs.core.language.events import events_from_arrow, to_datetime
     from jobs.core.language.patternfile import load_pattern
     from jobs.core.local.runner import run
-    from jobs.pipeline.check_frames import DriverFrames, StagedMatches
+    from jobs.pipeline.validate.check_frames import DriverFrames, StagedMatches
 
     source = load_sources()["sepsis"]
     local = lk.Lake(str(tmp_path / "lake"))
@@ -155,7 +155,7 @@ def test_check_frames_of_an_object_store_lake_equal_a_local_ones(s3_lake, tmp_pa
 def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
     """The executors write the match table's files into the bucket (pyarrow's S3
     filesystem with the lake's options, shipped in the task), the driver commits."""
-    from jobs.pipeline.publish import publish
+    from jobs.pipeline.publish.matches import publish
 
     from ..pipeline.test_publish import DAY, EPOCH_NS, PATTERN, _staged
 
@@ -182,8 +182,8 @@ def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
 def test_runs_log_and_reconcile_on_an_object_store_lake(s3_lake):
     """The run plan file, the staged folders and the runs log live in the bucket, and the
     next run's repair finds them there."""
-    from jobs.pipeline.publish import log_run, previous_runs
-    from jobs.pipeline.reconcile import reconcile, start_run
+    from jobs.pipeline.publish.matches import log_run, previous_runs
+    from jobs.pipeline.upkeep.reconcile import reconcile, start_run
     from jobs.status import ABORTED, SUCCESS
 
     now = datetime.now(timezone.utc)
@@ -209,7 +209,7 @@ def test_runs_log_and_reconcile_on_an_object_store_lake(s3_lake):
 
 def test_statistics_on_an_object_store_lake(s3_lake):
     from jobs.lake.stats import SCHEMA, computed_dates, write_stats
-    from jobs.pipeline.planning import read_date_stats
+    from jobs.pipeline.match.planning import read_date_stats
 
     def rows(date: str, events: int, at: datetime) -> pa.Table:
         day = datetime.fromisoformat(date).replace(tzinfo=timezone.utc)
@@ -235,7 +235,7 @@ def test_statistics_on_an_object_store_lake(s3_lake):
 
 def test_query_lists_and_reads_the_tables_of_an_object_store_lake(s3_lake):
     from jobs.lake.views import duckdb_connection, lake_tables
-    from jobs.pipeline.publish import log_run
+    from jobs.pipeline.publish.matches import log_run
     from jobs.status import SUCCESS
 
     now = datetime.now(timezone.utc)
@@ -316,7 +316,7 @@ def test_query_and_runs_commands_on_an_object_store_lake(s3_lake, tmp_path, monk
                                                            capsys):
     """The analyst's commands that need no Spark work on a bucket as on a folder."""
     from jobs.cli.main import main
-    from jobs.pipeline.publish import log_run
+    from jobs.pipeline.publish.matches import log_run
     from jobs.status import SUCCESS
 
     now = datetime.now(timezone.utc)

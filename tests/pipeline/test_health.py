@@ -13,7 +13,7 @@ from jobs.config.profiles import AlertSettings
 from jobs.config.sources import Freshness, Source
 from jobs.lake import store as lk
 from jobs.lake.health import ERROR, NEW, OK, VOLUME, WARN, Check, append_checks, read_checks
-from jobs.pipeline.health_checks import (
+from jobs.pipeline.upkeep.health_checks import (
     alerts_of,
     freshness_check,
     judge,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from jobs.core.language.patternfile import load_pattern
 from jobs.lake import store as lk
-from jobs.pipeline.retract import retract
 from jobs.pipeline.run import run_all
+from jobs.pipeline.upkeep.retract import retract
 
 from ..conftest import make_profile
 from ..lakes import local_ids, published_ids

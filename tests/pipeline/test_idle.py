@@ -8,8 +8,8 @@ import pyarrow as pa
 
 from jobs.lake import store as lk
 from jobs.lake.extent import EventsExtent, events_extent
-from jobs.pipeline.horizons import RunRange
-from jobs.pipeline.match_steps import is_idle
+from jobs.pipeline.match.horizons import RunRange
+from jobs.pipeline.match.steps import is_idle
 
 NS = 10**9
 NOW = datetime(2026, 1, 10, tzinfo=timezone.utc)

@@ -8,7 +8,7 @@ from deltalake import DeltaTable
 
 from jobs.core.language.patternfile import load_pattern
 from jobs.lake import store as lk
-from jobs.pipeline.horizons import plan_range
+from jobs.pipeline.match.horizons import plan_range
 from jobs.pipeline.run import backfill, run_all
 from jobs.project.patterns import pattern_paths
 

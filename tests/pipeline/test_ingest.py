@@ -86,9 +86,9 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
     """A batch that fails the events suite (Great Expectations) is not committed, its files
     stay pending, and the source's patterns fail with a row in the run log."""
     from jobs.config import TimeRange, load_sources
-    from jobs.pipeline import quality
     from jobs.pipeline.ingest import stage
-    from jobs.pipeline.quality import validate_events_frame
+    from jobs.pipeline.validate import quality
+    from jobs.pipeline.validate.quality import validate_events_frame
 
     profile, landing = chemo_profile(tmp_path)
     source = load_sources()["chemo_mw"]
@@ -126,7 +126,7 @@ def test_the_spark_suite_is_warmed_without_a_trace(spark, tmp_path):
     on Spark over one row: it succeeds (``warm_up`` would swallow an error, and the batch's
     suite would pay the warm-up), stores no validation result and leaves no file."""
     from jobs.config import load_sources
-    from jobs.pipeline import quality
+    from jobs.pipeline.validate import quality
 
     profile, _ = chemo_profile(tmp_path)
     lake = Lake.of_profile(profile)
@@ -165,3 +165,33 @@ def test_a_night_hashes_only_new_or_changed_landing_files(tmp_path, monkeypatch)
     r = ingest(SOURCE, str(tmp_path / "landing"), lake, "run3")
     assert hashed == ["d1.csv"] and r.files == 1 and r.new_events == 1
     assert r.changed == ["toy/d1.csv"] and "changed since ingested: toy/d1.csv" in describe(r)
+
+
+def test_repeated_ids_are_found_alike_by_a_sort_and_by_spark(spark, tmp_path, monkeypatch):
+    """The keys more than one staged row holds, across parts: the driver's sort and the
+    executors' count (above ``SORT_ROWS``) give the same keys as a plain count does."""
+    import random
+    from collections import Counter
+
+    import pyarrow.parquet as pq
+
+    from jobs.pipeline.ingest import staging
+
+    lake = lk.Lake(str(tmp_path / "lake"))
+    folder = tmp_path / "lake" / "part"
+    folder.mkdir(parents=True)
+    rng = random.Random(7)
+    keys = [rng.randrange(-2**63, 2**63) for _ in range(400)]
+    keys += rng.sample(keys, 30) + [keys[0]] * 3 + [-1, -1]
+    rng.shuffle(keys)
+    uris = []
+    for k, chunk in enumerate((keys[:150], keys[150:151], keys[151:])):
+        uri = str(folder / f"{k:06d}.parquet")
+        pq.write_table(pa.table({"_k": pa.array(chunk, pa.int64())}), uri)
+        uris.append(uri)
+    parts = staging.Parts(lake, uris)
+    expected = sorted(k for k, n in Counter(keys).items() if n > 1)
+    assert parts.rows() == len(keys)
+    assert staging.repeated_keys(parts).to_pylist() == expected
+    monkeypatch.setattr(staging, "SORT_ROWS", 0)
+    assert sorted(staging.repeated_keys(parts, spark, str(folder)).to_pylist()) == expected

@@ -6,8 +6,8 @@ from datetime import datetime, timezone
 import pyarrow as pa
 
 from jobs.lake import store as lk
-from jobs.pipeline.lineage import emit, read_events, run_uuid
 from jobs.pipeline.outcome import PatternOutcome
+from jobs.pipeline.upkeep.lineage import emit, read_events, run_uuid
 from jobs.runrecord import RunRecord
 
 

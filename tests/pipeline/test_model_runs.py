@@ -26,9 +26,9 @@ def test_example_4_model_joins_windows_with_room_states(nightly):
 def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark, nightly,
                                                                            tmp_path,
                                                                            monkeypatch):
-    from jobs.pipeline import models as model_step
-    from jobs.pipeline import quality
-    from jobs.pipeline.models import run_models
+    from jobs.pipeline.publish import models as model_step
+    from jobs.pipeline.publish.models import run_models
+    from jobs.pipeline.validate import quality
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
@@ -76,7 +76,7 @@ class NoSpark:
 
 
 def test_a_model_whose_inputs_did_not_change_is_not_rewritten(spark, nightly, tmp_path):
-    from jobs.pipeline.models import run_models
+    from jobs.pipeline.publish.models import run_models
 
     lake = lk.Lake(nightly[0].lake)
     folder = tmp_path / "models"

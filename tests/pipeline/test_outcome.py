@@ -12,14 +12,14 @@ from jobs.pipeline.outcome import (
     error_type,
     exit_code,
 )
-from jobs.pipeline.quality import ValidationFailed
+from jobs.pipeline.validate.quality import ValidationFailed
 from jobs.runrecord import RunRecord
 from jobs.status import SUCCESS
 
 # what PySpark raises when a Python UDF fails on an executor: the executor's traceback
 SPARK_TASK = """An exception was thrown from the Python worker. Please see the stack trace below.
 Traceback (most recent call last):
-  File "/work/main/jobs/pipeline/phase2.py", line 210, in run_partition
+  File "/work/main/jobs/pipeline/match/phase2.py", line 210, in run_partition
     raise MatchCapExceeded(message)
 jobs.core.engine.runtime.{cls}: window at 2010-07-01 holds 1,000,001 matches: raise it
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jobs.core.engine.output import match_id
 from jobs.core.language.patternfile import parse_pattern
 from jobs.core.reference import oracle
-from jobs.pipeline.phase2 import (
+from jobs.pipeline.match.phase2 import (
     NOT_SLICED,
     PATTERNS_COLUMN,
     SLICE,

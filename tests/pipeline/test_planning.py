@@ -1,4 +1,4 @@
-"""ZStream plans chosen on the driver (``jobs.pipeline.planning``): recorded in the runs log,
+"""ZStream plans chosen on the driver (``jobs.pipeline.match.planning``): recorded in the runs log,
 sampled on the driver or on Spark alike, together or one by one."""
 
 import pyarrow.compute as pc
@@ -35,7 +35,7 @@ def test_plan_samples_of_small_sources_on_the_driver_equal_spark_samples(spark, 
     sequence pattern, over the whole history or over a range cut in its middle (every
     other pattern each: each Spark sample is a job of its own)."""
     from jobs.core.language.events import parse_ts
-    from jobs.pipeline.planning import SAMPLE_EVENTS, SmallSources, sample_statistics
+    from jobs.pipeline.match.planning import SAMPLE_EVENTS, SmallSources, sample_statistics
 
     lake = Lake.of_profile(nightly[0])
     small = SmallSources(lake)
@@ -64,7 +64,7 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
 
     from jobs.core.language.events import parse_ts
     from jobs.core.language.patternfile import parse_pattern
-    from jobs.pipeline import planning
+    from jobs.pipeline.match import planning
 
     monkeypatch.setattr(planning, "SAMPLE_EVENTS", 400)  # the hospital's events are "large"
     lake = Lake.of_profile(nightly[0])
@@ -98,8 +98,8 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
 
     # a source pass samples its ZStream patterns from its own cached events (reaching τ
     # further back for them): the same rows; its matches stay each pattern's own
-    from jobs.pipeline.phase1 import run_match_job
-    from jobs.pipeline.source_pass import NotShared, PassItem, run_source_pass
+    from jobs.pipeline.match.phase1 import run_match_job
+    from jobs.pipeline.match.source_pass import NotShared, PassItem, run_source_pass
 
     ses = ROOT / "patterns" / "hospital_ca125_blood_then_consult.yaml"
     day = 86400 * 10**9
@@ -143,7 +143,7 @@ def test_a_nights_statistics_are_read_for_its_dates_only(nightly):
     those read from the lake, whatever the order of the ranges asked (narrow, wider on
     either side, inside, open)."""
     from jobs.core.language.events import parse_ts
-    from jobs.pipeline import planning
+    from jobs.pipeline.match import planning
 
     lake = Lake.of_profile(nightly[0])
     ts = lake.read_arrow(lake.events("hospital"), columns=["ts"]).column("ts")

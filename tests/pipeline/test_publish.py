@@ -20,9 +20,10 @@ from hypothesis import strategies as st
 
 from jobs.core.language.patternfile import parse_pattern
 from jobs.lake import store as lk
+from jobs.lake.match_commits import RUN_KEY, unchanged_since
 from jobs.lake.match_rows import TS, MatchRows
-from jobs.pipeline.horizons import RunRange
-from jobs.pipeline.publish import RUN_KEY, _schema_changed, publish, unchanged_since
+from jobs.pipeline.match.horizons import RunRange
+from jobs.pipeline.publish.matches import _schema_changed, publish
 
 from ..conftest import ROOT
 
@@ -223,7 +224,7 @@ def test_a_full_recompute_with_other_columns_replaces_the_table(spark, lake, tmp
 
 
 def test_a_small_run_is_published_without_a_spark_job(spark, lake, tmp_path, monkeypatch):
-    from jobs.pipeline import publish as publishing
+    from jobs.pipeline.publish import matches as publishing
 
     tracker = spark.sparkContext.statusTracker()
     rng = RunRange(None, 30 * DAY + EPOCH_NS, True)

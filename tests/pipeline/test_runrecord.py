@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from jobs import runrecord
-from jobs.pipeline.horizons import horizon, plan_range
+from jobs.pipeline.match.horizons import horizon, plan_range
 from jobs.runrecord import BACKFILL, COUNTERS, NIGHTLY, SCHEMA, RunRecord
 from jobs.status import FAILED, SUCCESS
 

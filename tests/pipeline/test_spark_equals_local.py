@@ -16,8 +16,8 @@ from jobs.core.language.patternfile import load_pattern
 from jobs.core.local.runner import run
 from jobs.lake import store as lk
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.horizons import RunRange, horizon
-from jobs.pipeline.match_steps import match_step, planned_range
+from jobs.pipeline.match.horizons import RunRange, horizon
+from jobs.pipeline.match.steps import match_step, planned_range
 from jobs.pipeline.run import run_all
 from jobs.project.patterns import pattern_paths
 
@@ -98,8 +98,8 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly, monkeypatch):
     start ranges that differ per pattern: the same staged rows and the same counters;
     both prune the partitions without a start before their shuffle, as a large night
     does."""
-    from jobs.pipeline.phase1 import run_match_job
-    from jobs.pipeline.source_pass import PassItem, pass_groups, run_source_pass
+    from jobs.pipeline.match.phase1 import run_match_job
+    from jobs.pipeline.match.source_pass import PassItem, pass_groups, run_source_pass
     from jobs.runrecord import COUNTERS
     from jobs.spark import predicates
 
@@ -259,7 +259,7 @@ def test_disjunction_with_contiguity_and_negation_spark_equals_local(spark, nigh
     assert {r["match_id"] for r in matches} == expected and len(matches) == len(expected)
     assert {r["alternative"] for r in matches} == {1, 2} and stats["sliced"] == "all"
     if not force_slices:  # the match suite checks each row against its own alternative
-        from jobs.pipeline.quality import validate_matches
+        from jobs.pipeline.validate.quality import validate_matches
 
         outcome = validate_matches(spark, lk.Lake(profile.lake), pattern, "toy", rng.low, rng.high)
         assert outcome.success, outcome.describe()

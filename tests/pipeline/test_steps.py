@@ -15,9 +15,9 @@ from jobs.core.local.runner import run
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.horizons import RunRange, horizon
-from jobs.pipeline.match_steps import match_step, planned_range
-from jobs.pipeline.publish_steps import publish_step
+from jobs.pipeline.match.horizons import RunRange, horizon
+from jobs.pipeline.match.steps import match_step, planned_range
+from jobs.pipeline.publish.steps import publish_step
 from jobs.pipeline.run import run_all
 from jobs.project.patterns import pattern_paths
 
@@ -135,8 +135,8 @@ def test_an_executor_error_is_reported_by_its_cause(spark):
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):
     import pyarrow.parquet as pq
 
-    from jobs.pipeline.publish_steps import validate_step
-    from jobs.pipeline.quality import ValidationFailed
+    from jobs.pipeline.publish.steps import validate_step
+    from jobs.pipeline.validate.quality import ValidationFailed
 
     profile, _ = chemo_profile(tmp_path)
     run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
@@ -177,8 +177,8 @@ def test_driver_check_frames_equal_the_spark_frames(spark, nightly, tmp_path):
 
     from pyspark.sql import functions as F
 
-    from jobs.pipeline.check_frames import DriverFrames, StagedMatches
-    from jobs.pipeline.quality import _check_frame
+    from jobs.pipeline.validate.check_frames import DriverFrames, StagedMatches
+    from jobs.pipeline.validate.quality import _check_frame
 
     lake = Lake(nightly[0].lake)
     staged = []
@@ -221,7 +221,7 @@ def test_a_night_s_checks_go_to_the_driver_in_batches_that_fit():
     batch of at most DRIVER_ROWS at a time; only a run larger than that goes to Spark."""
     from types import SimpleNamespace
 
-    from jobs.pipeline.quality import driver_batches
+    from jobs.pipeline.validate.quality import driver_batches
 
     runs = [SimpleNamespace(name=n, rows=r) for n, r in
             [("a", 400), ("b", 500), ("c", 300), ("d", 1200), ("e", 1000), ("f", 0)]]

@@ -2,7 +2,7 @@
 suites run on real frames in tests/pipeline/test_pipeline.py)."""
 
 from jobs.core.language.patternfile import load_pattern, parse_pattern
-from jobs.pipeline.quality import matches_expectations
+from jobs.pipeline.validate.quality import matches_expectations
 
 from ..conftest import ROOT
 
@@ -33,7 +33,7 @@ def test_the_docs_index_reads_only_the_latest_results(tmp_path, monkeypatch):
     )
 
     from jobs.lake.store import Lake
-    from jobs.pipeline import quality
+    from jobs.pipeline.validate import quality
 
     monkeypatch.setattr(quality, "DOCS_INDEX_RESULTS", 2)
     lake = Lake(str(tmp_path / "lake"))
@@ -72,7 +72,7 @@ def test_a_nights_data_docs_are_built_once_also_when_the_night_fails(tmp_path, m
     )
 
     from jobs.lake.store import Lake
-    from jobs.pipeline import quality
+    from jobs.pipeline.validate import quality
 
     lake = Lake(str(tmp_path / "lake"))
     quality._CONTEXTS.pop(str(lake.local_home()), None)

@@ -8,7 +8,7 @@ from jobs.lake import store as lk
 
 def test_explain_prints_plan_costs_and_statistics(spark, nightly):
     from jobs.config import load_sources
-    from jobs.pipeline.planning import choose_plan, explain_text
+    from jobs.pipeline.match.planning import choose_plan, explain_text
 
     profile = nightly[0]
     path = Path("patterns/sepsis_high_marker_then_admission.yaml")

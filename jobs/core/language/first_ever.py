@@ -5,7 +5,7 @@ own properties Θp_a, in the whole history the caller passes.
 The reference form: the events given are the whole history; each one gets the attribute
 ``first_ever_attribute(a)`` (True on the first, False elsewhere) and the pattern's
 ``marked()`` form tests it as one more property of a. Spark's runs get the same attribute
-from the per-partition state instead (``jobs.pipeline.first_ever``).
+from the per-partition state instead (``jobs.pipeline.match.first_ever``).
 """
 
 from __future__ import annotations

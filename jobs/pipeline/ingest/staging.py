@@ -38,6 +38,7 @@ from jobs.pipeline.ingest.tasks import REREAD, part, run_splits
 
 INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
 CHUNK_ROWS = 100_000  # rows the driver streams from a staged part at a time
+SORT_ROWS = 20_000_000  # a batch's repeated ids are found on the driver up to this many rows
 
 
 @dataclass
@@ -123,6 +124,16 @@ class Parts:
     def batches(self):
         for u in self.uris:
             yield from batches(self.lake, u)
+
+    def rows(self) -> int:
+        """The parts' rows, from their footers."""
+        import pyarrow.parquet as pq
+
+        total = 0
+        for u in self.uris:
+            fs, where = self.lake.filesystem(u)
+            total += pq.read_metadata(where, filesystem=fs).num_rows
+        return total
 
 
 def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
@@ -212,7 +223,8 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
                                   zip(splits, infos) if i["events"]
                                   and split_files[s.file_index] > 1]))
         columns = [c for c in source.columns if c not in LINEAGE]
-        drop = _repeated(batch, parts, columns) | _corrections(batch, parts, columns)
+        drop = _repeated(batch, parts, columns, spark, lk.join(staged, "part")) \
+            | _corrections(batch, parts, columns)
         retracted = _retracted(lake, source.name) if rebuild else None
         if drop or retracted is not None:
             _keep(batch, parts, drop, retracted)
@@ -304,13 +316,26 @@ def _quarantined(batch: Batch, row: dict, reason: str, columns) -> None:
         batch.run_id, batch.now))
 
 
-def _repeated(batch: Batch, parts: Parts, columns: list[str]) -> set[str]:
+def repeated_keys(parts: Parts, spark=None, folder: str | None = None) -> pa.Array:
+    """The 64-bit id keys (``_k``) that more than one staged row holds: the key column
+    sorted on the driver (about twice the column's 8 bytes a row; a hash count of distinct
+    keys takes twenty times that), or, above ``SORT_ROWS`` rows with Spark, counted by key
+    on the executors over the staged parts in ``folder``."""
+    if spark is not None and folder is not None and parts.rows() > SORT_ROWS:
+        df = parts.lake.read_parquet_spark(spark, folder)
+        found = df.groupBy("_k").count().where("count > 1").select("_k").toArrow()
+        return found.column("_k").combine_chunks().cast(pa.int64())
+    keys = np.sort(parts.read(columns=["_k"]).column("_k").to_numpy())
+    twice = keys[1:][keys[1:] == keys[:-1]]
+    del keys
+    return pa.array(np.unique(twice), pa.int64())
+
+
+def _repeated(batch: Batch, parts: Parts, columns: list[str], spark=None,
+              folder: str | None = None) -> set[str]:
     """The (file, line) keys of rows whose ``event_id`` came earlier in the batch: the same
     values are a re-delivery (counted), other values a correction (quarantined with both)."""
-    ks = parts.read(columns=["_k"]).column("_k")
-    counts = pc.value_counts(ks)
-    twice = counts.field("values").filter(pc.greater(counts.field("counts"), 1))
-    del ks, counts
+    twice = repeated_keys(parts, spark, folder)
     if not len(twice):
         return set()
     rows = parts.read(filter=pc.field("_k").isin(twice)).sort_by(

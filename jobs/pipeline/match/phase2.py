@@ -477,7 +477,7 @@ PATTERN = "__pattern"  # a source pass's output: the pattern a row belongs to
 
 @dataclass(frozen=True)
 class SharedSpec:
-    """One pattern of a source pass (``jobs.pipeline.source_pass``): its phase-2 spec and
+    """One pattern of a source pass (``jobs.pipeline.match.source_pass``): its phase-2 spec and
     the events it reads alone, ts in [read_low, read_high] (None: open), so that its
     matcher sees exactly the events of its own match job; in a pass by time slices (its
     spec has a ``slice_length``), the reach of its events into earlier slices (τ) and

@@ -12,7 +12,7 @@ from deltalake import CommitProperties
 
 from jobs.failpoints import reached
 from jobs.lake.views import inputs_of, register_spark
-from jobs.pipeline.quality import DRIVER_ROWS, build_docs, run_suite
+from jobs.pipeline.validate.quality import DRIVER_ROWS, build_docs, run_suite
 from jobs.progress import say
 from jobs.project.models import expectations, load_models
 from jobs.spark.sql import check_read_only

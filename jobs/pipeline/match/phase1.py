@@ -8,7 +8,7 @@ sort by (X, ts, event_id). Without X, or for a partition with more events than
 every slice whose start range it can complete, and each slice keeps only the matches that
 start inside it, so the result is exact.
 
-Phase 2 (executors, ``jobs.pipeline.phase2``): the match-window matcher per group. Executors write
+Phase 2 (executors, ``jobs.pipeline.match.phase2``): the match-window matcher per group. Executors write
 the match rows and per-group stats rows as Parquet into ``staging/<pattern>/<run_id>``; the
 driver reads back only the stats rows (one per group), never the events or the matches.
 """
@@ -27,8 +27,8 @@ from jobs.core.language.conditions.expressions import is_fact, stored
 from jobs.core.language.pattern import Disjunction, Pattern, first_ever_attribute
 from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
-from jobs.pipeline.first_ever import FirstEverPlan, build_state, mark_events, stage_state
-from jobs.pipeline.phase2 import (
+from jobs.pipeline.match.first_ever import FirstEverPlan, build_state, mark_events, stage_state
+from jobs.pipeline.match.phase2 import (
     NOT_SLICED,
     SLICE,
     Phase2Spec,

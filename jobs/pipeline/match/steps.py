@@ -15,14 +15,13 @@ from pathlib import Path
 from jobs.config import load_sources
 from jobs.core.language.pattern import Pattern
 from jobs.lake.extent import EventsExtent, files_ingested_after
+from jobs.lake.match_commits import unchanged_since
 from jobs.pipeline.context import RunContext
-from jobs.pipeline.first_ever import FirstEverPlan, plan_first_ever
-from jobs.pipeline.horizons import RunRange, as_ns, plan_range
-from jobs.pipeline.phase1 import run_match_job
-from jobs.pipeline.planning import SmallSources, choose_plan, driver_planned, needs_replan
-from jobs.pipeline.publish import unchanged_since
-from jobs.pipeline.retract import reopened_low
-from jobs.pipeline.run_history import planning_runs
+from jobs.pipeline.match.first_ever import FirstEverPlan, plan_first_ever
+from jobs.pipeline.match.horizons import RunRange, as_ns, plan_range, reopened_low
+from jobs.pipeline.match.phase1 import run_match_job
+from jobs.pipeline.match.planning import SmallSources, choose_plan, driver_planned, needs_replan
+from jobs.pipeline.match.run_history import planning_runs
 from jobs.runrecord import COUNTERS, NIGHTLY, RunRecord
 from jobs.spark.diagnostics import unsatisfiable, variable_counts, variable_counts_many
 from jobs.spark.predicates import filter_column
@@ -173,7 +172,7 @@ def night_diagnostics(spark, ctxs: list[RunContext], planned: dict) -> tuple[dic
 
 
 def choose_join_plan(spark, ctx: RunContext, planned: PlannedRun, small: SmallSources | None = None):
-    """The one plan of a ZStream pattern for this run (``jobs.pipeline.planning``), chosen on the
+    """The one plan of a ZStream pattern for this run (``jobs.pipeline.match.planning``), chosen on the
     driver; None for the SES automaton (it follows the sets' order). ``small``: the night's
     small sources, sampled on the driver."""
 

@@ -30,10 +30,11 @@ from datetime import datetime, timezone
 from jobs.failpoints import reached
 from jobs.lake import rewrite
 from jobs.lake import store as lk
+from jobs.lake.match_commits import RUN_KEY
 from jobs.pipeline.ingest import INGEST_FOLDER
-from jobs.pipeline.publish import RUN_KEY, log_run
-from jobs.pipeline.retract import logged_retractions
-from jobs.pipeline.source_pass import PASS_FOLDER
+from jobs.pipeline.match.source_pass import PASS_FOLDER
+from jobs.pipeline.publish.matches import log_run
+from jobs.pipeline.upkeep.retract import logged_retractions
 from jobs.progress import say
 from jobs.status import ABORTED, SUCCESS
 

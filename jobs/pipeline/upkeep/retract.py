@@ -22,9 +22,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.config import NS_MIN
 from jobs.core.errors import InputError
-from jobs.core.language.events import parse_ts
 from jobs.failpoints import reached
 from jobs.lake import rewrite
 from jobs.lake import store as lk
@@ -120,15 +118,3 @@ def logged_retractions(lake: lk.Lake) -> list[str]:
             notes.append(f"reconciled: retraction {row['retraction_id']} of {row['events']} "
                          f"{source} event(s) had deleted them but was not logged; logged now")
     return notes
-
-
-def reopened_low(lake: lk.Lake, source: str, since, tau: int) -> int | None:
-    """The earliest first event a pattern with window ``tau`` must re-match because of
-    retractions of ``source`` after ``since`` (None: none)."""
-    t = lake.read_arrow(lake.retractions())
-    if t is None:
-        return None
-    lows = [parse_ts(r["ts_min"]) - tau for r in t.to_pylist()
-            if r["source"] == source and (since is None or r["retracted_at"] > since)]
-    lows = [x for x in lows if x > NS_MIN]  # an event the engine could never read: no match
-    return min(lows) if lows else None

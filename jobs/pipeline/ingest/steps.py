@@ -13,7 +13,7 @@ from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.ingest.commit import timings
 from jobs.pipeline.outcome import short_error
-from jobs.pipeline.quality import (
+from jobs.pipeline.validate.quality import (
     DRIVER_ROWS,
     ValidationFailed,
     build_docs,

@@ -29,13 +29,12 @@ from jobs.core.language.events import parse_ts, to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import delta_files
 from jobs.lake import store as lk
-from jobs.lake.extent import UPKEEP
+from jobs.lake.match_commits import RUN_KEY
 from jobs.lake.match_rows import MatchRows
 from jobs.lake.table_docs import description_of, documented_schema
-from jobs.pipeline.horizons import RunRange
+from jobs.pipeline.match.horizons import RunRange
 from jobs.runrecord import RunRecord
 
-RUN_KEY = "ses.run"  # commit metadata: the runs row of the run that made the commit
 COUNTS = ("ses.inserted", "ses.deleted")  # commit metadata: the commit's own counts
 # a run whose staged matches and published table hold at most this many rows each is
 # published by the driver with Arrow (no Spark job); larger ones by the executors
@@ -52,7 +51,7 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
     deleted ones, in the same commit that adds the new matches. The commit carries
     ``run_row`` (the run's log row without its counts) and the counts as custom metadata,
     so that a crash between this commit and the runs row is repaired by the next run
-    (``jobs.pipeline.reconcile``) from the table's own history.
+    (``jobs.pipeline.upkeep.reconcile``) from the table's own history.
 
     ``engine``: where the rows are joined and written. ``spark``: the executors write the
     new data files and the driver reads only the Delta log and the files' statistics;
@@ -113,29 +112,6 @@ def publish(spark, lake: lk.Lake, pattern: Pattern | Disjunction, run_id: str, s
 
 # commits that change no row of a match table: maintenance, and the table's documentation
 # (``document_match_table``: its name, description, properties and column comments)
-NO_ROWS = UPKEEP | {"SET TBLPROPERTIES", "UPDATE TABLE METADATA", "UPDATE FIELD METADATA"}
-SINCE_COMMITS = 20  # commits looked at, newest first
-
-
-def unchanged_since(lake: lk.Lake, name: str, run: Mapping) -> bool:
-    """Whether the rows of ``matches/<name>`` are those ``run`` (a runs row) left: the
-    newest commit that changed rows is that run's (its ``RUN_KEY``), or, when the run
-    committed nothing, one made before it started. A commit this cannot place (another
-    writer's, or one older than the commits looked at) answers False."""
-    table = lake.read_table(lake.matches(name))
-    if table is None:
-        return False
-    for commit in table.history(SINCE_COMMITS):  # newest first
-        if RUN_KEY in commit:
-            if json.loads(commit[RUN_KEY]).get("run_id") == run["run_id"]:
-                return True
-            quiet = not run["inserted"] and not run["deleted"]
-            return quiet and commit["timestamp"] < run["started_at"].timestamp() * 1000
-        if commit.get("operation") not in NO_ROWS and "ses.operation" not in commit:
-            return False
-    return False
-
-
 class _SparkRows:
     """The staged and published rows as Spark DataFrames: the executors join and write."""
 

@@ -4,7 +4,7 @@ the same attributes X are matched by one Spark job (docs/pipeline.md), not one j
 Phase 1 reads the source once over the union of the patterns' event ranges, keeps the
 events that pass at least one pattern's Theorem 1 filter and tags each with the patterns
 it can serve (bit i: pattern i), repartitions by X once and sorts once. Phase 2
-(``jobs.pipeline.phase2.run_shared_partition``) runs every pattern's matcher over its own
+(``jobs.pipeline.match.phase2.run_shared_partition``) runs every pattern's matcher over its own
 events of each partition: the rows of its tag inside its own read range, which are
 exactly the rows its own match job would give it, so its matches and counters are the
 same. The output is written once, partitioned by pattern, and each pattern's files are
@@ -49,7 +49,7 @@ from jobs.core.engine.options import MatchOptions
 from jobs.core.language.conditions.expressions import stored
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
-from jobs.pipeline.phase1 import (
+from jobs.pipeline.match.phase1 import (
     MatchJobResult,
     lookback,
     positions_column,
@@ -57,7 +57,7 @@ from jobs.pipeline.phase1 import (
     staged_counters,
     unlinked_negation,
 )
-from jobs.pipeline.phase2 import (
+from jobs.pipeline.match.phase2 import (
     MAX_SHARED,
     PATTERN,
     PATTERNS_COLUMN,

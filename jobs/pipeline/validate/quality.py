@@ -33,7 +33,7 @@ from jobs.core.errors import UserError
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
 from jobs.landing.typing import events_schema
-from jobs.pipeline.check_frames import (
+from jobs.pipeline.validate.check_frames import (
     DriverFrames,
     StagedMatches,
     checked_negations,

@@ -18,8 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date, datetime, timezone
 
+from jobs.config import NS_MIN
 from jobs.core.errors import InputError
 from jobs.core.language.events import parse_ts
+from jobs.lake import store as lk
 from jobs.runrecord import NIGHTLY, RunRecord
 from jobs.status import SUCCESS
 
@@ -111,3 +113,14 @@ def as_ns(value) -> int:
         return parse_ts(value)
     return parse_ts(str(value))
 
+
+def reopened_low(lake: lk.Lake, source: str, since, tau: int) -> int | None:
+    """The earliest first event a pattern with window ``tau`` must re-match because of
+    retractions of ``source`` after ``since`` (None: none)."""
+    t = lake.read_arrow(lake.retractions())
+    if t is None:
+        return None
+    lows = [parse_ts(r["ts_min"]) - tau for r in t.to_pylist()
+            if r["source"] == source and (since is None or r["retracted_at"] > since)]
+    lows = [x for x in lows if x > NS_MIN]  # an event the engine could never read: no match
+    return min(lows) if lows else None
