@@ -78,14 +78,14 @@ def test_a_given_tree_samples_no_statistics_to_match(monkeypatch):
     """A tree given to the matcher (the driver's, shipped to phase 2) is used as it is:
     no group samples statistics to match with it; the stats still name it and its cost
     unless the caller keeps neither (phase 2), and the matches stay the oracle's."""
-    from jobs.core.engine import runtime
+    from jobs.core.engine import matchers
 
     p, events = zpattern("ses_chemo_q1"), chemo_mw()
     expected = keys(oracle.all_matches(p, events))
     tree = planner("zstream").plan(p, PlanStatistics((1.0,) * len(p.variables), {}))
     sampled = []
-    real = runtime.estimate_statistics
-    monkeypatch.setattr(runtime, "estimate_statistics",
+    real = matchers.estimate_statistics
+    monkeypatch.setattr(matchers, "estimate_statistics",
                         lambda *a, **k: sampled.append(1) or real(*a, **k))
     quiet = MatchOptions(matcher="zstream", plan=FixedPlan(tree), describe_plan=False)
     matches, stats = run(p, events, quiet)
