@@ -34,7 +34,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from jobs.pipeline.publish.matches import publish  # noqa: E402
 from spark_pipeline import PATTERNS, MemorySampler, hospital_copies  # noqa: E402
 
 from jobs.config import Source, load_profile  # noqa: E402
@@ -43,6 +42,7 @@ from jobs.lake import store as lk  # noqa: E402
 from jobs.pipeline.ingest import ingest  # noqa: E402
 from jobs.pipeline.match.horizons import RunRange  # noqa: E402
 from jobs.pipeline.match.phase1 import run_match_job  # noqa: E402
+from jobs.pipeline.publish.matches import publish  # noqa: E402
 from jobs.pipeline.validate.quality import validate_events_frame  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402
 

@@ -20,13 +20,13 @@ import sys
 import time
 from pathlib import Path
 
-from jobs.pipeline.publish.matches import publish
 from spark_pipeline import MemorySampler  # bench/, the script's own folder
 
 from jobs.config import load_profile
 from jobs.core.language.patternfile import parse_pattern
 from jobs.lake import store as lk
 from jobs.pipeline.match.horizons import RunRange
+from jobs.pipeline.publish.matches import publish
 from jobs.spark.session import build_session
 
 ROOT = Path(__file__).resolve().parent.parent

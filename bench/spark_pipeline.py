@@ -227,9 +227,8 @@ def measure(spark, profile, lake: lk.Lake, name: str, repeat: int) -> dict:
     job into staging, and the publish of its matches into a fresh table."""
     import shutil
 
-    from jobs.pipeline.publish.matches import publish
-
     from jobs.pipeline.match.horizons import RunRange
+    from jobs.pipeline.publish.matches import publish
 
     source, n = ensure_table(lake, name)
     text = PATTERNS["loans" if name == "loans" else "hospital"].replace(

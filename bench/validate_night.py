@@ -19,9 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-import jobs.pipeline.publish.steps as publish_steps
-
 import jobs.pipeline.ingest.steps as ingest_steps
+import jobs.pipeline.publish.steps as publish_steps
 import jobs.pipeline.run as run
 from jobs.config import Profile
 from jobs.spark.session import build_session

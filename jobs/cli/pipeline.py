@@ -15,9 +15,11 @@ from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest.steps import ingest_sources
 from jobs.pipeline.match.horizons import backfill_range, check_logical_date
-from jobs.pipeline.run import backfill, models_task, retract_task, run_all
+from jobs.pipeline.publish.models import models_task
+from jobs.pipeline.run import backfill, run_all
 from jobs.pipeline.upkeep.health_checks import report_checks, volume_of_sources
 from jobs.pipeline.upkeep.reconcile import reconcile
+from jobs.pipeline.upkeep.steps import retract_task
 from jobs.project.models import ModelError, load_models
 from jobs.site.build import build_site
 from jobs.spark.session import LazySession

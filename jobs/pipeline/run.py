@@ -1,10 +1,8 @@
 """The night: every source ingested, then every pattern matched, validated and published,
 for one logical date (``run_all``), or a range recomputed (``backfill``); the patterns of a
-run go through a ``Night``, one method per phase. Every pattern's result is a
-``PatternOutcome`` (``jobs.pipeline.outcome``); each step is in its own module
-(``ingest_steps``, ``match_steps``, ``publish_steps``) and is also a ``ses`` step command
-for a scheduler. Every step gets one ``RunContext`` (``jobs.pipeline.context``).
-"""
+run go through a ``Night``, one method per phase. Each phase's steps are in its package
+(``ingest``, ``match``, ``validate``, ``publish``, ``upkeep``) and are ``ses`` step commands
+for a scheduler too; every pattern's result is a ``PatternOutcome``."""
 
 from __future__ import annotations
 
@@ -12,7 +10,6 @@ import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from pathlib import Path
 
 from jobs.config import Profile
@@ -20,30 +17,28 @@ from jobs.core.language.patternfile import PatternError
 from jobs.failpoints import reached
 from jobs.lake.extent import events_extent
 from jobs.lake.locks import lake_lock, pattern_lock
-from jobs.lake.maintenance import compact_logs, due, maintain
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest.steps import ingest_sources, pipeline_catalog
 from jobs.pipeline.match.horizons import RunRange, backfill_range, check_logical_date
-from jobs.pipeline.match.planning import SmallSources, needs_spark_sample, sample_from, sample_many
+from jobs.pipeline.match.planning import SmallSources, sample_many
 from jobs.pipeline.match.run_history import planning_runs, published_by
 from jobs.pipeline.match.source_pass import (
     PassItem,
-    numbered,
     pass_groups,
-    run_source_pass,
     shareable,
 )
 from jobs.pipeline.match.steps import (
     PlannedRun,
-    choose_join_plan,
+    match_passes,
     match_step,
     night_diagnostics,
+    pass_samples,
     planned_range,
 )
-from jobs.pipeline.outcome import PatternOutcome, short_error
+from jobs.pipeline.outcome import PatternOutcome
 from jobs.pipeline.publish.matches import RunsLog
-from jobs.pipeline.publish.models import run_models
+from jobs.pipeline.publish.models import models_step
 from jobs.pipeline.publish.steps import (
     log_failure,
     publish_step,
@@ -59,14 +54,13 @@ from jobs.pipeline.upkeep.health_checks import (
 )
 from jobs.pipeline.upkeep.lineage import emit as emit_lineage
 from jobs.pipeline.upkeep.reconcile import finish_run, reconcile, start_run
-from jobs.pipeline.upkeep.retract import retract
-from jobs.pipeline.validate.quality import ValidationFailed, one_docs_build
+from jobs.pipeline.upkeep.steps import maintenance_step, site_step
+from jobs.pipeline.validate.gx import one_docs_build
+from jobs.pipeline.validate.quality import ValidationFailed
 from jobs.progress import progress, say
-from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import PatternCatalog, load_catalog
 from jobs.runrecord import BACKFILL
-from jobs.site.build import build_site
-from jobs.status import FAILED, new_run_id
+from jobs.status import new_run_id
 
 
 def run_all(spark, profile: Profile, logical_date: str | None = None,
@@ -275,14 +269,15 @@ class Night:
         groups = [] if self.force_slices else pass_groups([
             PassItem(one.pattern, one.text, one.rng.low, one.rng.high) for one in self._ready()
             if shareable(one.pattern)])
-        by_pass = [self._pass_samples(group) for group in groups]
+        by_pass = [pass_samples(group, self.small) for group in groups]
         try:  # the Spark samples of the plans no pass samples, two jobs per source
             sample_many(self.spark, self.lake, self.small, [
                 (one.pattern, one.rng.low, one.rng.high) for one in self._ready()
                 if not any(one.pattern.name in names for names in by_pass)])
         except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
             self.small.samples.clear()
-        self.shared = self._source_passes(groups, by_pass)
+        self.shared = match_passes(self.spark, self.ctxs, self.planned, groups, by_pass,
+                                   self.small, self.echo)
         try:
             self.diagnostics = night_diagnostics(self.spark, self.ctxs, self.planned)
         except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
@@ -351,132 +346,3 @@ class Night:
                                self.shared.get(pattern.name), self.diagnostics, self.small)
         for warning in stats.get("warnings") or []:
             self.echo(f"warning: {pattern.name}: {warning}")
-
-    def _pass_samples(self, group: list[PassItem]) -> frozenset[str]:
-        """The patterns of a pass whose plan samples come from the pass's own events
-        (ZStream patterns a Spark sample is needed for; not in a pass that numbers
-        positions, whose range the samples' earlier reach would change)."""
-        if numbered(group[0].pattern):
-            return frozenset()
-        return frozenset(i.pattern.name for i in group
-                         if needs_spark_sample(i.pattern, i.low, i.high, self.small))
-
-    def _source_passes(self, groups: list[list[PassItem]], by_pass: list[frozenset[str]]
-                       ) -> dict:
-        """Match each of ``groups`` (``source_pass.pass_groups``: patterns that share a
-        source and its partition attributes) in one Spark job: {pattern: (result, plan)}.
-        The plans of a pass's patterns are chosen between its phase 1 and its phase 2;
-        those named in its ``by_pass`` are sampled from the pass's cached events. A pattern
-        whose plan fails runs alone and reports it; a pass that fails is reported and its
-        patterns run alone, so that an error stays with its own pattern."""
-        by_name = {ctx.pattern.name: ctx for ctx in self.ctxs}
-        choices: dict = {}
-
-        def prepare(group: list[PassItem], sampled: frozenset[str], events) -> list[PassItem]:
-            try:
-                sample_from(events, self.small, [(i.pattern, i.low, i.high) for i in group
-                                                 if i.pattern.name in sampled])
-            except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
-                pass
-            chosen = []
-            for item in group:
-                name = item.pattern.name
-                try:
-                    choice = choose_join_plan(self.spark, by_name[name], self.planned[name],
-                                              self.small)
-                except Exception:  # noqa: BLE001 - the pattern runs alone and reports it
-                    continue
-                choices[name] = choice
-                chosen.append(replace(item, plan_json=choice.to_json() if choice else None))
-            return chosen
-
-        out = {}
-        profile = self.profile
-        for n, (group, sampled) in enumerate(zip(groups, by_pass)):
-            source = group[0].pattern.source
-            label = f"match {len(group)} patterns of {source} in one pass"
-            self.echo(f"{label}: {', '.join(i.pattern.name for i in group)} ...")
-            t0 = time.perf_counter()
-            try:
-                with progress(label, self.spark, self.echo):
-                    results = run_source_pass(
-                        self.spark, self.lake, group, self.ctxs[0].run_id, n,
-                        profile.max_partition_events, profile.match_options(),
-                        slice_length=profile.slice_length,
-                        prepare=lambda events, g=group, names=sampled: prepare(g, names, events),
-                        sampled=sampled)
-            except Exception as exc:  # noqa: BLE001 - retried pattern by pattern
-                self.echo(f"warning: the pass over {source} did not finish ({short_error(exc)}); "
-                          "its patterns are matched one by one")
-                continue
-            share = (time.perf_counter() - t0) / max(len(results), 1)
-            for name, result in results.items():
-                result.stats["pass_seconds"] = round(share, 3)
-                out[name] = (result, choices[name])
-        return out
-
-
-def maintenance_step(ctx: RunContext, echo=say) -> list:
-    """The lake's table maintenance when due (``maintenance.every`` since the last one, by
-    logical date; ``jobs.lake.maintenance``), else the run logs compacted when a week of
-    nights has fragmented them (``compact_logs``); inside the run's lake lock; a failure
-    is reported and never fails the run (the next run tries again)."""
-    profile = ctx.profile
-    try:
-        if not ctx.logical_date or not due(ctx.lake, profile.maintain_every, ctx.logical_date):
-            compact_logs(ctx.lake)  # the run logs between two maintenances
-            return []
-        with progress("maintenance", None, echo):
-            return maintain(ctx.lake, profile.retention, ctx.logical_date, echo)
-    except Exception as exc:  # noqa: BLE001 - maintenance is upkeep, not the night's result
-        echo(f"warning: table maintenance not done ({short_error(exc)}); the next run or "
-             "`ses maintain` retries")
-        return []
-
-
-def site_step(ctx: RunContext, echo=say) -> None:
-    """The catalogue site after a run (when the profile names its folder); a failure is
-    reported, never fails the run."""
-    if not ctx.profile.site:
-        return
-    try:
-        with progress("catalogue", None, echo):
-            build_site(ctx.lake, Path(ctx.profile.site), echo=echo)
-    except Exception as exc:  # noqa: BLE001 - the site is a view of the run, not the run
-        echo(f"warning: catalogue site not built ({short_error(exc)}); `make docs` retries")
-
-
-def models_step(spark, ctx: RunContext, echo=say, select: list[str] | None = None
-                ) -> list[dict]:
-    """The SQL models (``models/``), after publish, in dependency order."""
-    if not any(ctx.project.models.glob("*.sql")):
-        return []
-    try:
-        return run_models(spark, ctx.lake, select, echo=echo)
-    except ModelError as exc:
-        echo(f"FAILED models: {exc}")
-        return [{"model": "*", "status": FAILED, "message": str(exc)}]
-
-
-def models_task(spark, profile: Profile, select: list[str] | None = None) -> list[dict]:
-    """``ses models`` (and the DAG's model tasks): the models under their locks, shared on
-    the lake (the model tasks run side by side) and exclusive on each model."""
-    try:
-        names = sorted(m.name for m in load_models(select=select))
-    except ModelError:
-        names = ["*"]  # models_step reports the error as the models' failed row
-    with contextlib.ExitStack() as locks:
-        for name in names:
-            locks.enter_context(pattern_lock(profile.lake, f"model-{name}", "models",
-                                             profile.lock_dir))
-        return models_step(spark, RunContext.start(profile, "models"), select=select)
-
-
-def retract_task(profile: Profile, source: str, event_ids: list[str] | None,
-                 source_file: str | None, reason: str = "") -> dict:
-    """``ses retract`` under the lake lock, after the repair of a retract killed before
-    (its row is logged first): ``retract.retract``'s row."""
-    lake = Lake.of_profile(profile)
-    with lake_lock(profile.lake, "retract", profile.lock_dir):
-        reconcile(lake)
-        return retract(lake, source, event_ids, source_file, reason)

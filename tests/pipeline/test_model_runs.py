@@ -28,7 +28,7 @@ def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark
                                                                            monkeypatch):
     from jobs.pipeline.publish import models as model_step
     from jobs.pipeline.publish.models import run_models
-    from jobs.pipeline.validate import quality
+    from jobs.pipeline.validate import gx
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
@@ -56,7 +56,7 @@ def test_models_run_in_dependency_order_and_a_failing_test_keeps_the_table(spark
     # driver's again with a new process's GX context: the same verdicts
     for driver_rows in (-1, 10**6):
         monkeypatch.setattr(model_step, "DRIVER_ROWS", driver_rows)
-        quality._CONTEXTS.clear()
+        gx._CONTEXTS.clear()
         rows = run_models(spark, lake, folder=folder, echo=log.append)
         assert [(r["model"], r["status"]) for r in rows] == [("a_counts", "failed"),
                                                              ("b_top", "skipped")]

@@ -17,8 +17,9 @@ from jobs.config.project import use_project
 from jobs.lake import store as lk
 from jobs.lake.changes import changes, parse_point
 from jobs.lake.health import read_checks
-from jobs.pipeline.run import retract_task, run_all, run_task
+from jobs.pipeline.run import run_all, run_task
 from jobs.pipeline.upkeep.lineage import read_events, run_uuid
+from jobs.pipeline.upkeep.steps import retract_task
 from jobs.site.build import build_site
 from jobs.status import FAILED
 from jobs.tools.query import run_duckdb

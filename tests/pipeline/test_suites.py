@@ -33,25 +33,25 @@ def test_the_docs_index_reads_only_the_latest_results(tmp_path, monkeypatch):
     )
 
     from jobs.lake.store import Lake
-    from jobs.pipeline.validate import quality
+    from jobs.pipeline.validate import gx
 
-    monkeypatch.setattr(quality, "DOCS_INDEX_RESULTS", 2)
+    monkeypatch.setattr(gx, "DOCS_INDEX_RESULTS", 2)
     lake = Lake(str(tmp_path / "lake"))
-    quality._CONTEXTS.pop(str(lake.local_home()), None)
+    gx._CONTEXTS.pop(str(lake.local_home()), None)
     frame = pd.DataFrame({"x": [1, 2, 3]})
     expectations = [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "x"}}]
-    ids = [quality.run_suite(lake, f"suite_{k}", expectations, frame, {}, docs=False).result_id
+    ids = [gx.run_suite(lake, f"suite_{k}", expectations, frame, {}, docs=False).result_id
            for k in range(3)]
-    quality.build_docs(lake, ids)  # a night larger than the limit: every page
-    ids += [quality.run_suite(lake, f"suite_{k}", expectations, frame, {}, docs=False).result_id
+    gx.build_docs(lake, ids)  # a night larger than the limit: every page
+    ids += [gx.run_suite(lake, f"suite_{k}", expectations, frame, {}, docs=False).result_id
             for k in range(3, 5)]  # the next night
     read = []
     original = AbstractDataContext.get_validation_result
     monkeypatch.setattr(AbstractDataContext, "get_validation_result",
                         lambda self, *a, **kw: read.append(kw.get("run_id")) or
                         original(self, *a, **kw))
-    quality.build_docs(lake, ids[3:])
-    quality._CONTEXTS.pop(str(lake.local_home()), None)
+    gx.build_docs(lake, ids[3:])
+    gx._CONTEXTS.pop(str(lake.local_home()), None)
     index = lake.local_home() / "gx" / "uncommitted" / "data_docs" / "local_site" / "index.html"
     html = index.read_text()
     listed = [k for k in range(5) if f"validations/suite_{k}/" in html]
@@ -72,10 +72,10 @@ def test_a_nights_data_docs_are_built_once_also_when_the_night_fails(tmp_path, m
     )
 
     from jobs.lake.store import Lake
-    from jobs.pipeline.validate import quality
+    from jobs.pipeline.validate import gx
 
     lake = Lake(str(tmp_path / "lake"))
-    quality._CONTEXTS.pop(str(lake.local_home()), None)
+    gx._CONTEXTS.pop(str(lake.local_home()), None)
     frame = pd.DataFrame({"x": [1, 2, 3]})
     expectations = [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "x"}}]
     builds = []
@@ -84,19 +84,19 @@ def test_a_nights_data_docs_are_built_once_also_when_the_night_fails(tmp_path, m
                         lambda self, *a, **kw: builds.append(kw.get("resource_identifiers"))
                         or original(self, *a, **kw))
     pages = lake.local_home() / "gx" / "uncommitted" / "data_docs" / "local_site" / "validations"
-    with quality.one_docs_build(lake):
-        quality.run_suite(lake, "suite_a", expectations, frame, {})  # a step's own build
-        ids = [quality.run_suite(lake, f"suite_{k}", expectations, frame, {},
+    with gx.one_docs_build(lake):
+        gx.run_suite(lake, "suite_a", expectations, frame, {})  # a step's own build
+        ids = [gx.run_suite(lake, f"suite_{k}", expectations, frame, {},
                                  docs=False).result_id for k in "bc"]
-        quality.build_docs(lake, ids)
+        gx.build_docs(lake, ids)
         assert builds == [] and not pages.exists()
     assert len(builds) == 1 and len(builds[0]) == 3
     assert sorted(p.name for p in pages.iterdir()) == ["suite_a", "suite_b", "suite_c"]
     with pytest.raises(RuntimeError, match="the night failed"):
-        with quality.one_docs_build(lake):
-            quality.run_suite(lake, "suite_d", expectations, frame, {})
+        with gx.one_docs_build(lake):
+            gx.run_suite(lake, "suite_d", expectations, frame, {})
             raise RuntimeError("the night failed")
     assert len(builds) == 2 and (pages / "suite_d").is_dir()
-    quality.run_suite(lake, "suite_e", expectations, frame, {})  # outside: built at once
+    gx.run_suite(lake, "suite_e", expectations, frame, {})  # outside: built at once
     assert len(builds) == 3
-    quality._CONTEXTS.pop(str(lake.local_home()), None)
+    gx._CONTEXTS.pop(str(lake.local_home()), None)

@@ -40,7 +40,7 @@ def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
 
     import numpy as np
 
-    from jobs.pipeline.run import site_step
+    from jobs.pipeline.upkeep.steps import site_step
 
     profile = dataclasses.replace(nightly[0], site=str(tmp_path / "site"))
     log = []

@@ -13,10 +13,10 @@ from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.ingest.commit import timings
 from jobs.pipeline.outcome import short_error
+from jobs.pipeline.validate.gx import build_docs
 from jobs.pipeline.validate.quality import (
     DRIVER_ROWS,
     ValidationFailed,
-    build_docs,
     validate_events,
     validate_events_frame,
     warm_up,

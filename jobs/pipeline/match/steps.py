@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,8 +20,18 @@ from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.first_ever import FirstEverPlan, plan_first_ever
 from jobs.pipeline.match.horizons import RunRange, as_ns, plan_range, reopened_low
 from jobs.pipeline.match.phase1 import run_match_job
-from jobs.pipeline.match.planning import SmallSources, choose_plan, driver_planned, needs_replan
+from jobs.pipeline.match.planning import (
+    SmallSources,
+    choose_plan,
+    driver_planned,
+    needs_replan,
+    needs_spark_sample,
+    sample_from,
+)
 from jobs.pipeline.match.run_history import planning_runs
+from jobs.pipeline.match.source_pass import PassItem, numbered, run_source_pass
+from jobs.pipeline.outcome import short_error
+from jobs.progress import progress, say
 from jobs.runrecord import COUNTERS, NIGHTLY, RunRecord
 from jobs.spark.diagnostics import unsatisfiable, variable_counts, variable_counts_many
 from jobs.spark.predicates import filter_column
@@ -250,4 +260,69 @@ def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict,
         out += unsatisfiable(variable_counts(events, pattern))
     if stats.get("matches", 0) == 0:
         out.append(f"the new version of {pattern.name} matches nothing in the whole history")
+    return out
+
+
+def pass_samples(group: list[PassItem], small: SmallSources | None) -> frozenset[str]:
+    """The patterns of a pass whose plan samples come from the pass's own events
+    (ZStream patterns a Spark sample is needed for; not in a pass that numbers
+    positions, whose range the samples' earlier reach would change)."""
+    if numbered(group[0].pattern):
+        return frozenset()
+    return frozenset(i.pattern.name for i in group
+                     if needs_spark_sample(i.pattern, i.low, i.high, small))
+
+
+def match_passes(spark, ctxs: list[RunContext], planned: dict, groups: list[list[PassItem]],
+                 by_pass: list[frozenset[str]], small: SmallSources | None, echo=say) -> dict:
+    """Match each of ``groups`` (``source_pass.pass_groups``: patterns that share a
+    source and its partition attributes) in one Spark job: {pattern: (result, plan)}.
+    The plans of a pass's patterns are chosen between its phase 1 and its phase 2;
+    those named in its ``by_pass`` are sampled from the pass's cached events. A pattern
+    whose plan fails runs alone and reports it; a pass that fails is reported and its
+    patterns run alone, so that an error stays with its own pattern."""
+    by_name = {ctx.pattern.name: ctx for ctx in ctxs}
+    choices: dict = {}
+
+    def prepare(group: list[PassItem], sampled: frozenset[str], events) -> list[PassItem]:
+        try:
+            sample_from(events, small, [(i.pattern, i.low, i.high) for i in group
+                                        if i.pattern.name in sampled])
+        except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
+            pass
+        chosen = []
+        for item in group:
+            name = item.pattern.name
+            try:
+                choice = choose_join_plan(spark, by_name[name], planned[name], small)
+            except Exception:  # noqa: BLE001 - the pattern runs alone and reports it
+                continue
+            choices[name] = choice
+            chosen.append(replace(item, plan_json=choice.to_json() if choice else None))
+        return chosen
+
+    out = {}
+    profile = ctxs[0].profile
+    lake = ctxs[0].lake
+    for n, (group, sampled) in enumerate(zip(groups, by_pass)):
+        source = group[0].pattern.source
+        label = f"match {len(group)} patterns of {source} in one pass"
+        echo(f"{label}: {', '.join(i.pattern.name for i in group)} ...")
+        t0 = time.perf_counter()
+        try:
+            with progress(label, spark, echo):
+                results = run_source_pass(
+                    spark, lake, group, ctxs[0].run_id, n,
+                    profile.max_partition_events, profile.match_options(),
+                    slice_length=profile.slice_length,
+                    prepare=lambda events, g=group, names=sampled: prepare(g, names, events),
+                    sampled=sampled)
+        except Exception as exc:  # noqa: BLE001 - retried pattern by pattern
+            echo(f"warning: the pass over {source} did not finish ({short_error(exc)}); "
+                 "its patterns are matched one by one")
+            continue
+        share = (time.perf_counter() - t0) / max(len(results), 1)
+        for name, result in results.items():
+            result.stats["pass_seconds"] = round(share, 3)
+            out[name] = (result, choices[name])
     return out

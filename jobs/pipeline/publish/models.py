@@ -3,6 +3,7 @@ each computed, tested and only then written to ``models/<name>``."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import time
@@ -10,11 +11,15 @@ from pathlib import Path
 
 from deltalake import CommitProperties
 
+from jobs.config import Profile
 from jobs.failpoints import reached
+from jobs.lake.locks import pattern_lock
 from jobs.lake.views import inputs_of, register_spark
-from jobs.pipeline.validate.quality import DRIVER_ROWS, build_docs, run_suite
+from jobs.pipeline.context import RunContext
+from jobs.pipeline.validate.gx import build_docs, run_suite
+from jobs.pipeline.validate.quality import DRIVER_ROWS
 from jobs.progress import say
-from jobs.project.models import expectations, load_models
+from jobs.project.models import ModelError, expectations, load_models
 from jobs.spark.sql import check_read_only
 from jobs.status import FAILED, SKIPPED, SUCCESS
 
@@ -110,3 +115,29 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
             echo(f"FAILED model {m.name}: {message}")
     build_docs(lake, results)
     return rows
+
+
+def models_step(spark, ctx: RunContext, echo=say, select: list[str] | None = None
+                ) -> list[dict]:
+    """The SQL models (``models/``), after publish, in dependency order."""
+    if not any(ctx.project.models.glob("*.sql")):
+        return []
+    try:
+        return run_models(spark, ctx.lake, select, echo=echo)
+    except ModelError as exc:
+        echo(f"FAILED models: {exc}")
+        return [{"model": "*", "status": FAILED, "message": str(exc)}]
+
+
+def models_task(spark, profile: Profile, select: list[str] | None = None) -> list[dict]:
+    """``ses models`` (and the DAG's model tasks): the models under their locks, shared on
+    the lake (the model tasks run side by side) and exclusive on each model."""
+    try:
+        names = sorted(m.name for m in load_models(select=select))
+    except ModelError:
+        names = ["*"]  # models_step reports the error as the models' failed row
+    with contextlib.ExitStack() as locks:
+        for name in names:
+            locks.enter_context(pattern_lock(profile.lake, f"model-{name}", "models",
+                                             profile.lock_dir))
+        return models_step(spark, RunContext.start(profile, "models"), select=select)
