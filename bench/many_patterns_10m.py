@@ -37,10 +37,10 @@ from spark_pipeline import OUT, SCALE, hospital_copies  # noqa: E402
 from jobs.config import load_profile  # noqa: E402
 from jobs.core.language.patternfile import load_pattern  # noqa: E402
 from jobs.lake import store as lk  # noqa: E402
-from jobs.lake.stats import update_stats  # noqa: E402
 from jobs.pipeline.context import RunContext  # noqa: E402
 from jobs.pipeline.run import run_patterns  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402
+from jobs.spark.stats import update_stats  # noqa: E402
 from jobs.status import new_run_id  # noqa: E402
 
 DAY = "2026-11-24"

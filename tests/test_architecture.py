@@ -240,3 +240,27 @@ def test_the_pipeline_phases_import_down(graph):
             if a and b and a != b and PIPELINE_RANK[b] >= PIPELINE_RANK[a]:
                 wrong.append(f"{mods[src].relative_to(ROOT)}:{line}: {src} imports {dst}")
     assert not wrong, "pipeline phases importing upwards:\n" + "\n".join(wrong)
+
+
+def test_the_lake_knows_no_spark():
+    """``jobs.lake`` reads and writes the lake with delta-rs and pyarrow alone: a table as
+    a Spark frame, the Spark side of the statistics and the views on a Spark session live
+    in ``jobs.spark``; and what the lake keeps between reads is one bounded cache class."""
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted((PACKAGE / "lake").rglob("*.py"))
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"\b(import|from)\s+pyspark", line)]
+    assert not found, f"pyspark in jobs/lake: {found}"
+    caches = [f"{p.relative_to(ROOT)}:{n}" for folder in ("lake", "spark")
+              for p in sorted((PACKAGE / folder).rglob("*.py"))
+              for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+              if "OrderedDict" in line and p.name != "cache.py"]
+    assert not caches, f"a cache of its own (use jobs.lake.cache.Bounded): {caches}"
+
+
+def test_no_module_is_longer_than_600_lines_but_the_kernels():
+    long = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("*.py"))
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
+            and p.name != "kernels.py"}
+    assert not long, long
+    assert len((PACKAGE / "pipeline" / "run.py").read_text().splitlines()) <= 400
+    assert len((PACKAGE / "lake" / "store.py").read_text().splitlines()) <= 500

@@ -8,7 +8,7 @@ import sys
 
 from jobs.config import load_profile
 from jobs.core.errors import EXIT_INPUT, EXIT_RETRY, Transient, UserError
-from jobs.lake.store import storage_error
+from jobs.lake.paths import storage_error
 from jobs.spark.session import LazySession
 
 

@@ -17,6 +17,7 @@ from jobs.lake.store import Lake
 from jobs.project.models import ModelError, load_model, models_folder
 from jobs.project.patterns import lint
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
+from jobs.spark.tables import read_spark
 from jobs.tools.scaffold import scaffold
 
 
@@ -75,7 +76,7 @@ def _validate_data(args, patterns) -> int:
             print(f"warning: {f}: no events of source {pattern.source!r} in {profile.lake} "
                   "yet (run `make run` or `ses ingest`): not checked on data")
             continue
-        for warning in unsatisfiable(variable_counts(lake.read_spark(spark, lake.events(
+        for warning in unsatisfiable(variable_counts(read_spark(spark, lake, lake.events(
                 pattern.source)), pattern)):
             print(f"warning: {f}: {warning}")
             n += 1

@@ -19,14 +19,11 @@ commit. ``jobs.core.estimates`` turns the table into a plan's statistics.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 import pyarrow as pa
 
 from jobs.core.language.conditions.expressions import time_function
 from jobs.lake import store as lk
 from jobs.lake.extent import ingested_bounds
-from jobs.progress import say
 
 QUANTILES = [i / 20 for i in range(21)]
 SCHEMA = pa.schema([
@@ -58,82 +55,25 @@ DRIVER_CELLS = 4_000_000  # or at most this many values of the columns it reads
 HLL_LG_K = 12  # Spark's default lgConfigK: the sketches of both engines merge
 
 
-def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str, str],
-                 echo=say, engine: str = "auto") -> dict:
-    """Bring ``stats/<source>`` up to date; returns {'dates': recomputed, 'rows': written}.
-    ``engine``: ``driver`` (up to ``DRIVER_EVENTS`` events, ``auto``'s choice) or
-    ``spark``; both give the same rows (tested)."""
-    events_path = lake.events(source)
-    if not lake.exists(events_path):
-        return {"dates": 0, "rows": 0}
-    attrs, keys = needed_attributes(patterns)
-    attrs = {a for a in attrs if a in columns}
-    keys = {k for k in keys if k in columns}
-    wanted = {"*"} | attrs | {"@" + k for k in keys}
-    files = pa.table(lake.table(events_path).get_add_actions(flatten=True))
-    latest = latest_ingested(lake, events_path, files)
-    done = computed_dates(lake, source, wanted)
-    if engine == "auto":
-        engine = _engine(spark, lake, events_path, files, latest, done, wanted,
-                         len(attrs | keys))
-    rows = _DriverStats(lake, events_path) if engine == "driver" else \
-        _SparkStats(spark, lake, events_path)
-    if latest is None:  # a file without statistics: read the column
-        latest = rows.latest()
-    stale = _stale(latest, done, wanted)
-    if not stale:
-        return {"dates": 0, "rows": 0}
-    echo(f"stats {source}: {len(stale)} date(s) to compute")
-    table = rows.compute(stale, attrs, keys, columns, ",".join(sorted(wanted)))
-    now = pa.array([datetime.now(timezone.utc)] * table.num_rows, SCHEMA.field("computed_at").type)
-    table = table.append_column("computed_at", now).select(SCHEMA.names).cast(SCHEMA)
-    path = lake.stats(source)
-    before = lake.read_table(path)
-    held = _covered(before)
-    if held is not None and not held <= wanted:  # the new dates lack some: lower it first
-        _set_covered(before, held & wanted)
-    write_stats(lake, source, table, stale)
-    _set_covered(lake.read_table(path), wanted)  # every date has these now (others: not stale)
-    return {"dates": len(stale), "rows": table.num_rows}
-
-
-def _stale(latest: dict[str, int], done: dict, wanted: set[str]) -> list[str]:
+def stale_dates(latest: dict[str, int], done: dict, wanted: set[str]) -> list[str]:
     """The dates whose statistics are missing, lack an attribute, or predate an ingest."""
     return sorted(d for d, ingested in latest.items()
                   if d not in done or not wanted <= done[d][0] or ingested > done[d][1])
 
 
-def _engine(spark, lake: lk.Lake, path: str, files: pa.Table,
-            latest: dict[str, int] | None, done: dict, wanted: set[str],
-            attributes: int) -> str:
-    """``driver`` when the dates to compute hold at most ``DRIVER_EVENTS`` events, or
-    at most ``DRIVER_CELLS`` values of the columns read (the Delta log's record counts:
-    no data read); else ``spark``."""
-    if spark is None:
-        return "driver"
-    if latest is None:
-        return "driver" if lake.count_rows(path) <= DRIVER_EVENTS else "spark"
-    if files.num_rows == 0:
-        return "driver"
-    per_date = _per_file_date(files, files.column("num_records"), "sum") or {}
-    events = sum(int(per_date.get(d) or 0) for d in _stale(latest, done, wanted))
-    return "driver" if events <= DRIVER_EVENTS or events * (2 + attributes) <= DRIVER_CELLS \
-        else "spark"
-
-
 COVERED = "ses.stats.attributes"  # table property: attributes every date of the table has
 
 
-def _covered(dt) -> set[str] | None:
+def covered_attributes(dt) -> set[str] | None:
     """The attributes every date of a statistics table has computed (its ``COVERED``
     property; None: not recorded, or no table)."""
     value = None if dt is None else (dt.metadata().configuration or {}).get(COVERED)
     return None if value is None else set(filter(None, value.split(",")))
 
 
-def _set_covered(dt, attributes: set[str]) -> None:
+def set_covered_attributes(dt, attributes: set[str]) -> None:
     """Record ``attributes`` as ``COVERED`` on the statistics table ``dt`` (if not already)."""
-    if _covered(dt) != attributes:
+    if covered_attributes(dt) != attributes:
         dt.alter.set_table_properties({COVERED: ",".join(sorted(attributes))},
                                       raise_if_not_exists=False)
 
@@ -150,10 +90,10 @@ def latest_ingested(lake: lk.Lake, path: str, files: pa.Table | None = None
     if files.num_rows == 0:
         return {}
     bounds = ingested_bounds(files)
-    return None if bounds is None else _per_file_date(files, pa.array(bounds), "max")
+    return None if bounds is None else per_file_date(files, pa.array(bounds), "max")
 
 
-def _per_file_date(files: pa.Table, values: pa.Array, how: str) -> dict[str, int] | None:
+def per_file_date(files: pa.Table, values: pa.Array, how: str) -> dict[str, int] | None:
     """``values`` (one per data file of a table's add actions) aggregated (``how``: min,
     max) per ``event_date`` partition; None: a file without its partition value."""
     if "partition.event_date" not in files.column_names \
@@ -164,75 +104,11 @@ def _per_file_date(files: pa.Table, values: pa.Array, how: str) -> dict[str, int
     return dict(zip(t.column("d").to_pylist(), t.column(f"v_{how}").to_pylist()))
 
 
-def _numeric(kind: str) -> bool:
+def numeric(kind: str) -> bool:
     return kind in ("number", "integer", "double")
 
 
-class _SparkStats:
-    """The statistics computed by Spark (a source too large for the driver)."""
-
-    def __init__(self, spark, lake: lk.Lake, path: str):
-        from pyspark.sql import functions as F
-
-        # partition discovery types the date
-        self.events = lake.read_spark(spark, path).withColumn(
-            "event_date", F.col("event_date").cast("string"))
-
-    def latest(self) -> dict[str, int]:
-        """Per event date, when its last event was ingested (µs)."""
-        from pyspark.sql import functions as F
-
-        return {r["event_date"]: r["ingested"] for r in self.events.groupBy("event_date").agg(
-            F.unix_micros(F.max("ingested_at")).alias("ingested")).collect()}
-
-    def compute(self, stale: list[str], attrs: set[str], keys: set[str],
-                columns: dict[str, str], computed: str) -> pa.Table:
-        from pyspark.sql import functions as F
-
-        # the stale dates' columns, cached: every aggregate below reads them once from memory
-        df = (self.events.where(F.col("event_date").isin(stale))
-              .select("event_date", "ts", *[F.col(f"`{c}`") for c in sorted(attrs | keys)])
-              .cache())
-        parts = [df.groupBy("event_date").agg(
-            F.lit("*").alias("attribute"), F.lit(computed).alias("value"),
-            F.count(F.lit(1)).alias("events"), F.lit(None).cast("long").alias("distinct"),
-            F.lit(None).cast("array<double>").alias("quantiles"),
-            F.lit(None).cast("binary").alias("sketch"),
-            F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"))]
-        for a in sorted(attrs):
-            c = F.col(f"`{a}`")
-            if _numeric(columns[a]):
-                agg = df.where(c.isNotNull()).groupBy("event_date").agg(
-                    F.lit(a).alias("attribute"), F.lit(None).cast("string").alias("value"),
-                    F.count(F.lit(1)).alias("events"), F.lit(None).cast("long").alias("distinct"),
-                    F.percentile_approx(c.cast("double"), QUANTILES, 1000).alias("quantiles"))
-            else:
-                agg = df.where(c.isNotNull()).groupBy("event_date", c.cast("string").alias("value")).agg(
-                    F.lit(a).alias("attribute"), F.count(F.lit(1)).alias("events"),
-                    F.lit(None).cast("long").alias("distinct"),
-                    F.lit(None).cast("array<double>").alias("quantiles"))
-            parts.append(agg.withColumn("sketch", F.lit(None).cast("binary"))
-                         .withColumn("first_ts", F.lit(None).cast("timestamp"))
-                         .withColumn("last_ts", F.lit(None).cast("timestamp")))
-        for k in sorted(keys):
-            c = F.col(f"`{k}`")
-            parts.append(df.groupBy("event_date").agg(
-                F.lit("@" + k).alias("attribute"), F.lit(None).cast("string").alias("value"),
-                F.count(F.lit(1)).alias("events"), F.countDistinct(c).alias("distinct"),
-                F.lit(None).cast("array<double>").alias("quantiles"),
-                F.hll_sketch_agg(c.cast("string"), HLL_LG_K).alias("sketch"),
-                F.lit(None).cast("timestamp").alias("first_ts"),
-                F.lit(None).cast("timestamp").alias("last_ts")))
-        rows = []
-        try:
-            for part in parts:
-                rows.extend(r.asDict() for r in part.select(*ROW_COLUMNS).collect())
-        finally:
-            df.unpersist()
-        return pa.Table.from_pylist(rows, schema=pa.schema([SCHEMA.field(n) for n in ROW_COLUMNS]))
-
-
-class _DriverStats:
+class DriverStats:
     """The same statistics on the driver: the events' columns read with delta-rs, counts
     and extremes by Arrow, quantiles as Spark's ``percentile_approx`` gives them on fewer
     than its 1000 accuracy (the smallest value with at least the fraction of values at or
@@ -262,7 +138,7 @@ class _DriverStats:
                       "last_ts": g.column("ts_max")})
         for a in sorted(attrs):
             present = t.filter(pc.is_valid(t.column(a)))
-            if _numeric(columns[a]):
+            if numeric(columns[a]):
                 dates, counts, quantiles = _quantiles(present.column("event_date"),
                                                       present.column(a))
                 parts.append({"event_date": dates, "attribute": a, "events": counts,
@@ -388,7 +264,7 @@ def _computed_from_log(dt, wanted: set[str]) -> dict[str, tuple[set[str], int]] 
     ``computed_at`` (Delta keeps timestamp statistics in milliseconds: the time is rounded
     down, so a date is at worst recomputed, never taken for fresh when it is not). None:
     ``wanted`` not recorded as computed on every date, or a file without the statistic."""
-    covered = _covered(dt)
+    covered = covered_attributes(dt)
     if covered is None or not wanted <= covered:
         return None
     files = pa.table(dt.get_add_actions(flatten=True))
@@ -398,7 +274,7 @@ def _computed_from_log(dt, wanted: set[str]) -> dict[str, tuple[set[str], int]] 
     if column not in files.column_names or files.column(column).null_count:
         return None
     micros = files.column(column).cast(pa.timestamp("us", tz="UTC")).cast(pa.int64())
-    when = _per_file_date(files, micros.combine_chunks(), "min")
+    when = per_file_date(files, micros.combine_chunks(), "min")
     return None if when is None else {d: (covered, c) for d, c in when.items()}
 
 

@@ -4,8 +4,7 @@
 object store (``storage_options`` in the profile; none for a local folder). Delta tables
 are read and written through delta-rs (``deltalake``): delta-spark's JVM jars cannot be
 fetched here (no Maven), so tables are written from Arrow, and Spark reads a table's
-current snapshot as Parquet files (``DeltaTable.file_uris()``, with ``basePath`` so that
-partition columns come back). Other files (staged artifacts, run plans, listings) go
+current snapshot as its Parquet files (``jobs.spark.tables``). Other files (staged artifacts, run plans, listings) go
 through pyarrow's filesystem layer with the same options, so that no step needs to know
 whether the lake is a local folder or a bucket.
 """
@@ -13,10 +12,7 @@ whether the lake is a local folder or a bucket.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,8 +21,9 @@ import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from jobs.core.errors import UserError
+from jobs.lake.cache import Bounded
+from jobs.lake.paths import file_name, filesystem, join
 
-OBJECT_STORES = ("s3://", "s3a://")
 BROKEN_HELP = ("docs/operations.md, 'A table that cannot be read': restore the file, or move "
                "the table's folder away and run `ses run` to rebuild it")
 
@@ -69,30 +66,15 @@ def broken_in(text: str) -> BrokenTable | None:
 LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an object store
 
 
-# Spark frames over the same data files, kept per session: Spark lists every file of a
-# new frame (0.3-0.5 s for the 1,096 date partitions of the hospital's events), and a
-# night reads one table for many patterns. Delta data files never change, so the same
-# files are the same rows.
-_FRAMES: OrderedDict = OrderedDict()
-_FRAMES_LOCK = threading.Lock()
-FRAMES_KEPT = 64
-# A small table's whole snapshot, held in the session's memory once it is read: Spark
-# opens each data file once per query (a copy of the Hadoop configuration per file, 20 %
-# of a night's JVM time over the committed data), and a night reads a source's events
-# for every pattern. A query over the hospital's 1,096 files took 0.9-1.0 s from Parquet
-# and 0.15 s from memory. Kept by table path (the latest snapshot read), a few at a time.
-_HELD: OrderedDict = OrderedDict()
-HELD_KEPT = 4
-HELD_BYTES = 32 * 2**20  # of Parquet: a table larger than this is read from its files
-PARTITION_OPS = {"=", "!=", "<", "<=", ">", ">=", "in", "not in"}
-# ... and on the driver, as Arrow tables (by table URI: its latest snapshot read)
-_HELD_ARROW: OrderedDict = OrderedDict()
+# A small table's whole snapshot as Arrow on the driver (by table URI: its latest snapshot
+# read), at most ``HELD_BYTES`` of Parquet, a few at a time: a night's reads of a source's
+# events open each of its files once
+HELD_ARROW = Bounded(4)
+HELD_BYTES = 32 * 2**20
 # Arrow datasets of table snapshots, by table, snapshot and partition filter: delta-rs
 # makes an expression per data file (about 0.4 ms each: a day-partitioned events table
 # has hundreds), and a night reads the same snapshot of a source's events several times
-_DATASETS: OrderedDict = OrderedDict()
-_DATASETS_LOCK = threading.Lock()
-DATASETS_KEPT = 32
+DATASETS = Bounded(32)
 # rows per commit of a streamed insert: delta-rs holds each open partition file's bytes
 # until its commit, so a batch of a million rows over a thousand dates would be held whole
 COMMIT_ROWS = 250_000
@@ -215,7 +197,7 @@ class Lake:
         dt = self.read_table(path)
         if dt is None:
             return
-        for uri in _data_files(dt):
+        for uri in data_files(dt):
             fs, where = self.filesystem(uri)
             if fs.get_file_info(where).type == pafs.FileType.NotFound:
                 raise BrokenTable(self.name_of(path),
@@ -242,7 +224,7 @@ class Lake:
         """A table's current snapshot as Arrow (for small tables: runs, ingest log, a
         small night's events), only the files of the partitions that pass
         ``partition_filters`` and, with ``only``, only the data files of these names (as
-        in ``read_spark``)."""
+        in ``jobs.spark.tables.read_spark``)."""
         import pyarrow.dataset as pads
 
         dt = self.read_table(path)
@@ -366,80 +348,12 @@ class Lake:
         """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
         per-file statistics (no data is read); ``table``: the table, when it is open."""
         dt = table if table is not None else self.table(path)
-        files = _data_files(dt, partition_filters)
+        files = data_files(dt, partition_filters)
         actions = pa.table(dt.get_add_actions(flatten=True))
         records = dict(zip(actions.column("path").to_pylist(),
                            actions.column("num_records").to_pylist()))
         wanted = {file_name(f) for f in files}
         return sum(n or 0 for p, n in records.items() if file_name(p) in wanted)
-
-    def read_spark(self, spark, path: str, partition_filters=None,
-                   only: set[str] | None = None):
-        """Spark DataFrame over the current snapshot of a Delta table (only the files of
-        the partitions that pass ``partition_filters``, e.g. [("event_date", ">=",
-        "2006-01-01")], and, with ``only``, only the data files of these names). Spark
-        reads an object-store lake through Hadoop's ``s3a`` filesystem
-        (``jobs.spark.session.require_object_store``)."""
-        dt = self.table(path)
-        files = _data_files(dt, partition_filters)
-        if only is not None:
-            files = [f for f in files if file_name(f) in only]
-        if not files:
-            return spark.createDataFrame([], _spark_schema(dt))
-        if self.local and only is None:
-            try:
-                held = _held_frame(spark, path, dt, partition_filters)
-            except Exception:
-                self.check_files(path, footers=True)  # as below
-                raise
-            if held is not None:
-                return held
-        key = (id(spark), path, tuple(files))
-        with _FRAMES_LOCK:  # the night's match jobs may read from several threads
-            hit = _FRAMES.get(key)
-            if hit is not None and hit[0] is spark:
-                if all(os.path.exists(f) for f in files):  # a file lost: BrokenTable below
-                    _FRAMES.move_to_end(key)
-                    return hit[1]
-                del _FRAMES[key]
-        try:
-            df = _reader(spark, dt).option("basePath", spark_uri(path)).parquet(
-                *(spark_uri(f) for f in files))
-        except Exception:
-            # a data file gone or not Parquet: BrokenTable says so in one line
-            self.check_files(path, footers=True)
-            raise
-        if self.local:  # an object store would be asked for every file on each hit
-            with _FRAMES_LOCK:
-                _FRAMES[key] = (spark, df)
-                while len(_FRAMES) > FRAMES_KEPT:
-                    _FRAMES.popitem(last=False)
-        return df
-
-    def read_parquet_spark(self, spark, uri: str):
-        """Spark DataFrame over a folder of Parquet files the pipeline wrote (a run's
-        staged rows), with the schema of a footer read here, as Spark would infer it: the
-        Spark schema a Spark writer leaves in the footer (its timestamps are INT96, which
-        Arrow reads as local times), else the Arrow schema's. Spark then runs no job to
-        infer it (one per read). A folder without files, or a type Spark has no equivalent
-        for (nanosecond times among them), leaves the inference to Spark (and its error)."""
-        import pyarrow.dataset as pads
-        from pyspark.sql.types import StructType
-
-        reader = spark.read
-        fs, folder = self.filesystem(uri)
-        try:
-            schema = pads.dataset(folder, filesystem=fs, format="parquet").schema
-            written = (schema.metadata or {}).get(SPARK_ROW_METADATA)
-            if written is not None:
-                reader = spark.read.schema(StructType.fromJson(json.loads(written)))
-            elif len(schema) and not any(pa.types.is_timestamp(f.type) and f.type.unit == "ns"
-                                         for f in schema):  # Spark reads no nanoseconds
-                reader = spark.read.schema(_arrow_to_spark(schema))
-        except (OSError, TypeError, ValueError, KeyError, NotImplementedError,
-                pa.ArrowException):
-            pass
-        return reader.parquet(spark_uri(uri))
 
     # -- other files (pyarrow filesystems) -----------------------------------------------
     def filesystem(self, uri: str):
@@ -492,12 +406,12 @@ def _key_text(t: pa.Table, keys: tuple[str, ...]) -> pa.Array:
     return pc.binary_join_element_wise(*[pc.fill_null(c, "\x00") for c in cols], "\x1f")
 
 
-def _snapshot_key(dt: DeltaTable) -> tuple:
+def snapshot_key(dt: DeltaTable) -> tuple:
     """What names a snapshot's files, which never change: the table, its id and version."""
     return (dt.table_uri, dt.metadata().id, dt.version())
 
 
-def _holdable(dt: DeltaTable) -> bool:
+def holdable(dt: DeltaTable) -> bool:
     """Whether the snapshot's data files add up to at most ``HELD_BYTES``."""
     actions = pa.table(dt.get_add_actions(flatten=True))
     return sum(actions.column("size_bytes").to_pylist()) <= HELD_BYTES
@@ -509,26 +423,18 @@ def _special(columns, filter) -> bool:
 
 
 def _held_table(dt: DeltaTable) -> pa.Table | None:
-    """A small table's whole snapshot as Arrow, read once per process (``_HELD_ARROW``):
-    the driver's reads of a source's events, as Spark's (``_held_frame``), open each of
-    its files once. None when the table is larger than ``HELD_BYTES`` of Parquet."""
-    key = _snapshot_key(dt)
-    with _DATASETS_LOCK:
-        hit = _HELD_ARROW.get(dt.table_uri)
+    """A small table's whole snapshot as Arrow, read once per process (``HELD_ARROW``):
+    the driver's reads of a source's events, as Spark's (``jobs.spark.tables``), open each
+    of its files once. None when the table is larger than ``HELD_BYTES`` of Parquet."""
+    key = snapshot_key(dt)
+    hit = HELD_ARROW.get(dt.table_uri)
     if hit is not None and hit[0] == key and all(os.path.exists(f) for f in hit[2]):
-        with _DATASETS_LOCK:
-            if dt.table_uri in _HELD_ARROW:
-                _HELD_ARROW.move_to_end(dt.table_uri)
         return hit[1]
-    if not _holdable(dt):
+    if not holdable(dt):
         return None
     files = dt.file_uris()
     table = scan(snapshot_dataset(dt))
-    with _DATASETS_LOCK:
-        _HELD_ARROW[dt.table_uri] = (key, table, files)
-        _HELD_ARROW.move_to_end(dt.table_uri)
-        while len(_HELD_ARROW) > HELD_KEPT:
-            _HELD_ARROW.popitem(last=False)
+    HELD_ARROW.put(dt.table_uri, (key, table, files))
     return table
 
 
@@ -543,86 +449,7 @@ def _filtered(table: pa.Table, columns, filter, partition_filters) -> pa.Table:
     return table.select(columns) if columns else table
 
 
-def _held_frame(spark, path: str, dt: DeltaTable, partition_filters):
-    """The frame of ``dt``'s snapshot, from the session's memory (``_HELD``), with the
-    rows of the partitions ``partition_filters`` keeps; None when the table is too large
-    to hold or a filter is not a plain comparison of a partition column."""
-    from pyspark.sql import functions as F
-
-    wanted = list(partition_filters or ())
-    if not all(isinstance(f, tuple) and len(f) == 3 and f[1] in PARTITION_OPS
-               and f[0] in dt.metadata().partition_columns for f in wanted):
-        return None
-    key = _snapshot_key(dt)
-    with _FRAMES_LOCK:
-        hit = _HELD.get(path)
-    if hit is not None and hit[0] is spark and hit[1] == key and \
-            all(os.path.exists(f) for f in hit[3]):
-        whole = hit[2]
-    else:
-        if not _holdable(dt):
-            return None
-        files = dt.file_uris()
-        whole = _reader(spark, dt).option("basePath", spark_uri(path)).parquet(
-            *(spark_uri(f) for f in files)).cache()
-        with _FRAMES_LOCK:
-            gone = [_HELD.pop(path)] if path in _HELD else []
-            _HELD[path] = (spark, key, whole, files)
-            while len(_HELD) > HELD_KEPT:
-                gone.append(_HELD.popitem(last=False)[1])
-        for old in gone:
-            if old[0] is spark:
-                old[2].unpersist()
-    with _FRAMES_LOCK:
-        if path in _HELD:  # (another thread may have let it go meanwhile)
-            _HELD.move_to_end(path)
-    kinds = {f.name: f.dataType.typeName() for f in whole.schema.fields}
-    if any(kinds.get(name) not in ("string", "date") for name, _, _ in wanted):
-        return None  # compared as text below: only text and dates compare as they do
-    df = whole
-    for name, op, value in wanted:
-        c = F.col(name).cast("string")
-        if op in ("in", "not in"):
-            test = c.isin([str(v) for v in value])
-            df = df.where(test if op == "in" else ~test)
-        else:
-            df = df.where({"=": c == str(value), "!=": c != str(value), "<": c < str(value),
-                           "<=": c <= str(value), ">": c > str(value),
-                           ">=": c >= str(value)}[op])
-    return df
-
-
-SPARK_ROW_METADATA = b"org.apache.spark.sql.parquet.row.metadata"  # a Spark writer's schema
-
-
-def _spark_schema(dt: DeltaTable):
-    """The Spark schema of the table's Delta log."""
-    return _arrow_to_spark(pa.schema(dt.schema().to_arrow()))
-
-
-def _arrow_to_spark(schema: pa.Schema):
-    from pyspark.sql.pandas.types import from_arrow_schema
-
-    return from_arrow_schema(schema)
-
-
-def _reader(spark, dt: DeltaTable):
-    """``spark.read`` with the data columns' schema of the table's Delta log, as a Delta
-    reader takes it: Spark then reads no Parquet footer to infer one (a Spark job per
-    read, two thirds of the time of registering a lake's views). The partition columns
-    are left out, so Spark types them from the folder names as it did before (``event_date``
-    a date); a type Spark has no equivalent for leaves the inference on."""
-    from pyspark.sql.types import StructType
-
-    parts = set(dt.metadata().partition_columns)
-    try:
-        schema = _spark_schema(dt)
-    except (TypeError, ValueError, NotImplementedError):
-        return spark.read
-    return spark.read.schema(StructType([f for f in schema.fields if f.name not in parts]))
-
-
-def _data_files(dt: DeltaTable, partition_filters=None) -> list[str]:
+def data_files(dt: DeltaTable, partition_filters=None) -> list[str]:
     """The URIs of the snapshot's data files (of the partitions ``partition_filters``
     keeps)."""
     if partition_filters:
@@ -630,90 +457,15 @@ def _data_files(dt: DeltaTable, partition_filters=None) -> list[str]:
     return dt.file_uris()
 
 
-def storage_error(exc: OSError) -> str:
-    """One line for a storage error: delta-rs reports an object store's failure as a chain
-    of causes on many (coloured) lines; this keeps what failed, the request and the
-    innermost cause."""
-    import re
-
-    text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))
-    parts = [p.strip() for p in re.split(r"\n\s*↳", text) if p.strip()]
-    if len(parts) <= 1:
-        return text.strip() or type(exc).__name__
-    request = next((p.split(" in ")[0] for p in parts
-                    if p.startswith("Error performing ") and "://" in p), None)
-    return (f"{parts[0]}: {parts[-1]}" + (f" ({request})" if request else "")
-            + "; check the profile's storage_options (endpoint, credentials, region) and "
-              "that the store is reachable from this host")
-
-
-def file_name(path: str) -> str:
-    """A data file's name, from its URI or from its path in the Delta log."""
-    return path.replace("\\", "/").rsplit("/", 1)[-1]
-
-
-def join(root: str, *parts: str) -> str:
-    """A path under ``root``: ``/`` for URIs, the OS separator for local paths."""
-    return "/".join([root.rstrip("/"), *parts]) if "://" in root else os.path.join(root, *parts)
-
-
-def spark_uri(uri: str) -> str:
-    """The URI Spark reads: Hadoop's S3 filesystem is ``s3a://`` (delta-rs writes
-    ``s3://``)."""
-    return "s3a://" + uri[len("s3://"):] if uri.startswith("s3://") else uri
-
-
-def filesystem(uri: str, storage_options: dict[str, str] | None = None):
-    """(pyarrow filesystem, path in it) for a local path or a URI; an ``s3://`` or
-    ``s3a://`` URI uses the delta-rs storage options' endpoint, credentials and region
-    (``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``,
-    ``AWS_REGION``, ``AWS_ALLOW_HTTP``), so executors and driver reach the same store."""
-    import pyarrow.fs as pafs
-
-    if uri.startswith(OBJECT_STORES):
-        return _s3(storage_options or {}), uri.split("://", 1)[1]
-    return pafs.FileSystem.from_uri(uri if "://" in uri else "file://" + os.path.abspath(uri))
-
-
-def s3_settings(storage_options: dict[str, str] | None) -> dict:
-    """What delta-rs's S3 ``storage_options`` say (keys in any case), for the other
-    clients of the same store (pyarrow here, Hadoop's s3a in ``jobs.spark.session``): endpoint,
-    plain ``http``, region, access_key, secret_key, session_token (None: not given)."""
-    o = {k.upper(): v for k, v in (storage_options or {}).items()}
-    return {"endpoint": o.get("AWS_ENDPOINT_URL") or o.get("AWS_ENDPOINT"),
-            "http": o.get("AWS_ALLOW_HTTP", "").lower() == "true",
-            "region": o.get("AWS_REGION") or o.get("AWS_DEFAULT_REGION"),
-            "access_key": o.get("AWS_ACCESS_KEY_ID"),
-            "secret_key": o.get("AWS_SECRET_ACCESS_KEY"),
-            "session_token": o.get("AWS_SESSION_TOKEN")}
-
-
-def _s3(options: dict[str, str]):
-    import pyarrow.fs as pafs
-
-    s = s3_settings(options)
-    kw = {k: s[k] for k in ("access_key", "secret_key", "session_token", "region")}
-    if s["endpoint"]:
-        scheme, _, host = s["endpoint"].rpartition("://")
-        kw.update(endpoint_override=host.rstrip("/"), scheme=scheme or "https")
-    return pafs.S3FileSystem(**{k: v for k, v in kw.items() if v is not None})
-
-
 def snapshot_dataset(dt: DeltaTable, partition_filters=None):
     """The Arrow dataset of ``dt``'s snapshot (only the files of the partitions that pass
     ``partition_filters``), made once per process: a table's id and version name its
     files, which never change."""
-    key = (*_snapshot_key(dt), repr(partition_filters or None))
-    with _DATASETS_LOCK:
-        dataset = _DATASETS.get(key)
-        if dataset is not None:
-            _DATASETS.move_to_end(key)
-            return dataset
-    dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
-    with _DATASETS_LOCK:
-        _DATASETS[key] = dataset
-        while len(_DATASETS) > DATASETS_KEPT:
-            _DATASETS.popitem(last=False)
+    key = (*snapshot_key(dt), repr(partition_filters or None))
+    dataset = DATASETS.get(key)
+    if dataset is None:
+        dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
+        DATASETS.put(key, dataset)
     return dataset
 
 

@@ -24,6 +24,7 @@ from jobs.core.language.events import format_ts, to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.core.language.window import current_attributes, relevance
 from jobs.lake import store as lk
+from jobs.spark.tables import read_spark
 
 
 def col(name: str):
@@ -241,7 +242,7 @@ def read_range(spark, lake: lk.Lake, path: str, low: int | None, high: int | Non
     ``event_date`` partitions that can hold them."""
     from pyspark.sql import functions as F
 
-    df = lake.read_spark(spark, path, event_date_filters(low, high, tau))
+    df = read_spark(spark, lake, path, event_date_filters(low, high, tau))
     if low is not None:
         df = df.where(F.col("ts") >= F.lit(to_datetime(low)))
     if high is not None:

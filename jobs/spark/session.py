@@ -17,7 +17,7 @@ from pathlib import Path
 from jobs import environment
 from jobs.config import ConfigError, Profile, current_project
 from jobs.core.errors import UserError
-from jobs.lake.store import OBJECT_STORES, s3_settings
+from jobs.lake.paths import OBJECT_STORES, s3_settings
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 SECRETS = {"access_key": "spark.hadoop.fs.s3a.access.key",  # lake.s3_settings -> s3a

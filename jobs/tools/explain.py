@@ -41,6 +41,7 @@ from jobs.pipeline.match.planning import choose_plan, driver_planned, explain_te
 from jobs.pipeline.match.steps import planned_range
 from jobs.project.patterns import load_catalog
 from jobs.spark.diagnostics import unsatisfiable, variable_counts
+from jobs.spark.tables import read_spark
 
 
 # ---------------------------------------------------------------------------------------
@@ -289,7 +290,7 @@ def explain_pattern(spark, profile: Profile, path: Path, partition: str | None =
     step of the lazy strategy removed the windows there; the report's lines."""
     pattern = load_catalog([path]).get(path)
     lake = Lake.of_profile(profile)
-    events = lake.read_spark(spark, lake.events(pattern.source))
+    events = read_spark(spark, lake, lake.events(pattern.source))
     out = [f"{pattern.name} ({pattern.kind}, matcher {pattern.matcher}) on "
            f"events_{pattern.source}"]
     if pattern.kind == "window":

@@ -20,6 +20,7 @@ from jobs.core.language.funnel_steps import AFTER_MATCH, FunnelRow
 from jobs.lake.funnels import latest, read_funnels
 from jobs.lake.store import Lake
 from jobs.project.patterns import load_catalog, pattern_paths
+from jobs.spark.tables import read_spark
 from jobs.tools.explain import why_not_events
 
 
@@ -50,7 +51,7 @@ def funnel_of(spark, profile: Profile, name_or_path: str, partition: str | None 
     if not lake.exists(table):
         raise InputError(f"no events of source {pattern.source!r} in {lake.root}: run "
                          "`ses run` (or `ses ingest`) first")
-    events = lake.read_spark(spark, table)
+    events = read_spark(spark, lake, table)
     if partition:
         rows, _, _ = why_not_events(events, pattern, partition, None)
         cols = from_events(rows, pattern.stored_attributes)

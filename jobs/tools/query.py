@@ -14,8 +14,9 @@ import pyarrow as pa
 from jobs.core.errors import NotAQuery, UserError
 from jobs.lake.changes import Point
 from jobs.lake.store import Lake
-from jobs.lake.views import broken_named, duckdb_connection, register_spark, view_names
+from jobs.lake.views import broken_named, duckdb_connection, view_names
 from jobs.spark.sql import check_read_only
+from jobs.spark.views import register_spark
 
 
 class QueryFailed(UserError):

@@ -22,6 +22,7 @@ from jobs.pipeline import ingest as ig
 from jobs.pipeline.run import run_all
 from jobs.pipeline.upkeep.reconcile import reconcile
 from jobs.pipeline.upkeep.retract import retract
+from jobs.spark.tables import read_spark
 from jobs.tools.lakecheck import check_lake, vacuum
 from jobs.tools.query import run_duckdb
 
@@ -233,7 +234,7 @@ def test_a_corrupt_data_file_is_named_as_its_table_in_one_line(spark, tmp_path):
     victim = sorted((tmp_path / "lake" / "events" / "chemo_mw").rglob("*.parquet"))[0]
     victim.write_bytes(b"this is not parquet at all" * 10)
     with pytest.raises(Exception) as info:
-        lake.read_spark(spark, lake.events("chemo_mw")).collect()
+        read_spark(spark, lake, lake.events("chemo_mw")).collect()
     line = short_error(info.value)
     assert line.startswith("the lake's table events/chemo_mw cannot be read (data file ")
     assert victim.name in line and "\n" not in line

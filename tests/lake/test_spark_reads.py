@@ -9,10 +9,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from jobs.lake import store as lk
+from jobs.spark.tables import read_parquet_spark, spark_uri
 
 
 def _same(spark, lake: lk.Lake, folder: str):
-    ours, inferred = lake.read_parquet_spark(spark, folder), spark.read.parquet(lk.spark_uri(folder))
+    ours, inferred = read_parquet_spark(spark, lake, folder), spark.read.parquet(spark_uri(folder))
     assert ours.schema == inferred.schema
     assert sorted(map(tuple, ours.collect())) == sorted(map(tuple, inferred.collect()))
     return ours
@@ -39,10 +40,10 @@ def test_a_folder_without_files_or_with_a_type_spark_lacks_is_spark_s_own_error(
     lake = lk.Lake(str(tmp_path / "lake"))
     (tmp_path / "empty").mkdir()
     with pytest.raises(Exception, match="(?i)infer schema|UNABLE_TO_INFER"):
-        lake.read_parquet_spark(spark, str(tmp_path / "empty"))
+        read_parquet_spark(spark, lake, str(tmp_path / "empty"))
     nanos = tmp_path / "nanos"
     nanos.mkdir()
     pq.write_table(pa.table({"ts": pa.array([datetime(2026, 1, 2)], pa.timestamp("ns"))}),
                    nanos / "part-0.parquet")
     with pytest.raises(Exception, match="PARQUET_TYPE_ILLEGAL"):  # when read, as Spark says
-        lake.read_parquet_spark(spark, str(nanos))
+        read_parquet_spark(spark, lake, str(nanos))

@@ -11,6 +11,8 @@ import pytest
 from jobs.core.language.patternfile import load_pattern
 from jobs.lake import store as lk
 from jobs.project.patterns import pattern_paths
+from jobs.spark import tables
+from jobs.spark.tables import read_spark
 
 
 def _stats_rows(lake, source: str) -> list[tuple]:
@@ -29,7 +31,8 @@ def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path):
     from pyspark.sql import functions as F
 
     from jobs.config import load_sources
-    from jobs.lake.stats import distinct_estimate, update_stats
+    from jobs.lake.stats import distinct_estimate
+    from jobs.spark.stats import update_stats
 
     patterns = [load_pattern(p) for p in pattern_paths()]
     lakes = {e: lk.Lake(str(tmp_path / e)) for e in ("spark", "driver")}
@@ -63,21 +66,21 @@ def test_a_tables_spark_frame_is_reused_while_its_files_are_the_same(spark, tmp_
     lake = lk.Lake(str(tmp_path / "lake"))
     path = lk.join(lake.root, "events", "t")
     lake.write(path, pa.table({"x": [1, 2], "d": ["a", "b"]}), partition_by=["d"])
-    first = lake.read_spark(spark, path)
-    assert lake.read_spark(spark, path) is first and first.count() == 2
+    first = read_spark(spark, lake, path)
+    assert read_spark(spark, lake, path) is first and first.count() == 2
     lake.append(path, pa.table({"x": [3], "d": ["c"]}), partition_by=["d"])
-    again = lake.read_spark(spark, path)
+    again = read_spark(spark, lake, path)
     assert again is not first and again.count() == 3
-    assert lake.read_spark(spark, path, [("d", "=", "a")]).count() == 1
+    assert read_spark(spark, lake, path, [("d", "=", "a")]).count() == 1
     lost = next(Path(path, "d=b").glob("*.parquet"))
     lost.unlink()
     with pytest.raises(lk.BrokenTable, match="missing"):
-        lake.read_spark(spark, path)
+        read_spark(spark, lake, path)
 
 
 def test_a_small_tables_frame_is_held_in_memory_and_filtered_as_its_files_are(
         spark, tmp_path, monkeypatch):
-    """A small table's snapshot is read into the session's memory once (``_HELD``) and its
+    """A small table's snapshot is read into the session's memory once (``HELD``) and its
     partition filters become row filters: each read equals the read of the files the
     filters keep; a table over ``HELD_BYTES`` is read from its files."""
     lake = lk.Lake(str(tmp_path / "lake"))
@@ -91,14 +94,14 @@ def test_a_small_tables_frame_is_held_in_memory_and_filtered_as_its_files_are(
                [("event_date", ">", "2020-01-01"), ("event_date", "<=", "2020-01-10")]]
 
     def rows(f):
-        return sorted(r["x"] for r in lake.read_spark(spark, path, f).collect())
+        return sorted(r["x"] for r in read_spark(spark, lake, path, f).collect())
 
     held = [rows(f) for f in filters]
-    assert path in lk._HELD and lk._HELD[path][2].is_cached
+    assert path in tables.HELD and tables.HELD.get(path)[2].is_cached
     monkeypatch.setattr(lk, "HELD_BYTES", 0)
-    lk._HELD.pop(path)[2].unpersist()
+    tables.HELD.pop(path)[2].unpersist()
     assert held == [rows(f) for f in filters] and held[1] == [2, 3, 4]
-    assert path not in lk._HELD
+    assert path not in tables.HELD
 
 
 def test_a_small_tables_arrow_snapshot_is_held_and_filtered_as_its_files_are(
@@ -120,9 +123,9 @@ def test_a_small_tables_arrow_snapshot_is_held_and_filtered_as_its_files_are(
         return sorted(lake.read_arrow(path, **kw).to_pylist(), key=repr)
 
     held = [rows(kw) for kw in reads]
-    assert [t.num_rows for _, t, _ in lk._HELD_ARROW.values()][-1] == 4
+    assert [t.num_rows for _, t, _ in lk.HELD_ARROW.values()][-1] == 4
     monkeypatch.setattr(lk, "HELD_BYTES", 0)
-    lk._HELD_ARROW.clear()
+    lk.HELD_ARROW.clear()
     assert held == [rows(kw) for kw in reads] and held[4] == [{"x": 1, "event_date": "2020-01-01"}]
     monkeypatch.undo()
     rows({})
@@ -134,7 +137,7 @@ def test_a_small_tables_arrow_snapshot_is_held_and_filtered_as_its_files_are(
 @pytest.mark.parametrize("engine", ["driver", "spark"])
 def test_lake_statistics_are_incremental(spark, nightly, tmp_path, engine):
     from jobs.config import load_sources
-    from jobs.lake.stats import update_stats
+    from jobs.spark.stats import update_stats
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
@@ -176,11 +179,12 @@ def test_which_dates_are_computed_comes_from_the_delta_log(nightly, tmp_path, mo
 
     from jobs.config import load_sources
     from jobs.lake import stats
+    from jobs.spark import stats as spark_stats
 
     copy = lk.Lake(str(tmp_path / "lake"))
     shutil.copytree(nightly[0].lake, copy.root)
     columns = load_sources()["sepsis"].columns
-    full = stats._covered(copy.table(copy.stats("sepsis")))
+    full = stats.covered_attributes(copy.table(copy.stats("sepsis")))
     assert full and {"*", "event_type", "@patient"} <= full
     slow, fast = stats.computed_dates(copy, "sepsis"), stats.computed_dates(copy, "sepsis", full)
     assert fast.keys() == slow.keys() and len(fast) > 100
@@ -199,18 +203,18 @@ def test_which_dates_are_computed_comes_from_the_delta_log(nightly, tmp_path, mo
         return late["event_date"]
 
     monkeypatch.setattr(stats, "needed_attributes", lambda patterns: ({"event_type"}, set()))
-    assert stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 0  # has more
+    assert spark_stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 0  # has more
     day = late_event(0)
-    assert stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 1
-    assert stats._covered(copy.table(copy.stats("sepsis"))) == {"*", "event_type"}
+    assert spark_stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 1
+    assert stats.covered_attributes(copy.table(copy.stats("sepsis"))) == {"*", "event_type"}
     monkeypatch.undo()
     patterns = [load_pattern(p) for p in pattern_paths()]
-    out = stats.update_stats(None, copy, "sepsis", patterns, columns)
+    out = spark_stats.update_stats(None, copy, "sepsis", patterns, columns)
     assert out["dates"] == 1  # the date computed with fewer attributes, found in its rows
-    assert stats._covered(copy.table(copy.stats("sepsis"))) == full
+    assert stats.covered_attributes(copy.table(copy.stats("sepsis"))) == full
     assert {r["attribute"] for r in copy.read_arrow(copy.stats("sepsis")).to_pylist()
             if r["event_date"] == day} >= {"*", "event_type", "value", "@patient"}
-    assert stats.update_stats(None, copy, "sepsis", patterns, columns)["dates"] == 0
+    assert spark_stats.update_stats(None, copy, "sepsis", patterns, columns)["dates"] == 0
 
 
 def test_when_each_date_was_last_ingested_comes_from_the_delta_log(tmp_path):

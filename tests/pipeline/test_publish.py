@@ -72,7 +72,7 @@ def _initial(rows: list[tuple[int, str]]) -> list[pa.Table]:
 
 
 def merge_oracle(path: str, data: pa.Table, rng: RunRange) -> dict:
-    """The MERGE publish of the first wave, verbatim in effect."""
+    """The MERGE publish the lake used before, verbatim in effect."""
     def iso(ns):
         return datetime.fromtimestamp(ns / 1e9, tz=timezone.utc).strftime(
             "%Y-%m-%dT%H:%M:%S.%fZ")

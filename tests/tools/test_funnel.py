@@ -9,6 +9,7 @@ from jobs.core.language.events import events_from_arrow
 from jobs.core.language.patternfile import load_pattern
 from jobs.core.reference.funnel import funnel as reference_funnel
 from jobs.lake import store as lk
+from jobs.spark.tables import read_spark
 
 PATTERN = "sepsis_labs_then_antibiotics"
 
@@ -30,9 +31,9 @@ def test_funnel_command_prints_the_steps_in_order(spark, nightly, monkeypatch, c
     for a, b in zip(steps, steps[1:]):
         assert a["windows"] - b["windows"] == sum(a["stopped"].values())
     lake = lk.Lake(profile.lake)
-    matched = lake.read_spark(spark, lake.matches(PATTERN)).select("patient").toArrow()
+    matched = read_spark(spark, lake, lake.matches(PATTERN)).select("patient").toArrow()
     assert steps[-1]["partitions"] == len(set(matched.column("patient").to_pylist()))
-    events = lake.read_spark(spark, lake.events("sepsis"))
+    events = read_spark(spark, lake, lake.events("sepsis"))
     # one partition: the engine's funnel equals the reference on that patient's events
     patient = events.where(events.event_type == "IV Antibiotics").first()["patient"]
     assert main(["funnel", PATTERN, "--profile", "test", "--partition", str(patient)]) == 0

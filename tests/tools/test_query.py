@@ -37,7 +37,8 @@ FAST_QUERIES = [
 
 
 def test_match_events_views_equal_the_bindings_on_spark_and_duckdb(spark, nightly):
-    from jobs.lake.views import duckdb_connection, register_spark
+    from jobs.lake.views import duckdb_connection
+    from jobs.spark.views import register_spark
 
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
@@ -90,7 +91,7 @@ def test_fast_query_path_equals_spark(spark, nightly, sql):
 def test_spark_views_are_those_of_the_last_lake_registered(spark, tmp_path):
     """A table only the first lake has must not answer queries over the second (pr-check
     and the models register one lake after another on one session)."""
-    from jobs.lake.views import register_spark
+    from jobs.spark.views import register_spark
 
     first, second = lk.Lake(str(tmp_path / "a")), lk.Lake(str(tmp_path / "b"))
     first.append(first.events("only_a"), pa.table({"event_id": ["x"]}))

@@ -35,6 +35,7 @@ from jobs.landing.splits import Split, estimated_rows, landing_files, splits_of,
 from jobs.landing.typing import LINEAGE, events_schema, quarantine_table
 from jobs.pipeline.ingest.listing import Digests
 from jobs.pipeline.ingest.tasks import REREAD, part, run_splits
+from jobs.spark.tables import read_parquet_spark
 
 INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
 CHUNK_ROWS = 100_000  # rows the driver streams from a staged part at a time
@@ -322,7 +323,7 @@ def repeated_keys(parts: Parts, spark=None, folder: str | None = None) -> pa.Arr
     keys takes twenty times that), or, above ``SORT_ROWS`` rows with Spark, counted by key
     on the executors over the staged parts in ``folder``."""
     if spark is not None and folder is not None and parts.rows() > SORT_ROWS:
-        df = parts.lake.read_parquet_spark(spark, folder)
+        df = read_parquet_spark(spark, parts.lake, folder)
         found = df.groupBy("_k").count().where("count > 1").select("_k").toArrow()
         return found.column("_k").combine_chunks().cast(pa.int64())
     keys = np.sort(parts.read(columns=["_k"]).column("_k").to_numpy())

@@ -8,7 +8,6 @@ from __future__ import annotations
 from jobs.config import load_sources
 from jobs.core.errors import UserError
 from jobs.failpoints import reached
-from jobs.lake.stats import update_stats
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest import describe, ingest
 from jobs.pipeline.ingest.commit import timings
@@ -23,6 +22,7 @@ from jobs.pipeline.validate.quality import (
 )
 from jobs.progress import progress, say
 from jobs.project.patterns import PatternCatalog, load_catalog
+from jobs.spark.stats import update_stats
 
 
 def pipeline_catalog(paths: list[str] | None = None) -> tuple[PatternCatalog, list]:

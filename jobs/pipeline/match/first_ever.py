@@ -40,6 +40,7 @@ from jobs.core.language.pattern import Pattern, first_ever_attribute
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
 from jobs.spark.predicates import col, property_column
+from jobs.spark.tables import read_spark
 
 TS = pa.timestamp("us", tz="UTC")
 FIRST_ID = "__first_ever_id"  # the state's event id, joined onto the night's events
@@ -192,7 +193,7 @@ def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
     """The state from the whole history (a full run), on Spark."""
     from pyspark.sql import functions as F
 
-    df = lake.read_spark(spark, lake.events(pattern.source))
+    df = read_spark(spark, lake, lake.events(pattern.source))
     keys = list(pattern.partition_attributes)
     newest = df.agg(F.max("ingested_at")).first()[0]
     parts = []

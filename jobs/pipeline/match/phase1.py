@@ -47,6 +47,7 @@ from jobs.spark.predicates import (
     window_analysis,
 )
 from jobs.spark.session import match_tasks
+from jobs.spark.tables import spark_uri
 
 
 def leading_negation(pattern: Pattern | Disjunction) -> bool:
@@ -210,7 +211,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
         stats["seconds"] = time.perf_counter() - started
         return MatchJobResult(staging, stats)
     out = df.mapInPandas(lambda it: run_partition(spec, it), schema)
-    out.write.mode("overwrite").parquet(lk.spark_uri(staging))
+    out.write.mode("overwrite").parquet(spark_uri(staging))
     stats.update(staged_counters(lake, staging, keys))
     if state is not None:  # published with the matches (publish_steps)
         stage_state(lake, staging, state)

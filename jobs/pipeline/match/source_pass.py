@@ -80,6 +80,7 @@ from jobs.spark.predicates import (
     ts_in,
 )
 from jobs.spark.session import match_tasks
+from jobs.spark.tables import spark_uri
 
 PASS_FOLDER = "_pass"  # staging/_pass/<run_id>/<source>_<n>: a pass's output, then moved
 
@@ -270,7 +271,7 @@ def _phase2(spark, lake: lk.Lake, items: list[PassItem], chosen: list[PassItem],
     assert [f.name for f in schema][:-1] == output_columns(tuple(keys), disjunctive, valued)
     shared = lk.join(lake.staging(PASS_FOLDER, run_id), f"{first.source}_{n}")
     out = df.mapInPandas(lambda it: run_shared_partition(specs, it), schema)
-    out.write.mode("overwrite").partitionBy(PATTERN).parquet(lk.spark_uri(shared))
+    out.write.mode("overwrite").partitionBy(PATTERN).parquet(spark_uri(shared))
     seconds = (time.perf_counter() - started) / len(chosen)
     results = {}
     for item in chosen:

@@ -35,6 +35,7 @@ from jobs.progress import progress, say
 from jobs.runrecord import COUNTERS, NIGHTLY, RunRecord
 from jobs.spark.diagnostics import unsatisfiable, variable_counts, variable_counts_many
 from jobs.spark.predicates import filter_column
+from jobs.spark.tables import read_spark
 from jobs.status import SUCCESS
 
 
@@ -155,7 +156,7 @@ def late_events_many(spark, lake, planned: list[PlannedRun]) -> dict[str, int]:
         files = files_ingested_after(lake, source, since[source])
         if files is not None and not files:
             continue  # nothing ingested since the last runs: no late event
-        row = lake.read_spark(spark, lake.events(source), only=files) \
+        row = read_spark(spark, lake, lake.events(source), only=files) \
             .agg(*[c for _, c in columns]).first()
         for (name, _), value in zip(columns, row):
             out[name] = int(value or 0)
@@ -176,7 +177,7 @@ def night_diagnostics(spark, ctxs: list[RunContext], planned: dict) -> tuple[dic
     lake = ctxs[0].lake if ctxs else None
     for source, patterns in by_source.items():
         if lake.exists(lake.events(source)):
-            counts.update(variable_counts_many(lake.read_spark(spark, lake.events(source)),
+            counts.update(variable_counts_many(read_spark(spark, lake, lake.events(source)),
                                                patterns))
     return late, counts
 
@@ -256,7 +257,7 @@ def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict,
     if counts is not None:
         out += unsatisfiable(counts)
     elif pattern.kind != "window" and ctx.lake.exists(events_path):
-        events = ctx.lake.read_spark(spark, events_path)
+        events = read_spark(spark, ctx.lake, events_path)
         out += unsatisfiable(variable_counts(events, pattern))
     if stats.get("matches", 0) == 0:
         out.append(f"the new version of {pattern.name} matches nothing in the whole history")

@@ -34,6 +34,7 @@ from jobs.lake.match_rows import MatchRows
 from jobs.lake.table_docs import description_of, documented_schema
 from jobs.pipeline.match.horizons import RunRange
 from jobs.runrecord import RunRecord
+from jobs.spark.tables import read_parquet_spark, read_spark
 
 COUNTS = ("ses.inserted", "ses.deleted")  # commit metadata: the commit's own counts
 # a run whose staged matches and published table hold at most this many rows each is
@@ -119,7 +120,7 @@ class _SparkRows:
         from pyspark.sql import functions as F
 
         self.spark, self.lake, self.F = spark, lake, F
-        self.staged = lake.read_parquet_spark(spark, staging).where(F.col("kind") == "match")
+        self.staged = read_parquet_spark(spark, lake, staging).where(F.col("kind") == "match")
 
     def span(self) -> tuple[int, tuple[int, int] | None]:
         """(staged matches, (first, last) start_ts in ns or None)."""
@@ -133,7 +134,7 @@ class _SparkRows:
         """(staged rows not published yet, published rows to delete (a count), touched
         rows to keep)."""
         F = self.F
-        old = self.lake.read_spark(self.spark, path,
+        old = read_spark(self.spark, self.lake, path,
                                    only={lk.file_name(f["path"]) for f in touched})
         mine = F.coalesce(_scope(F, version, rng), F.lit(False))
         marked = old.join(self.staged.select("match_id").distinct()

@@ -14,13 +14,15 @@ from deltalake import CommitProperties
 from jobs.config import Profile
 from jobs.failpoints import reached
 from jobs.lake.locks import pattern_lock
-from jobs.lake.views import inputs_of, register_spark
+from jobs.lake.views import inputs_of
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.validate.gx import build_docs, run_suite
 from jobs.pipeline.validate.quality import DRIVER_ROWS
 from jobs.progress import say
 from jobs.project.models import ModelError, expectations, load_models
 from jobs.spark.sql import check_read_only
+from jobs.spark.tables import read_spark
+from jobs.spark.views import register_spark
 from jobs.status import FAILED, SKIPPED, SUCCESS
 
 
@@ -102,7 +104,7 @@ def run_models(spark, lake, select: list[str] | None = None, folder: Path | None
                            custom_metadata={INPUTS_KEY: json.dumps(inputs)}))
             reached("models:after-model")
             # the models after it read the new version
-            lake.read_spark(spark, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
+            read_spark(spark, lake, lake.model(m.name)).createOrReplaceTempView(f"models_{m.name}")
             views.add(f"models_{m.name}")
             rows.append({"model": m.name, "status": SUCCESS, "rows": table.num_rows,
                          "seconds": round(time.perf_counter() - t0, 1)})

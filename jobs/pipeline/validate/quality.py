@@ -46,6 +46,7 @@ from jobs.pipeline.validate.gx import (
     validated,
 )
 from jobs.spark.predicates import col, event_date_filters, property_column
+from jobs.spark.tables import read_parquet_spark, read_spark
 from jobs.status import new_run_id
 
 SPARK_TYPES = {"string": "StringType", "integer": "LongType", "double": "DoubleType",
@@ -120,7 +121,7 @@ def match_check_frame(spark, lake: lk.Lake, staging: str, pattern: Pattern | Dis
 
     disjunctive = isinstance(pattern, Disjunction)
     counted = has_counted_measures(pattern)
-    staged = (lake.read_parquet_spark(spark, staging).where(F.col("kind") == "match")
+    staged = (read_parquet_spark(spark, lake, staging).where(F.col("kind") == "match")
               .select("match_id", *(["alternative"] if disjunctive else []), "start_ts",
                       "end_ts", "n_events", *(["values"] if counted else []),
                       F.from_json("bindings", "map<string,array<string>>").alias("b")))
@@ -148,7 +149,7 @@ def check_events(spark, lake: lk.Lake, patterns: list, filters):
     from pyspark.sql import functions as F
 
     keys = sorted(set().union(*(check_keys(p) for p in patterns)))
-    return lake.read_spark(spark, lake.events(patterns[0].source), filters).select(
+    return read_spark(spark, lake, lake.events(patterns[0].source), filters).select(
         "event_id", F.col("ts").alias("ets"), *[col(k) for k in keys])
 
 
@@ -187,7 +188,7 @@ def _alternative_frame(spark, lake: lk.Lake, staged, events, pattern: Pattern,
     checked = checked_negations(pattern)
     if checked:  # the witnesses may lie up to τ before the run's first start
         wit_low = None if low is None else low - pattern.tau
-        source = lake.read_spark(spark, lake.events(pattern.source),
+        source = read_spark(spark, lake, lake.events(pattern.source),
                                  event_date_filters(wit_low, high, pattern.tau))
     for n in checked:
         name = n.var.name
@@ -323,7 +324,7 @@ def _warm_spark_suite(spark, lake: lk.Lake, source: Source, ts_range) -> None:
         fs.create_dir(where, recursive=True)
         one = pa.table([pa.nulls(1, f.type) for f in schema], schema=schema.remove_metadata())
         pq.write_table(one, f"{where}/0.parquet", filesystem=fs)
-        df = lake.read_parquet_spark(spark, folder).select(*schema.names)
+        df = read_parquet_spark(spark, lake, folder).select(*schema.names)
         validated(lake, f"events_{source.name}", events_expectations(source), df,
                    _range_parameters(ts_range), scan=True)
     finally:
@@ -336,7 +337,7 @@ def validate_events(spark, lake: lk.Lake, source: Source, ts_range,
     given); ``ts_range``: the accepted timestamps (``ingest.TimeRange``)."""
     from pyspark.sql import functions as F
 
-    df = lake.read_spark(spark, lake.events(source.name))
+    df = read_spark(spark, lake, lake.events(source.name))
     if ingest_run is not None:
         df = df.where(F.col("ingest_run") == ingest_run)
     return _events_suite(lake, source, df, ts_range)
@@ -354,7 +355,7 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
     if rows <= DRIVER_ROWS:
         table = events.events if spooled else events
         return _events_suite(lake, source, driver_frame(table), ts_range, PANDAS_TYPES, docs)
-    df = (lake.read_parquet_spark(spark, events.events_path) if spooled
+    df = (read_parquet_spark(spark, lake, events.events_path) if spooled
           else spark.createDataFrame(events))
     return _events_suite(lake, source, df.select(*events_schema(source).names), ts_range,
                          docs=docs)
