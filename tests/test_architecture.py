@@ -100,16 +100,23 @@ def test_every_package_has_a_layer(graph):
     assert not missing, f"packages without a layer in LAYERS (and docs/architecture.md): {missing}"
 
 
-def test_imports_point_down_the_layers(graph):
+def upward(graph, part_of, rank: dict[str, int]) -> list[str]:
+    """The imports from one part to another part of the same or a higher rank: ``part_of``
+    names a module's part (None: not ranked here)."""
     mods, edges = graph
     wrong = []
     for src, targets in edges.items():
-        a = package_of(src)
+        a = part_of(src)
         for dst, (line, _) in targets.items():
-            b = package_of(dst)
-            if a != b and b != "jobs" and RANK[b] >= RANK[a]:
+            b = part_of(dst)
+            if a in rank and b in rank and a != b and rank[b] >= rank[a]:
                 wrong.append(f"{mods[src].relative_to(ROOT)}:{line}: {src} imports {dst} "
-                             f"({a} is layer {RANK[a]}, {b} layer {RANK[b]})")
+                             f"({a} is {rank[a]}, {b} {rank[b]})")
+    return wrong
+
+
+def test_imports_point_down_the_layers(graph):
+    wrong = upward(graph, package_of, RANK)
     assert not wrong, "imports that do not point down the layers:\n" + "\n".join(wrong)
 
 
@@ -231,14 +238,7 @@ def test_the_pipeline_is_in_phase_packages():
 
 
 def test_the_pipeline_phases_import_down(graph):
-    mods, edges = graph
-    wrong = []
-    for src, targets in edges.items():
-        a = _phase(src)
-        for dst, (line, _) in targets.items():
-            b = _phase(dst)
-            if a and b and a != b and PIPELINE_RANK[b] >= PIPELINE_RANK[a]:
-                wrong.append(f"{mods[src].relative_to(ROOT)}:{line}: {src} imports {dst}")
+    wrong = upward(graph, _phase, PIPELINE_RANK)
     assert not wrong, "pipeline phases importing upwards:\n" + "\n".join(wrong)
 
 
