@@ -202,7 +202,7 @@ def test_which_dates_are_computed_comes_from_the_delta_log(nightly, tmp_path, mo
                     partition_by=["event_date"])
         return late["event_date"]
 
-    monkeypatch.setattr(stats, "needed_attributes", lambda patterns: ({"event_type"}, set()))
+    monkeypatch.setattr(spark_stats, "needed_attributes", lambda patterns: ({"event_type"}, set()))
     assert spark_stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 0  # has more
     day = late_event(0)
     assert spark_stats.update_stats(None, copy, "sepsis", [], columns)["dates"] == 1

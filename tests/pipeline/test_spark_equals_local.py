@@ -174,7 +174,7 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly, monkeypatch):
 
 def test_a_failed_source_pass_is_retried_pattern_by_pattern(spark, tmp_path, monkeypatch):
     """A pass that dies takes no pattern down: each is matched alone and published."""
-    from jobs.pipeline import run as night
+    from jobs.pipeline.match import steps as match_steps
 
     profile, _ = chemo_profile(tmp_path)
     folder = tmp_path / "patterns"
@@ -186,7 +186,7 @@ def test_a_failed_source_pass_is_retried_pattern_by_pattern(spark, tmp_path, mon
     def dies(*args, **kw):
         raise RuntimeError("executor lost")
 
-    monkeypatch.setattr(night, "run_source_pass", dies)
+    monkeypatch.setattr(match_steps, "run_source_pass", dies)
     log = []
     rows = run_all(spark, profile, "2010-08-30", [str(p) for p in sorted(folder.iterdir())],
                    echo=log.append)
