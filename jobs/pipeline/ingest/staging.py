@@ -96,14 +96,16 @@ def read_parquet(lake: lk.Lake, uri: str, columns=None, filter=None) -> pa.Table
 
 
 def batches(lake: lk.Lake, uri: str, columns=None):
-    """The record batches of a Parquet file, or of a folder's files in name order."""
+    """The record batches of a Parquet file, or of a folder's files in name order (not
+    the hidden ones, ``.``/``_``: a killed task's temporary file, as Spark skips them)."""
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
     fs, where = lake.filesystem(uri)
     if fs.get_file_info(where).type == pafs.FileType.Directory:
         found = fs.get_file_info(pafs.FileSelector(where))
-        files = sorted(f.path for f in found if f.type == pafs.FileType.File)
+        files = sorted(f.path for f in found if f.type == pafs.FileType.File
+                       and not f.base_name.startswith((".", "_")))
     else:
         files = [where]
     for path in files:
@@ -126,15 +128,15 @@ class Parts:
         for u in self.uris:
             yield from batches(self.lake, u)
 
-    def rows(self) -> int:
-        """The parts' rows, from their footers."""
+    def row_counts(self) -> list[int]:
+        """Each part's rows, from its footer."""
         import pyarrow.parquet as pq
 
-        total = 0
+        counts = []
         for u in self.uris:
             fs, where = self.lake.filesystem(u)
-            total += pq.read_metadata(where, filesystem=fs).num_rows
-        return total
+            counts.append(pq.read_metadata(where, filesystem=fs).num_rows)
+        return counts
 
 
 def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
@@ -275,9 +277,7 @@ def renumber(parts: Parts) -> None:
     local = t.column("_n").to_numpy()
     del t
     offset = 0
-    for uri in parts.uris:
-        rows = pq.read_metadata(parts.lake.filesystem(uri)[1],
-                                filesystem=parts.lake.filesystem(uri)[0]).num_rows
+    for uri, rows in zip(parts.uris, parts.row_counts()):
         n, was = number[offset:offset + rows], local[offset:offset + rows]
         offset += rows
         if np.array_equal(n, was):
@@ -322,7 +322,7 @@ def repeated_keys(parts: Parts, spark=None, folder: str | None = None) -> pa.Arr
     sorted on the driver (about twice the column's 8 bytes a row; a hash count of distinct
     keys takes twenty times that), or, above ``SORT_ROWS`` rows with Spark, counted by key
     on the executors over the staged parts in ``folder``."""
-    if spark is not None and folder is not None and parts.rows() > SORT_ROWS:
+    if spark is not None and folder is not None and sum(parts.row_counts()) > SORT_ROWS:
         df = read_parquet_spark(spark, parts.lake, folder)
         found = df.groupBy("_k").count().where("count > 1").select("_k").toArrow()
         return found.column("_k").combine_chunks().cast(pa.int64())

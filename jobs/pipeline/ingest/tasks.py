@@ -1,9 +1,11 @@
 """The executors' part of ingest: one task per split reads it, types it on columns and
 writes the typed events and the quarantined rows as Parquet files of the run's staging
 (``part/<split>.parquet``, ``quarantine/<split>.parquet``; ``info/<split>.parquet.json``:
-its counts, once both are in place), and returns one small row of counts. A file that cannot be read is reported in that row, not raised, so that Spark does
-not retry what cannot succeed; a task that dies is retried by Spark and writes the same
-files again (fixed names, written under a temporary name and moved), so nothing is doubled.
+its counts, once both are in place), and returns one small row of counts. A file that
+cannot be read is reported in that row, not raised, so that Spark does not retry what
+cannot succeed; a task that dies is retried by Spark and writes the same files again
+(fixed names, written under a hidden temporary name and moved: what a killed task leaves
+is skipped by every reader of the folder), so nothing is doubled.
 
 Without Spark (tests, ``ses match``) the same tasks run one after another in this process.
 """
@@ -41,6 +43,13 @@ def part(folder: str, kind: str, split: int) -> str:
     return lk.join(folder, kind, f"{split:06d}.parquet")
 
 
+def _hidden_temp(path: str) -> str:
+    """A temporary name beside ``path`` that starts with a dot: Spark, pyarrow's datasets
+    and ``staging.batches`` skip it, so a task killed while writing leaves nothing read."""
+    folder, name = path.rsplit("/", 1)
+    return f"{folder}/.{name}.{uuid.uuid4().hex}.tmp"
+
+
 def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
               folder: str) -> dict:
     """Read, type and write one split; returns its ``INFO`` row (as a dict)."""
@@ -50,7 +59,7 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
     fs, _ = lake.filesystem(folder)
     schema = typed_schema(source)
     targets = {k: lake.filesystem(part(folder, k, split.index))[1] for k in ("part", "quarantine")}
-    temp = {k: f"{v}.{uuid.uuid4().hex}.tmp" for k, v in targets.items()}
+    temp = {k: _hidden_temp(v) for k, v in targets.items()}
     for k in ("part", "quarantine"):
         fs.create_dir(lake.filesystem(lk.join(folder, k))[1], recursive=True)
     rows = events = 0
@@ -226,13 +235,10 @@ class FilesRead(threading.Thread):
                 continue
 
     def tell(self) -> None:
-        import pyarrow.fs as pafs
-
-        fs, where = self.lake.filesystem(lk.join(self.folder, "info"))
-        found = fs.get_file_info(pafs.FileSelector(where, allow_not_found=True))
-        names = {f.base_name for f in found}
+        names = set(self.lake.children(lk.join(self.folder, "info"), files=True))
         open_files = {s.file_index for s in self.splits
-                      if f"{s.index:06d}.parquet.json" not in names}
+                      if lk.file_name(part(self.folder, "info", s.index)) + ".json"
+                      not in names}
         new = sorted(set(self.files) - open_files - self.told)
         if not new:
             return
