@@ -161,6 +161,12 @@ def timed(cmd: list[str], cwd: Path, peaks: dict | None = None) -> tuple[float, 
     return time.perf_counter() - t0, out
 
 
+def time_line(said: str) -> str:
+    """Where an ingest's time went: its ``time <source>:`` line, without the label."""
+    return next((line.split(": ", 1)[1] for line in said.splitlines()
+                 if line.strip().startswith("time ")), "")
+
+
 def duckdb_parquet(fmt: str, path: Path, out: Path, time_column: str) -> float:
     """DuckDB's reader -> Parquet partitioned by day, with a sha256 id of the row."""
     import duckdb
@@ -209,8 +215,7 @@ def measure(fmt: str, mb: float) -> dict:
     memory: dict[str, dict] = {"ses ingest": {}, "spark": {}}
     ses, said = timed([sys.executable, "-m", "jobs", "--project-dir", str(proj), "ingest",
                        "--source", source], proj, memory["ses ingest"])
-    steps = next((line.split(": ", 1)[1] for line in said.splitlines()
-                  if line.strip().startswith("time ")), "")
+    steps = time_line(said)
     print(f"  ses ingest {ses:.1f} s ({steps})", flush=True)
     job = SPARK_JOB.format(root=str(ROOT), fmt=fmt, path=str(landed), out=str(home / "parquet"),
                            time_column=time_column)

@@ -351,6 +351,8 @@ def first_load(days, scratch) -> dict:
     its own: JVM start, the events suite, the statistics and the commit included)."""
     import subprocess
 
+    from ingest_speed import time_line  # a script beside this one
+
     home = project(scratch, "first_load", 0)
     for path in days.values():
         shutil.copy(path, home / "landing" / "hospital" / path.name)
@@ -366,9 +368,7 @@ def first_load(days, scratch) -> dict:
     seconds = time.perf_counter() - t0
     if proc.wait() != 0:
         raise SystemExit(f"ses ingest failed: {err[-2000:]}")
-    said = "".join(lines)
-    steps = next((line.split(": ", 1)[1] for line in said.splitlines()
-                  if line.strip().startswith("time ")), "")
+    steps = time_line("".join(lines))
     from jobs.config import load_profile
     from jobs.config.project import Project, use_project
     from jobs.lake.store import Lake
