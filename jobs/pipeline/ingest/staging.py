@@ -193,7 +193,7 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     result.seconds["plan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
     if splits and before_tasks is not None:
-        before_tasks(estimated_rows([Path(p) for p, *_ in pending]))
+        before_tasks(estimated_rows([p for p, *_ in pending]))
     infos = run_splits(spark, splits, source, ts_range, lake, staged, echo)
     splits, infos = _reread(spark, splits, infos, source, ts_range, lake, staged, echo)
     result.seconds["tasks"] = time.perf_counter() - t0

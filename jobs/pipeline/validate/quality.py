@@ -363,7 +363,8 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
 
 def _events_suite(lake: lk.Lake, source: Source, df, ts_range,
                   types: dict[str, str] = SPARK_TYPES, docs: bool = True) -> Outcome:
-    """(An events frame is a scan of files or rows held in memory: GX does not cache it.)"""
+    """The events suite on ``df``: a scan of files or rows held in memory, which GX then
+    reads per expectation without caching it (``scan``)."""
     return run_suite(lake, f"events_{source.name}", events_expectations(source, types), df,
                      _range_parameters(ts_range), docs=docs, scan=True)
 
