@@ -257,6 +257,17 @@ def test_the_lake_knows_no_spark():
     assert not caches, f"a cache of its own (use jobs.lake.cache.Bounded): {caches}"
 
 
+def test_the_runs_table_has_one_home():
+    """The runs table is read and written in ``jobs/lake/runs.py`` only: every other
+    module asks it (``read_runs``, ``log_run``, ``planning_runs``, ...)."""
+    found = [f"{p.relative_to(ROOT)}:{n}" for p in sorted(PACKAGE.rglob("*.py"))
+             if p.relative_to(PACKAGE).as_posix() != "lake/runs.py"
+             for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if re.search(r"(read_arrow|read_table|append|write_deltalake|table)\([^)]*\.runs\(\)",
+                          line)]
+    assert not found, f"the runs table read or written outside jobs/lake/runs.py: {found}"
+
+
 def test_no_module_is_longer_than_600_lines_but_the_kernels():
     long = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600

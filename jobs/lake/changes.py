@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from jobs.core.errors import InputError
+from jobs.lake.runs import read_runs
 from jobs.lake.store import Lake
 
 INSERT, DELETE, UPDATE = "insert", "delete", "update"
@@ -85,7 +86,7 @@ def _commits(dt: DeltaTable) -> list[dict]:
 def run_finished(lake: Lake, run_id: str) -> datetime:
     """When run ``run_id`` finished its last pattern (the runs log); ``InputError`` when
     the log has no such run."""
-    t = lake.read_arrow(lake.runs(), columns=["finished_at", "started_at"],
+    t = read_runs(lake, columns=["finished_at", "started_at"],
                         filter=pc.field("run_id") == run_id)
     if t is None or t.num_rows == 0:
         raise InputError(f"no run {run_id!r} in the runs log (ses runs lists them; or give a "

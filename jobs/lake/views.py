@@ -21,6 +21,7 @@ from jobs.config.references import reference_files
 from jobs.core.errors import InputError
 from jobs.lake import store as lk
 from jobs.lake.changes import Point, snapshot, version_at
+from jobs.lake.runs import read_runs
 from jobs.lake.view_scope import EVERYTHING, Scope, scope_of
 
 KINDS = ("matches", "events", "quarantine", "stats", "models")
@@ -60,7 +61,7 @@ def match_sources(lake: lk.Lake, tables: dict[str, str],
                 continue  # a folder without a table (``lake_tables(checked=False)``)
     missing = sorted(p for p, s in found.items() if not s)
     if missing and "runs" in tables:
-        runs = lake.read_arrow(lake.runs(), columns=["pattern", "source"],
+        runs = read_runs(lake, columns=["pattern", "source"],
                                filter=pc.field("pattern").isin(pa.array(missing, pa.string())))
         for r in runs.to_pylist() if runs is not None else []:
             if r["source"]:

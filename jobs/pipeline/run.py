@@ -17,12 +17,12 @@ from jobs.core.language.patternfile import PatternError
 from jobs.failpoints import reached
 from jobs.lake.extent import events_extent
 from jobs.lake.locks import lake_lock, pattern_lock
+from jobs.lake.runs import RunsLog, planning_runs, published_by
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest.steps import ingest_sources, pipeline_catalog
 from jobs.pipeline.match.horizons import RunRange, backfill_range, check_logical_date
 from jobs.pipeline.match.planning import SmallSources, sample_many
-from jobs.pipeline.match.run_history import planning_runs, published_by
 from jobs.pipeline.match.source_pass import (
     PassItem,
     pass_groups,
@@ -37,7 +37,6 @@ from jobs.pipeline.match.steps import (
     planned_range,
 )
 from jobs.pipeline.outcome import PatternOutcome
-from jobs.pipeline.publish.matches import RunsLog
 from jobs.pipeline.publish.models import models_step
 from jobs.pipeline.publish.steps import (
     log_failure,
@@ -243,7 +242,7 @@ class Night:
 
     def plan(self) -> None:
         """Each pattern's range (``planned_range``), from one read of the runs table (the
-        rows it needs: ``run_history.planning_runs``)."""
+        rows it needs: ``jobs.lake.runs.planning_runs``)."""
         history: dict[str, list] = {}
         for ld in {ctx.logical_date for ctx in self.ctxs}:
             history.update(planning_runs(self.lake, {ctx.pattern.name for ctx in self.ctxs

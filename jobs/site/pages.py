@@ -21,6 +21,7 @@ from jobs.config import current_project, load_sources
 from jobs.lake import store as lk
 from jobs.lake.funnels import latest, read_funnels
 from jobs.lake.health import FLAGGED, VOLUME
+from jobs.lake.runs import read_runs
 from jobs.project.models import ModelError, load_models
 from jobs.project.patterns import load_catalog, pattern_paths
 from jobs.site.match_files import FileSummary, by_file, read_first, summarise_table
@@ -431,12 +432,12 @@ def latest_validations(home: Path) -> list[dict]:
 
 def _recent_runs(lake: lk.Lake) -> pa.Table | None:
     """The newest ``RUNS_SHOWN`` rows of the runs table (one column read to find them)."""
-    times = lake.read_arrow(lake.runs(), columns=["started_at"])
+    times = read_runs(lake, columns=["started_at"])
     if times is None or times.num_rows <= RUNS_SHOWN:
-        return lake.read_arrow(lake.runs())
+        return read_runs(lake)
     cut = pc.sort_indices(times, sort_keys=[("started_at", "descending")])
     since = times.column("started_at")[cut[RUNS_SHOWN - 1].as_py()]
-    return lake.read_arrow(lake.runs(), filter=pc.field("started_at") >= since)
+    return read_runs(lake, filter=pc.field("started_at") >= since)
 
 
 def gather(lake: lk.Lake, cache: PageCache | None = None) -> SiteContent:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from jobs import runrecord
 from jobs.lake.health import FRESHNESS, read_checks
+from jobs.lake.runs import read_runs
 from jobs.lake.store import Lake
 from jobs.runrecord import RunRecord
 from jobs.status import SUCCESS
@@ -26,7 +27,7 @@ def run_rows(lake: Lake, run_id: str | None = None, last: int = 20
     every night) and only those converted."""
     import pyarrow.compute as pc
 
-    t = lake.read_arrow(lake.runs(), filter=(pc.field("run_id") == run_id) if run_id else None)
+    t = read_runs(lake, filter=(pc.field("run_id") == run_id) if run_id else None)
     total = 0 if t is None else t.num_rows
     if t is not None and t.num_rows > last and t.column("started_at").null_count < last:
         # the newest ``last`` start times, every row that shares one, and the rows

@@ -7,7 +7,8 @@ import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from jobs.lake import store as lk
-from jobs.pipeline.publish.matches import RUN_KEY, log_run
+from jobs.lake.match_commits import RUN_KEY
+from jobs.lake.runs import log_run
 from jobs.pipeline.upkeep.reconcile import reconcile, start_run
 
 NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)

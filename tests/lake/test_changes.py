@@ -96,7 +96,7 @@ def test_as_of_a_run_the_runs_table_has_every_row_of_that_run(tmp_path):
     """A run logs a row per pattern, each after its pattern finished (a commit later than
     the row's finished_at): the runs table as the run left it holds all of them, and none
     of a later run's."""
-    from jobs.pipeline.publish.matches import RunsLog, log_run
+    from jobs.lake.runs import RunsLog, log_run
     from jobs.runrecord import RunRecord
 
     lake = lk.Lake.of(str(tmp_path / "lake"))

@@ -182,7 +182,7 @@ def test_publish_to_an_object_store_lake(spark, s3_lake, tmp_path):
 def test_runs_log_and_reconcile_on_an_object_store_lake(s3_lake):
     """The run plan file, the staged folders and the runs log live in the bucket, and the
     next run's repair finds them there."""
-    from jobs.pipeline.publish.matches import log_run, previous_runs
+    from jobs.lake.runs import log_run, previous_runs
     from jobs.pipeline.upkeep.reconcile import reconcile, start_run
     from jobs.status import ABORTED, SUCCESS
 
@@ -234,8 +234,8 @@ def test_statistics_on_an_object_store_lake(s3_lake):
 
 
 def test_query_lists_and_reads_the_tables_of_an_object_store_lake(s3_lake):
+    from jobs.lake.runs import log_run
     from jobs.lake.views import duckdb_connection, lake_tables
-    from jobs.pipeline.publish.matches import log_run
     from jobs.status import SUCCESS
 
     now = datetime.now(timezone.utc)
@@ -316,7 +316,7 @@ def test_query_and_runs_commands_on_an_object_store_lake(s3_lake, tmp_path, monk
                                                            capsys):
     """The analyst's commands that need no Spark work on a bucket as on a folder."""
     from jobs.cli.main import main
-    from jobs.pipeline.publish.matches import log_run
+    from jobs.lake.runs import log_run
     from jobs.status import SUCCESS
 
     now = datetime.now(timezone.utc)

@@ -3,7 +3,7 @@
 from datetime import datetime, timedelta, timezone
 
 from jobs.lake import store as lk
-from jobs.pipeline.publish.matches import log_run
+from jobs.lake.runs import log_run
 from jobs.runrecord import RunRecord
 from jobs.tools.runlog import lines, run_rows
 

@@ -16,6 +16,7 @@ from jobs.config import load_sources
 from jobs.core.language.pattern import Pattern
 from jobs.lake.extent import EventsExtent, files_ingested_after
 from jobs.lake.match_commits import unchanged_since
+from jobs.lake.runs import planning_runs
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.first_ever import FirstEverPlan, plan_first_ever
 from jobs.pipeline.match.horizons import RunRange, as_ns, plan_range, reopened_low
@@ -28,7 +29,6 @@ from jobs.pipeline.match.planning import (
     needs_spark_sample,
     sample_from,
 )
-from jobs.pipeline.match.run_history import planning_runs
 from jobs.pipeline.match.source_pass import PassItem, numbered, run_source_pass
 from jobs.pipeline.outcome import short_error
 from jobs.progress import progress, say

@@ -1,4 +1,4 @@
-"""``publish``: staging matches -> ``matches/<pattern>`` (Delta), and the ``runs`` log.
+"""``publish``: staging matches -> ``matches/<pattern>`` (Delta).
 
 The staged match rows of a run replace the published matches of the same pattern version
 whose first event lies in the run's range, with the outcome of a MERGE on ``match_id``:
@@ -19,12 +19,10 @@ a Spark job costs more than the whole of such a publish.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs import runrecord
 from jobs.core.language.events import parse_ts, to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import delta_files
@@ -33,7 +31,6 @@ from jobs.lake.match_commits import RUN_KEY
 from jobs.lake.match_rows import MatchRows
 from jobs.lake.table_docs import description_of, documented_schema
 from jobs.pipeline.match.horizons import RunRange
-from jobs.runrecord import RunRecord
 from jobs.spark.tables import read_parquet_spark, read_spark
 
 COUNTS = ("ses.inserted", "ses.deleted")  # commit metadata: the commit's own counts
@@ -230,64 +227,3 @@ def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | No
 def _schema_changed(table, schema: pa.Schema) -> bool:
     current = pa.schema(table.schema().to_arrow())
     return [f.name for f in current] != [f.name for f in schema]
-
-
-def log_run(lake: lk.Lake, record: RunRecord | Mapping) -> None:
-    """Append one record (one pattern, one run) to the runs table; a mapping (a commit's
-    metadata, a run plan's entry) is read as a record."""
-    if not isinstance(record, RunRecord):
-        record = RunRecord.from_row(record)
-    lake.append(lake.runs(), runrecord.to_arrow([record]), metadata=_runs_commit([record]))
-
-
-def _runs_commit(records: list[RunRecord]) -> dict[str, str]:
-    """The metadata of a commit to the runs table: the run whose rows it appends (so that
-    ``--as-of RUN`` reads the table as that run left it, every row of it)."""
-    ids = {r.run_id for r in records}
-    return {RUN_KEY: json.dumps({"run_id": ids.pop()})} if len(ids) == 1 else {}
-
-
-class RunsLog:
-    """The runs table of one batch of runs (``run_patterns``): kept open between appends
-    (opening it re-reads its log, which costs as much as the append), and with the rows
-    of runs that committed nothing held back until ``flush`` (one append for all of
-    them). Losing held rows in a crash loses no work: their runs changed nothing, so the
-    next run plans the same range again (and ``reconcile`` logs them as aborted). A run
-    that committed is logged at once: its row is what a retry checks first."""
-
-    def __init__(self, lake: lk.Lake):
-        self.lake, self.table, self.held = lake, None, []
-
-    def append(self, record: RunRecord, hold: bool = False) -> None:
-        if hold:
-            self.held.append(record)
-        else:
-            self._write([record])
-
-    def flush(self) -> None:
-        rows, self.held = self.held, []
-        if rows:
-            self._write(rows)
-
-    def _write(self, records: list[RunRecord]) -> None:
-        from deltalake import CommitProperties, write_deltalake
-
-        data = runrecord.to_arrow(records)
-        meta = _runs_commit(records)
-        if self.table is None:
-            self.table = self.lake.read_table(self.lake.runs())
-        if self.table is None:  # the first row of the lake: the table is created
-            self.lake.append(self.lake.runs(), data, metadata=meta)
-            return
-        # a commit after another process's is retried by delta-rs (appends never conflict)
-        write_deltalake(self.table, data, mode="append", schema_mode="merge",
-                        commit_properties=CommitProperties(custom_metadata=meta))
-
-
-def all_runs(lake: lk.Lake) -> list[RunRecord]:
-    """Every record of the runs table."""
-    return runrecord.from_arrow(lake.read_arrow(lake.runs()))
-
-
-def previous_runs(lake: lk.Lake, pattern: str) -> list[RunRecord]:
-    return [r for r in all_runs(lake) if r.pattern == pattern]

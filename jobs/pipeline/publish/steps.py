@@ -15,11 +15,12 @@ from jobs.core.errors import InputError, UserError
 from jobs.core.language.funnel_steps import funnel_steps
 from jobs.failpoints import reached
 from jobs.lake.funnels import FunnelStepRow, append_funnels
+from jobs.lake.runs import RunsLog, log_run
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.first_ever import publish_state
 from jobs.pipeline.match.horizons import RunRange
-from jobs.pipeline.publish.matches import RunsLog, log_run, publish
+from jobs.pipeline.publish.matches import publish
 from jobs.pipeline.validate.check_frames import StagedMatches
 from jobs.pipeline.validate.quality import ValidationFailed, validate_staged
 from jobs.progress import say

@@ -31,9 +31,9 @@ from jobs.failpoints import reached
 from jobs.lake import rewrite
 from jobs.lake import store as lk
 from jobs.lake.match_commits import RUN_KEY
+from jobs.lake.runs import log_run, run_statuses
 from jobs.pipeline.ingest import INGEST_FOLDER
 from jobs.pipeline.match.source_pass import PASS_FOLDER
-from jobs.pipeline.publish.matches import log_run
 from jobs.pipeline.upkeep.retract import logged_retractions
 from jobs.progress import say
 from jobs.status import ABORTED, SUCCESS
@@ -54,13 +54,6 @@ def start_run(lake: lk.Lake, run_id: str, logical_date: str, patterns: list[dict
 
 def finish_run(lake: lk.Lake, run_id: str) -> None:
     lake.remove(plan_file(lake, run_id))
-
-
-def _rows(lake: lk.Lake) -> list[dict]:
-    """(run_id, pattern, status) of every runs row: three columns of a table that grows
-    every night."""
-    t = lake.read_arrow(lake.runs(), columns=["run_id", "pattern", "status"])
-    return t.to_pylist() if t is not None else []
 
 
 def typed_tables(lake: lk.Lake) -> list[str]:
@@ -128,7 +121,7 @@ def reconcile(lake: lk.Lake, echo=say) -> list[str]:
     """Repair what a killed run left; returns one line per repair. Call it holding the
     lake lock (no other run is in progress)."""
     notes: list[str] = []
-    rows = _rows(lake)
+    rows = run_statuses(lake)
     logged = {(r["run_id"], r["pattern"]) for r in rows}
     published = {(r["run_id"], r["pattern"]) for r in rows if r["status"] == SUCCESS}
     now = datetime.now(timezone.utc)
@@ -188,7 +181,7 @@ def reconcile(lake: lk.Lake, echo=say) -> list[str]:
     # 5. staging left behind (a source pass's output of a run that stopped: all of it)
     lake.remove(lake.staging(PASS_FOLDER))
     lake.remove(lake.staging(INGEST_FOLDER))  # an ingest's spooled batch (none runs now)
-    gone = set(orphan_staging(lake, _rows(lake)))
+    gone = set(orphan_staging(lake, run_statuses(lake)))
     for pattern in lake.children(lake.staging()):
         for run_id in lake.children(lake.staging(pattern)):
             if (pattern, run_id) in gone:

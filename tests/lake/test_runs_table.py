@@ -5,10 +5,9 @@ import random
 from datetime import datetime, timedelta, timezone
 
 from jobs.lake import store as lk
+from jobs.lake.runs import all_runs, planning_runs, published_by
 from jobs.pipeline.match.horizons import plan_range
 from jobs.pipeline.match.planning import needs_replan
-from jobs.pipeline.match.run_history import planning_runs, published_by
-from jobs.pipeline.publish.matches import all_runs
 from jobs.runrecord import BACKFILL, NIGHTLY, RunRecord, to_arrow
 
 DAY = 86400 * 10**9
