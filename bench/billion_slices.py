@@ -41,7 +41,7 @@ from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 from jobs.lake import store as lk  # noqa: E402
 from jobs.pipeline.ingest import ingest  # noqa: E402
 from jobs.pipeline.match.horizons import RunRange  # noqa: E402
-from jobs.pipeline.match.phase1 import run_match_job  # noqa: E402
+from jobs.pipeline.match.phase1 import MatchJob, run_match_job  # noqa: E402
 from jobs.pipeline.publish.matches import publish  # noqa: E402
 from jobs.pipeline.validate.quality import validate_events_frame  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402
@@ -113,9 +113,9 @@ def one_slice(spark, profile, lake: lk.Lake, text: str, k: int, copies: int,
               max_partition_events=profile.max_partition_events,
               options=profile.match_options())
     if k == 0:  # warm the JVM and every Python worker (they load the kernels) first
-        run_match_job(spark, pattern, text, lake, "warmup", **kw)
+        run_match_job(spark, lake, MatchJob(pattern, text, "warmup", **kw))
     with MemorySampler() as mem:
-        job = run_match_job(spark, pattern, text, lake, f"slice{k}", **kw)
+        job = run_match_job(spark, lake, MatchJob(pattern, text, f"slice{k}", **kw))
         t1 = time.perf_counter()
         published = publish(spark, lake, pattern, f"slice{k}", job.staging,
                             RunRange(None, 2**62, True))

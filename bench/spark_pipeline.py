@@ -38,7 +38,7 @@ import pyarrow.parquet as pq  # noqa: E402
 from jobs.config import load_profile  # noqa: E402
 from jobs.core.language.patternfile import parse_pattern  # noqa: E402
 from jobs.lake import store as lk  # noqa: E402
-from jobs.pipeline.match.phase1 import run_match_job  # noqa: E402
+from jobs.pipeline.match.phase1 import MatchJob, run_match_job  # noqa: E402
 from jobs.spark.session import build_session  # noqa: E402
 
 REAL = ROOT.parent / "shared" / "data" / "real"
@@ -239,13 +239,13 @@ def measure(spark, profile, lake: lk.Lake, name: str, repeat: int) -> dict:
               options=profile.match_options())
     # warm up the JVM's caches and every executor's Python workers (they load the compiled
     # matching kernels once): phase 2 included
-    run_match_job(spark, pattern, text, lake, "warmup", **kw)
+    run_match_job(spark, lake, MatchJob(pattern, text, "warmup", **kw))
     best = None
     for _ in range(repeat):
         with MemorySampler() as mem1:
-            p1 = run_match_job(spark, pattern, text, lake, "phase1", sink="noop", **kw)
+            p1 = run_match_job(spark, lake, MatchJob(pattern, text, "phase1", sink="noop", **kw))
         with MemorySampler() as mem2:
-            full = run_match_job(spark, pattern, text, lake, "bench", **kw)
+            full = run_match_job(spark, lake, MatchJob(pattern, text, "bench", **kw))
             shutil.rmtree(lake.matches(pattern.name), ignore_errors=True)
             t0 = time.perf_counter()
             publish(spark, lake, pattern, "bench", full.staging,

@@ -84,7 +84,7 @@ class RunRecord(Mapping):
 
     @classmethod
     def of_match(cls, stats: Mapping, **values) -> RunRecord:
-        """The record of a staged match job: its counters (``stats``, as ``_stats.json``
+        """The record of a staged match job: its counters (``stats``, as a ``StagedRun``
         holds them) and ``values``; what is not a column goes to ``match_detail``."""
         merged = {**stats, **values}
         return cls(**{k: v for k, v in merged.items() if k in _NAMES},

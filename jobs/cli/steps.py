@@ -24,7 +24,13 @@ from jobs.pipeline.ingest.steps import validate_events_step
 from jobs.pipeline.match.horizons import check_logical_date
 from jobs.pipeline.match.steps import match_step, planned_range
 from jobs.pipeline.outcome import exit_code, short_error
-from jobs.pipeline.publish.steps import log_failure, publish_step, staged_run, validate_step
+from jobs.pipeline.publish.steps import (
+    log_failure,
+    publish_step,
+    publishable,
+    staged_of,
+    validate_step,
+)
 from jobs.pipeline.report import summary
 from jobs.pipeline.run import run_pattern, run_task
 from jobs.pipeline.validate.quality import ValidationFailed
@@ -64,8 +70,9 @@ def cmd_match_job(args, ctx) -> int:
     """One pattern on Spark into staging (phases 1 and 2)."""
     spark = build_session(ctx.profile)
     ctx = replace(ctx, logical_date=ctx.logical_date or date.today().isoformat())
-    stats = match_step(spark, ctx, planned_range(ctx), args.slices)
-    print(json.dumps(stats, ensure_ascii=False))
+    staged = match_step(spark, ctx, planned_range(ctx), args.slices)
+    staged.save(ctx.lake)  # for the ``validate-run`` and ``publish`` step commands
+    print(json.dumps(dict(staged.stats), ensure_ascii=False))
     return 0
 
 
@@ -137,7 +144,8 @@ def cmd_validate_events(args) -> int:
 @pattern_step
 def cmd_publish(args, ctx) -> int:
     """Staged matches into matches/<pattern>, and the runs log."""
-    staged = staged_run(ctx)  # a run that may not be published fails before Spark starts
+    staged = publishable(ctx, staged_of(ctx))  # one that may not be published fails
+    # before Spark starts
     row = publish_step(build_session(ctx.profile), ctx, staged)
     print(f"published {row['pattern']}: {row['inserted']} new match(es), "
           f"{row['deleted'] or 0} removed, {row['matches']} in this run's range")

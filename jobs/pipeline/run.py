@@ -10,6 +10,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 from jobs.config import Profile
@@ -28,6 +29,7 @@ from jobs.pipeline.match.source_pass import (
     pass_groups,
     shareable,
 )
+from jobs.pipeline.match.staged import StagedRun
 from jobs.pipeline.match.steps import (
     PlannedRun,
     match_passes,
@@ -204,144 +206,170 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
         log.flush()
 
 
+@dataclass
+class PatternNight:
+    """One pattern of a night, filled in phase by phase: its range (``planned``, or the
+    error that stops it), its share of a source pass (``shared``: result and plan), its
+    staged run (``staged``) and its ``outcome``."""
+
+    ctx: RunContext
+    planned: PlannedRun | Exception | None = None
+    shared: tuple | None = None
+    staged: StagedRun | None = None
+    outcome: PatternOutcome | None = None
+
+    @property
+    def name(self) -> str:
+        return self.ctx.pattern.name
+
+    @property
+    def ready(self) -> bool:
+        """It has new events to match tonight."""
+        one = self.planned
+        return isinstance(one, PlannedRun) and not one.rng.empty and not one.idle
+
+
 class Night:
     """The patterns of one run, phase by phase: ``plan`` (each one's range), ``share`` (the
     source passes and plan samples they share, the night's diagnostics), ``match``,
-    ``validate`` (one pass for all), ``publish``. A failure anywhere is the pattern's
-    ``PatternOutcome`` (``fail``); the others go on."""
+    ``validate`` (one pass for all), ``publish``. Each pattern is a ``PatternNight``; a
+    failure anywhere is its ``PatternOutcome`` (``fail``), and the others go on."""
 
     def __init__(self, spark, ctxs: list[RunContext], bad_sources: dict[str, str], *,
                  force_slices: bool = False, echo=say,
                  ranges: dict[str, RunRange] | None = None, log: RunsLog | None = None):
-        self.spark, self.ctxs, self.bad_sources = spark, ctxs, bad_sources
+        self.spark, self.bad_sources = spark, bad_sources
         self.force_slices, self.echo, self.ranges, self.log = force_slices, echo, ranges or {}, log
         self.lake, self.profile = ctxs[0].lake, ctxs[0].profile
-        self.outcomes: dict[str, PatternOutcome] = {}
-        self.planned: dict[str, PlannedRun | Exception] = {}
+        self.patterns = [PatternNight(ctx) for ctx in ctxs]
         self.small: SmallSources | None = None
-        self.shared: dict = {}
         self.diagnostics: tuple | None = None
 
     def run(self) -> list[PatternOutcome]:
         self.plan()
         self.share()
-        matched = self.match()
-        self.publish(matched, self.validate(matched))
-        return [self.outcomes[ctx.pattern.name] for ctx in self.ctxs]
+        self.publish(self.validate(self.match()))
+        return [one.outcome for one in self.patterns]
 
-    def fail(self, ctx: RunContext, exc: Exception) -> None:
+    def fail(self, one: PatternNight, exc: Exception) -> None:
         """The pattern's failed outcome, its row in the run log and one line."""
-        outcome = PatternOutcome.failed(ctx.run_id, ctx.pattern.name, exc)
-        log_failure(ctx, outcome.message, log=self.log)
-        self.echo(f"FAILED {ctx.pattern.name}: {outcome.message}")
-        self.outcomes[ctx.pattern.name] = outcome
+        one.outcome = PatternOutcome.failed(one.ctx.run_id, one.name, exc)
+        log_failure(one.ctx, one.outcome.message, log=self.log)
+        self.echo(f"FAILED {one.name}: {one.outcome.message}")
 
-    def _ready(self) -> list[PlannedRun]:
-        return [one for one in self.planned.values()
-                if not isinstance(one, Exception) and not one.rng.empty and not one.idle]
+    def _planned(self) -> dict:
+        return {one.name: one.planned for one in self.patterns}
 
     def plan(self) -> None:
         """Each pattern's range (``planned_range``), from one read of the runs table (the
         rows it needs: ``jobs.lake.runs.planning_runs``)."""
         history: dict[str, list] = {}
-        for ld in {ctx.logical_date for ctx in self.ctxs}:
-            history.update(planning_runs(self.lake, {ctx.pattern.name for ctx in self.ctxs
-                                                     if ctx.logical_date == ld}, ld))
+        for ld in {one.ctx.logical_date for one in self.patterns}:
+            history.update(planning_runs(self.lake, {one.name for one in self.patterns
+                                                     if one.ctx.logical_date == ld}, ld))
         extents: dict = {}  # each source's EventsExtent, read once: idle patterns
-        for ctx in self.ctxs:
-            name, source = ctx.pattern.name, ctx.pattern.source
+        for one in self.patterns:
+            name, source = one.name, one.ctx.pattern.source
             try:
                 if source in self.bad_sources:
                     raise ValidationFailed(self.bad_sources[source])
                 if source not in extents and name not in self.ranges:
                     extents[source] = events_extent(self.lake, source)
-                self.planned[name] = planned_range(ctx, self.ranges.get(name), history[name],
-                                                   extents.get(source))
+                one.planned = planned_range(one.ctx, self.ranges.get(name), history[name],
+                                            extents.get(source))
             except Exception as exc:  # noqa: BLE001 - reported with its pattern when matched
-                self.planned[name] = exc
+                one.planned = exc
 
     def share(self) -> None:
         """What the patterns share: the small sources read once, the source passes (one
         Spark job for the patterns of a source and partition), the plans' samples, and the
         late-event counts and variable counts of the night."""
         self.small = SmallSources(self.lake)
+        ready = [one.planned for one in self.patterns if one.ready]
         groups = [] if self.force_slices else pass_groups([
-            PassItem(one.pattern, one.text, one.rng.low, one.rng.high) for one in self._ready()
-            if shareable(one.pattern)])
+            PassItem(p.pattern, p.text, p.rng.low, p.rng.high) for p in ready
+            if shareable(p.pattern)])
         by_pass = [pass_samples(group, self.small) for group in groups]
         try:  # the Spark samples of the plans no pass samples, two jobs per source
             sample_many(self.spark, self.lake, self.small, [
-                (one.pattern, one.rng.low, one.rng.high) for one in self._ready()
-                if not any(one.pattern.name in names for names in by_pass)])
+                (p.pattern, p.rng.low, p.rng.high) for p in ready
+                if not any(p.pattern.name in names for names in by_pass)])
         except Exception:  # noqa: BLE001 - each plan then samples alone (and reports it)
             self.small.samples.clear()
-        self.shared = match_passes(self.spark, self.ctxs, self.planned, groups, by_pass,
-                                   self.small, self.echo)
+        shared = match_passes(self.spark, [one.ctx for one in self.patterns], self._planned(),
+                              groups, by_pass, self.small, self.echo)
+        for one in self.patterns:
+            one.shared = shared.get(one.name)
         try:
-            self.diagnostics = night_diagnostics(self.spark, self.ctxs, self.planned)
+            self.diagnostics = night_diagnostics(self.spark, [one.ctx for one in self.patterns],
+                                                 self._planned())
         except Exception:  # noqa: BLE001 - each pattern then counts its own (and reports it)
             self.diagnostics = None
 
-    def match(self) -> list[RunContext]:
+    def match(self) -> list[PatternNight]:
         """Each pattern's match step (its share of a source pass, or a job of its own: up
         to ``match.parallel_jobs`` at once on threads of this driver, which Spark runs side
-        by side); the contexts of those that matched."""
-        alone = [ctx for ctx in self.ctxs if ctx.pattern.name not in self.shared
-                 and not isinstance(self.planned[ctx.pattern.name], Exception)
-                 and not self.planned[ctx.pattern.name].rng.empty
-                 and not self.planned[ctx.pattern.name].idle]
+        by side); those that matched."""
+        alone = [one for one in self.patterns if one.shared is None and one.ready]
         workers = min(self.profile.parallel_jobs, len(alone))
         matched = []
         with ThreadPoolExecutor(max_workers=max(workers, 1), thread_name_prefix="match") as pool:
-            running = {ctx.pattern.name: pool.submit(self._match_one, ctx)
-                       for ctx in alone} if workers > 1 else {}
+            running = {one.name: pool.submit(self._match_one, one)
+                       for one in alone} if workers > 1 else {}
             try:
-                for ctx in self.ctxs:
+                for one in self.patterns:
                     try:
-                        if ctx.pattern.name in running:
-                            running[ctx.pattern.name].result()
+                        if one.name in running:
+                            running[one.name].result()
                         else:
-                            self._match_one(ctx)
-                        matched.append(ctx)
+                            self._match_one(one)
+                        matched.append(one)
                     except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
-                        self.fail(ctx, exc)
+                        self.fail(one, exc)
             finally:  # an interrupt does not wait for jobs not started
                 pool.shutdown(wait=True, cancel_futures=True)
         return matched
 
-    def validate(self, matched: list[RunContext]) -> dict:
-        """The matches suites of every staged run, in one pass."""
+    def validate(self, matched: list[PatternNight]) -> list[PatternNight]:
+        """The matches suites of every staged run, in one pass; each run that passed gets
+        its verdict, each that did not its failed outcome. Those that passed."""
         if not matched:
-            return {}
+            return []
         with progress(f"validate {len(matched)} pattern(s)", self.spark, self.echo):
-            return validate_steps(self.spark, matched)
+            verdicts = validate_steps(self.spark, [(one.ctx, one.staged) for one in matched])
+        passed = []
+        for one in matched:
+            if isinstance(verdicts[one.name], Exception):
+                self.fail(one, verdicts[one.name])
+            else:
+                one.staged = verdicts[one.name]
+                passed.append(one)
+        return passed
 
-    def publish(self, matched: list[RunContext], verdicts: dict) -> None:
+    def publish(self, passed: list[PatternNight]) -> None:
         """Each run that passed its suite into its match table, with its runs row; then
         the funnels of the published ones, in one commit."""
         funnels: list = []
-        for ctx in matched:
+        for one in passed:
             try:
-                if isinstance(verdicts[ctx.pattern.name], Exception):
-                    raise verdicts[ctx.pattern.name]
-                with progress(f"publish {ctx.pattern.name}", None, self.echo):
-                    row = publish_step(self.spark, ctx, log=self.log, funnels=funnels)
-                self.outcomes[ctx.pattern.name] = PatternOutcome.published(row)
+                with progress(f"publish {one.name}", None, self.echo):
+                    row = publish_step(self.spark, one.ctx, one.staged, log=self.log,
+                                       funnels=funnels)
+                one.outcome = PatternOutcome.published(row)
             except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
-                self.fail(ctx, exc)
+                self.fail(one, exc)
             reached("run:after-pattern")
         record_funnels(self.lake, funnels, self.echo)
 
-    def _match_one(self, ctx: RunContext) -> None:
-        pattern = ctx.pattern
-        one = self.planned[pattern.name]
-        if isinstance(one, Exception):
-            raise one
-        if not one.idle:  # (an idle one: its row of the summary says "nothing new")
+    def _match_one(self, one: PatternNight) -> None:
+        pattern, planned = one.ctx.pattern, one.planned
+        if isinstance(planned, Exception):
+            raise planned
+        if not planned.idle:  # (an idle one: its row of the summary says "nothing new")
             self.echo(f"match {pattern.name} ({pattern.matcher}, source {pattern.source}, "
-                      f"{describe_range(one.rng)}) ...")
+                      f"{describe_range(planned.rng)}) ...")
         with progress(f"match {pattern.name}", self.spark, self.echo):
-            stats = match_step(self.spark, ctx, one, self.force_slices,
-                               self.shared.get(pattern.name), self.diagnostics, self.small)
-        for warning in stats.get("warnings") or []:
+            one.staged = match_step(self.spark, one.ctx, planned, self.force_slices,
+                                    one.shared, self.diagnostics, self.small)
+        for warning in one.staged.stats.get("warnings") or []:
             self.echo(f"warning: {pattern.name}: {warning}")

@@ -98,7 +98,7 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
 
     # a source pass samples its ZStream patterns from its own cached events (reaching τ
     # further back for them): the same rows; its matches stay each pattern's own
-    from jobs.pipeline.match.phase1 import run_match_job
+    from jobs.pipeline.match.phase1 import MatchJob, run_match_job
     from jobs.pipeline.match.source_pass import NotShared, PassItem, run_source_pass
 
     ses = ROOT / "patterns" / "hospital_ca125_blood_then_consult.yaml"
@@ -126,8 +126,8 @@ def test_plan_samples_taken_together_equal_each_patterns_own(spark, nightly, mon
             together = pass_small.samples[planning._sample_key(p, item.low, item.high)]
             assert together.sort_by(order).equals(alone.sort_by(order)), name
             reach.append(pc.min(alone.column("ts")).as_py())
-        run_match_job(spark, p, item.text, lake, "alone", item.low, item.high,
-                      nightly[0].slice_length, 10**6)
+        run_match_job(spark, lake, MatchJob(p, item.text, "alone", item.low, item.high,
+                                            nightly[0].slice_length, 10**6))
         assert staged_rows(lake, name, "pass") == staged_rows(lake, name, "alone"), name
         lake.remove(lake.staging(name, "pass"))
         lake.remove(lake.staging(name, "alone"))

@@ -98,7 +98,7 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly, monkeypatch):
     start ranges that differ per pattern: the same staged rows and the same counters;
     both prune the partitions without a start before their shuffle, as a large night
     does."""
-    from jobs.pipeline.match.phase1 import run_match_job
+    from jobs.pipeline.match.phase1 import MatchJob, run_match_job
     from jobs.pipeline.match.source_pass import PassItem, pass_groups, run_source_pass
     from jobs.runrecord import COUNTERS
     from jobs.spark import predicates
@@ -161,8 +161,8 @@ def test_a_source_pass_equals_each_pattern_alone(spark, nightly, monkeypatch):
             else 90 * 86400 * 10**9
         shared = run_source_pass(spark, lake, group, "pass", n, 10**6, slice_length=length)
         for item in group:
-            alone = run_match_job(spark, item.pattern, item.text, lake, "alone", item.low,
-                                  item.high, length, 10**6)
+            alone = run_match_job(spark, lake, MatchJob(item.pattern, item.text, "alone",
+                                                        item.low, item.high, length, 10**6))
             name = item.pattern.name
             assert staged_rows(lake, name, "pass") == staged_rows(lake, name, "alone"), name
             for c in COUNTERS:
@@ -209,7 +209,7 @@ def test_every_pattern_with_time_slices(spark, nightly):
         ctx = RunContext.start(profile, "sliced", LOGICAL_DATE).for_pattern(path)
         planned = planned_range(ctx, rng=RunRange(None, horizon(LOGICAL_DATE, load_pattern(path).tau, 0),
                                          True))
-        return planned, match_step(spark, ctx, planned, force_slices=True)
+        return planned, match_step(spark, ctx, planned, force_slices=True).stats
 
     with ThreadPoolExecutor(max_workers=3) as pool:
         done = list(pool.map(sliced, pattern_paths()))
@@ -234,7 +234,7 @@ def _staged_toy(spark, profile, tmp_path, text: str, force_slices: bool):
     path = Path(pattern.path)
     rng = RunRange(None, horizon(LOGICAL_DATE, pattern.tau, 0), True)
     ctx = RunContext.start(profile, "toy", LOGICAL_DATE).for_pattern(path, pattern)
-    stats = match_step(spark, ctx, planned_range(ctx, rng=rng), force_slices=force_slices)
+    stats = match_step(spark, ctx, planned_range(ctx, rng=rng), force_slices=force_slices).stats
     staged = pa.dataset.dataset(lk.Lake(profile.lake).staging(pattern.name, "toy"),
                                 format="parquet").to_table().to_pylist()
     return pattern, rng, stats, [r for r in staged if r["kind"] == "match"]

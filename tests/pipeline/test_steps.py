@@ -145,7 +145,7 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
     version = DeltaTable(lake.matches("mw_chemo_p1")).version()
     ctx = RunContext.start(profile, "tampered", "2010-08-31").for_pattern(Path(P1))
     planned = planned_range(ctx, rng=RunRange(None, horizon("2010-08-31", load_pattern(P1).tau, 0), True))
-    match_step(spark, ctx, planned)
+    match_step(spark, ctx, planned).save(lake)  # as the `match-job` step command keeps it
     staging = Path(lake.staging("mw_chemo_p1", "tampered"))
     files = sorted(staging.glob("*.parquet"))
     t = pa.concat_tables([pq.read_table(f) for f in files])

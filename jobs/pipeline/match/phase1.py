@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from functools import reduce
 
+from jobs.config import Profile
 from jobs.core.engine.batches import MatchStats
 from jobs.core.engine.matchers import MATCHER_CLASSES
 from jobs.core.engine.options import MatchOptions
@@ -95,21 +96,39 @@ def positions_column(pattern: Pattern):
     return (F.row_number().over(window) - 1).cast("long")
 
 
+@dataclass(frozen=True)
+class MatchJob:
+    """One match job: ``pattern`` (``text``: its file, for the executors) for first events
+    in [low, high) (None: unbounded), staged in ``staging/<pattern>/<run_id>``, within the
+    profile's limits (``slice_length``, ``max_partition_events``, ``options``:
+    ``Profile.match_options()``). ``force_slices``: time slices even with partition
+    attributes; ``plan_json``: a ZStream plan chosen on the driver; ``first_ever``: the
+    pattern's first-ever state, when the night read it; ``sink='noop'``: phase 1 only."""
+
+    pattern: Pattern | Disjunction
+    text: str
+    run_id: str
+    low: int | None = None
+    high: int | None = None
+    slice_length: int = Profile.slice_length
+    max_partition_events: int = Profile.max_partition_events
+    options: MatchOptions = MatchOptions()
+    force_slices: bool = False
+    sink: str = "parquet"
+    plan_json: str | None = None
+    first_ever: FirstEverPlan | None = None
+
+
 @dataclass
 class MatchJobResult:
     staging: str
     stats: dict
 
 
-def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake: lk.Lake, run_id: str,
-                  low: int | None, high: int | None, slice_length: int,
-                  max_partition_events: int, options: MatchOptions = MatchOptions(),
-                  force_slices: bool = False, sink: str = "parquet",
-                  plan_json: str | None = None, first_ever: FirstEverPlan | None = None
-                  ) -> MatchJobResult:
-    """Match ``pattern`` for first events in [low, high) (None: unbounded) within the limits
-    of ``options`` (``Profile.match_options()``); ``sink='noop'`` runs phase 1 only (for
-    measuring it)."""
+def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
+    """Match ``job.pattern`` for first events in [low, high) (None: unbounded) within the
+    limits of ``job.options``; ``sink='noop'`` runs phase 1 only (for measuring it)."""
+    pattern, low, high = job.pattern, job.low, job.high
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
 
@@ -132,12 +151,12 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     if pattern.first_ever and not pattern.whole_history:
         # each event: is it its partition's first? (with history conditions, phase 2 marks
         # whole partitions of the whole history itself)
-        state = first_ever.state if first_ever is not None and first_ever.state is not None \
-            else build_state(spark, lake, pattern)
+        known = job.first_ever if job.first_ever is not None \
+            and job.first_ever.state is not None else None
+        state = known.state if known is not None else build_state(spark, lake, pattern)
         df = mark_events(spark, df, pattern, state)
         extra += [first_ever_attribute(v) for v in pattern.first_ever]
-        counts = first_ever.counts() if first_ever is not None and first_ever.state is not None \
-            else {"first_ever_new": state.num_rows}
+        counts = known.counts() if known is not None else {"first_ever_new": state.num_rows}
         stats.update(counts)
     for alt in pattern.alternatives:
         if alt.position_rule is not None:  # contiguity, next steps
@@ -163,11 +182,11 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     slicing = None
     # whole partitions, always: episodes, history conditions
     episodes = pattern.after_match != "all" or pattern.whole_history
-    if (not keys or force_slices or unlinked) and not episodes:
+    if (not keys or job.force_slices or unlinked) and not episodes:
         slicing = "all"
-    elif max_partition_events and scanned > max_partition_events and not episodes:
+    elif job.max_partition_events and scanned > job.max_partition_events and not episodes:
         big = (df.groupBy(*[col(k) for k in keys]).count()
-               .where(F.col("count") > max_partition_events).drop("count"))
+               .where(F.col("count") > job.max_partition_events).drop("count"))
         big_keys = big.limit(10_000).collect()
         if big_keys:
             slicing = "big"
@@ -175,7 +194,7 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
             df = df.join(F.broadcast(flag), on=keys, how="left")
     origin = 0
     if slicing:
-        slices = slices_column(tau, lookback(pattern), slice_length, origin)
+        slices = slices_column(tau, lookback(pattern), job.slice_length, origin)
         if slicing == "big":  # only the large partitions; the others are one group each
             slices = F.when(F.col("__big"), slices).otherwise(
                 F.array(F.lit(NOT_SLICED).cast("long")))
@@ -187,12 +206,12 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
     else:  # pragma: no cover - without X every event is sliced
         df = df.repartition(1)
     df = df.sortWithinPartitions(*[col(c) for c in group], "ts", "event_id")
-    spec = Phase2Spec(pattern_text=pattern_text, keys=tuple(keys), low=low, high=high,
+    spec = Phase2Spec(pattern_text=job.text, keys=tuple(keys), low=low, high=high,
                       group_by_keys=not unlinked,
-                      slice_origin=origin, slice_length=slice_length if slicing else None,
-                      max_matches_per_window=options.max_matches_per_window,
-                      memory_budget=options.memory_budget, limits=options.limits,
-                      plan=plan_json, funnel=options.funnel)
+                      slice_origin=origin, slice_length=job.slice_length if slicing else None,
+                      max_matches_per_window=job.options.max_matches_per_window,
+                      memory_budget=job.options.memory_budget, limits=job.options.limits,
+                      plan=job.plan_json, funnel=job.options.funnel)
     key_fields = [df.schema[k] for k in keys]
     disjunctive = isinstance(pattern, Disjunction)
     valued = window or bool(pattern.measure_names)  # window select values, or measures
@@ -205,8 +224,8 @@ def run_match_job(spark, pattern: Pattern | Disjunction, pattern_text: str, lake
         *([T.StructField("values", T.StringType())] if valued else []),
         T.StructField("stats", T.StringType())])
     assert [f.name for f in schema] == output_columns(tuple(keys), disjunctive, valued)
-    staging = lake.staging(pattern.name, run_id)
-    if sink == "noop":
+    staging = lake.staging(pattern.name, job.run_id)
+    if job.sink == "noop":
         df.write.format("noop").mode("overwrite").save()
         stats["seconds"] = time.perf_counter() - started
         return MatchJobResult(staging, stats)

@@ -6,7 +6,6 @@ its author should hear (late events, variables nothing binds, zero matches).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
@@ -20,7 +19,7 @@ from jobs.lake.runs import planning_runs
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.first_ever import FirstEverPlan, plan_first_ever
 from jobs.pipeline.match.horizons import RunRange, as_ns, plan_range, reopened_low
-from jobs.pipeline.match.phase1 import run_match_job
+from jobs.pipeline.match.phase1 import MatchJob, run_match_job
 from jobs.pipeline.match.planning import (
     SmallSources,
     choose_plan,
@@ -30,6 +29,7 @@ from jobs.pipeline.match.planning import (
     sample_from,
 )
 from jobs.pipeline.match.source_pass import PassItem, numbered, run_source_pass
+from jobs.pipeline.match.staged import StagedRun
 from jobs.pipeline.outcome import short_error
 from jobs.progress import progress, say
 from jobs.runrecord import COUNTERS, NIGHTLY, RunRecord
@@ -199,9 +199,9 @@ def choose_join_plan(spark, ctx: RunContext, planned: PlannedRun, small: SmallSo
 
 def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool = False,
                shared: tuple | None = None, diagnostics: tuple | None = None,
-               small: SmallSources | None = None) -> dict:
-    """Phase 1 + 2 on Spark into staging; the range, counters and the step's wall time
-    (``match_seconds``) go to ``_stats.json``. ``shared``: the pattern's result of a
+               small: SmallSources | None = None) -> StagedRun:
+    """Phase 1 + 2 on Spark into staging: the staged run, with its range, counters and the
+    step's wall time (``match_seconds``). ``shared``: the pattern's result of a
     source pass and its plan (``source_passes``), when one matched it already;
     ``diagnostics``: the night's ``night_diagnostics``; ``small``: the night's
     ``SmallSources`` (for a plan)."""
@@ -216,12 +216,11 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
         staging, stats = result.staging, dict(result.stats)
     else:
         choice = choose_join_plan(spark, ctx, planned, small)
-        result = run_match_job(spark, planned.pattern, planned.text, ctx.lake, ctx.run_id,
-                               planned.rng.low, planned.rng.high, profile.slice_length,
-                               profile.max_partition_events, profile.match_options(),
-                               force_slices=force_slices,
-                               plan_json=choice.to_json() if choice else None,
-                               first_ever=planned.first_ever)
+        result = run_match_job(spark, ctx.lake, MatchJob(
+            planned.pattern, planned.text, ctx.run_id, planned.rng.low, planned.rng.high,
+            profile.slice_length, profile.max_partition_events, profile.match_options(),
+            force_slices=force_slices, plan_json=choice.to_json() if choice else None,
+            first_ever=planned.first_ever))
         staging, stats = result.staging, result.stats
     if not planned.rng.empty and not planned.idle:
         if choice is not None:
@@ -238,8 +237,7 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
                  low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
                  logical_date=ctx.logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
-    ctx.lake.write_text(f"{staging}/_stats.json", json.dumps(stats))
-    return stats
+    return StagedRun(staging, stats)
 
 
 def match_warnings(spark, ctx: RunContext, planned: PlannedRun, stats: dict,

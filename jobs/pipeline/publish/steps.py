@@ -1,6 +1,7 @@
 """The steps after matching: the matches suite on a night's staged runs in one pass
-(``validate_steps``), the checks that a staged run may be published (``staged_run``), its
-publish and runs row (``publish_step``), and a failed row (``log_failure``).
+(``validate_steps``), the checks that a staged run may be published (``publishable``), its
+publish and runs row (``publish_step``), and a failed row (``log_failure``). A night hands
+them each pattern's ``StagedRun`` in memory; the step commands find it beside the staging.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from jobs.lake.runs import RunsLog, log_run
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.first_ever import publish_state
-from jobs.pipeline.match.horizons import RunRange
+from jobs.pipeline.match.staged import StagedRun
 from jobs.pipeline.publish.matches import publish
 from jobs.pipeline.validate.check_frames import StagedMatches
 from jobs.pipeline.validate.quality import ValidationFailed, validate_staged
@@ -28,83 +29,78 @@ from jobs.runrecord import RunRecord
 from jobs.status import FAILED, SUCCESS
 
 
-def staged_stats(ctx: RunContext) -> dict:
-    try:
-        return json.loads(ctx.lake.read_text(f"{ctx.staging}/_stats.json"))
-    except (FileNotFoundError, OSError):
-        raise FileNotFoundError(f"no staged run {ctx.run_id!r} for pattern "
-                                f"{ctx.pattern.name!r} at {ctx.staging}: run `match-job` for "
-                                "it first") from None
+def staged_of(ctx: RunContext) -> StagedRun:
+    """The staged run a separate step command (``validate-run``, ``publish``) finds beside
+    its matches."""
+    return StagedRun.load(ctx.lake, ctx.staging,
+                          f"{ctx.run_id!r} for pattern {ctx.pattern.name!r}")
 
 
 def validate_step(spark, ctx: RunContext) -> dict:
-    """The matches suite on one staged run (``validate-run``): its verdict, or
-    ``ValidationFailed`` once its failed row is in the run log."""
-    verdict = validate_steps(spark, [ctx])[ctx.pattern.name]
-    if isinstance(verdict, ValidationFailed):
-        log_failure(ctx, str(verdict), logical_date=staged_stats(ctx).get("logical_date", ""))
-    if isinstance(verdict, Exception):
-        raise verdict
-    return verdict
+    """The matches suite on one staged run (``validate-run``), its verdict kept beside it:
+    the verdict, or ``ValidationFailed`` once its failed row is in the run log."""
+    staged = staged_of(ctx)
+    result = validate_steps(spark, [(ctx, staged)])[ctx.pattern.name]
+    if isinstance(result, ValidationFailed):
+        log_failure(ctx, str(result), logical_date=staged.stats.get("logical_date", ""))
+    if isinstance(result, Exception):
+        raise result
+    result.save(ctx.lake)  # for the ``publish`` step command
+    return result.verdict
 
 
-def validate_steps(spark, ctxs: list[RunContext]) -> dict[str, dict | Exception]:
+def validate_steps(spark, runs: list[tuple[RunContext, StagedRun]]
+                   ) -> dict[str, StagedRun | Exception]:
     """The matches suite on the staged runs of a night in one pass
-    (``quality.validate_staged``); each outcome, with its pattern's share of the pass's
-    wall time, goes to its run's ``_validation.json``. Per pattern: the outcome, or the
-    error that stops its publish (``ValidationFailed`` for a failed suite; the caller logs
-    it)."""
+    (``quality.validate_staged``). Per pattern: its run with the verdict (and the pattern's
+    share of the pass's wall time), or the error that stops its publish
+    (``ValidationFailed`` for a failed suite: the caller logs it; that run is kept beside
+    its staging, for the person who reads why)."""
     t0 = time.perf_counter()
     verdicts: dict[str, dict | Exception] = {}
-    staged = []
-    for ctx in ctxs:
-        try:
-            stats = staged_stats(ctx)
-        except Exception as exc:  # noqa: BLE001 - this pattern's own failure
-            verdicts[ctx.pattern.name] = exc
-            continue
-        if stats.get("matches", 0) == 0:
+    checked = []
+    for ctx, staged in runs:
+        if staged.matches == 0:
             verdicts[ctx.pattern.name] = {"success": True, "failed": [], "docs": None,
                                           "summary": "no matches to check"}
         else:
-            staged.append((ctx, StagedMatches(ctx.pattern, ctx.run_id, stats["low"],
-                                              stats["high"], stats["matches"])))
-    outcomes = validate_staged(spark, ctxs[0].lake, [s for _, s in staged]) if staged else {}
-    share = round((time.perf_counter() - t0) / max(len(ctxs), 1), 3)
-    for ctx, _ in staged:
-        o = outcomes[ctx.pattern.name]
-        verdicts[ctx.pattern.name] = o if isinstance(o, Exception) else {
+            checked.append(StagedMatches(ctx.pattern, ctx.run_id, staged.stats["low"],
+                                         staged.stats["high"], staged.matches))
+    outcomes = validate_staged(spark, runs[0][0].lake, checked) if checked else {}
+    for name, o in outcomes.items():
+        verdicts[name] = o if isinstance(o, Exception) else {
             "success": o.success, "failed": o.failed, "docs": o.docs, "summary": o.describe()}
-    for ctx in ctxs:
+    share = round((time.perf_counter() - t0) / max(len(runs), 1), 3)
+    out: dict[str, StagedRun | Exception] = {}
+    for ctx, staged in runs:
         outcome = verdicts[ctx.pattern.name]
         if isinstance(outcome, Exception):
+            out[ctx.pattern.name] = outcome
             continue
-        outcome["seconds"] = share
-        ctx.lake.write_text(f"{ctx.staging}/_validation.json", json.dumps(outcome))
+        staged = staged.validated({**outcome, "seconds": share})
+        out[ctx.pattern.name] = staged
         if not outcome["success"]:
-            verdicts[ctx.pattern.name] = ValidationFailed(f"{ctx.pattern.name}: "
-                                                          f"{outcome['summary']}")
-    return verdicts
+            staged.save(ctx.lake)
+            out[ctx.pattern.name] = ValidationFailed(f"{ctx.pattern.name}: "
+                                                     f"{outcome['summary']}")
+    return out
 
 
-def staged_run(ctx: RunContext) -> tuple[dict, dict]:
-    """The staged run's counters and validation verdict, once it may be published: raises
-    when it was not staged, not validated or failed validation, or when its pattern file
-    changed since it was matched."""
-    pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
-    stats = staged_stats(ctx)
-    try:
-        verdict = json.loads(lake.read_text(f"{staging}/_validation.json"))
-    except (FileNotFoundError, OSError):
+def publishable(ctx: RunContext, staged: StagedRun) -> StagedRun:
+    """``staged``, once it may be published: raises when it was not validated or failed
+    validation, or when its pattern file changed since it was matched."""
+    pattern, run_id = ctx.pattern, ctx.run_id
+    if staged.verdict is None:
         raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} was not validated: run "
-                               "`validate-run` for it first") from None
-    if not verdict["success"]:
+                               "`validate-run` for it first")
+    if not staged.verdict["success"]:
         raise ValidationFailed(f"run {run_id!r} of {pattern.name!r} failed validation, "
-                               f"nothing published: {verdict['summary']}")
-    if stats["pattern_version"] != pattern.version:
+                               f"nothing published: {staged.verdict['summary']}")
+    if staged.stats["pattern_version"] != pattern.version:
         raise InputError(f"{ctx.path} changed since run {run_id} was staged (version "
-                         f"{stats['pattern_version']} -> {pattern.version}): match it again")
-    return stats, verdict
+                         f"{staged.stats['pattern_version']} -> {pattern.version}): match it "
+                         "again")
+    return staged
 
 
 class HeldChange(UserError):
@@ -144,19 +140,20 @@ def held_change(ctx: RunContext, stats: dict) -> str | None:
             f"intended: ses run --accept-changes {pattern.name}")
 
 
-def publish_step(spark, ctx: RunContext, staged: tuple[dict, dict] | None = None,
+def publish_step(spark, ctx: RunContext, staged: StagedRun | None = None,
                  log: RunsLog | None = None, funnels: list | None = None) -> RunRecord:
-    """Publish a staged, validated run (``staged``: its ``staged_run``, when the caller
-    checked it already) and append its record to the runs log (``log``: the batch's
-    ``RunsLog``, which holds back the row of a run that committed nothing) and its
-    funnel to the ``funnels`` table (``funnels``: the batch's list of rows, appended
-    together by the caller)."""
-    pattern, run_id, lake, staging = ctx.pattern, ctx.run_id, ctx.lake, ctx.staging
-    stats, verdict = staged or staged_run(ctx)
+    """Publish a staged, validated run (``staged``: the night's, in memory; None: the one
+    kept beside the staging, for the ``publish`` step command) and append its record to
+    the runs log (``log``: the batch's ``RunsLog``, which holds back the row of a run that
+    committed nothing) and its funnel to the ``funnels`` table (``funnels``: the batch's
+    list of rows, appended together by the caller)."""
+    pattern, run_id, lake = ctx.pattern, ctx.run_id, ctx.lake
+    staged = publishable(ctx, staged or staged_of(ctx))
+    stats, verdict, staging = staged.stats, staged.verdict, staged.staging
     held = held_change(ctx, stats)
     if held:
         raise HeldChange(held)
-    rng = RunRange(stats["low"], stats["high"], stats["full"])
+    rng = staged.rng
     t0 = time.perf_counter()
     row = RunRecord.of_match(
         stats, run_id=run_id, logical_date=ctx.logical_date or None, run_kind=ctx.run_kind,
