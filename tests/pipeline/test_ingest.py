@@ -3,8 +3,10 @@ file writes nothing, events outside the time range never reach matching, and the
 suite runs before the commit."""
 
 import shutil
+from datetime import datetime, timezone
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 from deltalake import DeltaTable
 
@@ -112,6 +114,29 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
             quality.driver_frame(retyped) if driver_rows else spark.createDataFrame(retyped),
             wide, quality.PANDAS_TYPES if driver_rows else quality.SPARK_TYPES)
         assert outcome.failed == ["expect_column_values_to_be_of_type(value)"], outcome.failed
+
+    # a batch is first checked for its verdict alone; only a failing one again, for the
+    # counts that say why (each sample of unexpected rows is a scan on Spark)
+    from jobs.pipeline.validate import gx
+
+    formats, validated = [], gx.validated
+
+    def spy(*args, **kwargs):
+        formats.append(kwargs.get("result_format", args[6] if len(args) > 6 else "BASIC"))
+        return validated(*args, **kwargs)
+
+    good = batch.events.filter(pc.field("ts") < pa.scalar(datetime(2099, 1, 1, tzinfo=timezone.utc)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(gx, "validated", spy)
+        assert quality._events_suite(Lake.of_profile(profile), source, quality.driver_frame(good),
+                                     wide, quality.PANDAS_TYPES).success
+        assert formats == ["BOOLEAN_ONLY"]
+        formats.clear()
+        failed = quality._events_suite(Lake.of_profile(profile), source,
+                                       quality.driver_frame(batch.events), profile.ts_range(),
+                                       quality.PANDAS_TYPES)
+        assert formats == ["BOOLEAN_ONLY", "BASIC"]
+        assert failed.failed == ["expect_column_values_to_be_between(ts): 1 row(s)"]
 
     def failing_gate(src, events):
         raise RuntimeError("suite failed")

@@ -104,12 +104,20 @@ def test_json_values_are_typed_as_convert_types_each(values, kind):
        numbers=st.lists(st.one_of(st.none(), st.floats(allow_nan=False, allow_infinity=False)),
                         min_size=1, max_size=20),
        ints=st.lists(st.one_of(st.none(), st.integers(-2**63, 2**63 - 1)), min_size=1,
-                     max_size=20))
-def test_the_digested_json_is_json_dumps(values, numbers, ints):
+                     max_size=20),
+       cut=st.integers(0, 20))
+def test_the_digested_json_is_json_dumps(values, numbers, ints, cut):
+    """Whole arrays, slices of them and chunked ones (text JSON writes as it is is found
+    from the bytes between the slice's offsets)."""
     for data, kind, t in ((values, "string", pa.string()), (numbers, "double", pa.float64()),
                           (ints, "integer", pa.int64())):
-        got = json_texts(pa.array(data, t), kind).to_pylist()
+        arr = pa.array(data, t)
+        got = json_texts(arr, kind).to_pylist()
         assert got == [json.dumps(v) for v in data]
+        k = min(cut, len(data))
+        assert json_texts(arr.slice(k), kind).to_pylist() == got[k:]
+        chunked = pa.chunked_array([arr.slice(0, k), arr.slice(k)], t)
+        assert pa.chunked_array([json_texts(c, kind) for c in chunked.chunks]).to_pylist() == got
 
 
 def test_a_time_in_every_common_form_is_exact():

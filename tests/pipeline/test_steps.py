@@ -135,11 +135,20 @@ def test_an_executor_error_is_reported_by_its_cause(spark):
 def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_path):
     import pyarrow.parquet as pq
 
+    from jobs.pipeline.match.staged import StagedRun
     from jobs.pipeline.publish.steps import validate_step
     from jobs.pipeline.validate.quality import ValidationFailed
 
     profile, _ = chemo_profile(tmp_path)
-    run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
+
+    def through_files(*_a, **_k):
+        raise AssertionError("a night went through the staged run's files")
+
+    with pytest.MonkeyPatch.context() as mp:  # a night hands the staged run over in memory
+        mp.setattr(StagedRun, "save", through_files)
+        mp.setattr(StagedRun, "load", through_files)
+        outcomes = run_all(spark, profile, "2010-08-30", [P1], echo=lambda *_: None)
+    assert len(outcomes) == 1 and outcomes[0].ok, outcomes
     lake = lk.Lake(profile.lake)
     published = published_ids(profile, "mw_chemo_p1")
     version = DeltaTable(lake.matches("mw_chemo_p1")).version()
@@ -163,6 +172,8 @@ def test_tampered_staged_run_fails_validation_and_publishes_nothing(spark, tmp_p
     msg = str(info.value)
     assert "expect_column_values_to_be_unique(match_id)" in msg
     assert "expect_column_values_to_be_in_set(set_order_ok)" in msg
+    kept = StagedRun.load(lake, ctx.staging, "tampered")  # the failed verdict stays beside it
+    assert kept.verdict is not None and not kept.verdict["success"]
     with pytest.raises(ValidationFailed, match="failed validation, nothing published"):
         publish_step(spark, ctx)
     assert DeltaTable(lake.matches("mw_chemo_p1")).version() == version
