@@ -97,13 +97,15 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                       aggregates: bool = False, times: bool = False, max_vars: int = 3,
                       counting: bool = False, steps: bool = False, optional: bool = False,
                       episodes: bool = False, as_body: bool = False,
-                      self_relations: bool = False):
+                      self_relations: bool = False, whole_source: bool = False):
     """Random patterns with the second and third steps of the language: negated sets
     (leading, between, trailing) with properties and relationships, Kleene bounds,
     contiguity, conditions with in / or / not / arithmetic, and aggregate conditions over
     group variables, conditions on time (``times``), bounded negation, distinct counts and
     time functions (``counting``), relationships of a group with itself (``w.patient =
-    w.patient``, ``w.value < w.value``: ``self_relations``), each on request. ``as_body``: the
+    w.patient``, ``w.value < w.value``: ``self_relations``), each on request. ``episodes``:
+    an after-match rule, per patient; with ``whole_source``, without partition attributes
+    (the episodes of the whole source). ``as_body``: the
     text of its sets, conditions and contiguity (one alternative of a disjunction)."""
     n_sets = draw(st.integers(1, 2))
     names = iter("abcd")
@@ -143,7 +145,8 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
             conditions.append(f"prev({v}.value) {op} {v}.value" if not rich or draw(st.booleans())
                               else f"prev({v}.value) - 1 {op} {v}.value")
     positive = [v for v, _ in variables]
-    if len(positive) > 1 and (episodes or draw(st.booleans())):  # after_match needs X
+    linked = episodes and not whole_source  # episodes per patient: every variable on it
+    if len(positive) > 1 and (linked or (not whole_source and draw(st.booleans()))):
         for x, y in zip(positive, positive[1:]):  # with optional steps: all to the first
             conditions.append(f"{positive[0] if optional else x}.patient = {y}.patient")
     if len(positive) > 1 and draw(st.booleans()):
@@ -154,12 +157,12 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
     groups = [v for v, group in variables if group]
     singles = [v for v, group in variables if not group]
     for g in (groups if self_relations else []):  # every pair of the group's events
-        if draw(st.booleans()) or (episodes and len(positive) == 1):
+        if (draw(st.booleans()) and not whole_source) or (linked and len(positive) == 1):
             conditions.append(f"{g}.patient = {g}.patient")
         if draw(st.booleans()):
             op = draw(st.sampled_from([o for o in OPS if o != "="]))  # (= on patient)
             conditions.append(f"{g}.value {op} {g}.value")
-    if self_relations and episodes and positive == singles:
+    if self_relations and linked and positive == singles:
         conditions.append(f"{positive[0]}.patient = {positive[0]}.patient")
     for _ in range(draw(st.integers(1, 2)) if aggregates and groups else 0):
         g, op, x = draw(st.sampled_from(groups)), draw(st.sampled_from(OPS)), \
@@ -245,9 +248,9 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
                 layout.insert(at, ("neg", [f"'not {n}{bound}'" if bound else f"not {n}"]))
             c = prop(n) or f"{n}.type = '{draw(st.sampled_from(TYPES))}'"
             conditions.append(c)
-            link = "patient" if episodes else \
+            link = "patient" if linked else \
                 draw(st.sampled_from(["patient", "value", "none"] + ["time"] * times))
-            target = positive[0] if episodes else draw(st.sampled_from(positive))
+            target = positive[0] if linked else draw(st.sampled_from(positive))
             if link == "patient":
                 conditions.append(f"{n}.patient = {target}.patient")
             elif link == "value":
@@ -264,7 +267,7 @@ def language_patterns(draw, matcher: str = "ses", negation: bool = False,
         return body
     rule = draw(st.sampled_from(["past_last_event", "to_next_event",
                                  f"to_first {positive[-1]}", f"to_last {positive[0]}"])) \
-        if episodes and (len(positive) > 1 or self_relations) else "all"
+        if episodes and (len(positive) > 1 or self_relations or whole_source) else "all"
     text = (f"name: random\nsource: random\nwithin: {draw(st.integers(1, 4))}d\n"
             + body + f"matcher: {matcher}\nafter_match: {rule}\n")
     return parse_pattern(text, "<random>")

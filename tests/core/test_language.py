@@ -36,6 +36,9 @@ OPERATORS = {
     "after_match": dict(episodes=True, negation=True, bounds=True, optional=True),
     "self": dict(self_relations=True, bounds=True, negation=True, aggregates=True),
     "self_episodes": dict(self_relations=True, episodes=True, bounds=True, max_vars=1),
+    # episodes of the whole source: no partition attributes, one variable or more
+    "whole_episodes": dict(episodes=True, whole_source=True, negation=True, bounds=True,
+                           self_relations=True, max_vars=2),
     "all": dict(negation=True, bounds=True, contiguity=True, rich=True, aggregates=True,
                 times=True, counting=True, steps=True, optional=True),
 }
@@ -314,7 +317,6 @@ HEAD = "name: x\nsource: s\nwithin: 1d\n"
     ("sets: [[a], ['not n?']]\n", 4, "a negated variable cannot be optional"),
     ("sets:\n  - [a]\n  - optional: ['not n']\n", 6, "a negated set cannot be optional"),
     ("sets: [[a], [b]]\nafter_match: skip_ahead\n", 5, "use one of all, past_last_event"),
-    ("sets: [[a], [b]]\nafter_match: past_last_event\n", 5, "takes episodes per partition"),
     ("sets: [[a], [b]]\nconditions:\n  - a.k = b.k\nafter_match: to_first c\n", 7,
      "'c' is not a positive variable"),
     ("sets: [[a], [b], [not n]]\nconditions:\n  - a.k = b.k\nafter_match: to_next_event\n",

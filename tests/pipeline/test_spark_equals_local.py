@@ -370,3 +370,39 @@ def test_a_group_related_to_itself_is_one_patient_on_spark(spark, nightly, tmp_p
     assert groups and all(len({e.values["patient"] for e in g}) == 1 for g in groups)
     assert all([e.values["value"] for e in g] == sorted(e.values["value"] for e in g)
                for g in groups)
+
+
+WHOLE_SOURCE_EPISODES = """name: toy_whole_source_lactic_runs
+source: sepsis
+within: 1d
+sets:
+  - ['l{3}']
+conditions:
+  - l.event_type = 'LacticAcid'
+after_match: past_last_event
+"""
+
+
+@pytest.mark.parametrize("force_slices", [False, True])
+def test_episodes_of_the_whole_source_on_spark(spark, nightly, tmp_path, force_slices):
+    """``after_match`` on a pattern of one variable without partition attributes (Flink's
+    ``times(3)`` with skip past last, on an unkeyed stream): its episodes are taken over
+    the whole source, one group that Spark never cuts into time slices (asked to or not).
+    Spark's staged matches equal the local engine's and the oracle's; no two overlap in
+    time order, and fewer are kept than every match."""
+    from jobs.core.reference import oracle
+
+    profile = nightly[0]
+    pattern, rng, stats, matches = _staged_toy(spark, profile, tmp_path,
+                                               WHOLE_SOURCE_EPISODES, force_slices)
+    assert pattern.partition_attributes == () and stats["sliced"] == "no"
+    expected = local_ids(profile, pattern, high=rng.high)
+    assert expected and {r["match_id"] for r in matches} == expected
+    events = events_from_lake(profile, pattern.source)
+    kept = [m for m in oracle.ses_exec(pattern, events) if m.start.ts < rng.high]
+    assert {match_id_of(pattern, m) for m in kept} == expected
+    spans = sorted((m.start.seq, m.end.seq) for m in kept)
+    assert all(a[1] < b[0] for a, b in zip(spans, spans[1:]))  # past the last event
+    every = {match_id_of(pattern, m) for m in run(replace(pattern, after_match="all"),
+                                                  events)[0]}
+    assert expected < every

@@ -203,7 +203,7 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     n_parts = match_tasks(spark, scanned)
     if group:
         df = df.repartition(n_parts, *[col(c) for c in group])
-    else:  # pragma: no cover - without X every event is sliced
+    else:  # episodes without X: the whole source is one group (docs/semantics.md)
         df = df.repartition(1)
     df = df.sortWithinPartitions(*[col(c) for c in group], "ts", "event_id")
     spec = Phase2Spec(pattern_text=job.text, keys=tuple(keys), low=low, high=high,

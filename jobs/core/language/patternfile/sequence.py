@@ -324,11 +324,21 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
 
 
 def after_match_problems(p: Pattern) -> list[str]:
-    """What keeps ``after_match`` from being exact: episodes are taken per partition over
-    its whole history, so the pattern needs partition attributes, every negated variable
-    linked to them (no time slices), and a positive variable after to_first/to_last."""
+    """What keeps ``after_match`` from being exact: episodes are taken per partition of
+    the partition attributes over its whole history (without any: over the whole source),
+    so every negated variable must be linked to them (no time slices), and to_first /
+    to_last name a positive variable."""
     if p.after_match == "all":
         return []
+    words = p.after_match.split()
+    if len(words) == 2 and words[1] not in {v.name for v in p.variables}:
+        return [f"after_match {p.after_match}: {words[1]!r} is not a positive variable of "
+                f"the pattern (its variables are {', '.join(v.name for v in p.variables)})"]
+    unlinked = {v.name for v in p.negated} - p.linked_negations
+    if p.partition_attributes and unlinked:
+        return [f"after_match {p.after_match}: the negated variable(s) {', '.join(sorted(unlinked))} "
+                "must be linked to the partition attributes (e.g. n.patient = a.patient)"]
+    return []
     words = p.after_match.split()
     if len(words) == 2 and words[1] not in {v.name for v in p.variables}:
         return [f"after_match {p.after_match}: {words[1]!r} is not a positive variable of "
