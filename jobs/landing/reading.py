@@ -469,11 +469,26 @@ def _plain_json(lines: pa.Array, kinds: dict[str, str]) -> np.ndarray:
     escaped surrogate (Python keeps a lone one)."""
     ok = np.asarray(pc.less(pc.binary_length(lines), MAX_LINE).to_numpy(
         zero_copy_only=False), bool)
-    keys = pc.count_substring_regex(lines, r'"\s*:').to_numpy(zero_copy_only=False)
+    # Each name once as a key: a line with as many keys (``"\s*:``) as names, each name
+    # written as a key at least once, has each name once (distinct names end at distinct
+    # quotes, none holding one). On a line with no white space after a quote, a key is
+    # ``":`` and a name's key ``"name":``, found without a regular expression
+    def has(text: str) -> np.ndarray:
+        return np.asarray(pc.match_substring(lines, text).to_numpy(zero_copy_only=False), bool)
+
+    spaced = has('" ') | has('"\t') | has('"\r') | has('"\f')
+    keys = np.asarray(pc.count_substring(lines, '":').to_numpy(zero_copy_only=False), np.int64)
+    at = np.flatnonzero(spaced)
+    some = lines.take(pa.array(at, pa.int64())) if len(at) else None
+    if len(at):
+        keys[at] = pc.count_substring_regex(some, r'"\s*:').to_numpy(zero_copy_only=False)
     ok &= keys == len(kinds)
     for name in kinds:
-        once = pc.count_substring_regex(lines, '"' + re.escape(name) + r'"\s*:')
-        ok &= once.to_numpy(zero_copy_only=False) == 1
+        written = has(f'"{name}":')
+        if len(at):
+            written[at] = np.asarray(pc.match_substring_regex(
+                some, '"' + re.escape(name) + r'"\s*:').to_numpy(zero_copy_only=False), bool)
+        ok &= written
     odd = pc.match_substring_regex(lines, r"[0-9]{16}|\\u[dD][89a-fA-F]")
     return ok & ~np.asarray(odd.to_numpy(zero_copy_only=False), bool)
 

@@ -127,3 +127,61 @@ def test_a_time_in_every_common_form_is_exact():
     col = type_column(pa.array(texts_), "timestamp", len(texts_))
     check(col, texts_, "timestamp")
     assert np.count_nonzero(col.problem) == 1  # 1900 was not a leap year
+
+
+def _plain_by_regex(lines: pa.Array, kinds: dict) -> np.ndarray:
+    """The fast-path rule of JSON lines in its plain form: every name once as a key (a
+    regular expression per name), as many keys as names."""
+    import re
+
+    import pyarrow.compute as pc
+
+    from jobs.landing.reading import MAX_LINE
+
+    ok = np.asarray(pc.less(pc.binary_length(lines), MAX_LINE).to_numpy(
+        zero_copy_only=False), bool)
+    ok &= pc.count_substring_regex(lines, r'"\s*:').to_numpy(zero_copy_only=False) == len(kinds)
+    for name in kinds:
+        once = pc.count_substring_regex(lines, '"' + re.escape(name) + r'"\s*:')
+        ok &= once.to_numpy(zero_copy_only=False) == 1
+    odd = pc.match_substring_regex(lines, r"[0-9]{16}|\\u[dD][89a-fA-F]")
+    return ok & ~np.asarray(odd.to_numpy(zero_copy_only=False), bool)
+
+
+KEYS = ("patient", "value", "age", "e")
+spacing = st.sampled_from(["", "", " ", "\t", "\r", "\f"])
+key_texts = st.builds(lambda name, before, after: f'"{name}"{before}:{after}',
+                      st.sampled_from(KEYS + ("page", "x")),
+                      spacing, st.sampled_from(["", " "]))
+every_key = st.permutations(KEYS).flatmap(lambda names: st.tuples(*[st.builds(
+    lambda before, n=n: f'"{n}"{before}:', spacing) for n in names]).map(list))
+json_lines = st.builds(
+    lambda parts, values: "{" + ", ".join(k + v for k, v in zip(parts, values)) + "}",
+    st.one_of(every_key, st.lists(key_texts, max_size=6)),
+    st.lists(st.sampled_from(['1', '"a"', '" :x"', '"q\\" :"', 'null', '12345678901234567',
+                              '"\\ud800"', '"\\"e\\":"']), min_size=6, max_size=6))
+
+
+@settings(deadline=None)
+@given(lines=st.lists(json_lines, min_size=1, max_size=12))
+def test_json_lines_for_arrow_are_found_as_by_a_regular_expression_per_name(lines):
+    """Which JSON lines go to Arrow's reader (each name once as a key, nothing else) is
+    decided with substring searches and a regular expression only on lines with white
+    space after a quote; the same lines as a regular expression per name picks."""
+    from jobs.landing.reading import _plain_json
+
+    kinds = dict.fromkeys(KEYS, "string")
+    arr = pa.array(lines, pa.string())
+    got = _plain_json(arr, kinds).tolist()
+    assert got == _plain_by_regex(arr, kinds).tolist()
+
+
+def test_json_lines_for_arrow_by_example():
+    from jobs.landing.reading import _plain_json
+
+    kinds = dict.fromkeys(KEYS, "string")
+    lines = pa.array(['{"patient": 1, "value": 2, "age": 3, "e": 4}',
+                      '{"patient" : 1, "value": 2, "age": 3, "e": 4}',
+                      '{"patient": 1, "patient": 2, "age": 3, "e": 4}',
+                      '{"patient": 1, "value": 2, "age": 3, "page": 4}'])
+    assert _plain_json(lines, kinds).tolist() == [True, True, False, False]
