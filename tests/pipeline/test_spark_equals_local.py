@@ -383,8 +383,7 @@ after_match: past_last_event
 """
 
 
-@pytest.mark.parametrize("force_slices", [False, True])
-def test_episodes_of_the_whole_source_on_spark(spark, nightly, tmp_path, force_slices):
+def test_episodes_of_the_whole_source_on_spark(spark, nightly, tmp_path):
     """``after_match`` on a pattern of one variable without partition attributes (Flink's
     ``times(3)`` with skip past last, on an unkeyed stream): its episodes are taken over
     the whole source, one group that Spark never cuts into time slices (asked to or not).
@@ -394,7 +393,7 @@ def test_episodes_of_the_whole_source_on_spark(spark, nightly, tmp_path, force_s
 
     profile = nightly[0]
     pattern, rng, stats, matches = _staged_toy(spark, profile, tmp_path,
-                                               WHOLE_SOURCE_EPISODES, force_slices)
+                                               WHOLE_SOURCE_EPISODES, force_slices=True)
     assert pattern.partition_attributes == () and stats["sliced"] == "no"
     expected = local_ids(profile, pattern, high=rng.high)
     assert expected and {r["match_id"] for r in matches} == expected
