@@ -334,9 +334,10 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
                columns: list[str], last_split: bool = True) -> Iterator[RawBlock]:
     """A CSV split read on columns (``names``: the file's header; ``start`` 0: the split
     holds the header line itself). A line without a quote character, or whose quoted
-    fields hold no quote or comma, is a record of its own, cut into fields by Arrow; any
-    other record that begins on a line with one is read by Python's ``csv`` reader, which
-    takes as many lines as its quoted fields hold. Raises
+    fields hold no quote, is a record of its own, cut into fields by Arrow (split on
+    commas, or by ``_fields`` when a quoted field holds a comma); any other record that
+    begins on a line with one is read by Python's ``csv`` reader, which takes as many
+    lines as its quoted fields hold. Raises
     ``QuoteOpen`` when the split (not the file's last) ends inside a quoted field."""
     width = len(names)
     index = {n: i for i, n in enumerate(names)}
@@ -351,6 +352,12 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
         simple = quoted & np.asarray(pc.match_substring_regex(lines, _SIMPLE).fill_null(False)
                                      .to_numpy(zero_copy_only=False), bool)
         quoted &= ~simple  # a record of its own, its quoted fields without , or "
+        commas = np.zeros(count, bool)  # one too, its quoted fields without ": cut by Arrow
+        if quoted.any():
+            at = np.flatnonzero(quoted)
+            cut = pc.extract_regex(lines.take(pa.array(at, pa.int64())), _fields(width))
+            commas[at[~np.asarray(cut.is_null().to_numpy(zero_copy_only=False), bool)]] = True
+            quoted &= ~commas
         taken = np.zeros(count, bool)  # lines read by Python's reader
         if header:
             taken[0] = True
@@ -388,8 +395,11 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
         keep = ~taken & np.asarray(pc.not_equal(pc.utf8_length(lines), 0).to_numpy(
             zero_copy_only=False), bool)
         base += data_lines
-        yield _csv_block(lines.filter(pa.array(keep)), numbers[keep], records, names, width,
-                         index, columns, bool(simple[:len(keep)][keep].any()))
+        commas = commas[:len(keep)]
+        split, cut = keep & ~commas, keep & commas
+        yield _csv_block(lines.filter(pa.array(split)), numbers[split], records, names, width,
+                         index, columns, bool(simple[:len(keep)][split].any()),
+                         lines.filter(pa.array(cut)), numbers[cut])
 
 
 def list_pieces(path: Path, start: int, end: int) -> Iterator[tuple[bytes, bool]]:
@@ -408,14 +418,29 @@ def list_pieces(path: Path, start: int, end: int) -> Iterator[tuple[bytes, bool]
 _SIMPLE = r'^(?:"[^",]*"|[^",]*)(?:,(?:"[^",]*"|[^",]*))*$'
 
 
+def _fields(width: int) -> str:
+    """A CSV line of ``width`` fields, each quoted without a quote inside (commas allowed)
+    or plain without a quote or a comma, each field a named group (``f0``, ``f1``, …):
+    Python's reader takes each quoted field's inside and each plain one as it is."""
+    return "^" + ",".join(f'(?P<f{k}>"[^"]*"|[^",]*)' for k in range(width)) + "$"
+
+
+def _inside(arr: pa.Array) -> pa.Array:
+    """Fields as Python's reader gives them: a quoted one's inside."""
+    return pc.if_else(pc.starts_with(arr, '"'), pc.utf8_slice_codeunits(arr, 1, -1), arr)
+
+
 def _unquoted(parts: list[str]) -> list[str]:
     return [p[1:-1] if p.startswith('"') else p for p in parts]
 
 
 def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[str],
-               width: int, index: dict, columns: list[str], quotes: bool = False) -> RawBlock:
+               width: int, index: dict, columns: list[str], quotes: bool = False,
+               cut_lines: pa.Array | None = None, cut_numbers: np.ndarray | None = None
+               ) -> RawBlock:
     """A raw block of lines cut on columns (``quotes``: some fields are quoted, without a
-    quote or a comma inside) and records Python's reader read."""
+    quote or a comma inside), lines cut by ``_fields`` (``cut_lines``: quoted fields with
+    commas inside) and records Python's reader read."""
     fields = pc.split_pattern(lines, ",")
     counts = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
     bad = counts != width
@@ -433,6 +458,8 @@ def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[
         else:
             whole.append((line, parts))
     split_rows = len(fields)
+    cut_rows = 0 if cut_lines is None else len(cut_lines)
+    cut = pc.extract_regex(cut_lines, _fields(width)) if cut_rows else None
     values = {}
     for c in columns:
         if c not in index:
@@ -440,15 +467,23 @@ def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[
             continue
         arr = pc.list_element(fields, index[c]) if split_rows else pa.array([], pa.string())
         if quotes and split_rows:
-            arr = pc.if_else(pc.starts_with(arr, '"'), pc.utf8_slice_codeunits(arr, 1, -1), arr)
+            arr = _inside(arr)
+        if cut_rows:
+            arr = pa.concat_arrays([arr, _inside(cut.field(f"f{index[c]}"))])
         if whole:
             arr = pa.concat_arrays([arr, pa.array([p[index[c]] for _, p in whole],
                                                   pa.string())])
         values[c] = arr
-    numbers = np.concatenate([numbers, np.array([n for n, _ in whole], np.int64)])
+    numbers = np.concatenate([numbers, cut_numbers if cut_rows else np.zeros(0, np.int64),
+                              np.array([n for n, _ in whole], np.int64)])
 
     def raw(i: int) -> str:
-        parts = _unquoted(fields[i].as_py()) if i < split_rows else whole[i - split_rows][1]
+        if i < split_rows:
+            parts = _unquoted(fields[i].as_py())
+        elif i < split_rows + cut_rows:
+            parts = _unquoted([cut.field(f"f{k}")[i - split_rows].as_py() for k in range(width)])
+        else:
+            parts = whole[i - split_rows - cut_rows][1]
         return raw_text(dict(zip(names, parts)))
 
     return RawBlock(numbers, values, raw, refused)
