@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-import numpy as np
 import pyarrow as pa
 
 from jobs.config import Source
@@ -151,15 +150,19 @@ def _scan(path: Path, fmt: str, step: int) -> tuple[bool, list[tuple[int, int]]]
 
 def _cut(data: bytes, offset: int, quotes: int | None) -> int:
     """The first line end in ``data`` from ``offset`` (with ``quotes`` before ``data``:
-    the first after which they are even), or -1."""
-    if quotes is None or b'"' not in data:
-        at = data.find(b"\n", offset)
-        return at if quotes is None or at < 0 or quotes % 2 == 0 else -1
-    arr = np.frombuffer(data, np.uint8)
-    seen = np.cumsum(arr == 34) + quotes
-    ends = np.flatnonzero(arr == 10)
-    ends = ends[(ends >= offset) & (seen[ends] % 2 == 0)]
-    return int(ends[0]) if len(ends) else -1
+    the first after which they are even), or -1. Line by line from ``offset``: a quoted
+    field rarely holds a line end, so the first or second is the cut."""
+    at = data.find(b"\n", offset)
+    if quotes is None or at < 0:
+        return at
+    seen = quotes + data.count(b'"', 0, at)
+    while seen % 2:
+        nxt = data.find(b"\n", at + 1)
+        if nxt < 0:
+            return -1
+        seen += data.count(b'"', at + 1, nxt)
+        at = nxt
+    return at
 
 
 def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: str,

@@ -123,6 +123,19 @@ class LazySession:
                 self._session = build_session(self._profile, self._app_name)
             return self._session
 
+    def start_soon(self) -> None:
+        """Start building the session on a thread of its own (the JVM's start overlaps
+        what the caller does next; ``get`` waits for it)."""
+        if self._session is None:
+            threading.Thread(target=self._start_quietly, name="spark-start",
+                             daemon=True).start()
+
+    def _start_quietly(self) -> None:
+        try:
+            self.get()
+        except Exception:  # noqa: BLE001 - the caller's own get() raises it again
+            pass
+
     def __getattr__(self, name: str):
         if name.startswith("__"):
             raise AttributeError(name)

@@ -48,3 +48,23 @@ def test_csv_blocks_read_what_pythons_reader_reads(tmp_path_factory, rows):
         return  # a quoted field open at the end: the reader refuses the file (tested elsewhere)
     expected = sorted((n, f if len(f) == len(NAMES) else ["<ragged>"]) for n, f in want)
     assert columnar_records(path, NAMES) == expected
+
+
+def _cut_by_definition(data: bytes, offset: int, quotes: int | None) -> int:
+    """The first line end at or after ``offset`` after which the quote characters so far
+    (``quotes`` before ``data``) are even (None: any line end), or -1."""
+    for at in range(offset, len(data)):
+        if data[at:at + 1] == b"\n" and (quotes is None
+                                          or (quotes + data[:at].count(b'"')) % 2 == 0):
+            return at
+    return -1
+
+
+@settings(deadline=None, max_examples=300)
+@given(data=st.lists(st.sampled_from([b"a", b'"', b"\n", b","]), max_size=60).map(b"".join),
+       offset=st.integers(0, 40), quotes=st.one_of(st.none(), st.integers(0, 3)))
+def test_a_split_is_cut_at_the_first_line_end_with_even_quotes(data, offset, quotes):
+    from jobs.landing.splits import _cut
+
+    offset = min(offset, len(data))
+    assert _cut(data, offset, quotes) == _cut_by_definition(data, offset, quotes)

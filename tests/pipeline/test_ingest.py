@@ -245,3 +245,25 @@ def test_a_killed_task_s_temporary_file_is_read_by_no_one(tmp_path):
     assert sum(b.num_rows for b in batches(lake, batch.events_path)) == 2
     assert commit(lake, batch).new_events == 2
     assert DeltaTable(lake.events("toy")).to_pyarrow_table().num_rows == 2
+
+
+def test_spark_starts_early_only_for_a_new_file(spark, tmp_path):
+    """A landing folder whose files are all in the ingest log starts no Spark; a new file
+    starts the session on its own thread before the files are hashed (the JVM's start
+    overlaps the hashing), and the batch is typed on it."""
+    from jobs.config import load_sources
+    from jobs.pipeline.ingest import stage
+    from jobs.spark.session import LazySession
+
+    profile, landing = chemo_profile(tmp_path)
+    source = load_sources()["chemo_mw"]
+    lake = lk.Lake(profile.lake)
+    ingest(source, profile.landing, lake, "r1")
+    idle = LazySession(profile)
+    assert stage(source, profile.landing, lake, "r2", spark=idle).num_events == 0
+    assert not idle.started
+    (landing / "chemo_mw" / "more.csv").write_text(
+        "event_id,patient,type,value,unit,ts\nz9,1,B,1,mg,2010-08-20T00:00:00\n")
+    fresh = LazySession(profile)
+    batch = stage(source, profile.landing, lake, "r3", spark=fresh)
+    assert fresh.started and batch.num_events == 1

@@ -35,6 +35,7 @@ from jobs.landing.splits import Split, estimated_rows, landing_files, splits_of,
 from jobs.landing.typing import LINEAGE, events_schema, quarantine_table
 from jobs.pipeline.ingest.listing import Digests
 from jobs.pipeline.ingest.tasks import REREAD, part, run_splits
+from jobs.spark.session import LazySession
 from jobs.spark.tables import read_parquet_spark
 
 INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
@@ -160,17 +161,17 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     done = set() if rebuild else set(logged)
     ingested = {f for f, _ in logged}
     files = landing_files(source, landing_root)
+    labels = [str(p.relative_to(root)) if p.is_relative_to(root) else str(p) for p in files]
     if rebuild:
         result.rebuilt = sorted(ingested)
-        present = {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
-                   for p in files}
-        result.gone = [f for f in result.rebuilt if f not in present]
+        result.gone = [f for f in result.rebuilt if f not in set(labels)]
     folder = lk.join(lake.staging(INGEST_FOLDER), run_id, source.name)
+    if isinstance(spark, LazySession) and (rebuild or not ingested.issuperset(labels)):
+        spark.start_soon()  # a new file is pending: the JVM starts while the files are hashed
     lake.remove(folder)
     digests = Digests(lake, source.name)
     pending, entries = [], []
-    for path in files:
-        label = str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+    for path, label in zip(files, labels):
         digest = digests.of(label, path)
         if (label, digest) in done:
             result.skipped_files += 1
