@@ -11,6 +11,7 @@ A property test holds the columns equal to ``convert`` on random values.
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from datetime import date, datetime
 
@@ -360,10 +361,11 @@ def quarantine_table(rows: list[tuple[int, str, str | dict]], label: str, run_id
 
 
 def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: datetime,
-               ts_range: TimeRange = TimeRange(), file_index: int = 0
-               ) -> tuple[pa.Table, pa.Table]:
+               ts_range: TimeRange = TimeRange(), file_index: int = 0,
+               clock: dict | None = None) -> tuple[pa.Table, pa.Table]:
     """(typed events, quarantined rows) of one raw block. Content-hash ids are numbered
-    1 here: ``ids.renumber`` numbers identical rows over the whole file."""
+    1 here: ``ids.renumber`` numbers identical rows over the whole file. ``clock``: the
+    seconds spent on the ids are added to its ``ids``."""
     n = len(block)
     typed, problems = {}, []
     for col, kind in source.columns.items():
@@ -400,6 +402,7 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
                   ).filter(keep) for c in source.columns if c not in LINEAGE}
     ts_us = (_us(ts_col) if ts_col is not None else pa.nulls(n, ARROW["timestamp"])).filter(keep)
     lines = pa.array(block.lines[~bad], pa.int64())
+    started = time.perf_counter()
     if source.id_column:
         ids = raw_ids.filter(keep)
         keys, content = id_keys(ids), np.zeros(len(ids), np.int64)
@@ -409,6 +412,8 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
         ids, content = content_ids(source, {c: typed[c].values.filter(keep)
                                             for c in source.columns}, texts)
         keys = id_key(content, 1)  # numbered over the file by ``staging.renumber``
+    if clock is not None:
+        clock["ids"] = clock.get("ids", 0.0) + time.perf_counter() - started
     events.update(event_id=ids, ts=ts_us,
                   event_date=_dates(ts_us),
                   source_file=pa.array([label] * len(ids), pa.string()),

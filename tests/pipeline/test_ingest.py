@@ -267,3 +267,6 @@ def test_spark_starts_early_only_for_a_new_file(spark, tmp_path):
     fresh = LazySession(profile)
     batch = stage(source, profile.landing, lake, "r3", spark=fresh)
     assert fresh.started and batch.num_events == 1
+    # where the tasks' time went: reading, typing and the ids apart
+    assert {"tasks: read", "tasks: type", "tasks: ids", "tasks: write"} <= set(batch.result.seconds)
+    assert batch.result.seconds["tasks: ids"] > 0

@@ -198,9 +198,10 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     infos = run_splits(spark, splits, source, ts_range, lake, staged, echo)
     splits, infos = _reread(spark, splits, infos, source, ts_range, lake, staged, echo)
     result.seconds["tasks"] = time.perf_counter() - t0
-    for k in ("read", "type"):
-        result.seconds[f"tasks: {k}"] = sum(i[k] for i in infos)
-    result.seconds["tasks: write"] = sum(i["seconds"] - i["read"] - i["type"] for i in infos)
+    for k in ("read", "type", "ids"):
+        result.seconds[f"tasks: {k}"] = sum(i.get(k, 0.0) for i in infos)
+    result.seconds["tasks: write"] = sum(i["seconds"] - i["read"] - i["type"] - i.get("ids", 0.0)
+                                         for i in infos)
     t0 = time.perf_counter()
     failed = next((i["error"] for i in infos if i["error"]), None)
     if failed:

@@ -34,7 +34,8 @@ from jobs.progress import EVERY
 
 INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
                   ("quarantined", pa.int64()), ("seconds", pa.float64()),
-                  ("read", pa.float64()), ("type", pa.float64()), ("error", pa.string())])
+                  ("read", pa.float64()), ("type", pa.float64()), ("ids", pa.float64()),
+                  ("error", pa.string())])
 REREAD = "reread: "  # a split cut inside a quoted field: its file is read again, whole
 
 
@@ -65,7 +66,7 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
     rows = events = 0
     quarantined: list[pa.Table] = []
     writer = None
-    clock = {"read": 0.0, "type": 0.0}
+    clock = {"read": 0.0, "type": 0.0, "ids": 0.0}
     try:
         try:
             for reader in (split, whole(split, split.index)):
