@@ -339,20 +339,6 @@ def after_match_problems(p: Pattern) -> list[str]:
         return [f"after_match {p.after_match}: the negated variable(s) {', '.join(sorted(unlinked))} "
                 "must be linked to the partition attributes (e.g. n.patient = a.patient)"]
     return []
-    words = p.after_match.split()
-    if len(words) == 2 and words[1] not in {v.name for v in p.variables}:
-        return [f"after_match {p.after_match}: {words[1]!r} is not a positive variable of "
-                f"the pattern (its variables are {', '.join(v.name for v in p.variables)})"]
-    if not p.partition_attributes:
-        one = p.variables[0].name if len(p.variables) == 1 else None
-        how = (f"relate {one} to itself on it (e.g. {one}.patient = {one}.patient)" if one
-               else "relate every variable on it (e.g. a.patient = b.patient)")
-        return [f"after_match {p.after_match} takes episodes per partition attribute: {how}"]
-    unlinked = {v.name for v in p.negated} - p.linked_negations
-    if unlinked:
-        return [f"after_match {p.after_match}: the negated variable(s) {', '.join(sorted(unlinked))} "
-                "must be linked to the partition attributes (e.g. n.patient = a.patient)"]
-    return []
 
 
 def _as_running(cond, variables: dict[str, Variable]):
