@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 _PLAIN = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"  # text that JSON writes as it is
-_PLAIN_BYTES = np.zeros(256, bool)  # the bytes of such text (a null's bytes are none)
-_PLAIN_BYTES[0x20:0x7f] = True
-_PLAIN_BYTES[[0x22, 0x5c]] = False
+# the bytes of such text (UTF-8 bytes above 0x7f are of escaped characters)
+_PLAIN_BYTES = np.array([re.fullmatch(_PLAIN, chr(b)) is not None for b in range(256)])
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
 MIX = 1_000_003  # the id key of a content-hash id: content key * MIX + its number (wraps)
 

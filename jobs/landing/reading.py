@@ -353,10 +353,13 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
                                      .to_numpy(zero_copy_only=False), bool)
         quoted &= ~simple  # a record of its own, its quoted fields without , or "
         commas = np.zeros(count, bool)  # one too, its quoted fields without ": cut by Arrow
+        cut_fields = None  # their fields (``_fields``), in line order
         if quoted.any():
             at = np.flatnonzero(quoted)
-            cut = pc.extract_regex(lines.take(pa.array(at, pa.int64())), _fields(width))
-            commas[at[~np.asarray(cut.is_null().to_numpy(zero_copy_only=False), bool)]] = True
+            extracted = pc.extract_regex(lines.take(pa.array(at, pa.int64())), _fields(width))
+            matched = ~np.asarray(extracted.is_null().to_numpy(zero_copy_only=False), bool)
+            commas[at[matched]] = True
+            cut_fields = extracted.filter(pa.array(matched))
             quoted &= ~commas
         taken = np.zeros(count, bool)  # lines read by Python's reader
         if header:
@@ -397,9 +400,11 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
         base += data_lines
         commas = commas[:len(keep)]
         split, cut = keep & ~commas, keep & commas
+        if cut_fields is not None:  # those of the lines kept (not carried, not read by Python)
+            cut_fields = cut_fields.slice(0, int(commas.sum())).filter(pa.array(cut[commas]))
         yield _csv_block(lines.filter(pa.array(split)), numbers[split], records, names, width,
                          index, columns, bool(simple[:len(keep)][split].any()),
-                         lines.filter(pa.array(cut)), numbers[cut])
+                         cut_fields, numbers[cut])
 
 
 def list_pieces(path: Path, start: int, end: int) -> Iterator[tuple[bytes, bool]]:
@@ -436,10 +441,10 @@ def _unquoted(parts: list[str]) -> list[str]:
 
 def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[str],
                width: int, index: dict, columns: list[str], quotes: bool = False,
-               cut_lines: pa.Array | None = None, cut_numbers: np.ndarray | None = None
+               cut: pa.StructArray | None = None, cut_numbers: np.ndarray | None = None
                ) -> RawBlock:
     """A raw block of lines cut on columns (``quotes``: some fields are quoted, without a
-    quote or a comma inside), lines cut by ``_fields`` (``cut_lines``: quoted fields with
+    quote or a comma inside), lines already cut by ``_fields`` (``cut``: quoted fields with
     commas inside) and records Python's reader read."""
     fields = pc.split_pattern(lines, ",")
     counts = pc.list_value_length(fields).to_numpy(zero_copy_only=False)
@@ -458,8 +463,7 @@ def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[
         else:
             whole.append((line, parts))
     split_rows = len(fields)
-    cut_rows = 0 if cut_lines is None else len(cut_lines)
-    cut = pc.extract_regex(cut_lines, _fields(width)) if cut_rows else None
+    cut_rows = 0 if cut is None else len(cut)
     values = {}
     for c in columns:
         if c not in index:

@@ -1,11 +1,13 @@
 """The columnar CSV reader equals Python's ``csv`` reader, the definition: on random files
 of plain, quoted (with commas, escaped quotes and line ends inside) and ragged records,
 ``reading.csv_blocks`` gives every record Python gives, with its values, the line it ends
-on, and the records of another width refused as ragged."""
+on, and the records of another width refused as ragged, whether it reads the file in one
+piece or in pieces of a few bytes."""
 
 import csv
 import io
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,6 +50,9 @@ def test_csv_blocks_read_what_pythons_reader_reads(tmp_path_factory, rows):
         return  # a quoted field open at the end: the reader refuses the file (tested elsewhere)
     expected = sorted((n, f if len(f) == len(NAMES) else ["<ragged>"]) for n, f in want)
     assert columnar_records(path, NAMES) == expected
+    with pytest.MonkeyPatch.context() as mp:  # read in pieces of a few bytes: records
+        mp.setattr(reading, "BLOCK_BYTES", 16)  # carried from one piece to the next
+        assert columnar_records(path, NAMES) == expected
 
 
 def _cut_by_definition(data: bytes, offset: int, quotes: int | None) -> int:
@@ -68,3 +73,20 @@ def test_a_split_is_cut_at_the_first_line_end_with_even_quotes(data, offset, quo
 
     offset = min(offset, len(data))
     assert _cut(data, offset, quotes) == _cut_by_definition(data, offset, quotes)
+
+
+@pytest.mark.parametrize("text", [
+    'a,b,c\nx,"open\ny,"",","\nz",2\np,q,r\np,q,r\np,q,r\n',
+    'a,b,c\nx,"op\ny,"",",,,,,,"\nz",2,3\np,q,r\np,q,r\n'])
+def test_a_record_open_at_a_piece_end_carries_the_lines_cut_by_arrow_after_it(tmp_path, text):
+    """A quoted field open at the end of a piece, followed in the piece by a line Arrow
+    would cut (a quoted field holding a comma): that line goes on with the open record
+    into the next piece, at every piece size."""
+    path = tmp_path / "f.csv"
+    path.write_text(text, encoding="utf-8", newline="")
+    want = sorted((n, f if len(f) == len(NAMES) else ["<ragged>"])
+                  for n, f in python_records(text)[1:])
+    with pytest.MonkeyPatch.context() as mp:
+        for size in range(4, 48):
+            mp.setattr(reading, "BLOCK_BYTES", size)
+            assert columnar_records(path, NAMES) == want, size
