@@ -164,7 +164,8 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     labels = [str(p.relative_to(root)) if p.is_relative_to(root) else str(p) for p in files]
     if rebuild:
         result.rebuilt = sorted(ingested)
-        result.gone = [f for f in result.rebuilt if f not in set(labels)]
+        present = set(labels)
+        result.gone = [f for f in result.rebuilt if f not in present]
     folder = lk.join(lake.staging(INGEST_FOLDER), run_id, source.name)
     if isinstance(spark, LazySession) and (rebuild or not ingested.issuperset(labels)):
         spark.start_soon()  # a new file is pending: the JVM starts while the files are hashed

@@ -64,8 +64,8 @@ def validate_steps(spark, runs: list[tuple[RunContext, StagedRun]]
             verdicts[ctx.pattern.name] = {"success": True, "failed": [], "docs": None,
                                           "summary": "no matches to check"}
         else:
-            checked.append(StagedMatches(ctx.pattern, ctx.run_id, staged.stats["low"],
-                                         staged.stats["high"], staged.matches))
+            checked.append(StagedMatches(ctx.pattern, ctx.run_id, staged.rng.low,
+                                         staged.rng.high, staged.matches))
     outcomes = validate_staged(spark, runs[0][0].lake, checked) if checked else {}
     for name, o in outcomes.items():
         verdicts[name] = o if isinstance(o, Exception) else {
