@@ -18,7 +18,7 @@ LAYERS = [
     {"environment"},  # the environment variables, read in one place
     {"core"},  # core's own modules: errors, inputs
     {"core.language"},
-    {"core.plans", "core.reference"},
+    {"core.plans", "core.reference", "core.rowpattern"},
     {"core.engine"},
     {"core.local"},
     {"config", "status", "failpoints", "progress", "runrecord"},
