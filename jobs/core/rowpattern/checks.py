@@ -1,7 +1,7 @@
 """What makes a parsed MATCH_RECOGNIZE statement meaningless, each named with its line
 and column: a variable no clause declares, an aggregate or a navigation whose argument
-mixes variables, a navigation nested where SQL:2016 does not allow it, ``FINAL`` or
-``MATCH_NUMBER()`` in DEFINE, a skip to an unknown variable."""
+mixes variables, a navigation nested where SQL:2016 does not allow it, ``FINAL`` in
+DEFINE, a skip to an unknown variable."""
 
 from __future__ import annotations
 
@@ -44,7 +44,9 @@ def children(e):
         return tuple(out + ([] if e.default is None else [e.default]))
     if isinstance(e, Func):
         return e.args
-    if isinstance(e, (Nav, Agg)):
+    if isinstance(e, Agg):
+        return (e.arg,) if e.by is None else (e.arg, e.by)
+    if isinstance(e, Nav):
         return (e.arg,)
     return ()
 
@@ -110,8 +112,6 @@ def _check_expr(e, known, fail, define: bool, inside: str | None = None):
         var = getattr(node, "var", None) if isinstance(node, (Col, Star, Classifier)) else None
         if var is not None and var not in known:
             fail(node.pos, f"undefined variable {var}: not in PATTERN or SUBSET")
-        if isinstance(node, MatchNumber) and define:
-            fail(node.pos, "MATCH_NUMBER() cannot be used in DEFINE")
         if isinstance(node, Star) and not _counted(e, node):
             fail(node.pos, "* is only the argument of count")
         if isinstance(node, (Nav, Agg)):
@@ -127,12 +127,12 @@ def _counted(root, star) -> bool:
 
 def _check_inner(node, fail):
     what = node.name if isinstance(node, Agg) else node.kind
-    vars_ = referenced_vars(node.arg)
+    vars_ = referenced_vars(node)
     if len(vars_) > 1:
         shown = ", ".join(sorted(v or "(the universal variable)" for v in vars_))
         fail(node.pos, f"{what}(...) mixes variables {shown}: its argument must name one "
                        "variable")
-    for inner in walk(node.arg):
+    for inner in (x for arg in children(node) for x in walk(arg)):
         if inner is node.arg and isinstance(node, Nav) and node.kind in ("PREV", "NEXT") \
                 and isinstance(inner, Nav) and inner.kind in ("FIRST", "LAST"):
             continue  # PREV(LAST(A.value, 2), 3): a physical over a logical navigation
@@ -141,7 +141,7 @@ def _check_inner(node, fail):
         if isinstance(inner, Nav):
             fail(inner.pos, f"{inner.kind}(...) cannot be nested in {what}(...) (only FIRST "
                             "or LAST, as the whole argument of PREV or NEXT)")
-        if isinstance(inner, MatchNumber):
+        if isinstance(inner, MatchNumber) and isinstance(node, Nav):
             fail(inner.pos, f"MATCH_NUMBER() cannot be used in {what}(...)")
     if isinstance(node, Nav) and node.kind in ("PREV", "NEXT") and isinstance(node.arg, Nav):
         _check_inner(node.arg, fail)

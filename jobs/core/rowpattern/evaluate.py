@@ -204,7 +204,18 @@ def _aggregate(e: Agg, f: Frame):
     values = [value(e.arg, f, r) for r in rows]
     if e.name == "array_agg":
         return values if values else None
+    if e.by is not None:  # max_by, min_by: the argument where ``by`` is largest/smallest
+        pairs = [(b, v) for v, b in zip(values, (value(e.by, f, r) for r in rows))
+                 if b is not None]
+        if not pairs:
+            return None
+        pick = max if e.name == "max_by" else min
+        return pick(pairs, key=lambda p: p[0])[1]
     present = [v for v in values if v is not None]
+    if e.name == "count_if":
+        return sum(1 for v in present if v is True)
+    if e.name in ("arbitrary", "any_value"):
+        return present[0] if present else None
     if e.distinct:
         present = list(dict.fromkeys(present))
     if e.name == "count":
@@ -215,6 +226,10 @@ def _aggregate(e: Agg, f: Frame):
         return sum(present)
     if e.name == "avg":
         return sum(present) / len(present)
+    if e.name in ("bool_and", "every"):
+        return all(present)
+    if e.name == "bool_or":
+        return any(present)
     return min(present) if e.name == "min" else max(present)
 
 
@@ -331,6 +346,13 @@ def _function(name, args, e):
         return args[1] if args[0] is True else (args[2] if len(args) > 2 else None)
     if name == "concat":
         return None if any(a is None for a in args) else "".join(map(_text, args))
+    if name == "array":
+        return list(args)
+    if name == "concat_ws":
+        if args[0] is None:
+            return None
+        items = [x for a in args[1:] for x in (a if isinstance(a, list) else [a])]
+        return args[0].join(_text(x) for x in items if x is not None)
     if any(a is None for a in args):
         return None
     try:
@@ -338,7 +360,7 @@ def _function(name, args, e):
             return abs(args[0])
         if name in ("lower", "upper"):
             return args[0].lower() if name == "lower" else args[0].upper()
-        if name == "length":
+        if name in ("length", "cardinality"):
             return len(args[0])
         if name == "trim":
             return args[0].strip()

@@ -30,11 +30,12 @@ from jobs.core.rowpattern.model import (
 )
 from jobs.core.rowpattern.values import UNITS_NS, Interval, Ts
 
-AGGREGATES = {"SUM", "COUNT", "AVG", "MIN", "MAX", "ARRAY_AGG"}
+AGGREGATES = {"SUM", "COUNT", "AVG", "MIN", "MAX", "ARRAY_AGG", "ARBITRARY", "ANY_VALUE",
+              "MAX_BY", "MIN_BY", "COUNT_IF", "BOOL_AND", "BOOL_OR", "EVERY"}
 NAVIGATION = {"PREV", "NEXT", "FIRST", "LAST"}
 SCALARS = {"COALESCE", "ABS", "LOWER", "UPPER", "ROUND", "FLOOR", "CEIL", "CEILING",
            "GREATEST", "LEAST", "LENGTH", "NULLIF", "SQRT", "POWER", "MOD", "SIGN",
-           "SUBSTR", "SUBSTRING", "TRIM", "CONCAT", "IF"}
+           "SUBSTR", "SUBSTRING", "TRIM", "CONCAT", "IF", "CONCAT_WS", "CARDINALITY"}
 TYPES = {"VARCHAR", "CHAR", "INTEGER", "INT", "BIGINT", "SMALLINT", "TINYINT", "DOUBLE",
          "REAL", "DECIMAL", "BOOLEAN"}
 
@@ -243,6 +244,14 @@ class ExpressionParser:
             except ValueError:
                 self.error(f"not a {word.lower()}: {text.text!r}", text)
             return Lit(Ts(ns), t.pos)
+        if word == "ARRAY" and self.peek().text == "[":
+            self.next()
+            self.next()
+            items = [] if self.at_op("]") else [self.expression()]
+            while self.accept_op(","):
+                items.append(self.expression())
+            self.expect_op("]")
+            return Func("array", tuple(items), t.pos)
         if word == "CASE":
             return self.case()
         if word == "CAST" and self.peek().text == "(":
@@ -343,10 +352,16 @@ class ExpressionParser:
             if word == "COUNT" and self.at_op("*"):
                 self.next()
                 arg = Star(None, t.pos)
+            elif word == "COUNT" and self.at_op(")"):  # count(): the rows
+                arg = Star(None, t.pos)
             else:
                 arg = self.expression()
+            by = None
+            if word in ("MAX_BY", "MIN_BY"):
+                self.expect_op(",")
+                by = self.expression()
             self.expect_op(")")
-            return Agg(word.lower(), arg, False, distinct, t.pos)
+            return Agg(word.lower(), arg, False, distinct, t.pos, by)
         if word not in SCALARS:
             self.error(f"unknown function {t.text}: the functions are "
                        f"{', '.join(sorted(SCALARS | AGGREGATES | NAVIGATION))}, "

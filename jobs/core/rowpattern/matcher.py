@@ -68,8 +68,9 @@ class _Node:
 
 
 def find_match(program: Program, rows: list[dict], start: int, defines: dict, subsets: dict,
-               ts: list[int] | None = None, within_ns: int | None = None):
-    """The preferred match from row ``start``: ``(labels, excluded)`` or None."""
+               ts: list[int] | None = None, within_ns: int | None = None, number: int = 1):
+    """The preferred match from row ``start``: ``(labels, excluded)`` or None; ``number``
+    is the match number it would get (``MATCH_NUMBER()`` in DEFINE)."""
     ops, n = program.ops, len(rows)
     root = _Node(None, None, False, 0)
     interned: dict[tuple, _Node] = {}
@@ -96,7 +97,7 @@ def find_match(program: Program, rows: list[dict], start: int, defines: dict, su
                 condition = defines.get(var)
                 if condition is not None:
                     labels, _ = child.unwind()
-                    if not holds(condition, Frame(rows, start, labels, pos, False, None,
+                    if not holds(condition, Frame(rows, start, labels, pos, False, number,
                                                   subsets)):
                         break
                 node, pc = child, pc + 1
@@ -131,7 +132,8 @@ def partition_matches(query, program: Program, rows: list[dict], ts: list[int] |
     unmatched = query.rows_per_match == "unmatched"
     pos, number, covered = 0, 0, -1
     while pos < len(rows):
-        found = find_match(program, rows, pos, defines, subsets, ts, query.within_ns)
+        found = find_match(program, rows, pos, defines, subsets, ts, query.within_ns,
+                           number + 1)
         if found is None:
             if unmatched and pos > covered:
                 yield "unmatched", pos

@@ -133,11 +133,12 @@ class Agg:
     """An aggregate over the rows of the match mapped to its argument's variable (all rows
     for the universal variable); ``final`` for ``FINAL``."""
 
-    name: str  # sum count avg min max array_agg
+    name: str  # sum count avg min max array_agg arbitrary max_by min_by count_if bool_and ...
     arg: Any
     final: bool = False
     distinct: bool = False
     pos: Pos = field(default=Pos(0, 0), compare=False)
+    by: Any = None  # max_by(arg, by), min_by(arg, by)
 
 
 @dataclass(frozen=True)
