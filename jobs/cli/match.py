@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 from jobs.cli.commands import Registry
@@ -17,6 +18,7 @@ from jobs.core.errors import InputError, UserError
 from jobs.core.language.events import EventFileError
 from jobs.core.language.patternfile import PatternError, load_pattern
 from jobs.core.local.files import EventsFile, SchemaMismatch, match_file
+from jobs.core.local.row_patterns import load_row_pattern, match_events
 from jobs.core.local.runner import (
     DEFAULT_MAX_MATCHES,
     MATCHER_CHOICES,
@@ -33,6 +35,8 @@ RAW_ONLY = (".jsonl", ".jsonl.gz", ".json", ".json.gz", ".csv.gz")  # what only 
 
 def cmd_match(args) -> int:
     """One pattern over one events file, without Spark: one JSON line per match."""
+    if str(args.pattern).endswith(".sql"):
+        return _match_row_pattern(args)
     try:
         pattern = load_pattern(args.pattern)
     except PatternError as exc:
@@ -88,6 +92,33 @@ def cmd_match(args) -> int:
     return 0
 
 
+def _match_row_pattern(args) -> int:
+    """A ``.sql`` row pattern (MATCH_RECOGNIZE) over one events file: one JSON line per
+    match, by the reference row-pattern matcher."""
+    try:
+        pf = load_row_pattern(args.pattern)
+    except PatternError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    if args.matcher not in (None, "bruteforce") or args.plan or args.no_filter or \
+            args.no_partition or args.no_conditions or args.strategy != "lazy":
+        print("error: --matcher, --plan, --strategy and the --no-* switches apply to YAML "
+              "patterns; a .sql pattern runs the row-pattern matcher", file=sys.stderr)
+        return 2
+    started = time.perf_counter()
+    try:
+        events = _events_file(args, pf).events()
+        n = match_events(pf.query, events, write_bytes)
+    except UserError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.stats:
+        print(json.dumps({"matcher": "row_pattern", "events": len(events), "matches": n,
+                          "seconds": round(time.perf_counter() - started, 6)}),
+              file=sys.stderr)
+    return 0
+
+
 def _events_file(args, pattern) -> EventsFile:
     """The file ``match`` reads with its id and time columns: as given, or, for a landing
     file (a format only ingest reads, or ``--source``), typed by the source's schema as
@@ -126,7 +157,7 @@ def _events_file(args, pattern) -> EventsFile:
 def register(r: Registry) -> None:
     m = r.add("match", "match", "run one pattern over one CSV or Parquet file, without "
               "Spark", cmd_match, profile=False)
-    m.add_argument("pattern", help="a pattern file (YAML)")
+    m.add_argument("pattern", help="a pattern file (YAML, or .sql: MATCH_RECOGNIZE)")
     m.add_argument("events", help="events: CSV with a header, Parquet, or a landing file of "
                    "the pattern's source (.jsonl, .jsonl.gz, .csv.gz, ...)")
     m.add_argument("--matcher", choices=MATCHER_CHOICES, default=None,

@@ -13,12 +13,16 @@ from jobs.config import parse_bytes
 
 
 def pattern_files(paths: list[str]) -> list[Path]:
-    """Files as given, folders as their *.yaml and *.yml files."""
+    """Files as given, folders as their pattern files: *.yaml, *.yml and *.sql, a YAML file
+    beside a .sql file of its stem being that pattern's sidecar, not a pattern."""
     out: list[Path] = []
     for p in paths:
         path = Path(p)
         if path.is_dir():
-            out.extend(sorted(list(path.glob("*.yaml")) + list(path.glob("*.yml"))))
+            sql = sorted(path.glob("*.sql"))
+            stems = {f.stem for f in sql}
+            out.extend(sorted([f for f in [*path.glob("*.yaml"), *path.glob("*.yml")]
+                               if f.stem not in stems] + sql))
         else:
             out.append(path)
     return out

@@ -125,7 +125,9 @@ def output_rows(query: RowPatternQuery, rows: Iterable[dict]) -> list[dict]:
 def event_rows(events: Iterable[Event]) -> list[dict]:
     """Events as rows: ``event_id``, ``ts`` (a timestamp) and their attributes, in
     processing order."""
-    return [{"event_id": e.id, "ts": Ts(e.ts), **e.attrs} for e in events]
+    return [{"event_id": e.id, "ts": Ts(e.ts),
+             **{k: v for k, v in e.attrs.items() if k not in ("event_id", "ts")}}
+            for e in events]
 
 
 def match_json(query: RowPatternQuery, pm: PartitionMatch) -> dict:

@@ -75,9 +75,11 @@ class Problem:
     path: str
     line: int
     message: str
+    column: int | None = None  # a .sql pattern's problems name the column too
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}: {self.message}"
+        where = self.line if self.column is None else f"{self.line}:{self.column}"
+        return f"{self.path}:{where}: {self.message}"
 
 
 class PatternError(UserError, ValueError):

@@ -1,0 +1,194 @@
+"""``.sql`` row patterns as the local commands run them: the file read and parsed (without
+executing anything) with its sidecar ``NAME.yaml`` (``description`` and ``examples``,
+nothing else, in the YAML patterns' example format), its examples run, and the matches of
+an events file written as JSON lines, one per match, as ``ses match`` does for a YAML
+pattern. The FROM name is ignored here, as a YAML pattern's ``source`` is."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from jobs.core.inputs import refusal
+from jobs.core.language.events import Event, order, parse_ts
+from jobs.core.language.pattern import Example
+from jobs.core.language.patternfile.nodes import (
+    PatternError,
+    Problem,
+    compose,
+    example_entries,
+    line_of,
+    plain,
+    scalar,
+)
+from jobs.core.rowpattern.lexer import RowPatternError
+from jobs.core.rowpattern.model import RowPatternQuery
+from jobs.core.rowpattern.output import event_rows, match_json, matches
+from jobs.core.rowpattern.parser import parse_row_pattern
+
+SIDECAR_KEYS = ("description", "examples")
+
+
+@dataclass(frozen=True)
+class RowPatternFile:
+    """A ``.sql`` pattern with what its sidecar gives."""
+
+    path: Path
+    query: RowPatternQuery
+    examples: tuple[Example, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.query.name
+
+    @property
+    def source(self) -> str:
+        return self.query.source
+
+
+def sidecar_of(path: Path) -> Path | None:
+    for suffix in (".yaml", ".yml"):
+        side = path.with_suffix(suffix)
+        if side.is_file():
+            return side
+    return None
+
+
+def load_row_pattern(path: str | Path) -> RowPatternFile:
+    """Read, parse and check ``path`` and its sidecar; raises ``PatternError`` with each
+    problem's file, line and (for the statement) column."""
+    path = Path(path)
+    text = _text(path)
+    try:
+        query = parse_row_pattern(text, str(path), path.stem)
+    except RowPatternError as exc:
+        pos = exc.pos
+        raise PatternError([Problem(str(path), pos.line if pos else 1, exc.detail,
+                                    pos.col if pos else None)]) from None
+    side = sidecar_of(path)
+    if side is None:
+        return RowPatternFile(path, query)
+    description, examples = _sidecar(side, _text(side))
+    return RowPatternFile(path, replace(query, description=description), examples)
+
+
+def _text(path: Path) -> str:
+    refused = refusal(path)
+    if refused:
+        raise PatternError([Problem(str(path), 0, f"the file {refused}")])
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PatternError([Problem(str(path), 0, f"cannot read the file: {exc.strerror}")]) \
+            from None
+    except UnicodeDecodeError:
+        raise PatternError([Problem(str(path), 0, "the file is not UTF-8 text")]) from None
+
+
+def _sidecar(side: Path, text: str) -> tuple[str, tuple[Example, ...]]:
+    root = compose(text, str(side), ", ".join(SIDECAR_KEYS))
+    problems: list[Problem] = []
+    parts = {scalar(k): (k, v) for k, v in root.value}
+    for key, (node, _) in parts.items():
+        if key not in SIDECAR_KEYS:
+            problems.append(Problem(str(side), line_of(node), f"unknown key {key!r}: the "
+                                    "sidecar of a .sql pattern holds description and "
+                                    "examples only (the pattern itself is the .sql file)"))
+    description = ""
+    if "description" in parts:
+        value = plain(parts["description"][1])
+        if not isinstance(value, str):
+            problems.append(Problem(str(side), line_of(parts["description"][1]),
+                                    "description must be text"))
+        else:
+            description = value.strip()
+    examples = []
+    node = parts["examples"][1] if "examples" in parts else None
+    for name, line, events, expect, expect_line in example_entries(
+            node, str(side), problems, "matches such as {A: [e1], B: [e2, e3]}"):
+        ids = {str(e["event_id"]) for e in events}
+        wanted = []
+        for m in expect:
+            unknown = {str(i) for k, v in m.items() if k != "measures"
+                       for i in (v if isinstance(v, list) else [v])} - ids
+            if unknown or ("measures" in m and not isinstance(m["measures"], dict)):
+                problems.append(Problem(str(side), expect_line, f"example {name!r}: expected "
+                                        f"match {m}: " + (f"unknown event id(s) "
+                                                          f"{sorted(unknown)}" if unknown else
+                                                          "measures must be a mapping")))
+                continue
+            wanted.append(m)
+        examples.append(Example(name, line, tuple(events), tuple(wanted)))
+    if problems:
+        raise PatternError(problems)
+    return description, tuple(examples)
+
+
+def _events(rows) -> list[Event]:
+    return order(Event(str(r["event_id"]), parse_ts(r["ts"]),
+                       {k: v for k, v in r.items() if k not in ("event_id", "ts")})
+                 for r in rows)
+
+
+def _bindings(bindings: dict) -> str:
+    """Bindings as a comparable key: non-empty ones, variables upper-cased, ids as text."""
+    return json.dumps(sorted((str(v).upper(), sorted(map(str, ids if isinstance(ids, list)
+                                                           else [ids])))
+                             for v, ids in bindings.items() if ids not in ([], None)))
+
+
+def _measures(values: dict | None) -> str | None:
+    if values is None:
+        return None
+    return json.dumps(sorted((k, float(v) if isinstance(v, (int, float)) and
+                              not isinstance(v, bool) else v) for k, v in values.items()),
+                      default=str)
+
+
+def example_problems(pf: RowPatternFile) -> list[Problem]:
+    """Each example that does not give exactly its expected matches (the measures an
+    expected match names compared too), with its line."""
+    side = sidecar_of(pf.path)
+    out = []
+    for ex in pf.examples:
+        try:
+            found = [match_json(pf.query, pm) for pm in
+                     matches(pf.query, event_rows(_events(ex.events)))]
+        except Exception as exc:  # noqa: BLE001 - reported with the example's line
+            out.append(Problem(str(side), ex.line, f"example {ex.name!r} could not run: "
+                               f"{type(exc).__name__}: {exc}"))
+            continue
+        wanted = [(_bindings({k: v for k, v in m.items() if k != "measures"}),
+                   m.get("measures")) for m in ex.expect]
+        named = {b: list(ms) for b, ms in wanted if ms is not None}
+        expected = {(b, _measures(ms)) for b, ms in wanted}
+        got = set()
+        for f in found:
+            b, values = _bindings(f["bindings"]), f.get("measures", {})
+            got.add((b, _measures({k: values.get(k) for k in named[b]}) if b in named
+                     else None))
+        missing, unexpected = sorted(expected - got, key=str), sorted(got - expected, key=str)
+        if missing or unexpected:
+            shown = [f"missing {_shown(missing)}"] if missing else []
+            shown += [f"unexpected {_shown(unexpected)}"] if unexpected else []
+            out.append(Problem(str(side), ex.line, f"example {ex.name!r} fails: "
+                               + "; ".join(shown)))
+    return out
+
+
+def _shown(keys) -> str:
+    return "; ".join(str(dict(json.loads(b))) + (f" measures {dict(json.loads(m))}" if m
+                                                 else "") for b, m in keys)
+
+
+def match_events(query: RowPatternQuery, events: list[Event],
+                 write: Callable[[bytes], object]) -> int:
+    """Write one JSON line per match of ``query`` over ``events``; returns how many."""
+    n = 0
+    for pm in matches(query, event_rows(events)):
+        write((json.dumps(match_json(query, pm), ensure_ascii=False) + "\n").encode())
+        n += 1
+    return n
+
