@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jobs.core.inputs import refusal
 from jobs.core.language.events import Event, order, parse_ts
 from jobs.core.language.pattern import Example
+from jobs.core.language.patternfile import read_pattern_text
 from jobs.core.language.patternfile.nodes import (
     PatternError,
     Problem,
@@ -60,7 +60,7 @@ def load_row_pattern(path: str | Path) -> RowPatternFile:
     """Read, parse and check ``path`` and its sidecar; raises ``PatternError`` with each
     problem's file, line and (for the statement) column."""
     path = Path(path)
-    text = _text(path)
+    text = read_pattern_text(path)
     try:
         query = parse_row_pattern(text, str(path), path.stem)
     except RowPatternError as exc:
@@ -70,21 +70,8 @@ def load_row_pattern(path: str | Path) -> RowPatternFile:
     side = sidecar_of(path)
     if side is None:
         return RowPatternFile(path, query)
-    description, examples = _sidecar(side, _text(side))
+    description, examples = _sidecar(side, read_pattern_text(side))
     return RowPatternFile(path, replace(query, description=description), examples)
-
-
-def _text(path: Path) -> str:
-    refused = refusal(path)
-    if refused:
-        raise PatternError([Problem(str(path), 0, f"the file {refused}")])
-    try:
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PatternError([Problem(str(path), 0, f"cannot read the file: {exc.strerror}")]) \
-            from None
-    except UnicodeDecodeError:
-        raise PatternError([Problem(str(path), 0, "the file is not UTF-8 text")]) from None
 
 
 def _sidecar(side: Path, text: str) -> tuple[str, tuple[Example, ...]]:

@@ -74,6 +74,13 @@ class ExpressionParser:
             return True
         return False
 
+    def listed(self, item) -> list:
+        """``item`` once, then again after each comma."""
+        items = [item()]
+        while self.accept_op(","):
+            items.append(item())
+        return items
+
     def accept_op(self, op: str) -> bool:
         if self.at_op(op):
             self.i += 1
@@ -169,9 +176,7 @@ class ExpressionParser:
             return Between(left, low, self.concat_expr(), negated, t.pos)
         if self.accept("IN"):
             self.expect_op("(")
-            items = [self.expression()]
-            while self.accept_op(","):
-                items.append(self.expression())
+            items = self.listed(self.expression)
             self.expect_op(")")
             return InList(left, tuple(items), negated, t.pos)
         if self.accept("LIKE"):
@@ -247,9 +252,7 @@ class ExpressionParser:
         if word == "ARRAY" and self.peek().text == "[":
             self.next()
             self.next()
-            items = [] if self.at_op("]") else [self.expression()]
-            while self.accept_op(","):
-                items.append(self.expression())
+            items = [] if self.at_op("]") else self.listed(self.expression)
             self.expect_op("]")
             return Func("array", tuple(items), t.pos)
         if word == "CASE":
@@ -366,8 +369,6 @@ class ExpressionParser:
             self.error(f"unknown function {t.text}: the functions are "
                        f"{', '.join(sorted(SCALARS | AGGREGATES | NAVIGATION))}, "
                        "CLASSIFIER and MATCH_NUMBER", t)
-        args = [] if self.at_op(")") else [self.expression()]
-        while self.accept_op(","):
-            args.append(self.expression())
+        args = [] if self.at_op(")") else self.listed(self.expression)
         self.expect_op(")")
         return Func(word.lower(), tuple(args), t.pos)

@@ -91,22 +91,16 @@ class _Parser(ExpressionParser):
             if self.accept("PARTITION"):
                 once("PARTITION", t)
                 self.expect("BY")
-                cols = [self.column()]
-                while self.accept_op(","):
-                    cols.append(self.column())
+                cols = self.listed(self.column)
                 out["partition_by"] = tuple(cols)
             elif self.accept("ORDER"):
                 once("ORDER", t)
                 self.expect("BY")
-                keys = [self.order_key()]
-                while self.accept_op(","):
-                    keys.append(self.order_key())
+                keys = self.listed(self.order_key)
                 out["order_by"] = tuple(keys)
             elif self.accept("MEASURES"):
                 once("MEASURES", t)
-                items = [self.measure()]
-                while self.accept_op(","):
-                    items.append(self.measure())
+                items = self.listed(self.measure)
                 names = [m.name for m in items]
                 for m in items:
                     if names.count(m.name) > 1:
@@ -134,15 +128,11 @@ class _Parser(ExpressionParser):
                 out["within_ns"] = int(value.value)
             elif self.accept("SUBSET"):
                 once("SUBSET", t)
-                items = [self.subset()]
-                while self.accept_op(","):
-                    items.append(self.subset())
+                items = self.listed(self.subset)
                 out["subsets"] = tuple(items)
             elif self.accept("DEFINE"):
                 once("DEFINE", t)
-                items = [self.define()]
-                while self.accept_op(","):
-                    items.append(self.define())
+                items = self.listed(self.define)
                 out["defines"] = tuple(items)
             else:
                 self.error(f"expected a clause of MATCH_RECOGNIZE ({', '.join(CLAUSES)}), "
@@ -221,9 +211,7 @@ class _Parser(ExpressionParser):
         self.where.append((f"SUBSET {name}", pos))
         self.expect_op("=")
         self.expect_op("(")
-        members = [self.label()]
-        while self.accept_op(","):
-            members.append(self.label())
+        members = self.listed(self.label)
         self.expect_op(")")
         return name, tuple(members)
 
@@ -299,9 +287,7 @@ class _Parser(ExpressionParser):
         if t.upper == "PERMUTE" and self.peek().kind == "op" and self.peek().text == "(":
             self.next()
             self.next()
-            items = [self.alternation()]
-            while self.accept_op(","):
-                items.append(self.alternation())
+            items = self.listed(self.alternation)
             self.expect_op(")")
             return Permute(tuple(items))
         if t.kind in ("ident", "qident"):

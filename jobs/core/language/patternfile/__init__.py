@@ -15,22 +15,28 @@ from jobs.core.language.patternfile.sequence import REQUIRED, parse_sequence
 from jobs.core.language.patternfile.window import parse_window
 from jobs.core.language.window import WindowPattern
 
-__all__ = ["PatternError", "Problem", "check_schema", "load_pattern", "parse_pattern"]
+__all__ = ["PatternError", "Problem", "check_schema", "load_pattern", "parse_pattern",
+           "read_pattern_text"]
 
 
 def load_pattern(path: str | Path) -> Pattern | Disjunction | WindowPattern:
     """Read and validate one pattern file; raises ``PatternError``."""
     path = Path(path)
+    return parse_pattern(read_pattern_text(path), str(path))
+
+
+def read_pattern_text(path: Path) -> str:
+    """The text of a pattern file (YAML, ``.sql`` or a sidecar): a regular UTF-8 file, or
+    a ``PatternError`` saying why not."""
     refused = refusal(path)
     if refused:
         raise PatternError([Problem(str(path), 0, f"the file {refused}")])
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PatternError([Problem(str(path), 0, f"cannot read the file: {exc.strerror}")]) from None
     except UnicodeDecodeError:
         raise PatternError([Problem(str(path), 0, "the file is not UTF-8 text")]) from None
-    return parse_pattern(text, str(path))
 
 
 def parse_pattern(text: str, path: str = "<pattern>") -> Pattern | Disjunction | WindowPattern:
