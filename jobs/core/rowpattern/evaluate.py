@@ -91,7 +91,8 @@ class Frame:
         return [r for r in range(self.start, end) if self.labels[r - self.start] in members]
 
 
-def _get(row: dict, name: str):
+def column_value(row: dict, name: str):
+    """A column of a row, by its name or case-insensitively."""
     if name in row:
         return row[name]
     for k, v in row.items():
@@ -113,7 +114,7 @@ def value(e, f: Frame, at: int | None = None):
         return e.value
     if t is Col:
         row = at if at is not None else _row_of(e.var, f)
-        return None if row is None else _get(f.rows[row], e.name)
+        return None if row is None else column_value(f.rows[row], e.name)
     if t is Binary:
         return _binary(e, f, at)
     if t is Nav:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cmp_to_key
 
 from jobs.core.language.events import Event
-from jobs.core.rowpattern.evaluate import Frame, _get, value
+from jobs.core.rowpattern.evaluate import Frame, column_value, value
 from jobs.core.rowpattern.matcher import RowMatch, partition_matches
 from jobs.core.rowpattern.model import ROWS_ALL_OMIT, RowPatternQuery
 from jobs.core.rowpattern.program import compile_row_pattern
@@ -34,7 +34,7 @@ def partitions(query: RowPatternQuery, rows: Iterable[dict]) -> list[tuple[tuple
     each in ORDER BY order (ties keep the input order)."""
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        groups.setdefault(tuple(_get(row, c) for c in query.partition_by), []).append(row)
+        groups.setdefault(tuple(column_value(row, c) for c in query.partition_by), []).append(row)
     ordered = []
     for key in sorted(groups, key=_null_safe):
         part = groups[key]
@@ -50,7 +50,7 @@ def _null_safe(key: tuple):
 
 def _order(query, a: dict, b: dict) -> int:
     for k in query.order_by:
-        x, y = _get(a, k.column), _get(b, k.column)
+        x, y = column_value(a, k.column), column_value(b, k.column)
         if x == y:
             continue
         if x is None or y is None:
@@ -99,7 +99,7 @@ def output_rows(query: RowPatternQuery, rows: Iterable[dict]) -> list[dict]:
         head = dict(zip(query.partition_by, key))
         if not query.all_rows:
             return {**head, **measures}
-        ordered = [(f"{c}" if i == 0 or c not in order_cols[:i] else f"{c}_{i}", _get(row, c))
+        ordered = [(f"{c}" if i == 0 or c not in order_cols[:i] else f"{c}_{i}", column_value(row, c))
                    for i, c in enumerate(order_cols)]
         return {**head, **dict(ordered), **measures, **{c: row[c] for c in rest}}
 
