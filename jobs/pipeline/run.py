@@ -10,7 +10,7 @@ import contextlib
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from jobs.config import Profile
@@ -40,6 +40,7 @@ from jobs.pipeline.match.steps import (
 )
 from jobs.pipeline.outcome import PatternOutcome
 from jobs.pipeline.publish.models import models_step
+from jobs.pipeline.publish.row_patterns import run_row_patterns
 from jobs.pipeline.publish.steps import (
     log_failure,
     publish_step,
@@ -80,10 +81,11 @@ def run_all(spark, profile: Profile, logical_date: str | None = None,
     with lake_lock(profile.lake, f"run {run_id}", profile.lock_dir):
         reconcile(lake, echo)
         catalog, patterns = pipeline_catalog(paths)
+        every = [*patterns, *catalog.row_patterns]
         start_run(lake, run_id, logical_date,
                   [{"pattern": p.name, "pattern_version": p.version, "source": p.source,
-                    "matcher": p.matcher} for _, p in patterns])
-        names = sorted({p.source for _, p in patterns})
+                    "matcher": p.matcher} for _, p in every])
+        names = sorted({p.source for _, p in every})
         with one_docs_build(lake):  # the night's Data Docs in one build, after the models
             ingested, bad_sources = ingest_sources(spark, ctx, names, echo)
             outcomes = run_catalog(spark, ctx, catalog, patterns, bad_sources, force_slices,
@@ -144,7 +146,9 @@ def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
         rejected.append(PatternOutcome.failed(ctx.run_id, r.name, PatternError(list(r.problems)),
                                               message=r.message))
     ctxs = [ctx.for_pattern(path, pattern) for path, pattern in patterns]
-    return rejected + run_patterns(spark, ctxs, bad_sources, force_slices, echo, ranges=ranges)
+    outcomes = run_patterns(spark, ctxs, bad_sources, force_slices, echo, ranges=ranges)
+    return rejected + outcomes + run_row_patterns(spark, ctx, catalog.row_patterns,
+                                                  bad_sources, echo)
 
 
 def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
@@ -167,7 +171,9 @@ def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
     patterns = [(path, p) for path, p in catalog.patterns if p.name not in done]
     for name in sorted(done & {p.name for _, p in catalog.patterns}):
         echo(f"{name}: already published by run {run_id}, skipped")
-    names = sorted({p.name for _, p in patterns} | {r.name for r in catalog.rejected})
+    rows = [(path, p) for path, p in catalog.row_patterns if p.name not in done]
+    catalog = replace(catalog, row_patterns=tuple(rows))
+    names = sorted({p.name for _, p in [*patterns, *rows]} | {r.name for r in catalog.rejected})
     with contextlib.ExitStack() as locks:
         for name in names:
             locks.enter_context(pattern_lock(profile.lake, name, f"run-patterns {run_id}",

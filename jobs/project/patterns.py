@@ -18,7 +18,7 @@ from jobs.core.errors import UserError
 from jobs.core.language.pattern import NAME_RULE, Pattern
 from jobs.core.language.patternfile import PatternError, Problem, check_schema, load_pattern
 from jobs.core.local.examples import run_example
-from jobs.core.local.row_patterns import example_problems, load_row_pattern
+from jobs.core.local.row_patterns import RowPatternFile, example_problems, load_row_pattern
 
 SUFFIXES = ("*.yaml", "*.yml")
 
@@ -53,6 +53,7 @@ class Rejected:
 class PatternCatalog:
     patterns: tuple[tuple[Path, Pattern], ...]
     rejected: tuple[Rejected, ...]
+    row_patterns: tuple[tuple[Path, RowPatternFile], ...] = ()  # the .sql files
 
     def get(self, path: Path) -> Pattern:
         """The pattern of ``path``; raises ``PatternError`` if it was rejected."""
@@ -102,12 +103,18 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
     others = [p for f in folders for p in pattern_paths(f) if p.resolve() not in chosen]
     loaded: list[tuple[Path, Pattern]] = []
     rejected: list[Rejected] = []
+    rows: list[tuple[Path, RowPatternFile]] = []
     for p in given:
-        if p.suffix == ".sql":  # a row pattern: `ses match` and `validate` run it
-            rejected.append(Rejected(p, p.stem, (Problem(
-                str(p), 1, "row patterns (.sql) are not run by the nightly pipeline yet: "
-                "`ses match` and `ses validate` run them; keep the file out of the pattern "
-                "folder the pipeline reads until then"),)))
+        if p.suffix == ".sql":  # a row pattern (MATCH_RECOGNIZE)
+            try:
+                pf = load_row_pattern(p)
+                if sources and pf.source not in sources:
+                    raise PatternError([Problem(str(p), 1, f"unknown source {pf.source!r} in "
+                                                "FROM (conf/sources.yaml defines: "
+                                                f"{', '.join(sorted(sources))})")])
+                rows.append((p, pf))
+            except PatternError as exc:
+                rejected.append(Rejected(p, p.stem, tuple(exc.problems)))
             continue
         try:
             pattern = load_pattern(p)
@@ -121,7 +128,7 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
             rejected.append(Rejected(p, _name_of(p), (Problem(str(p), 0, "cannot check "
                                      f"this file: {type(exc).__name__}: {exc}"),)))
     owners: dict[str, list[Path]] = {}
-    for p, pattern in loaded:
+    for p, pattern in [*loaded, *rows]:
         owners.setdefault(pattern.name, []).append(p)
     for p in others:  # files not run now still own their names
         if p.suffix == ".sql":
@@ -131,8 +138,8 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
             owners.setdefault(load_pattern(p).name, []).append(p)
         except Exception:
             continue
-    ok = []
-    for p, pattern in loaded:
+    ok, ok_rows = [], []
+    for p, pattern in [*loaded, *rows]:
         clash = [o for o in owners[pattern.name] if o.resolve() != p.resolve()]
         if clash:
             rejected.append(Rejected(p, pattern.name, (Problem(
@@ -140,8 +147,9 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
                 f"{', '.join(map(str, clash))}: names must be unique (each names its "
                 "matches table); rename one"),)))
         else:
-            ok.append((p, pattern))
-    return PatternCatalog(tuple(ok), tuple(sorted(rejected, key=lambda r: str(r.path))))
+            (ok_rows if p.suffix == ".sql" else ok).append((p, pattern))
+    return PatternCatalog(tuple(ok), tuple(sorted(rejected, key=lambda r: str(r.path))),
+                          tuple(ok_rows))
 
 
 def source_groups(paths: list[str | Path] | None = None) -> list[dict]:
@@ -150,7 +158,7 @@ def source_groups(paths: list[str | Path] | None = None) -> list[dict]:
     that does not load is a group of its own, named after the file (``source`` None)."""
     catalog = load_catalog(paths)
     by_source: dict[str, list[str]] = {}
-    for path, pattern in catalog.patterns:
+    for path, pattern in [*catalog.patterns, *catalog.row_patterns]:
         by_source.setdefault(pattern.source, []).append(str(path))
     groups = [{"name": source, "source": source, "paths": files}
               for source, files in sorted(by_source.items())]

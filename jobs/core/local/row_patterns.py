@@ -6,6 +6,7 @@ pattern. The FROM name is ignored here, as a YAML pattern's ``source`` is."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -23,7 +24,7 @@ from jobs.core.language.patternfile.nodes import (
     plain,
     scalar,
 )
-from jobs.core.rowpattern.lexer import RowPatternError
+from jobs.core.rowpattern.lexer import RowPatternError, tokens
 from jobs.core.rowpattern.model import RowPatternQuery
 from jobs.core.rowpattern.output import event_rows, match_json, matches
 from jobs.core.rowpattern.parser import parse_row_pattern
@@ -33,11 +34,15 @@ SIDECAR_KEYS = ("description", "examples")
 
 @dataclass(frozen=True)
 class RowPatternFile:
-    """A ``.sql`` pattern with what its sidecar gives."""
+    """A ``.sql`` pattern with what its sidecar gives; ``version``: a digest of the
+    statement's tokens (comments and layout do not change it)."""
 
     path: Path
     query: RowPatternQuery
     examples: tuple[Example, ...] = ()
+    text: str = ""
+    matcher = "row_pattern"
+    kind = "row_pattern"
 
     @property
     def name(self) -> str:
@@ -46,6 +51,11 @@ class RowPatternFile:
     @property
     def source(self) -> str:
         return self.query.source
+
+    @property
+    def version(self) -> str:
+        blob = "\x1f".join(f"{t.kind}:{t.text}" for t in tokens(self.text, str(self.path)))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def sidecar_of(path: Path) -> Path | None:
@@ -69,9 +79,9 @@ def load_row_pattern(path: str | Path) -> RowPatternFile:
                                     pos.col if pos else None)]) from None
     side = sidecar_of(path)
     if side is None:
-        return RowPatternFile(path, query)
+        return RowPatternFile(path, query, text=text)
     description, examples = _sidecar(side, read_pattern_text(side))
-    return RowPatternFile(path, replace(query, description=description), examples)
+    return RowPatternFile(path, replace(query, description=description), examples, text)
 
 
 def _sidecar(side: Path, text: str) -> tuple[str, tuple[Example, ...]]:
