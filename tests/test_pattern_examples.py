@@ -8,15 +8,24 @@ import pytest
 from jobs.cli.main import main
 from jobs.core.language.patternfile import PatternError, load_pattern, parse_pattern
 from jobs.core.local.examples import run_example
+from jobs.core.local.row_patterns import example_problems, is_sidecar, load_row_pattern
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = [(f, ex.name) for f in sorted((ROOT / "patterns").glob("*.yaml"))
-            for ex in load_pattern(f).examples]
+YAML = [f for f in sorted((ROOT / "patterns").glob("*.yaml")) if not is_sidecar(f)]
+EXAMPLES = [(f, ex.name) for f in YAML for ex in load_pattern(f).examples]
 
 
 def test_every_committed_pattern_has_examples():
-    for f in sorted((ROOT / "patterns").glob("*.yaml")):
+    for f in YAML:
         assert load_pattern(f).examples, f"{f.name} carries no example"
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "patterns").glob("*.sql")),
+                         ids=lambda p: p.stem)
+def test_every_committed_row_pattern_passes_its_examples(path):
+    pf = load_row_pattern(path)
+    assert pf.examples, f"{path.name}'s sidecar carries no example"
+    assert example_problems(pf) == []
 
 
 @pytest.mark.parametrize("path, name", EXAMPLES, ids=[f"{f.stem}: {n}" for f, n in EXAMPLES])

@@ -20,7 +20,7 @@ def pattern_files(paths: list[str]) -> list[Path]:
         path = Path(p)
         if path.is_dir():
             sql = sorted(path.glob("*.sql"))
-            stems = {f.stem for f in sql}
+            stems = {f.stem for f in sql}  # NAME.yaml beside NAME.sql: its sidecar
             out.extend(sorted([f for f in [*path.glob("*.yaml"), *path.glob("*.yml")]
                                if f.stem not in stems] + sql))
         else:

@@ -18,21 +18,34 @@ from jobs.core.errors import UserError
 from jobs.core.language.pattern import NAME_RULE, Pattern
 from jobs.core.language.patternfile import PatternError, Problem, check_schema, load_pattern
 from jobs.core.local.examples import run_example
-from jobs.core.local.row_patterns import RowPatternFile, example_problems, load_row_pattern
+from jobs.core.local.row_patterns import (
+    RowPatternFile,
+    example_problems,
+    is_sidecar,
+    load_row_pattern,
+)
 
 SUFFIXES = ("*.yaml", "*.yml")
 
 
 def pattern_paths(folder: Path | None = None, glob: str | None = None) -> list[Path]:
-    """The pattern files of a folder (default ``patterns/``): ``*.yaml``, ``*.yml`` and
-    ``*.sql`` (a YAML file beside a ``.sql`` file of its stem is that row pattern's
-    sidecar, not a pattern); or those a glob names (relative to the project, or absolute)."""
+    """The YAML pattern files of a folder (default ``patterns/``): ``*.yaml`` and
+    ``*.yml``, but a row pattern's sidecar (``NAME.yaml`` beside ``NAME.sql``); or the
+    files a glob names (relative to the project, or absolute)."""
     if glob:
         return sorted(Path(p) for p in globfiles(str(current_project().resolve(glob))))
     folder = folder or current_project().patterns
-    sql = {p.stem for p in folder.glob("*.sql")}
-    return sorted([p for suffix in SUFFIXES for p in folder.glob(suffix) if p.stem not in sql]
-                  + [p for p in folder.glob("*.sql")])
+    return sorted(p for suffix in SUFFIXES for p in folder.glob(suffix) if not is_sidecar(p))
+
+
+def row_pattern_paths(folder: Path | None = None) -> list[Path]:
+    """The ``.sql`` row patterns (MATCH_RECOGNIZE) of a folder (default ``patterns/``)."""
+    return sorted((folder or current_project().patterns).glob("*.sql"))
+
+
+def every_pattern_path(folder: Path | None = None) -> list[Path]:
+    """Every pattern file of a folder, YAML and ``.sql``: what a night runs."""
+    return pattern_paths(folder) + row_pattern_paths(folder)
 
 
 @dataclass(frozen=True)
@@ -97,10 +110,10 @@ def load_catalog(paths: list[str | Path] | None = None, folder: Path | None = No
     ``conf/sources.yaml``) before any run reads events: an unknown column is the file's
     problem, with its line, not a Spark error."""
     sources = _project_sources() if sources is None else sources
-    given = [Path(p) for p in paths] if paths else pattern_paths(folder)
+    given = [Path(p) for p in paths] if paths else every_pattern_path(folder)
     chosen = {g.resolve() for g in given}
     folders = dict.fromkeys(g.resolve().parent for g in given)
-    others = [p for f in folders for p in pattern_paths(f) if p.resolve() not in chosen]
+    others = [p for f in folders for p in every_pattern_path(f) if p.resolve() not in chosen]
     loaded: list[tuple[Path, Pattern]] = []
     rejected: list[Rejected] = []
     rows: list[tuple[Path, RowPatternFile]] = []

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from jobs.cli.main import main
-from jobs.project.patterns import load_catalog, pattern_paths
+from jobs.project.patterns import every_pattern_path, load_catalog, pattern_paths
 
 V_SHAPE = """-- a fall then a rise in one patient's values
 SELECT * FROM hospital MATCH_RECOGNIZE (
@@ -95,8 +95,21 @@ def test_sidecar_holds_description_and_examples_only(folder, capsys):
 
 
 def test_the_catalogue_tells_a_sidecar_from_a_pattern(folder):
-    assert [p.name for p in pattern_paths(folder)] == ["v_shape.sql"]
+    assert pattern_paths(folder) == []  # v_shape.yaml is the sidecar of v_shape.sql
+    assert [p.name for p in every_pattern_path(folder)] == ["v_shape.sql"]
     catalog = load_catalog(folder=folder, sources={})
+    assert catalog.patterns == () and catalog.rejected == ()
+    ((path, pf),) = catalog.row_patterns
+    assert path.name == "v_shape.sql" and pf.name == "v_shape" and pf.source == "hospital"
+    assert [ex.name for ex in pf.examples] == ["one V per patient within ten days"]
+
+
+def test_a_row_pattern_of_an_unknown_source_or_a_taken_name_is_rejected(folder):
+    catalog = load_catalog(folder=folder, sources={"sepsis": object()})
     (rejected,) = catalog.rejected
-    assert rejected.name == "v_shape" and "not run by the nightly pipeline yet" in \
-        rejected.message
+    assert "unknown source 'hospital' in FROM" in rejected.message
+    (folder / "other.yaml").write_text("name: v_shape\nsource: hospital\nwithin: 1d\n"
+                                        "sets: [[a]]\nconditions:\n  - a.value > 1\n")
+    catalog = load_catalog(folder=folder, sources={})
+    assert sorted(r.path.name for r in catalog.rejected) == ["other.yaml", "v_shape.sql"]
+    assert all("is also used by" in r.message for r in catalog.rejected)

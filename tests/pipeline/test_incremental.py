@@ -10,7 +10,7 @@ from jobs.core.language.patternfile import load_pattern
 from jobs.lake import store as lk
 from jobs.pipeline.match.horizons import plan_range
 from jobs.pipeline.run import backfill, run_all
-from jobs.project.patterns import pattern_paths
+from jobs.project.patterns import pattern_paths, row_pattern_paths
 
 from ..conftest import LOGICAL_DATE
 from ..lakes import P1, chemo_profile, local_ids, published_ids
@@ -21,7 +21,7 @@ CHEMO_TWO = [P1, str(Path(P1).with_name("mw_chemo_courses.yaml"))]
 def test_rerun_of_the_same_logical_date_changes_nothing(spark, nightly):
     profile = nightly[0]
     lake = lk.Lake(profile.lake)
-    names = [load_pattern(p).name for p in pattern_paths()]
+    names = [load_pattern(p).name for p in pattern_paths()] + [p.stem for p in row_pattern_paths()]
     before = {n: DeltaTable(lake.matches(n)).version() for n in names}
     events_before = DeltaTable(lake.events("hospital")).version()
     runs_before = DeltaTable(lake.runs()).version()

@@ -11,9 +11,10 @@ from jobs.core.rowpattern.output import event_rows
 from jobs.core.rowpattern.table import match_schema, match_table
 from jobs.lake import store as lk
 from jobs.lake.match_commits import RUN_KEY
+from jobs.pipeline.run import run_all
 
 from ..conftest import ROOT
-from ..lakes import events_from_lake
+from ..lakes import chemo_profile, events_from_lake
 
 PATTERNS = ["sepsis_crp_falls_then_rebounds", "sepsis_er_treatment_then_admission"]
 
@@ -42,3 +43,50 @@ def test_row_patterns_are_published_as_the_local_matcher_finds(nightly):
     assert types.field("peak_crp").type == pa.float64()
     assert types.field("falls").type == pa.int64()
     assert types.field("seconds_to_rebound").type == pa.float64()
+
+
+RISE = """SELECT * FROM chemo_mw MATCH_RECOGNIZE (
+  PARTITION BY patient
+  ORDER BY ts
+  MEASURES FIRST(A.value) AS first_value, LAST(B.value) AS top, count(B.*) AS rises
+  PATTERN (A B+)
+  DEFINE B AS B.value > PREV(B.value)
+)
+"""
+
+
+def test_row_pattern_nights_take_only_the_touched_partitions(spark, tmp_path):
+    """A rerun with nothing new commits nothing; new events of one patient take that
+    patient again and keep the other's rows as published; the table then equals a full
+    recompute of every event."""
+    profile, landing = chemo_profile(tmp_path)
+    folder = tmp_path / "patterns"
+    folder.mkdir()
+    (folder / "chemo_rise.sql").write_text(RISE)
+    paths = [str(folder / "chemo_rise.sql")]
+    lake = lk.Lake(profile.lake)
+    quiet = dict(echo=lambda *_: None)
+    (first,) = run_all(spark, profile, "2010-08-30", paths, **quiet)
+    assert first["status"] == "success" and first["full_recompute"] and first["matches"] > 0
+    version = DeltaTable(lake.matches("chemo_rise")).version()
+    (again,) = run_all(spark, profile, "2010-08-31", paths, **quiet)
+    assert again.get("idle") and (again["inserted"], again["deleted"]) == (0, 0)
+    assert DeltaTable(lake.matches("chemo_rise")).version() == version
+    before = DeltaTable(lake.matches("chemo_rise")).to_pyarrow_table().to_pylist()
+    (landing / "chemo_mw" / "chemo_more.csv").write_text(
+        "event_id,patient,type,value,unit,ts\n"
+        "n1,1,P,1.0,mg,2010-08-20T00:00:00\nn2,1,P,2.0,mg,2010-08-21T00:00:00\n"
+        "n3,1,P,3.0,mg,2010-08-22T00:00:00\n")
+    (third,) = run_all(spark, profile, "2010-09-01", paths, **quiet)
+    assert third["status"] == "success" and not third["full_recompute"], third
+    table = DeltaTable(lake.matches("chemo_rise")).to_pyarrow_table()
+    after = table.to_pylist()
+    kept = [r for r in before if r["patient"] != 1]
+    assert kept and all(r in after for r in kept)  # patient 2's rows untouched
+    assert {r["run_id"] for r in after if r["patient"] == 1} == {third.record.run_id}
+    pf = load_row_pattern(folder / "chemo_rise.sql")
+    schema = match_schema(pf.query, {"patient": "bigint", "value": "double"})
+    want = match_table(pf.query, event_rows(events_from_lake(profile, "chemo_mw")), schema)
+    assert sorted(table.column("match_id").to_pylist()) == \
+        sorted(want.column("match_id").to_pylist())
+    assert any(r["top"] == 3.0 and r["rises"] == 2 for r in after)

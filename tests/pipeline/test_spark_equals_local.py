@@ -19,7 +19,7 @@ from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.horizons import RunRange, horizon
 from jobs.pipeline.match.steps import match_step, planned_range
 from jobs.pipeline.run import run_all
-from jobs.project.patterns import pattern_paths
+from jobs.project.patterns import pattern_paths, row_pattern_paths
 
 from ..conftest import LOGICAL_DATE, ROOT
 from ..lakes import P1, chemo_profile, events_from_lake, local_ids, published_ids, staged_rows
@@ -48,7 +48,8 @@ def test_every_pattern_spark_equals_local(nightly):
     profile, rows, log = nightly
     models = [r for r in rows if "model" in r]
     rows = [r for r in rows if "pattern" in r]
-    assert {r["pattern"] for r in rows} == {load_pattern(p).name for p in pattern_paths()}
+    assert {r["pattern"] for r in rows} == {load_pattern(p).name for p in pattern_paths()} | \
+        {p.stem for p in row_pattern_paths()}  # row patterns: tests/pipeline/test_row_pattern_night
     assert all(r["status"] == "success" for r in rows), rows
     assert [(r["model"], r["status"]) for r in models] == [
         ("lab_to_home_passes", "success"), ("paper_ex4_room_state", "success"),

@@ -58,6 +58,12 @@ class RowPatternFile:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def is_sidecar(path: Path) -> bool:
+    """A YAML file beside a ``.sql`` file of its stem: that row pattern's sidecar."""
+    path = Path(path)
+    return path.suffix in (".yaml", ".yml") and path.with_suffix(".sql").is_file()
+
+
 def sidecar_of(path: Path) -> Path | None:
     for suffix in (".yaml", ".yml"):
         side = path.with_suffix(suffix)

@@ -123,6 +123,7 @@ def row_pattern_step(spark, ctx: RunContext, pf: RowPatternFile, log=None) -> Pa
                     started_at=started, late_events=0, events=0, events_after_filter=0,
                     partitions=0, matches=0, inserted=0, deleted=0)
     if not full and not files:  # nothing arrived: nothing can change
+        row.match_detail = {"idle": True}
         row.seconds = row.match_seconds = round(time.perf_counter() - t0, 3)
         row.finished_at = datetime.now(timezone.utc)
         _log(lake, row, log, hold=True)
