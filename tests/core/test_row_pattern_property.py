@@ -5,6 +5,7 @@ PERMUTE in lexicographic order; an unbounded loop does not repeat an iteration t
 matched no row), over random patterns, conditions and rows: the same first match from
 every row."""
 
+from dataclasses import replace
 from itertools import permutations
 
 from hypothesis import given, settings
@@ -22,8 +23,10 @@ from jobs.core.rowpattern.model import (
     Permute,
     Quant,
 )
-from jobs.core.rowpattern.parser import parse_row_pattern
+from jobs.core.rowpattern.output import matches, output_rows
+from jobs.core.rowpattern.parser import _labels, parse_row_pattern
 from jobs.core.rowpattern.program import compile_row_pattern
+from jobs.core.rowpattern.pruning import necessary_conditions, required_variables
 
 DEFINE = ("A AS A.value <= 1, B AS B.value >= PREV(B.value), "
           "C AS count(C.*) <= 2 AND value <> FIRST(value)")
@@ -118,3 +121,34 @@ def test_compiled_matcher_equals_the_definition(pattern, values):
         else:
             labels, excluded = got
             assert list(zip(labels, excluded)) == list(want[1]), (pattern, values, start)
+
+
+PRUNED_DEFINE = ("A AS A.value <= 1, B AS value = 3 AND B.k <> 'z', "
+                 "C AS count(C.*) <= 2 AND value <> FIRST(value)")
+
+
+@settings(max_examples=300, deadline=None)
+@given(patterns(), st.lists(st.tuples(st.sampled_from("pq"), st.integers(0, 3)), max_size=8),
+       st.sampled_from(["ONE ROW PER MATCH", "ALL ROWS PER MATCH",
+                        "ALL ROWS PER MATCH OMIT EMPTY MATCHES"]))
+def test_necessary_conditions_leave_the_result_unchanged(pattern, values, mode):
+    """Partitions that fail a necessary condition are skipped; the output is the same."""
+    query = replace(parse_row_pattern(
+        f"SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k MEASURES CLASSIFIER() AS c, "
+        f"count(*) AS n {mode} PATTERN (A B C D) DEFINE {PRUNED_DEFINE})"),
+        pattern=pattern, variables=tuple(dict.fromkeys(_labels(pattern))))
+    rows = [{"k": k, "value": v, "id": i} for i, (k, v) in enumerate(values)]
+    assert output_rows(query, rows, prune=True) == output_rows(query, rows, prune=False)
+
+
+def test_a_partition_no_row_of_a_required_variable_fits_is_not_searched():
+    query = parse_row_pattern("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k "
+                              "PATTERN (A X* B) DEFINE B AS value = 3, "
+                              "A AS A.value > PREV(A.value))")
+    assert [v for v, _ in necessary_conditions(query)] == ["B"]  # A's reads another row
+    rows = [{"k": "p", "value": 1}, {"k": "p", "value": 3}, {"k": "q", "value": 1}]
+    pruned: list = []
+    assert len(list(matches(query, rows, pruned=pruned))) == 0 and pruned == [("q",)]
+    assert required_variables(parse_row_pattern(
+        "SELECT * FROM t MATCH_RECOGNIZE (PATTERN ((A B | A C) D? PERMUTE(E, F)+))"
+    ).pattern) == {"A", "E", "F"}

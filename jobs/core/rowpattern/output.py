@@ -17,6 +17,7 @@ from jobs.core.rowpattern.evaluate import Frame, column_value, value
 from jobs.core.rowpattern.matcher import RowMatch, partition_matches
 from jobs.core.rowpattern.model import ROWS_ALL_OMIT, RowPatternQuery
 from jobs.core.rowpattern.program import compile_row_pattern
+from jobs.core.rowpattern.pruning import may_match, necessary_conditions
 from jobs.core.rowpattern.values import Ts, json_value
 
 
@@ -60,12 +61,18 @@ def _order(query, a: dict, b: dict) -> int:
     return 0
 
 
-def matches(query: RowPatternQuery, rows: Iterable[dict],
-            with_unmatched: bool = False) -> Iterator[PartitionMatch | tuple]:
+def matches(query: RowPatternQuery, rows: Iterable[dict], with_unmatched: bool = False,
+            prune: bool = True, pruned: list | None = None) -> Iterator[PartitionMatch | tuple]:
     """Every match of every partition, in order (and ``(key, rows, row)`` for each
-    unmatched row when ``with_unmatched``)."""
+    unmatched row when ``with_unmatched``). ``prune``: a partition that fails a necessary
+    condition is not searched (its key goes to ``pruned``); the result is the same."""
     program = compile_row_pattern(query.pattern)
+    conditions = necessary_conditions(query) if prune else ()
     for key, part in partitions(query, rows):
+        if conditions and not may_match(conditions, part):
+            if pruned is not None:
+                pruned.append(key)
+            continue
         ts = [int(r["ts"]) for r in part] if query.within_ns is not None else None
         for kind, item in partition_matches(query, program, part, ts):
             if kind == "match":
@@ -85,9 +92,11 @@ def final_measures(query, pm: PartitionMatch) -> dict:
     return measures_at(query, pm, None if pm.match.empty else pm.match.end)
 
 
-def output_rows(query: RowPatternQuery, rows: Iterable[dict]) -> list[dict]:
+def output_rows(query: RowPatternQuery, rows: Iterable[dict], prune: bool = True
+                ) -> list[dict]:
     """The statement's result over ``rows`` (dicts of the input's columns), as Trino
-    returns it: a list of dicts whose keys are in Trino's column order."""
+    returns it: a list of dicts whose keys are in Trino's column order (``prune``: skip
+    the partitions that fail a necessary condition; the same result)."""
     rows = list(rows)
     columns = list(dict.fromkeys(k for r in rows for k in r))
     order_cols = [k.column for k in query.order_by]
@@ -103,7 +112,7 @@ def output_rows(query: RowPatternQuery, rows: Iterable[dict]) -> list[dict]:
                    for i, c in enumerate(order_cols)]
         return {**head, **dict(ordered), **measures, **{c: row[c] for c in rest}}
 
-    for item in matches(query, rows, with_unmatched=True):
+    for item in matches(query, rows, with_unmatched=True, prune=prune):
         if not isinstance(item, PartitionMatch):
             key, part, r = item
             out.append(row_out(key, part[r], null_measures))
