@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from jobs.core.rowpattern.evaluate import Frame, holds
-from jobs.core.rowpattern.matcher import find_match
+from jobs.core.rowpattern.matcher import find_match, fitting_rows
 from jobs.core.rowpattern.model import (
     Alt,
     Anchor,
@@ -104,8 +104,9 @@ def patterns():
     return st.recursive(leaf, extend, max_leaves=5)
 
 
-DEFINES = parse_row_pattern(f"SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A B C D) "
-                            f"DEFINE {DEFINE})").define_map
+QUERY = parse_row_pattern(f"SELECT * FROM t MATCH_RECOGNIZE (PATTERN (A B C D) "
+                          f"DEFINE {DEFINE})")
+DEFINES = QUERY.define_map
 
 
 @settings(max_examples=300, deadline=None)
@@ -116,6 +117,9 @@ def test_compiled_matcher_equals_the_definition(pattern, values):
     for start in range(len(rows)):
         want = next(interpret(pattern, rows, start, DEFINES, start, (), False), None)
         got = find_match(program, rows, start, DEFINES, {})
+        # the same with the rows each row-local condition fits computed once (A's)
+        assert find_match(program, rows, start, DEFINES, {}, local=fitting_rows(
+            QUERY, rows)) == got
         if want is None:
             assert got is None, (pattern, values, start)
         else:
@@ -145,7 +149,7 @@ def test_a_partition_no_row_of_a_required_variable_fits_is_not_searched():
     query = parse_row_pattern("SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY k "
                               "PATTERN (A X* B) DEFINE B AS value = 3, "
                               "A AS A.value > PREV(A.value))")
-    assert [v for v, _ in necessary_conditions(query)] == ["B"]  # A's reads another row
+    assert necessary_conditions(query) == ("B",)  # A's condition reads another row
     rows = [{"k": "p", "value": 1}, {"k": "p", "value": 3}, {"k": "q", "value": 1}]
     pruned: list = []
     assert len(list(matches(query, rows, pruned=pruned))) == 0 and pruned == [("q",)]

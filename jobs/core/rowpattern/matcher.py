@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jobs.core.errors import UserError
-from jobs.core.rowpattern.evaluate import Frame, holds
+from jobs.core.rowpattern.evaluate import EvaluationError, Frame, holds
 from jobs.core.rowpattern.model import Skip
 from jobs.core.rowpattern.program import Program
+from jobs.core.rowpattern.pruning import row_local
 
 
 class SkipError(UserError):
@@ -68,9 +69,13 @@ class _Node:
 
 
 def find_match(program: Program, rows: list[dict], start: int, defines: dict, subsets: dict,
-               ts: list[int] | None = None, within_ns: int | None = None, number: int = 1):
+               ts: list[int] | None = None, within_ns: int | None = None, number: int = 1,
+               local: dict[str, list[bool]] | None = None):
     """The preferred match from row ``start``: ``(labels, excluded)`` or None; ``number``
-    is the match number it would get (``MATCH_NUMBER()`` in DEFINE)."""
+    is the match number it would get (``MATCH_NUMBER()`` in DEFINE); ``local``: for the
+    variables whose condition reads only the row itself, whether each row fits it
+    (``fitting_rows``), so that trying a row costs a lookup."""
+    local = local or {}
     ops, n = program.ops, len(rows)
     root = _Node(None, None, False, 0)
     interned: dict[tuple, _Node] = {}
@@ -90,11 +95,14 @@ def find_match(program: Program, rows: list[dict], start: int, defines: dict, su
                 if pos >= n or (within_ns is not None and ts[pos] - ts[start] >= within_ns):
                     break
                 var = op[1]
+                fits = local.get(var)
+                if fits is not None and not fits[pos]:
+                    break
                 k = (id(node), var, depth > 0)
                 child = interned.get(k)
                 if child is None:
                     child = interned[k] = _Node(node, var, depth > 0, node.length + 1)
-                condition = defines.get(var)
+                condition = None if fits is not None else defines.get(var)
                 if condition is not None:
                     labels, _ = child.unwind()
                     if not holds(condition, Frame(rows, start, labels, pos, False, number,
@@ -125,15 +133,18 @@ def find_match(program: Program, rows: list[dict], start: int, defines: dict, su
     return None
 
 
-def partition_matches(query, program: Program, rows: list[dict], ts: list[int] | None = None):
+def partition_matches(query, program: Program, rows: list[dict], ts: list[int] | None = None,
+                      local: dict[str, list[bool]] | None = None):
     """Every match of one partition, in order: ``("match", RowMatch)``, and, for ALL ROWS
-    PER MATCH WITH UNMATCHED ROWS, ``("unmatched", row)`` for each row no match covers."""
+    PER MATCH WITH UNMATCHED ROWS, ``("unmatched", row)`` for each row no match covers
+    (``local``: ``fitting_rows`` of the partition, when the caller has it)."""
     defines, subsets = query.define_map, query.subset_map
     unmatched = query.rows_per_match == "unmatched"
+    local = fitting_rows(query, rows) if local is None else local
     pos, number, covered = 0, 0, -1
     while pos < len(rows):
         found = find_match(program, rows, pos, defines, subsets, ts, query.within_ns,
-                           number + 1)
+                           number + 1, local)
         if found is None:
             if unmatched and pos > covered:
                 yield "unmatched", pos
@@ -148,6 +159,21 @@ def partition_matches(query, program: Program, rows: list[dict], ts: list[int] |
             continue
         covered = max(covered, m.end)
         pos = _skip_to(query.skip, m, subsets, query.name)
+
+
+def fitting_rows(query, rows: list[dict]) -> dict[str, list[bool]]:
+    """For each variable whose DEFINE reads only the row being labelled (``row_local``):
+    whether each row fits it, computed once per partition. A condition that cannot be
+    computed on some row is left to the matcher (which may never try that row)."""
+    out = {}
+    for var, condition in query.defines:
+        if row_local(condition, var):
+            try:
+                out[var] = [holds(condition, Frame(rows, r, [var], r, False, 1, {}))
+                            for r in range(len(rows))]
+            except EvaluationError:
+                continue
+    return out
 
 
 def _skip_to(skip: Skip, m: RowMatch, subsets: dict, name: str) -> int:

@@ -14,7 +14,7 @@ from functools import cmp_to_key
 
 from jobs.core.language.events import Event
 from jobs.core.rowpattern.evaluate import Frame, column_value, value
-from jobs.core.rowpattern.matcher import RowMatch, partition_matches
+from jobs.core.rowpattern.matcher import RowMatch, fitting_rows, partition_matches
 from jobs.core.rowpattern.model import ROWS_ALL_OMIT, RowPatternQuery
 from jobs.core.rowpattern.program import compile_row_pattern
 from jobs.core.rowpattern.pruning import may_match, necessary_conditions
@@ -67,14 +67,15 @@ def matches(query: RowPatternQuery, rows: Iterable[dict], with_unmatched: bool =
     unmatched row when ``with_unmatched``). ``prune``: a partition that fails a necessary
     condition is not searched (its key goes to ``pruned``); the result is the same."""
     program = compile_row_pattern(query.pattern)
-    conditions = necessary_conditions(query) if prune else ()
+    necessary = necessary_conditions(query) if prune else ()
     for key, part in partitions(query, rows):
-        if conditions and not may_match(conditions, part):
+        fitting = fitting_rows(query, part)
+        if not may_match(necessary, fitting):
             if pruned is not None:
                 pruned.append(key)
             continue
         ts = [int(r["ts"]) for r in part] if query.within_ns is not None else None
-        for kind, item in partition_matches(query, program, part, ts):
+        for kind, item in partition_matches(query, program, part, ts, fitting):
             if kind == "match":
                 yield PartitionMatch(key, part, item)
             elif with_unmatched:

@@ -14,7 +14,6 @@ WITH UNMATCHED ROWS outputs every row, so it prunes nothing."""
 from __future__ import annotations
 
 from jobs.core.rowpattern.checks import walk
-from jobs.core.rowpattern.evaluate import EvaluationError, Frame, holds
 from jobs.core.rowpattern.model import (
     Agg,
     Alt,
@@ -57,24 +56,18 @@ def row_local(expr, var: str) -> bool:
     return True
 
 
-def necessary_conditions(query: RowPatternQuery) -> tuple[tuple[str, object], ...]:
-    """(variable, condition) pairs some row of a partition must fit for it to match."""
+def necessary_conditions(query: RowPatternQuery) -> tuple[str, ...]:
+    """The variables with a row-local condition that some row of a partition must fit
+    for it to match (none WITH UNMATCHED ROWS, which outputs every row)."""
     if query.rows_per_match == "unmatched":
         return ()
     defines = query.define_map
-    return tuple((v, defines[v]) for v in sorted(required_variables(query.pattern))
+    return tuple(v for v in sorted(required_variables(query.pattern))
                  if v in defines and row_local(defines[v], v))
 
 
-def may_match(conditions, rows: list[dict]) -> bool:
-    """Whether every necessary condition fits some row of the partition (a row on which
-    it cannot be computed counts as fitting: the matcher decides)."""
-    return all(any(_fits(condition, var, rows, r) for r in range(len(rows)))
-               for var, condition in conditions)
-
-
-def _fits(condition, var: str, rows: list[dict], r: int) -> bool:
-    try:
-        return holds(condition, Frame(rows, r, [var], r, False, 1, {}))
-    except EvaluationError:
-        return True
+def may_match(necessary: tuple[str, ...], fitting: dict[str, list[bool]]) -> bool:
+    """Whether each necessary variable fits some row (``fitting``: the rows each fits,
+    ``matcher.fitting_rows``; a variable missing there could not be computed on every row,
+    and the matcher decides)."""
+    return all(any(fitting[v]) for v in necessary if v in fitting)
