@@ -9,6 +9,8 @@ from pathlib import Path
 
 from jobs.cli.commands import Registry
 from jobs.cli.common import spark_for, user_errors
+from jobs.config import load_sources
+from jobs.core.local.row_patterns import explain_lines, load_row_pattern
 from jobs.core.plans.planners import ALIASES, PLANNERS
 from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
 from jobs.tools.explain import explain_pattern
@@ -18,7 +20,14 @@ from jobs.tools.funnel import funnel_lines, funnel_of, stored_funnel
 @user_errors
 def cmd_explain(args) -> int:
     """What each variable can bind on the lake's events, the plan a run would use, and,
-    with --partition or --at, which step of the lazy strategy removed the windows there."""
+    with --partition or --at, which step of the lazy strategy removed the windows there.
+    A ``.sql`` row pattern: how it is matched, without Spark."""
+    if str(args.pattern).endswith(".sql"):
+        pf = load_row_pattern(args.pattern)
+        source = load_sources().get(pf.source)
+        for line in explain_lines(pf, dict(source.columns) if source else {}):
+            print(line)
+        return 0
     profile, spark = spark_for(args)
     for line in explain_pattern(spark, profile, Path(args.pattern), args.partition, args.at,
                                 args.logical_date, args.generator):

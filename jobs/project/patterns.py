@@ -23,6 +23,7 @@ from jobs.core.local.row_patterns import (
     example_problems,
     is_sidecar,
     load_row_pattern,
+    unknown_columns,
 )
 
 SUFFIXES = ("*.yaml", "*.yml")
@@ -236,6 +237,8 @@ def row_pattern_problems(path: Path, sources: dict) -> tuple[list[Problem], int]
     if sources and pf.source not in sources:
         problems.append(Problem(str(path), 1, f"unknown source {pf.source!r} in FROM "
                                 f"(conf/sources.yaml defines: {', '.join(sorted(sources))})"))
+    elif sources and sources[pf.source].columns:
+        problems += unknown_columns(pf, sources[pf.source].columns)
     if not pf.examples:
         problems.append(Problem(str(path), 1, f"no examples: add an `examples:` block to its "
                                 f"sidecar {path.with_suffix('.yaml').name} (docs/language.md, "

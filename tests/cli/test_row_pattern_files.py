@@ -11,7 +11,7 @@ from jobs.cli.main import main
 from jobs.project.patterns import every_pattern_path, load_catalog, pattern_paths
 
 V_SHAPE = """-- a fall then a rise in one patient's values
-SELECT * FROM hospital MATCH_RECOGNIZE (
+SELECT * FROM sepsis MATCH_RECOGNIZE (
   PARTITION BY patient
   ORDER BY ts
   MEASURES FIRST(B.value) AS top, LAST(C.value) AS last_value, count(B.*) AS falls
@@ -72,6 +72,8 @@ def test_validate_runs_the_sidecar_examples(folder, capsys):
 
 
 @pytest.mark.parametrize("text, where, message", [
+    (V_SHAPE.replace("count(B.*)", "count(B.dose)"), "5:70", "dose is not a column of "
+     "source 'sepsis'"),
     (V_SHAPE.replace("B.value < PREV", "X.value < PREV"), "8:15", "undefined variable X"),
     (V_SHAPE.replace("count(B.*)", "sum(B.value + C.value)"), "5:64", "mixes variables B, C"),
     (V_SHAPE.replace("PATTERN (A B+ C+)", "PATTERN (A B{4,2} C+)"), "6:15", "lower bound"),
@@ -100,16 +102,27 @@ def test_the_catalogue_tells_a_sidecar_from_a_pattern(folder):
     catalog = load_catalog(folder=folder, sources={})
     assert catalog.patterns == () and catalog.rejected == ()
     ((path, pf),) = catalog.row_patterns
-    assert path.name == "v_shape.sql" and pf.name == "v_shape" and pf.source == "hospital"
+    assert path.name == "v_shape.sql" and pf.name == "v_shape" and pf.source == "sepsis"
     assert [ex.name for ex in pf.examples] == ["one V per patient within ten days"]
 
 
 def test_a_row_pattern_of_an_unknown_source_or_a_taken_name_is_rejected(folder):
-    catalog = load_catalog(folder=folder, sources={"sepsis": object()})
+    catalog = load_catalog(folder=folder, sources={"hospital": object()})
     (rejected,) = catalog.rejected
-    assert "unknown source 'hospital' in FROM" in rejected.message
-    (folder / "other.yaml").write_text("name: v_shape\nsource: hospital\nwithin: 1d\n"
+    assert "unknown source 'sepsis' in FROM" in rejected.message
+    (folder / "other.yaml").write_text("name: v_shape\nsource: sepsis\nwithin: 1d\n"
                                         "sets: [[a]]\nconditions:\n  - a.value > 1\n")
     catalog = load_catalog(folder=folder, sources={})
     assert sorted(r.path.name for r in catalog.rejected) == ["other.yaml", "v_shape.sql"]
     assert all("is also used by" in r.message for r in catalog.rejected)
+
+
+def test_explain_shows_how_a_row_pattern_is_matched(folder, capsys):
+    assert main(["explain", str(folder / "v_shape.sql")]) == 0
+    out = capsys.readouterr().out
+    assert "partitions: patient; order: ts" in out
+    assert "output: ONE ROW PER MATCH; after a match: skip past last" in out
+    assert "every match holds: A, B, C" in out
+    assert "conditions evaluated on the match so far: B, C" in out
+    assert "measure falls: bigint" in out and "measure top: double" in out
+    assert " label A" in out and " done" in out

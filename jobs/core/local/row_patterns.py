@@ -24,12 +24,19 @@ from jobs.core.language.patternfile.nodes import (
     plain,
     scalar,
 )
+from jobs.core.rowpattern.checks import walk
 from jobs.core.rowpattern.lexer import RowPatternError, tokens
-from jobs.core.rowpattern.model import RowPatternQuery
+from jobs.core.rowpattern.model import Col, RowPatternQuery
 from jobs.core.rowpattern.output import event_rows, match_json, matches
 from jobs.core.rowpattern.parser import parse_row_pattern
+from jobs.core.rowpattern.program import compile_row_pattern
+from jobs.core.rowpattern.pruning import necessary_conditions, required_variables, row_local
+from jobs.core.rowpattern.types import measure_type, output_type, simple_type
 
 SIDECAR_KEYS = ("description", "examples")
+MODES = {"one": "ONE ROW PER MATCH", "all": "ALL ROWS PER MATCH (SHOW EMPTY MATCHES)",
+         "all_omit": "ALL ROWS PER MATCH OMIT EMPTY MATCHES",
+         "unmatched": "ALL ROWS PER MATCH WITH UNMATCHED ROWS"}
 
 
 @dataclass(frozen=True)
@@ -195,3 +202,51 @@ def match_events(query: RowPatternQuery, events: list[Event],
         n += 1
     return n
 
+
+
+def unknown_columns(pf: RowPatternFile, columns) -> list[Problem]:
+    """A problem, with its line and column, for each column the statement reads that the
+    source does not have (``ts`` and ``event_id`` are every source's)."""
+    q = pf.query
+    known = {c.lower() for c in columns} | {"ts", "event_id"}
+    exprs = [m.expr for m in q.measures] + [e for _, e in q.defines]
+    out, seen = [], set()
+    named = [(c, None) for c in q.partition_by] + [(k.column, None) for k in q.order_by]
+    named += [(n.name, n.pos) for e in exprs for n in walk(e) if isinstance(n, Col)]
+    for name, pos in named:
+        if name.lower() not in known and name.lower() not in seen:
+            seen.add(name.lower())
+            out.append(Problem(str(pf.path), pos.line if pos else 1,
+                               f"{name} is not a column of source {pf.source!r} (columns: "
+                               f"{', '.join(sorted(known))})", pos.col if pos else None))
+    return out
+
+
+def explain_lines(pf: RowPatternFile, columns: dict[str, str]) -> list[str]:
+    """``ses explain FILE.sql``: how the statement is matched, without reading events:
+    its partitions and order, the compiled program, which variables every match holds,
+    which conditions are computed once per row (and prune a partition no row fits), and
+    each measure's column type (``columns``: the source's column types)."""
+    q = pf.query
+    lower = {k.lower(): simple_type(v) for k, v in columns.items()}
+    local = [v for v, e in q.defines if row_local(e, v)]
+    order = ", ".join(k.column + ("" if k.ascending else " DESC") for k in q.order_by)
+    subsets = "; ".join(f"{n} = ({', '.join(m)})" for n, m in q.subsets)
+    skip = q.skip.kind.replace("_", " ") + (f" {q.skip.var}" if q.skip.var else "")
+    held = ", ".join(sorted(required_variables(q.pattern))) or "nothing (it may be empty)"
+    lines = [f"{pf.name} (row pattern, source {pf.source}, version {pf.version})",
+             f"partitions: {', '.join(q.partition_by) or 'none (the source is one partition)'}"
+             f"; order: {order or 'ts, event_id'}",
+             f"output: {MODES[q.rows_per_match]}; after a match: skip {skip}"
+             + (f"; within {q.within_ns / 1e9:g} s" if q.within_ns else ""),
+             f"variables: {', '.join(q.variables)}" + (f"; subsets: {subsets}" if subsets else ""),
+             f"every match holds: {held}",
+             f"conditions computed once per row: {', '.join(local) or 'none'}; a partition "
+             f"no row fits of {', '.join(necessary_conditions(q)) or '(none)'} is not searched",
+             "conditions evaluated on the match so far: "
+             + (", ".join(v for v, _ in q.defines if v not in local) or "none")]
+    for m in q.measures:
+        lines.append(f"measure {m.name}: {output_type(measure_type(m.expr, lower))}")
+    lines.append("program:")
+    lines += ["  " + line for line in str(compile_row_pattern(q.pattern)).splitlines()]
+    return lines
