@@ -20,7 +20,7 @@ from jobs.core.errors import UserError
 from jobs.core.rowpattern.evaluate import EvaluationError, Frame, holds
 from jobs.core.rowpattern.model import Skip
 from jobs.core.rowpattern.program import Program
-from jobs.core.rowpattern.pruning import row_local
+from jobs.core.rowpattern.pruning import first_variables, row_local
 
 
 class SkipError(UserError):
@@ -134,17 +134,22 @@ def find_match(program: Program, rows: list[dict], start: int, defines: dict, su
 
 
 def partition_matches(query, program: Program, rows: list[dict], ts: list[int] | None = None,
-                      local: dict[str, list[bool]] | None = None):
+                      local: dict[str, list[bool]] | None = None, prune: bool = True):
     """Every match of one partition, in order: ``("match", RowMatch)``, and, for ALL ROWS
     PER MATCH WITH UNMATCHED ROWS, ``("unmatched", row)`` for each row no match covers
-    (``local``: ``fitting_rows`` of the partition, when the caller has it)."""
+    (``local``: ``fitting_rows`` of the partition, when the caller has it; ``prune``: skip
+    the rows no first variable fits, ``possible_starts``; the same matches)."""
     defines, subsets = query.define_map, query.subset_map
     unmatched = query.rows_per_match == "unmatched"
     local = fitting_rows(query, rows) if local is None else local
+    starts = possible_starts(query, local, len(rows)) if prune else None
     pos, number, covered = 0, 0, -1
     while pos < len(rows):
-        found = find_match(program, rows, pos, defines, subsets, ts, query.within_ns,
-                           number + 1, local)
+        if starts is not None and not starts[pos]:
+            found = None  # no variable that can begin a match fits this row
+        else:
+            found = find_match(program, rows, pos, defines, subsets, ts, query.within_ns,
+                               number + 1, local)
         if found is None:
             if unmatched and pos > covered:
                 yield "unmatched", pos
@@ -159,6 +164,18 @@ def partition_matches(query, program: Program, rows: list[dict], ts: list[int] |
             continue
         covered = max(covered, m.end)
         pos = _skip_to(query.skip, m, subsets, query.name)
+
+
+def possible_starts(query, local: dict[str, list[bool]], n: int) -> list[bool] | None:
+    """Whether each row may begin a match: some variable that can label a match's first
+    row fits it. None: any row may (the pattern can match no row, or a first variable's
+    condition reads more than its row)."""
+    first, empty = first_variables(query.pattern)
+    if empty or not first or any(v in query.define_map and v not in local for v in first) \
+            or any(v not in query.define_map for v in first):
+        return None
+    vectors = [local[v] for v in first]
+    return [any(vec[r] for vec in vectors) for r in range(n)]
 
 
 def fitting_rows(query, rows: list[dict]) -> dict[str, list[bool]]:

@@ -65,7 +65,8 @@ def matches(query: RowPatternQuery, rows: Iterable[dict], with_unmatched: bool =
             prune: bool = True, pruned: list | None = None) -> Iterator[PartitionMatch | tuple]:
     """Every match of every partition, in order (and ``(key, rows, row)`` for each
     unmatched row when ``with_unmatched``). ``prune``: a partition that fails a necessary
-    condition is not searched (its key goes to ``pruned``); the result is the same."""
+    condition is not searched (its key goes to ``pruned``), nor a row that no variable
+    able to begin a match fits; the result is the same."""
     program = compile_row_pattern(query.pattern)
     necessary = necessary_conditions(query) if prune else ()
     for key, part in partitions(query, rows):
@@ -75,7 +76,7 @@ def matches(query: RowPatternQuery, rows: Iterable[dict], with_unmatched: bool =
                 pruned.append(key)
             continue
         ts = [int(r["ts"]) for r in part] if query.within_ns is not None else None
-        for kind, item in partition_matches(query, program, part, ts, fitting):
+        for kind, item in partition_matches(query, program, part, ts, fitting, prune):
             if kind == "match":
                 yield PartitionMatch(key, part, item)
             elif with_unmatched:

@@ -46,6 +46,32 @@ def required_variables(node) -> frozenset[str]:
     return frozenset()  # (), ^, $
 
 
+def first_variables(node) -> tuple[frozenset[str], bool]:
+    """The variables that can label a match's first row, and whether the pattern can
+    match without labelling any row (then any row may start a match)."""
+    if isinstance(node, Label):
+        return frozenset([node.name]), False
+    if isinstance(node, (Concat, Permute)):
+        out, nullable = frozenset(), True
+        items = node.items
+        for item in items:
+            first, empty = first_variables(item)
+            out |= first
+            if not empty and isinstance(node, Concat):
+                return out, False
+            nullable = nullable and empty
+        return out, nullable
+    if isinstance(node, Alt):
+        parts = [first_variables(i) for i in node.items]
+        return frozenset().union(*(f for f, _ in parts)), any(e for _, e in parts)
+    if isinstance(node, Quant):
+        first, empty = first_variables(node.item)
+        return first, empty or node.low == 0
+    if isinstance(node, Exclude):
+        return first_variables(node.item)
+    return frozenset(), True  # (), ^, $
+
+
 def row_local(expr, var: str) -> bool:
     """Whether a condition of ``var`` reads only the row being labelled."""
     for node in walk(expr):
