@@ -21,6 +21,7 @@ from jobs.core.rowpattern.evaluate import EvaluationError, Frame, holds
 from jobs.core.rowpattern.model import Skip
 from jobs.core.rowpattern.program import Program
 from jobs.core.rowpattern.pruning import first_variables, row_local
+from jobs.core.rowpattern.vectorized import fitting_vector
 
 
 class SkipError(UserError):
@@ -178,18 +179,26 @@ def possible_starts(query, local: dict[str, list[bool]], n: int) -> list[bool] |
     return [any(vec[r] for vec in vectors) for r in range(n)]
 
 
-def fitting_rows(query, rows: list[dict]) -> dict[str, list[bool]]:
+VECTOR_ROWS = 256  # a smaller partition is faster row by row than through Arrow's calls
+
+
+def fitting_rows(query, rows: list[dict], vectorized: bool = True) -> dict[str, list[bool]]:
     """For each variable whose DEFINE reads only the row being labelled (``row_local``):
-    whether each row fits it, computed once per partition. A condition that cannot be
-    computed on some row is left to the matcher (which may never try that row)."""
-    out = {}
+    whether each row fits it, computed once per partition, on whole columns where Arrow
+    can (``vectorized``). A condition that cannot be computed on some row is left to the
+    matcher (which may never try that row)."""
+    out, columns = {}, {}
     for var, condition in query.defines:
         if row_local(condition, var):
-            try:
-                out[var] = [holds(condition, Frame(rows, r, [var], r, False, 1, {}))
+            fits = fitting_vector(condition, rows, columns) \
+                if vectorized and len(rows) >= VECTOR_ROWS else None
+            if fits is None:
+                try:
+                    fits = [holds(condition, Frame(rows, r, [var], r, False, 1, {}))
                             for r in range(len(rows))]
-            except EvaluationError:
-                continue
+                except EvaluationError:
+                    continue
+            out[var] = fits
     return out
 
 
