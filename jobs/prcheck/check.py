@@ -31,12 +31,16 @@ import pyarrow.compute as pc
 
 from jobs.config import Profile, current_project, load_sources
 from jobs.core.language.patternfile import PatternError, load_pattern, parse_pattern
+from jobs.core.local.row_patterns import RowPatternFile, load_row_pattern
+from jobs.core.rowpattern.lexer import RowPatternError
+from jobs.core.rowpattern.parser import parse_row_pattern
 from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.ingest.steps import ingest_sources, pipeline_catalog, stats_step
 from jobs.pipeline.outcome import FINAL_TYPES
 from jobs.pipeline.publish.models import run_models
+from jobs.pipeline.publish.row_patterns import run_row_patterns
 from jobs.pipeline.run import run_pattern
 from jobs.prcheck.diffs import ModelDiff, PatternDiff, PrCheck, Side
 from jobs.prcheck.report import charts as draw
@@ -113,10 +117,10 @@ def _run(spark, profile, root, changes, diffs, models, folder: Path, sample: boo
         (base_src / rel).parent.mkdir(parents=True, exist_ok=True)
         (base_src / rel).write_text(text, encoding="utf-8")
     runnable = [d for d in diffs if not d.problems]
-    base_runs = [(d, path, load_pattern(path)) for d in runnable
+    base_runs = [(d, path, _load(path)) for d in runnable
                  if d.change.status in (CHANGED, REMOVED)
                  for path in [base_src / d.change.base.path]]
-    head_runs = [(d, path, load_pattern(path)) for d in runnable
+    head_runs = [(d, path, _load(path)) for d in runnable
                  if d.change.status in (CHANGED, ADDED)
                  for path in [root / d.change.head.path]]
     needed = _needed_models(models, base_src / "models", root / "models")
@@ -226,6 +230,11 @@ def _link(shared: Path, lake: Path) -> None:
 
 
 # -- patterns ------------------------------------------------------------------------------
+def _load(path: Path):
+    """A changed pattern file: YAML, or a ``.sql`` row pattern."""
+    return load_row_pattern(path) if path.suffix == ".sql" else load_pattern(path)
+
+
 def _run_side(spark, profile: Profile, path: Path, pattern, run_id: str, logical_date: str,
               bad: dict[str, str], echo) -> Side:
 
@@ -233,9 +242,13 @@ def _run_side(spark, profile: Profile, path: Path, pattern, run_id: str, logical
         return Side(FAILED, message=bad[pattern.source])
     # a report, not a night: a new version is published in its scratch lake whatever it
     # removes, so that the diff shows it (the night would hold it: docs/operations.md)
-    ctx = RunContext.start(profile, run_id, logical_date, accept_changes=[pattern.name]
-                           ).for_pattern(path, pattern)
-    outcome = run_pattern(spark, ctx, echo=echo)  # a failure is reported, the others still run
+    if isinstance(pattern, RowPatternFile):
+        ctx = RunContext.start(profile, run_id, logical_date)
+        outcome = run_row_patterns(spark, ctx, [(path, pattern)], {}, echo)[0]
+    else:
+        ctx = RunContext.start(profile, run_id, logical_date, accept_changes=[pattern.name]
+                               ).for_pattern(path, pattern)
+        outcome = run_pattern(spark, ctx, echo=echo)  # a failure is reported, the others run
     if not outcome.ok:
         return Side(FAILED, message=outcome.message, error_type=outcome.error_type)
     table = ctx.lake.read_arrow(ctx.lake.matches(pattern.name))
@@ -277,6 +290,11 @@ def _measure_names(change) -> tuple[str, ...]:
     """The measure columns of a changed pattern (its head's, else its base's)."""
     for side in (change.head, change.base):
         if side is not None and side.name is not None:
+            if side.path.endswith(".sql"):
+                try:
+                    return tuple(m.name for m in parse_row_pattern(side.text, side.path).measures)
+                except RowPatternError:
+                    continue
             try:
                 pattern = parse_pattern(side.text, side.path)
             except PatternError:
@@ -288,7 +306,9 @@ def _measure_names(change) -> tuple[str, ...]:
 def _months(t: pa.Table | None) -> Counter:
     if t is None or t.num_rows == 0:
         return Counter()
-    return Counter(pc.strftime(t.column("start_ts"), format="%Y-%m").to_pylist())
+    column = "start_ts" if "start_ts" in t.column_names else "ts"  # ALL ROWS PER MATCH
+    return Counter(v for v in pc.strftime(t.column(column), format="%Y-%m").to_pylist()
+                   if v is not None)
 
 
 def _compare(d: PatternDiff, cap: int, shown: int) -> None:

@@ -23,6 +23,8 @@ import yaml
 from jobs.core.errors import UserError
 from jobs.core.language.pattern import NAME_RULE
 from jobs.core.language.patternfile import PatternError, parse_pattern
+from jobs.core.rowpattern.lexer import RowPatternError, tokens
+from jobs.core.rowpattern.parser import parse_row_pattern
 from jobs.project.models import tables_read
 
 ADDED, CHANGED, REMOVED, UNCHANGED, INVALID = "added", "changed", "removed", "unchanged", "invalid"
@@ -129,12 +131,30 @@ def pattern_file(rel: str, text: str) -> PatternFile:
         return PatternFile(rel, text, m.group(1) if m else Path(rel).stem, None, str(exc))
 
 
+def row_pattern_file(rel: str, text: str) -> PatternFile:
+    """A ``.sql`` row pattern's name (its stem) and version (a digest of its statement's
+    tokens: comments and layout are no change); a file that does not parse keeps its
+    error. Parsing builds values only: nothing is executed."""
+    name = Path(rel).stem
+    try:
+        parse_row_pattern(text, rel, name)
+        blob = "\x1f".join(f"{t.kind}:{t.text}" for t in tokens(text, rel))
+        return PatternFile(rel, text, name, hashlib.sha256(blob.encode()).hexdigest()[:16])
+    except RowPatternError as exc:
+        return PatternFile(rel, text, name, None, str(exc))
+
+
 def _by_name(files: dict[str, str]) -> dict[str, PatternFile]:
     out: dict[str, PatternFile] = {}
+    sql_stems = {rel[:-4] for rel in files if rel.endswith(".sql")}
     for rel, text in sorted(files.items()):
-        if rel.endswith((".yaml", ".yml")):
-            f = pattern_file(rel, text)
-            out.setdefault(f.name, f)  # a name clash is reported by validate
+        if rel.endswith(".sql"):
+            f = row_pattern_file(rel, text)
+        elif rel.endswith((".yaml", ".yml")) and rel.rsplit(".", 1)[0] not in sql_stems:
+            f = pattern_file(rel, text)  # (NAME.yaml beside NAME.sql is its sidecar)
+        else:
+            continue
+        out.setdefault(f.name, f)  # a name clash is reported by validate
     return out
 
 

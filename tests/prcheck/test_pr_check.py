@@ -26,6 +26,7 @@ GONE = "paper_ex2_next_after_lab"  # the file is removed
 PARENT = "sepsis_er_episode"  # unchanged; the model sepsis_episodes reads it too
 MODEL = "sepsis_episodes"
 TYPO = "sepsis_crp_then_icu_typo"  # new: its examples pass, but no event is 'Admission ICU'
+ROWS = "sepsis_crp_falls_then_rebounds"  # a .sql row pattern: WITHIN 30 days -> 10 days
 
 
 def _git(repo: Path, *args: str) -> str:
@@ -45,6 +46,7 @@ def make_repo(tmp: Path) -> Path:
         shutil.copy(ROOT / "patterns" / f"{name}.yaml", repo / "patterns")
     for suffix in (".sql", ".yaml"):
         shutil.copy(ROOT / "models" / f"{MODEL}{suffix}", repo / "models")
+        shutil.copy(ROOT / "patterns" / f"{ROWS}{suffix}", repo / "patterns")
     _git(repo, "init", "-q", "-b", "main")
     _git(repo, "add", "-A")
     _git(repo, "commit", "-q", "-m", "base")
@@ -55,6 +57,8 @@ def make_repo(tmp: Path) -> Path:
     f.write_text("# reworded: nothing it matches changes\n" + f.read_text().replace(
         "\nconditions:", "\n# the conditions\nconditions:"))
     (repo / "patterns" / f"{GONE}.yaml").unlink()
+    f = repo / "patterns" / f"{ROWS}.sql"
+    f.write_text(f.read_text().replace("INTERVAL '30' DAY", "INTERVAL '10' DAY"))
     typo = (ROOT / "patterns" / f"{CHANGED_P}.yaml").read_text().replace(
         f"name: {CHANGED_P}", f"name: {TYPO}").replace("Admission IC", "Admission ICU")
     (repo / "patterns" / f"{TYPO}.yaml").write_text(typo)
@@ -73,10 +77,10 @@ def test_changes_by_normalized_version(repo):
     changes = find_changes(repo)  # default base: the merge base with main
     status = {c.name: c.status for c in changes.patterns}
     assert status == {CHANGED_P: CHANGED, COMMENTED: UNCHANGED, GONE: REMOVED,
-                      PARENT: UNCHANGED, TYPO: ADDED}
+                      PARENT: UNCHANGED, TYPO: ADDED, ROWS: CHANGED}
     changed = {c.name: c for c in changes.changed_patterns}
     assert changed[CHANGED_P].base.version != changed[CHANGED_P].head.version
-    assert set(changed) == {CHANGED_P, GONE, TYPO}
+    assert set(changed) == {CHANGED_P, GONE, TYPO, ROWS}
     models = {m.name: m for m in changes.affected_models}
     assert models[MODEL].status == UNCHANGED and CHANGED_P in models[MODEL].reason
 
@@ -114,7 +118,7 @@ def test_list_and_pytest_filter(repo):
     with redirect_stdout(out):
         assert main(["pr-check", "--root", str(repo), "--pytest-k"]) == 0
     # the removed file has no tests left
-    assert sorted(out.getvalue().strip().split(" or ")) == sorted([CHANGED_P, TYPO])
+    assert sorted(out.getvalue().strip().split(" or ")) == sorted([CHANGED_P, TYPO, ROWS])
 
 
 def test_nothing_changed_reports_so_without_spark(repo, tmp_path, capsys):
@@ -144,7 +148,7 @@ def _tree(folder: Path) -> dict:
             for p in sorted(folder.rglob("*"))}
 
 
-def _oracle(pattern_text: str, tmp: Path, source: str) -> set[str]:
+def _oracle(pattern_text: str, tmp: Path, source: str, suffix: str = ".yaml") -> set[str]:
     """The matches of a pattern version over the committed data of its source, by the
     matcher on one file without Spark (``python -m jobs match``): bindings as keys."""
     from jobs.config import load_sources
@@ -156,13 +160,14 @@ def _oracle(pattern_text: str, tmp: Path, source: str) -> set[str]:
                                                    "ingested_at"])
     data = tmp / f"{source}.parquet"
     pq.write_table(events, data)
-    pattern = tmp / "p.yaml"
+    pattern = tmp / f"p{suffix}"
     pattern.write_text(pattern_text)
     out = io.StringIO()
     with redirect_stdout(out):
         assert main(["match", str(pattern), str(data), "--id-column", "event_id",
                      "--time-column", "ts"]) == 0
-    return {json.dumps(sorted((k, v) for k, v in json.loads(line)["bindings"].items()))
+    return {json.dumps(sorted((k, v) for k, v in json.loads(line)["bindings"].items()
+                              if v or suffix != ".sql"))  # a row pattern's table: bound ones
             for line in out.getvalue().splitlines()}
 
 
@@ -188,6 +193,21 @@ def checked(spark, repo, tmp_path_factory):
                      shown=10**6, echo=lambda *_: None)
     write_report(check, tmp / "report")
     return check, tmp, before, Path(real.lake)
+
+
+def test_a_changed_row_pattern_reports_the_matches_it_loses(checked, repo):
+    """A .sql pattern's WITHIN shortened: it runs on both sides, each side's table holds
+    what the local matcher finds, and the long rebounds are among the removed matches."""
+    check, tmp, _, _ = checked
+    d = {d.change.name: d for d in check.patterns}[ROWS]
+    assert not d.problems and d.before.status == d.after.status == "success"
+    base = _git(repo, "show", f"main:patterns/{ROWS}.sql")
+    head = (repo / "patterns" / f"{ROWS}.sql").read_text()
+    old = _oracle(base, tmp, "sepsis", ".sql")
+    new = _oracle(head, tmp, "sepsis", ".sql")
+    assert _keys(d.before.matches.to_pylist()) == old and _keys(d.after.matches.to_pylist()) == new
+    assert old - new and d.n_removed >= len(old - new) > 0
+    assert any(r["seconds_to_rebound"] >= 10 * 86400 for r in d.removed)
 
 
 def test_changed_condition_reports_exactly_the_added_and_removed(checked, repo):
