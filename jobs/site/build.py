@@ -14,6 +14,7 @@ from pathlib import Path
 
 from jobs.config import load_profile
 from jobs.config.profiles import AlertSettings
+from jobs.core.rowpattern.program import automaton, compile_row_pattern
 from jobs.lake.health import VOLUME
 from jobs.lake.store import Lake
 from jobs.progress import say
@@ -119,6 +120,13 @@ def _write(cat: SiteContent, out: Path, previous: Path | None = None) -> Picture
     img.draw(pictures.run_history, "runs.png", cat.runs[-60:])
     page("index.html", "index.html", title="SiteContent", cat=cat)
     for p in cat.patterns:
+        if getattr(p.pattern, "kind", None) == "row_pattern":
+            states, edges, accepting = automaton(compile_row_pattern(p.pattern.query.pattern))
+            page("row_pattern.html", f"patterns/{p.name}.html", title=p.name, p=p,
+                 automaton_svg=pictures.automaton_svg(states, edges, accepting),
+                 runs_svg=pictures.run_history_svg(p.runs[-40:]),
+                 examples=_examples(p.pattern))
+            continue
         if p.pattern is not None:
             img.draw(pictures.pattern_shape, f"{p.name}_shape.png", p.pattern)
             img.draw(pictures.timeline, f"{p.name}_timeline.png", p.shown)

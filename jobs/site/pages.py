@@ -23,7 +23,7 @@ from jobs.lake.funnels import latest, read_funnels
 from jobs.lake.health import FLAGGED, VOLUME
 from jobs.lake.runs import read_runs
 from jobs.project.models import ModelError, load_models
-from jobs.project.patterns import load_catalog, pattern_paths
+from jobs.project.patterns import every_pattern_path, load_catalog
 from jobs.site.match_files import FileSummary, by_file, read_first, summarise_table
 
 SHOWN_MATCHES = 5  # matches drawn on a pattern's timeline
@@ -242,6 +242,23 @@ def _fill_pattern_page(lake: lk.Lake, events: SourceEvents, pattern, page: Patte
             "shown_ids": ids, "files": {n: f.to_json() for n, f in summary.files.items()}})
 
 
+def _row_pattern_page(lake: lk.Lake, path: Path, pf, runs: list[dict]) -> PatternPage:
+    """A ``.sql`` row pattern's page: its statement, its automaton, its table's columns
+    and rows, its runs."""
+    page = PatternPage(pf.name, _rel(path), pf.text, pf, description=pf.query.description,
+                       version=pf.version)
+    page.runs = runs
+    try:
+        dt = lake.read_table(lake.matches(pf.name))
+        if dt is not None:
+            schema = pa.schema(dt.schema().to_arrow())
+            page.columns = [(f.name, str(f.type), "") for f in schema]
+            page.rows = lake.count_rows(lake.matches(pf.name), table=dt)
+    except (lk.BrokenTable, FileNotFoundError) as exc:
+        page.problems = [str(exc)]
+    return page
+
+
 def _kept_files(old: dict | None) -> dict[str, FileSummary]:
     """The per-file summaries of the previous build (none if unreadable: all are read)."""
     try:
@@ -446,13 +463,15 @@ def gather(lake: lk.Lake, cache: PageCache | None = None) -> SiteContent:
     runs_t = _recent_runs(lake)
     runs = sorted(runs_t.to_pylist(), key=lambda r: (str(r["started_at"]), r["pattern"])) \
         if runs_t is not None else []
-    catalog = load_catalog(pattern_paths())
+    catalog = load_catalog(every_pattern_path())
     events = SourceEvents(lake)
     by_pattern: dict[str, list[dict]] = {}
     for r in runs:
         by_pattern.setdefault(r["pattern"], []).append(r)
     pages = [_pattern_page(lake, events, p, pattern, by_pattern.get(pattern.name, []), cache)
              for p, pattern in catalog.patterns]
+    pages += [_row_pattern_page(lake, p, pf, by_pattern.get(pf.name, []))
+              for p, pf in catalog.row_patterns]
     for r in catalog.rejected:
         pages.append(PatternPage(r.name, _rel(r.path), r.path.read_text(encoding="utf-8"),
                                  None, problems=[str(p) for p in r.problems]))

@@ -425,3 +425,42 @@ def funnel_history_svg(nights: list[tuple[str, list]], width: int = 720, height:
             f'<text x="{left + w - 60}" y="{height - 6}" font-size="9">{nights[-1][0]}</text>',
             "</svg>"]
     return "\n".join(out)
+
+
+def automaton_svg(states: list[tuple[int, str]], edges: list[tuple[int, int]],
+                  accepting: set[int], width_per_state: int = 86) -> str:
+    """A row pattern's automaton (``rowpattern.program.automaton``) as inline SVG: its
+    states left to right (a double ring: a match may end there), an arrow per transition
+    labelled with the variable the row takes (forward arrows above, back arrows below)."""
+    n = len(states)
+    width, mid, r = 30 + n * width_per_state, 110, 18
+    x = {k: 30 + k * width_per_state for k in range(n)}
+    out = [f'<svg class="automaton" width="{width}" height="220" role="img" '
+           f'aria-label="automaton" xmlns="http://www.w3.org/2000/svg">',
+           '<defs><marker id="arrow" markerWidth="8" markerHeight="8" refX="7" refY="4" '
+           'orient="auto"><path d="M0,0 L8,4 L0,8 z" fill="#4a5568"/></marker></defs>']
+    for a, b in edges:
+        label = escape(states[b][1])
+        if a == b:  # a loop on itself
+            out.append(f'<path d="M{x[a] - 8},{mid - r} C{x[a] - 30},{mid - 70} {x[a] + 30},'
+                       f'{mid - 70} {x[a] + 8},{mid - r}" fill="none" stroke="#4a5568" '
+                       f'marker-end="url(#arrow)"/><text x="{x[a]}" y="{mid - 58}" '
+                       f'font-size="10" text-anchor="middle">{label}</text>')
+            continue
+        above = b > a
+        lift = min(90, 18 + 14 * abs(b - a)) * (-1 if above else 1)
+        y0 = mid - r if above else mid + r
+        cx = (x[a] + x[b]) / 2
+        out.append(f'<path d="M{x[a]},{y0} Q{cx},{mid + 2 * lift} {x[b]},{y0}" fill="none" '
+                   f'stroke="{"#4a5568" if above else COLORS[1]}" marker-end="url(#arrow)"/>'
+                   f'<text x="{cx}" y="{mid + lift + (-4 if above else 12)}" font-size="10" '
+                   f'text-anchor="middle">{label}</text>')
+    for k, (_, name) in enumerate(states):
+        out.append(f'<circle cx="{x[k]}" cy="{mid}" r="{r}" fill="#fff" stroke="#2d3748"/>')
+        if k in accepting:
+            out.append(f'<circle cx="{x[k]}" cy="{mid}" r="{r - 4}" fill="none" '
+                       f'stroke="#2d3748"/>')
+        out.append(f'<text x="{x[k]}" y="{mid + 4}" font-size="10" text-anchor="middle">'
+                   f'{escape(name if k else "▶")}</text>')
+    out.append("</svg>")
+    return "\n".join(out)

@@ -6,7 +6,7 @@ import pytest
 
 from jobs.core.language.patternfile import load_pattern
 from jobs.pipeline.context import RunContext
-from jobs.project.patterns import pattern_paths
+from jobs.project.patterns import pattern_paths, row_pattern_paths
 
 
 def _chromium() -> str:
@@ -51,6 +51,7 @@ def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
              "sequence pattern": site / "patterns" / "sepsis_rising_crp_then_icu.html",
              "window pattern": site / "patterns" / "paper_ex5_lab_to_home.html",
              "disjunction": site / "patterns" / "sepsis_escalation_either_way.html",
+             "row pattern": site / "patterns" / "sepsis_er_treatment_then_admission.html",
              "source": site / "sources" / "sepsis.html", "runs": site / "runs.html",
              "quality": site / "quality.html", "models": site / "models.html"}
     for kind, page in pages.items():
@@ -78,10 +79,15 @@ def test_catalogue_site_opens_offline_in_a_headless_browser(nightly, tmp_path):
     assert re.search(r"CRP at [0-9-]+ [0-9:]+ \([^)]*value = [0-9.]+\)", high), "values"
     assert "<th>measures</th>" in high
     assert "Admission IC" in pages["source"].read_text()
+    rows = pages["row pattern"].read_text()  # a .sql pattern: its automaton and statement
+    assert '<svg class="automaton"' in rows and "PERMUTE(AB, LQ)" in rows
+    assert re.search(r"matches_sepsis_er_treatment_then_admission</code> \([1-9][0-9,]* rows",
+                     rows) and "second_treatment" in rows
     quality = pages["quality"].read_text()
     assert "matches_sepsis_rising_crp_then_icu" in quality and "__none__" not in quality
     index = pages["index"].read_text()
     assert all(f"patterns/{load_pattern(p).name}.html" in index for p in pattern_paths())
+    assert all(f"patterns/{p.stem}.html" in index for p in row_pattern_paths())
     # built again on the same lake: every picture is the previous build's, none is drawn
     before = {p.name: p.read_bytes() for p in (site / "img").glob("*.png")}
     site_step(RunContext.start(profile, "site"), log.append)

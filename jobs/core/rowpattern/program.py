@@ -113,3 +113,42 @@ class _Builder:
     def _order(self, split: int, body: int, exit_: int, greedy: bool) -> None:
         self.ops[split][1:] = [body, exit_] if greedy else [exit_, body]
 
+
+
+def automaton(program: Program) -> tuple[list[tuple[int, str]], list[tuple[int, int]], set[int]]:
+    """The program as an automaton over variables (for drawing): its states (0, the
+    start, then one per ``label`` instruction: (instruction, variable)), its transitions
+    (a state to each ``label`` reachable without consuming a row; anchors and loop checks
+    are passed through) and its accepting states (those from which ``done`` is reachable
+    without consuming a row)."""
+    ops = program.ops
+    labels = [i for i, op in enumerate(ops) if op[0] == "label"]
+    states = [(0, "start")] + [(i, ops[i][1]) for i in labels]
+
+    def closure(pc: int) -> tuple[set[int], bool]:
+        seen, stack, found, done = set(), [pc], set(), False
+        while stack:
+            i = stack.pop()
+            if i in seen:
+                continue
+            seen.add(i)
+            kind = ops[i][0]
+            if kind == "label":
+                found.add(i)
+            elif kind == "done":
+                done = True
+            elif kind == "split":
+                stack += [ops[i][1], ops[i][2]]
+            elif kind == "jump":
+                stack.append(ops[i][1])
+            else:  # excl, anchor, save, progress
+                stack.append(i + 1)
+        return found, done
+
+    edges, accepting = [], set()
+    for k, (i, _) in enumerate(states):
+        targets, done = closure(0 if k == 0 else i + 1)
+        edges += [(k, labels.index(t) + 1) for t in sorted(targets)]
+        if done:
+            accepting.add(k)
+    return states, edges, accepting
