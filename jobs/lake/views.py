@@ -27,6 +27,10 @@ from jobs.lake.view_scope import EVERYTHING, Scope, scope_of
 KINDS = ("matches", "events", "quarantine", "stats", "models")
 SINGLES = lk.SINGLE_TABLES
 SOURCE_KEY = "ses.pattern.source"  # a match table's source, in its Delta metadata
+KIND_KEY = "ses.pattern.kind"
+# a row pattern's ALL ROWS PER MATCH table: a row per matched event (event_id, classifier),
+# no bindings, so no match_events_<pattern> view over it
+ROW_PER_EVENT = "row_pattern_rows"
 SINCE = "_since_"  # a table's files and rows from a query's time bound on (``view_scope``)
 
 
@@ -53,8 +57,10 @@ def match_sources(lake: lk.Lake, tables: dict[str, str],
     for view, path in tables.items():
         if view.startswith("matches_") and (only is None or view[len("matches_"):] in only):
             try:
-                found[view[len("matches_"):]] = \
-                    lake.table(path).metadata().configuration.get(SOURCE_KEY)
+                conf = lake.table(path).metadata().configuration
+                if conf.get(KIND_KEY) == ROW_PER_EVENT:  # a row per event already
+                    continue
+                found[view[len("matches_"):]] = conf.get(SOURCE_KEY)
             except lk.BrokenTable:
                 continue  # named when a query reads it; the other tables keep working
             except FileNotFoundError:

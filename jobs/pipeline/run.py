@@ -146,9 +146,14 @@ def run_catalog(spark, ctx: RunContext, catalog: PatternCatalog, patterns: list,
         rejected.append(PatternOutcome.failed(ctx.run_id, r.name, PatternError(list(r.problems)),
                                               message=r.message))
     ctxs = [ctx.for_pattern(path, pattern) for path, pattern in patterns]
-    outcomes = run_patterns(spark, ctxs, bad_sources, force_slices, echo, ranges=ranges)
-    return rejected + outcomes + run_row_patterns(spark, ctx, catalog.row_patterns,
-                                                  bad_sources, echo)
+    log = RunsLog(ctx.lake)  # the rows of runs that committed nothing: one append for all
+    try:
+        outcomes = run_patterns(spark, ctxs, bad_sources, force_slices, echo, ranges=ranges,
+                                log=log)
+        return rejected + outcomes + run_row_patterns(spark, ctx, catalog.row_patterns,
+                                                      bad_sources, echo, log)
+    finally:
+        log.flush()
 
 
 def run_task(spark_of: Callable[[], object], profile: Profile, run_id: str,
@@ -196,7 +201,8 @@ def run_pattern(spark, ctx: RunContext, force_slices: bool = False, echo=say
 
 def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
                  force_slices: bool = False, echo=say,
-                 ranges: dict[str, RunRange] | None = None) -> list[PatternOutcome]:
+                 ranges: dict[str, RunRange] | None = None,
+                 log: RunsLog | None = None) -> list[PatternOutcome]:
     """The ``Night`` of ``ctxs``: every pattern matched, then all staged runs validated in
     one pass, then each one that passed published. A pattern that fails (its file, its
     source, its match, its suite, its publish) fails alone, with a row in ``runs``.
@@ -204,12 +210,14 @@ def run_patterns(spark, ctxs: list[RunContext], bad_sources: dict[str, str],
     nothing are appended together at the end (``RunsLog``)."""
     if not ctxs:
         return []
-    log = RunsLog(ctxs[0].lake)
+    own = log is None  # (a caller's log is flushed by the caller)
+    log = RunsLog(ctxs[0].lake) if own else log
     try:
         return Night(spark, ctxs, bad_sources, force_slices=force_slices, echo=echo,
                      ranges=ranges, log=log).run()
     finally:
-        log.flush()
+        if own:
+            log.flush()
 
 
 @dataclass

@@ -37,8 +37,11 @@ def test_row_patterns_are_published_as_the_local_matcher_finds(nightly):
         got = table.select(schema.names).sort_by([("match_id", "ascending")])
         assert got.equals(want.sort_by([("match_id", "ascending")]).cast(got.schema))
         assert set(table.column("pattern_version").to_pylist()) == {pf.version}
-        commit = dt.history(1)[0]
-        assert RUN_KEY in commit and commit["ses.inserted"] == str(table.num_rows)
+        commit = next(c for c in dt.history(5) if RUN_KEY in c)  # then its properties
+        assert commit["ses.inserted"] == str(table.num_rows)
+        conf = dt.metadata().configuration
+        assert (conf["ses.pattern.kind"], conf["ses.pattern.source"]) == ("row_pattern", "sepsis")
+        assert conf["ses.pattern.path"] == f"patterns/{name}.sql"
     types = DeltaTable(lake.matches(PATTERNS[0])).schema().to_arrow()
     assert types.field("peak_crp").type == pa.float64()
     assert types.field("falls").type == pa.int64()
@@ -90,3 +93,29 @@ def test_row_pattern_nights_take_only_the_touched_partitions(spark, tmp_path):
     assert sorted(table.column("match_id").to_pylist()) == \
         sorted(want.column("match_id").to_pylist())
     assert any(r["top"] == 3.0 and r["rises"] == 2 for r in after)
+
+
+def test_all_rows_per_match_publishes_a_row_per_matched_event(spark, tmp_path):
+    """ALL ROWS PER MATCH: a row per matched event with its classifier and match number,
+    and the measures as of that row; no match_events view over it (it is one already)."""
+    from jobs.lake.views import derived_views, lake_tables
+
+    profile, _ = chemo_profile(tmp_path)
+    sql = tmp_path / "chemo_rows.sql"
+    sql.write_text(RISE.replace("PATTERN", "ALL ROWS PER MATCH\n  PATTERN")
+                   .replace("count(B.*) AS rises", "RUNNING count(B.*) AS rises"))
+    (row,) = run_all(spark, profile, "2010-08-30", [str(sql)], echo=lambda *_: None)
+    assert row["status"] == "success", row
+    lake = lk.Lake(profile.lake)
+    dt = DeltaTable(lake.matches("chemo_rows"))
+    table = dt.to_pyarrow_table()
+    assert dt.metadata().configuration["ses.pattern.kind"] == "row_pattern_rows"
+    pf = load_row_pattern(sql)
+    want = match_table(pf.query, event_rows(events_from_lake(profile, "chemo_mw")),
+                       match_schema(pf.query, {"patient": "bigint", "value": "double"}))
+    assert table.num_rows == want.num_rows == row["matches"] > 0
+    columns = ["event_id", "classifier", "match_number", "rises"]
+    assert sorted(map(str, table.select(columns).to_pylist())) == \
+        sorted(map(str, want.select(columns).to_pylist()))
+    assert set(table.column("classifier").to_pylist()) == {"A", "B"}
+    assert "match_events_chemo_rows" not in derived_views(lake, lake_tables(lake), "duckdb")

@@ -8,8 +8,9 @@ import pytest
 from deltalake import DeltaTable
 
 from jobs.core.language.patternfile import load_pattern
+from jobs.core.local.row_patterns import load_row_pattern
 from jobs.lake import store as lk
-from jobs.project.patterns import pattern_paths
+from jobs.project.patterns import pattern_paths, row_pattern_paths
 
 
 def _exploded(profile, name: str) -> list[tuple]:
@@ -45,7 +46,8 @@ def test_match_events_views_equal_the_bindings_on_spark_and_duckdb(spark, nightl
     views = register_spark(spark, lake)
     con, duck_views = duckdb_connection(lake)
     assert sorted(views) == sorted(duck_views) and "match_events" in views
-    patterns = [load_pattern(path) for path in pattern_paths()]
+    patterns = [load_pattern(path) for path in pattern_paths()] + \
+        [load_row_pattern(path) for path in row_pattern_paths()]  # a row per match: bindings
     # every pattern's view in one Spark job: match_events unions them, its pattern column
     # a literal per pattern's view
     on_spark: dict[str, list] = {}

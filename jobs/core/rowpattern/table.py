@@ -1,5 +1,5 @@
 """A row pattern's matches as a typed Arrow table, the form the match table stores: ONE
-ROW PER MATCH gives a row per match (its partition columns, ``match_number``,
+ROW PER MATCH gives a row per match (the pattern's name, its partition columns, ``match_number``,
 ``match_id``, ``start_ts``, ``end_ts``, the event ids each variable binds, then the
 measures as of its last row); ALL ROWS PER MATCH a row per output row (its partition
 columns, ``match_number``, ``match_id``, the row's ``event_id``, ``ts`` and
@@ -37,7 +37,8 @@ def match_schema(query: RowPatternQuery, columns: dict[str, str]) -> pa.Schema:
     lower = {k.lower(): simple_type(v) for k, v in columns.items()}
     lower.setdefault("ts", "timestamp")
     lower.setdefault("event_id", "string")
-    head = [pa.field(c, arrow_type(lower.get(c.lower(), "string"))) for c in query.partition_by]
+    head = [pa.field("pattern", pa.string())]
+    head += [pa.field(c, arrow_type(lower.get(c.lower(), "string"))) for c in query.partition_by]
     head += [pa.field("match_number", pa.int64()), pa.field("match_id", pa.string())]
     if query.all_rows:
         head += [pa.field("event_id", pa.string()), pa.field("ts", TS),
@@ -69,7 +70,7 @@ def match_table(query: RowPatternQuery, rows: list[dict], schema: pa.Schema) -> 
     for pm in matches(query, rows):
         m = pm.match
         ids = [pm.rows[m.start + i].get("event_id") for i in range(len(m.labels))]
-        common = dict(zip(query.partition_by, pm.key)) | {
+        common = {"pattern": query.name} | dict(zip(query.partition_by, pm.key)) | {
             "match_number": m.number, "match_id": match_id(query, pm.key, ids, m.number)}
         if not query.all_rows:
             bindings: dict[str, list] = {}

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import CommitProperties
 
+from jobs.config import current_project
 from jobs.core.errors import UserError
 from jobs.core.language.events import events_from_arrow
 from jobs.core.local.row_patterns import RowPatternFile
@@ -32,7 +33,8 @@ from jobs.core.rowpattern.output import event_rows
 from jobs.core.rowpattern.table import match_schema, match_table
 from jobs.lake.extent import UPKEEP, files_ingested_after
 from jobs.lake.match_commits import RUN_KEY
-from jobs.lake.runs import previous_runs
+from jobs.lake.runs import RunsLog, previous_runs
+from jobs.lake.views import KIND_KEY, ROW_PER_EVENT, SOURCE_KEY
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.outcome import PatternOutcome
 from jobs.pipeline.publish.steps import log_failure
@@ -160,7 +162,26 @@ def row_pattern_step(spark, ctx: RunContext, pf: RowPatternFile, log=None) -> Pa
     row.seconds = round(time.perf_counter() - t0, 3)
     row.finished_at = datetime.now(timezone.utc)
     _log(lake, row, log, hold=False)
+    document(lake, pf)  # after the runs row: reconcile reads the data commit
     return PatternOutcome.published(row)
+
+
+def document(lake, pf: RowPatternFile) -> None:
+    """The table's name, description and properties (its file, version, kind and source:
+    what the views and the catalogue read), where they differ."""
+    dt = lake.table(lake.matches(pf.name))
+    meta = dt.metadata()
+    description = (pf.query.description or f"matches of row pattern {pf.name}").strip()
+    if meta.name != pf.name:
+        dt.alter.set_table_name(pf.name)
+    if meta.description != description:
+        dt.alter.set_table_description(description)
+    props = {"ses.pattern.path": current_project().relative(pf.path),
+             "ses.pattern.version": pf.version, SOURCE_KEY: pf.source,
+             KIND_KEY: ROW_PER_EVENT if pf.query.all_rows else pf.kind,
+             "ses.pattern.matcher": pf.matcher}
+    if any(meta.configuration.get(k) != v for k, v in props.items()):
+        dt.alter.set_table_properties(props, raise_if_not_exists=False)
 
 
 def _log(lake, row: RunRecord, log, hold: bool) -> None:
@@ -235,21 +256,22 @@ def _typed(found: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def run_row_patterns(spark, ctx: RunContext, row_patterns, bad_sources: dict[str, str],
-                     echo=say) -> list[PatternOutcome]:
-    """The ``.sql`` row patterns of a run, one after the other, each failing alone."""
+                     echo=say, log: RunsLog | None = None) -> list[PatternOutcome]:
+    """The ``.sql`` row patterns of a run, one after the other, each failing alone
+    (``log``: the batch's runs log, which holds the rows of runs that committed nothing)."""
     outcomes = []
     for _, pf in row_patterns:
         try:
             if pf.source in bad_sources:
                 raise ValidationFailed(bad_sources[pf.source])
             with progress(f"match {pf.name} (row pattern, source {pf.source})", spark, echo):
-                outcome = row_pattern_step(spark, ctx, pf)
+                outcome = row_pattern_step(spark, ctx, pf, log)
             echo(f"{pf.name}: {outcome.record.matches} row(s) "
                  + ("(a full recompute)" if outcome.record.full_recompute else
                     f"({outcome.record.inserted} new)"))
         except Exception as exc:  # noqa: BLE001 - one failing pattern does not stop the others
             outcome = PatternOutcome.failed(ctx.run_id, pf.name, exc)
-            log_failure(ctx, outcome.message, name=pf.name)
+            log_failure(ctx, outcome.message, name=pf.name, log=log)
             echo(f"FAILED {pf.name}: {outcome.message}")
         outcomes.append(outcome)
     return outcomes
