@@ -295,7 +295,7 @@ def _parse_conditions(node, variables: dict[str, Variable], path: str,
             continue
         shown = text if len(text) <= 80 else text[:77] + "..."
         try:
-            parsed = parse_conditions(text)
+            parsed = parse_conditions(text, {v.name for v in variables.values() if v.group})
         except ConditionSyntaxError as exc:
             col = f" (column {exc.column})" if exc.column else ""
             problems.append(Problem(path, line, f"in condition {shown!r}{col}: {exc}"))
@@ -465,7 +465,8 @@ def _parse_measures(node, variables: dict[str, Variable], path: str, problems: l
                                     "such as sum(p.value)"))
             continue
         try:
-            expr, used = parse_value(str(text))
+            expr, used = parse_value(str(text), {v.name for v in variables.values()
+                                                 if v.group})
         except ConditionSyntaxError as exc:
             col = f" (column {exc.column})" if exc.column else ""
             problems.append(Problem(path, line, f"in measure {name!r}{col}: {exc}"))
