@@ -23,7 +23,7 @@ import yaml
 from jobs.core.errors import UserError
 from jobs.core.language.pattern import NAME_RULE
 from jobs.core.language.patternfile import PatternError, parse_pattern
-from jobs.core.rowpattern.lexer import RowPatternError, tokens
+from jobs.core.rowpattern.lexer import RowPatternError, statement_version
 from jobs.core.rowpattern.parser import parse_row_pattern
 from jobs.project.models import tables_read
 
@@ -138,8 +138,7 @@ def row_pattern_file(rel: str, text: str) -> PatternFile:
     name = Path(rel).stem
     try:
         parse_row_pattern(text, rel, name)
-        blob = "\x1f".join(f"{t.kind}:{t.text}" for t in tokens(text, rel))
-        return PatternFile(rel, text, name, hashlib.sha256(blob.encode()).hexdigest()[:16])
+        return PatternFile(rel, text, name, statement_version(text, rel))
     except RowPatternError as exc:
         return PatternFile(rel, text, name, None, str(exc))
 

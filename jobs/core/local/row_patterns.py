@@ -6,7 +6,6 @@ pattern. The FROM name is ignored here, as a YAML pattern's ``source`` is."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -25,7 +24,7 @@ from jobs.core.language.patternfile.nodes import (
     scalar,
 )
 from jobs.core.rowpattern.checks import walk
-from jobs.core.rowpattern.lexer import RowPatternError, tokens
+from jobs.core.rowpattern.lexer import RowPatternError, statement_version
 from jobs.core.rowpattern.model import Col, RowPatternQuery
 from jobs.core.rowpattern.output import event_rows, match_json, matches
 from jobs.core.rowpattern.parser import parse_row_pattern
@@ -61,8 +60,7 @@ class RowPatternFile:
 
     @property
     def version(self) -> str:
-        blob = "\x1f".join(f"{t.kind}:{t.text}" for t in tokens(self.text, str(self.path)))
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return statement_version(self.text, str(self.path))
 
 
 def is_sidecar(path: Path) -> bool:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 
@@ -69,3 +70,9 @@ def tokens(text: str, path: str) -> list[Token]:
         i = m.end()
     out.append(Token("end", "", Pos(line, i - line_start + 1)))
     return out
+
+
+def statement_version(text: str, path: str) -> str:
+    """A digest of a statement's tokens: comments and layout do not change it."""
+    blob = "\x1f".join(f"{t.kind}:{t.text}" for t in tokens(text, path))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
