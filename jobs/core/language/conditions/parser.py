@@ -8,6 +8,7 @@ import math
 import re
 from dataclasses import dataclass
 
+from jobs.core.language.conditions.affine import aggregate_of
 from jobs.core.language.conditions.evaluation import _is_number
 from jobs.core.language.conditions.expressions import (
     AGGREGATES,
@@ -427,43 +428,15 @@ class _Parser:
         return closing is not None and closing.text != ")"
 
     def aggregate_of_expression(self, func: str, tok: _Token) -> Expr:
-        """``func(E)`` with ``E`` affine in one attribute of its group (``sum(b.value +
-        a.value)``: ``b``, the group variable of the pattern; the first variable when the
-        caller does not say which are groups), rewritten with the aggregates of
-        that attribute: ``sum(α·g + β) = α·sum(g) + β·count(g)``, ``avg(α·g + β) = α·avg(g)
-        + β``, ``first``/``last`` alike, ``min``/``max`` when ``α`` is a number (its sign
-        says which). Missing values stay missing, as SQL's aggregate over the expression."""
+        """``func(E)``: ``affine.aggregate_of`` rewrites it with the aggregates of the
+        group's attribute it reads (the group variable ``self.groups`` names)."""
         start = self.peek()
         expr = self.value()
         self.take("punct", ")", f"')' closing {func}(")
-        attrs = [a for a in _attrs(expr) if not a.prev]
-        group = next((a for a in attrs if a.var in self.groups), attrs[0] if attrs else None)
-        if group is None:
-            raise ConditionSyntaxError(f"{func}(...) needs an attribute of a group variable, "
-                                       "e.g. sum(p.value)", start.column)
-        parts = _affine(expr, group)
-        if parts is None:
-            raise ConditionSyntaxError(
-                f"{func}({expr}): an aggregate takes an attribute of its group ({group}), or "
-                f"a sum or multiple of it and of values that are one per match; this one "
-                "is not (a product or quotient of the group's values)", start.column)
-        alpha, beta = parts
-        g = Agg(func, group.var, group.attr)
-        if func in ("sum",):
-            return _plus(_times(alpha, g), _times(beta, Agg("count", group.var, group.attr)))
-        if func in ("avg", "first", "last"):
-            return _plus(_times(alpha, g), beta)
-        if func in ("min", "max"):
-            if alpha is not None and not (isinstance(alpha, Lit) and _is_number(alpha.value)):
-                raise ConditionSyntaxError(
-                    f"{func}({expr}): the factor of {group} must be a number (its sign says "
-                    f"whether the {func} of the expression is the {func} of {group})",
-                    start.column)
-            flipped = alpha is not None and alpha.value < 0
-            other = {"min": "max", "max": "min"}[func] if flipped else func
-            return _plus(_times(alpha, Agg(other, group.var, group.attr)), beta)
-        raise ConditionSyntaxError(f"{func}() of an expression: count an attribute, "
-                                   f"{func}({group})", tok.column)
+        try:
+            return aggregate_of(func, expr, self.groups)
+        except ValueError as exc:
+            raise ConditionSyntaxError(str(exc), start.column) from None
 
     def ref(self) -> Ref:
         name = self.take("name", what="a variable name")
@@ -484,89 +457,6 @@ class _Parser:
                     f"{', '.join('partition.' + f for f in PARTITION_FACTS)}", attr.column)
             return Ref(name.text, PARTITION_FACTS[attr.text])
         return Ref(name.text, attr.text)
-
-
-def _attrs(e):
-    """The attributes an expression reads, in reading order."""
-    if isinstance(e, Attr):
-        yield e
-    elif isinstance(e, Arith):
-        yield from _attrs(e.left)
-        yield from _attrs(e.right)
-    elif isinstance(e, Neg):
-        yield from _attrs(e.item)
-
-
-_ONE = Lit(1)
-
-
-def _affine(e, g: Attr):
-    """``e`` as (α, β) with ``e = α·g + β`` and neither reading ``g`` (None for zero); None
-    when ``e`` is not affine in ``g``."""
-    if e == g:
-        return _ONE, None
-    if isinstance(e, (Lit, MatchTime)) or (isinstance(e, Attr) and e.var != g.var):
-        return None, e
-    if isinstance(e, Neg):
-        parts = _affine(e.item, g)
-        return None if parts is None else tuple(None if x is None else _negated(x)
-                                                for x in parts)
-    if not isinstance(e, Arith):
-        return None  # an aggregate, another attribute of the group
-    left, right = _affine(e.left, g), _affine(e.right, g)
-    if left is None or right is None:
-        return None
-    (a1, b1), (a2, b2) = left, right
-    if e.op in "+-":
-        combine = _plus if e.op == "+" else _minus
-        return combine(a1, a2), combine(b1, b2)
-    if e.op == "*":
-        if a1 is not None and a2 is not None:
-            return None  # g·g
-        if a1 is None:
-            return _times(b1, a2), _times(b1, b2)
-        return _times(a1, b2), _times(b1, b2)
-    if a2 is not None:
-        return None  # divided by the group's values
-    return _divided(a1, b2), _divided(b1, b2)
-
-
-def _numbers(x, y) -> bool:
-    return all(isinstance(v, Lit) and _is_number(v.value) for v in (x, y))
-
-
-def _divided(x, y):
-    if x is None:
-        return None
-    if _numbers(x, y) and y.value != 0:
-        return Lit(x.value / y.value)
-    return Arith("/", x, y)
-
-
-def _negated(x):
-    return Lit(-x.value) if isinstance(x, Lit) and _is_number(x.value) else Neg(x)
-
-
-def _plus(x, y):
-    if x is None or y is None:
-        return y if x is None else x
-    return Lit(x.value + y.value) if _numbers(x, y) else Arith("+", x, y)
-
-
-def _minus(x, y):
-    if x is None or y is None:
-        return x if y is None else _negated(y)
-    return Lit(x.value - y.value) if _numbers(x, y) else Arith("-", x, y)
-
-
-def _times(x, y):
-    if x is None or y is None:
-        return None
-    if x == _ONE:
-        return y
-    if y == _ONE:
-        return x
-    return Lit(x.value * y.value) if _numbers(x, y) else Arith("*", x, y)
 
 
 def parse_conditions(text: str, groups=frozenset()
