@@ -385,6 +385,7 @@ def test_exponential_match():
     ("AFTER MATCH SKIP TO X PATTERN (A)", "SKIP TO X: no variable"),
     ("PATTERN (A) DEFINE A AS PREV(PREV(A.value)) > 0", "cannot be nested"),
     ("PATTERN (A", "expected ')'"),
+    ("ALL ROWS PER MATCH WITH UNMATCHED ROWS PATTERN (A {- B -})", "exclusion"),
     ("PATTERN (A) DEFINE A AS foo(value)", "unknown function foo"),
 ])
 def test_errors_name_line_and_column(body, message):

@@ -14,6 +14,7 @@ from jobs.core.rowpattern.model import (
     Cast,
     Classifier,
     Col,
+    Exclude,
     Func,
     InList,
     IsNull,
@@ -102,9 +103,22 @@ def check(q) -> None:
         _check_expr(m.expr, known, fail, define=False)
     if q.skip.var is not None and q.skip.var not in known:
         fail(q.pos("SKIP"), f"AFTER MATCH SKIP TO {q.skip.var}: no variable or SUBSET of that name")
+    if q.rows_per_match == "unmatched" and _excludes(q.pattern):
+        fail(None, "a pattern exclusion {- -} cannot be used WITH UNMATCHED ROWS (an excluded "
+                   "row would be neither output nor unmatched)")
     for key in q.partition_by:
         if any(k.column == key for k in q.order_by):
             fail(None, f"{key} is both a PARTITION BY and an ORDER BY column")
+
+
+def _excludes(node) -> bool:
+    if isinstance(node, Exclude):
+        return True
+    items = getattr(node, "items", None)
+    if items is not None:
+        return any(_excludes(i) for i in items)
+    inner = getattr(node, "item", None)
+    return inner is not None and _excludes(inner)
 
 
 def _check_expr(e, known, fail, define: bool, inside: str | None = None):
