@@ -119,3 +119,45 @@ def test_all_rows_per_match_publishes_a_row_per_matched_event(spark, tmp_path):
         sorted(map(str, want.select(columns).to_pylist()))
     assert set(table.column("classifier").to_pylist()) == {"A", "B"}
     assert "match_events_chemo_rows" not in derived_views(lake, lake_tables(lake), "duckdb")
+
+
+def test_the_row_matches_suite_names_a_bad_row(tmp_path):
+    """The suite of a row pattern's rows (real Great Expectations, on the driver): a
+    match id given twice, or a match longer than WITHIN, fails it."""
+    import pyarrow as pa
+
+    from jobs.pipeline.validate.quality import validate_row_matches
+
+    pf = load_row_pattern(ROOT / "patterns" / f"{PATTERNS[0]}.sql")
+    lake = lk.Lake(str(tmp_path / "lake"))
+    day = 86400 * 10**6
+    good = pa.table({"pattern": [pf.name] * 2, "match_number": [1, 2],
+                     "match_id": ["m1", "m2"],
+                     "start_ts": pa.array([0, 5 * day], pa.timestamp("us", tz="UTC")),
+                     "end_ts": pa.array([2 * day, 6 * day], pa.timestamp("us", tz="UTC"))})
+    assert validate_row_matches(lake, pf.query, good, "r1").success
+    twice = good.set_column(2, "match_id", pa.array(["m1", "m1"]))
+    outcome = validate_row_matches(lake, pf.query, twice, "r2")
+    assert not outcome.success and "match_id" in outcome.describe()
+    late = good.set_column(4, "end_ts", pa.array([40 * day, 6 * day],
+                                                 pa.timestamp("us", tz="UTC")))
+    assert "span_seconds" in validate_row_matches(lake, pf.query, late, "r3").describe()
+
+
+def test_a_failed_suite_publishes_nothing(spark, tmp_path, monkeypatch):
+    from jobs.pipeline.publish import row_patterns
+    from jobs.pipeline.validate.gx import Outcome
+
+    profile, _ = chemo_profile(tmp_path)
+    sql = tmp_path / "chemo_rise.sql"
+    sql.write_text(RISE)
+    quiet = dict(echo=lambda *_: None)
+    (first,) = run_all(spark, profile, "2010-08-30", [str(sql)], **quiet)
+    lake = lk.Lake(profile.lake)
+    version = DeltaTable(lake.matches("chemo_rise")).version()
+    sql.write_text(RISE.replace("PATTERN (A B+)", "PATTERN (A B*)"))  # a new version
+    monkeypatch.setattr(row_patterns, "validate_row_matches", lambda *a: Outcome(
+        "matches_chemo_rise", False, ["expect_column_values_to_be_unique(match_id)"], None, 6))
+    (failed,) = run_all(spark, profile, "2010-08-31", [str(sql)], **quiet)
+    assert failed["status"] == "failed" and "nothing was published" in failed["message"]
+    assert DeltaTable(lake.matches("chemo_rise")).version() == version

@@ -1,7 +1,8 @@
 """A ``.sql`` row pattern's night: its source's events read by Spark, each partition
-(PARTITION BY) matched on an executor by the row-pattern matcher (``applyInArrow``), and
-the matches published as ``matches/NAME`` with typed measures, in one commit that carries
-the run's row (as a YAML pattern's publish does), then its row in the runs table.
+(PARTITION BY) matched on an executor by the row-pattern matcher (``applyInArrow``), the
+new rows checked by their suite (``matches_<name>``, on the driver), and published as
+``matches/NAME`` with typed measures, in one commit that carries the run's row (as a YAML
+pattern's publish does), then its row in the runs table.
 
 Which partitions a night takes again:
 
@@ -38,7 +39,7 @@ from jobs.lake.views import KIND_KEY, ROW_PER_EVENT, SOURCE_KEY
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.outcome import PatternOutcome
 from jobs.pipeline.publish.steps import log_failure
-from jobs.pipeline.validate.quality import ValidationFailed
+from jobs.pipeline.validate.quality import ValidationFailed, validate_row_matches
 from jobs.progress import progress, say
 from jobs.runrecord import RunRecord
 from jobs.spark.tables import read_spark
@@ -147,6 +148,12 @@ def row_pattern_step(spark, ctx: RunContext, pf: RowPatternFile, log=None) -> Pa
     found = _typed(found, schema)
     row.match_seconds = round(time.perf_counter() - t0, 3)
     row.matches = found.num_rows
+    checked = time.perf_counter()
+    verdict = validate_row_matches(lake, pf.query, found, ctx.run_id)
+    row.validate_seconds = round(time.perf_counter() - checked, 3)
+    if not verdict.success:
+        raise ValidationFailed(f"matches of {name}: {verdict.describe()}; nothing was "
+                               "published (the table keeps its rows)")
     t1 = time.perf_counter()
     kept, old = _kept(lake, table_path, pf, keys)
     found = found.append_column("pattern_version", pa.array([pf.version] * found.num_rows,

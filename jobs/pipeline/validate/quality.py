@@ -457,3 +457,45 @@ def _check_frame(spark, lake: lk.Lake, s: StagedMatches, events=None):
 
 class ValidationFailed(UserError, RuntimeError):
     """A quality gate failed: nothing is published; the message names the expectations."""
+
+
+# -- a .sql row pattern's matches ------------------------------------------------------------
+def row_matches_expectations(query) -> list[dict]:
+    """The suite of a row pattern's new rows (``matches_<name>``): named by the pattern,
+    one row per match id (ONE ROW PER MATCH) or per match and event (ALL ROWS PER MATCH),
+    match numbers from 1, a match's end not before its start and, with WITHIN, shorter than
+    the interval. WITH UNMATCHED ROWS, a row without a match is allowed."""
+    out = [{"type": "expect_column_values_to_be_in_set",
+            "kwargs": {"column": "pattern", "value_set": [query.name]}},
+           {"type": "expect_column_values_to_be_between",
+            "kwargs": {"column": "match_number", "min_value": 1}}]
+    if query.rows_per_match != "unmatched":
+        out.append({"type": "expect_column_values_to_not_be_null",
+                    "kwargs": {"column": "match_id"}})
+    if query.all_rows:
+        return out + [{"type": "expect_compound_columns_to_be_unique", "kwargs": {
+            "column_list": ["match_id", "event_id"], "ignore_row_if": "any_value_is_missing"}}]
+    out += [{"type": "expect_column_values_to_be_unique", "kwargs": {"column": "match_id"}},
+            {"type": "expect_column_pair_values_a_to_be_greater_than_b",
+             "kwargs": {"column_A": "end_ts", "column_B": "start_ts", "or_equal": True,
+                        "ignore_row_if": "either_value_is_missing"}}]
+    if query.within_ns is not None:
+        out.append({"type": "expect_column_values_to_be_between", "kwargs": {
+            "column": "span_seconds", "min_value": 0, "max_value": query.within_ns / 1e9,
+            "strict_max": True}})
+    return out
+
+
+def validate_row_matches(lake: lk.Lake, query, table, run_id: str):
+    """The suite of ``table`` (a row pattern's new rows, Arrow) on the driver, before they
+    are published: a GX ``Outcome``."""
+    import pyarrow.compute as pc
+
+    frame = table.select([c for c in ("pattern", "match_number", "match_id", "event_id",
+                                      "start_ts", "end_ts") if c in table.column_names])
+    if query.within_ns is not None and not query.all_rows:
+        span = pc.divide(pc.cast(pc.subtract(table.column("end_ts"), table.column("start_ts")),
+                                 "int64"), 1e6)
+        frame = frame.append_column("span_seconds", span)
+    return run_suite(lake, f"matches_{query.name}", row_matches_expectations(query),
+                     driver_frame(frame), {}, run_name=run_id)
