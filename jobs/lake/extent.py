@@ -87,3 +87,30 @@ def files_ingested_after(lake: Lake, source: str, since: datetime) -> set[str] |
     cut = int(since.timestamp() * 1_000_000)
     paths = files.column("path").to_pylist()
     return {file_name(p) for p, b in zip(paths, bounds) if b > cut}
+
+
+APPENDS = {"WRITE", "CREATE TABLE"}  # ingest's commits: rows added, none changed
+RETRACTION_KEY = "ses.retraction"  # a retraction's delete commit's metadata: its row
+
+
+def only_appends_since(lake: Lake, source: str, since: datetime) -> bool:
+    """Whether every commit of ``events/<source>`` after ``since`` only added rows (no
+    retraction, whose commit carries ``RETRACTION_KEY``, no rewrite or overwrite), as far
+    as its last 100 commits tell."""
+    dt = lake.read_table(lake.events(source))
+    if dt is None:
+        return False
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=timezone.utc)
+    for commit in dt.history(100):
+        if datetime.fromtimestamp(commit["timestamp"] / 1000, tz=timezone.utc) <= since:
+            return True
+        operation = commit.get("operation")
+        mode = str((commit.get("operationParameters") or {}).get("mode", "Append")).lower()
+        removed = (commit.get("operationMetrics") or {}).get("num_removed_files") or 0
+        if operation in UPKEEP:
+            continue
+        if operation not in APPENDS or mode != "append" and operation == "WRITE" \
+                or RETRACTION_KEY in commit or removed:
+            return False
+    return False  # older than the commits looked at: not known

@@ -134,8 +134,34 @@ def test_partition_facts_night_after_night(spark, tmp_path):
     """Partition facts in conditions and measures: published equal to the reference over
     the whole history, and again after a night that adds an event to one partition."""
     nights = ChemoNights(spark, tmp_path, FACTS)
-    nights.night("2010-08-30")
-    nights.arrive("more.csv", "n1,2,P,1,mg,2010-06-20T00:00:00\n")
-    nights.night("2010-08-31")
+    first = nights.night("2010-08-30")
+    before = nights.lake.read_arrow(nights.lake.matches(nights.pattern.name)).to_pylist()
+    nights.arrive("more.csv", "n1,1,P,1,mg,2010-06-20T00:00:00\n")
+    second = nights.night("2010-08-31")
     table = nights.lake.read_arrow(nights.lake.matches(nights.pattern.name)).to_pylist()
     assert table and all(r["seen"] >= 8 for r in table)
+    # only patient 1's partition was matched again: patient 2's rows keep their run
+    assert first["partitions"] == 2 and second["partitions"] == 1
+    twos = [r for r in before if r["patient"] == 2]
+    assert twos and all(r in table for r in twos)
+
+
+def test_a_retraction_takes_every_partition_again(spark, tmp_path):
+    """After a commit of the events that was not an append (a retraction), a history
+    pattern's night matches every partition again: what was removed may be anywhere."""
+    nights = ChemoNights(spark, tmp_path, FACTS)
+    nights.night("2010-08-30")
+    retract(nights.lake, "chemo_mw", ["e3"], reason="a test")
+    again = nights.night("2010-08-31")
+    assert again["partitions"] == 2, {k: again[k] for k in again}
+
+
+def test_episodes_night_after_night(spark, tmp_path):
+    """``after_match`` episodes: a night with a new event of one patient takes only that
+    patient's partition again, whole; the table equals the reference."""
+    text = (Path(__file__).resolve().parents[2] / "patterns" / "mw_chemo_courses.yaml")
+    nights = ChemoNights(spark, tmp_path, text.read_text())
+    first = nights.night("2010-08-30")
+    nights.arrive("more.csv", "n1,2,P,1,mg,2010-07-30T00:00:00\n")
+    second = nights.night("2010-08-31")
+    assert first["partitions"] == 2 and second["partitions"] == 1

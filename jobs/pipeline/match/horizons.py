@@ -33,6 +33,11 @@ class RunRange:
     low: int | None  # None: from the beginning of the history
     high: int
     full: bool  # a new or changed pattern version: everything up to high
+    # whole partitions (episodes, history conditions, partition facts): only those with an
+    # event ingested after ``since`` (ns; None: every partition), which the match job
+    # found (``touched``: (the partition attributes, their values per partition))
+    since: int | None = None
+    touched: tuple | None = None
 
     @property
     def empty(self) -> bool:

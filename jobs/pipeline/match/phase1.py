@@ -25,6 +25,7 @@ from jobs.core.engine.batches import MatchStats
 from jobs.core.engine.matchers import MATCHER_CLASSES
 from jobs.core.engine.options import MatchOptions
 from jobs.core.language.conditions.expressions import is_fact, stored
+from jobs.core.language.events import to_datetime
 from jobs.core.language.pattern import Disjunction, Pattern, first_ever_attribute
 from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
@@ -103,7 +104,9 @@ class MatchJob:
     profile's limits (``slice_length``, ``max_partition_events``, ``options``:
     ``Profile.match_options()``). ``force_slices``: time slices even with partition
     attributes; ``plan_json``: a ZStream plan chosen on the driver; ``first_ever``: the
-    pattern's first-ever state, when the night read it; ``sink='noop'``: phase 1 only."""
+    pattern's first-ever state, when the night read it; ``sink='noop'``: phase 1 only;
+    ``since``: match only the partitions with an event ingested after it (ns), whole (the
+    night of an episode or history pattern), and count their keys as ``touched``."""
 
     pattern: Pattern | Disjunction
     text: str
@@ -117,12 +120,26 @@ class MatchJob:
     sink: str = "parquet"
     plan_json: str | None = None
     first_ever: FirstEverPlan | None = None
+    since: int | None = None  # whole partitions: only those with an event ingested after
 
 
 @dataclass
 class MatchJobResult:
     staging: str
     stats: dict
+
+
+def touched_partitions(df, keys: list[str], since: int):
+    """The rows of the partitions (values of ``keys``) that hold an event ingested after
+    ``since`` (any event: one no variable fits still changes a partition's facts and
+    history), and those partitions' keys (collected: a night's are few)."""
+    from pyspark.sql import functions as F
+
+    found = (df.where(F.col("ingested_at") > F.lit(to_datetime(since)))
+             .select(*[col(k) for k in keys]).distinct())
+    touched = [[v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
+                for v in r] for r in found.collect()]
+    return df.join(found, on=keys, how="left_semi"), touched
 
 
 def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
@@ -148,6 +165,9 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     stats = {"events": scanned}
     extra = []
     state = None
+    if job.since is not None and keys:
+        df, values = touched_partitions(df, keys, job.since)
+        stats["touched"] = {"keys": keys, "values": values}
     if pattern.first_ever and not pattern.whole_history:
         # each event: is it its partition's first? (with history conditions, phase 2 marks
         # whole partitions of the whole history itself)

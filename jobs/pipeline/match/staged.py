@@ -25,7 +25,10 @@ class StagedRun:
 
     @property
     def rng(self) -> RunRange:
-        return RunRange(self.stats["low"], self.stats["high"], self.stats["full"])
+        touched = self.stats.get("touched")
+        return RunRange(self.stats["low"], self.stats["high"], self.stats["full"],
+                        self.stats.get("since"), None if touched is None else (
+                            tuple(touched["keys"]), tuple(map(tuple, touched["values"]))))
 
     @property
     def matches(self) -> int:

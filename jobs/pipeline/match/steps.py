@@ -13,7 +13,7 @@ from pathlib import Path
 
 from jobs.config import load_sources
 from jobs.core.language.pattern import Pattern
-from jobs.lake.extent import EventsExtent, files_ingested_after
+from jobs.lake.extent import EventsExtent, files_ingested_after, only_appends_since
 from jobs.lake.match_commits import unchanged_since
 from jobs.lake.runs import planning_runs
 from jobs.pipeline.context import RunContext
@@ -111,10 +111,15 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
         if not rng.full and (pattern.after_match != "all" or pattern.whole_history) \
                 and not idle:
             # which episodes are taken depends on every earlier one of the partition, and
-            # a history condition on every event of it: a late event or a retraction
-            # anywhere may change all that follow, so each night matches them again over
-            # the whole history (docs/semantics.md)
-            rng = RunRange(None, rng.high, True)
+            # a history condition on every event of it: a late event may change all that
+            # follow in its partition, so a night matches again, over the whole history,
+            # the partitions that got an event since the last success (a retraction or a
+            # rewrite of the events: every partition; docs/semantics.md)
+            since = None
+            if pattern.partition_attributes and last_success is not None \
+                    and only_appends_since(ctx.lake, pattern.source, last_success):
+                since = as_ns(last_success)
+            rng = RunRange(None, rng.high, True, since)
     first = None
     if pattern.first_ever and not pattern.whole_history \
             and not idle:
@@ -220,7 +225,7 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
             planned.pattern, planned.text, ctx.run_id, planned.rng.low, planned.rng.high,
             profile.slice_length, profile.max_partition_events, profile.match_options(),
             force_slices=force_slices, plan_json=choice.to_json() if choice else None,
-            first_ever=planned.first_ever))
+            first_ever=planned.first_ever, since=planned.rng.since))
         staging, stats = result.staging, result.stats
     if not planned.rng.empty and not planned.idle:
         if choice is not None:
@@ -235,6 +240,7 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
     stats["warnings"] = match_warnings(spark, ctx, planned, stats, counts.get(name))
     stats.update(match_seconds=round(time.perf_counter() - t0 + stats.get("pass_seconds", 0), 3),
                  low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
+                 since=planned.rng.since if "touched" in stats else None,
                  logical_date=ctx.logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
     return StagedRun(staging, stats)

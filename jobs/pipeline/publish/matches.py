@@ -34,6 +34,7 @@ from jobs.pipeline.match.horizons import RunRange
 from jobs.spark.tables import read_parquet_spark, read_spark
 
 COUNTS = ("ses.inserted", "ses.deleted")  # commit metadata: the commit's own counts
+SEP = "\x1f"  # between the partition attributes of a key
 # a run whose staged matches and published table hold at most this many rows each is
 # published by the driver with Arrow (no Spark job); larger ones by the executors
 DRIVER_ROWS = 1_000_000
@@ -191,6 +192,11 @@ def _scope(F, version: str, rng: RunRange):
     mine &= F.col("start_ts") < F.lit(to_datetime(rng.high))
     if rng.low is not None:
         mine &= F.col("start_ts") >= F.lit(to_datetime(rng.low))
+    if rng.since is not None and rng.touched is not None:  # the night's partitions only
+        keys, values = rng.touched
+        joined = [SEP.join(str(v) for v in k) for k in values]
+        mine &= F.concat_ws(SEP, *[F.col(k).cast("string") for k in keys]).isin(joined) \
+            if joined else F.lit(False)
     return mine | (F.col("pattern_version") != F.lit(version)) if rng.full else mine
 
 
@@ -202,7 +208,23 @@ def _arrow_scope(old: pa.Table, version: str, rng: RunRange) -> pa.ChunkedArray:
     if rng.low is not None:
         mine = pc.and_kleene(mine, pc.greater_equal(
             start, pa.scalar(to_datetime(rng.low), start.type)))
+    if rng.since is not None and rng.touched is not None:  # the night's partitions only
+        keys, values = rng.touched
+        mine = pc.and_kleene(mine, pc.is_in(_key_text(old, keys), value_set=pa.array(
+            [SEP.join(str(v) for v in k) for k in values], pa.string())))
     return pc.or_kleene(mine, pc.not_equal(v, version)) if rng.full else mine
+
+
+def _key_text(t: pa.Table, keys) -> pa.ChunkedArray:
+    """The partition attributes of each row as Spark's ``concat_ws`` of their text."""
+    parts = [pc.cast(t.column(k), pa.string()) if not pa.types.is_floating(t.column(k).type)
+             else _float_text(t.column(k)) for k in keys]
+    return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, SEP)
+
+
+def _float_text(column) -> pa.Array:
+    """Floats as Python and Spark write them (``1.0``, not Arrow's ``1``)."""
+    return pa.array([None if v is None else str(v) for v in column.to_pylist()], pa.string())
 
 
 def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | None) -> bool:

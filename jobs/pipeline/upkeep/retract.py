@@ -26,13 +26,14 @@ from jobs.core.errors import InputError
 from jobs.failpoints import reached
 from jobs.lake import rewrite
 from jobs.lake import store as lk
+from jobs.lake.extent import RETRACTION_KEY  # the delete commit's metadata: the row
 
 TS = pa.timestamp("us", tz="UTC")
 RETRACTIONS_SCHEMA = pa.schema([
     ("retraction_id", pa.string()), ("source", pa.string()), ("event_ids", pa.list_(pa.string())),
     ("source_file", pa.string()), ("events", pa.int64()), ("ts_min", TS), ("ts_max", TS),
     ("reason", pa.string()), ("retracted_at", TS)])
-RETRACTION_KEY = "ses.retraction"  # the delete commit's metadata: the retraction's row
+
 HISTORY = 100  # commits of an events table looked at for a retraction not logged
 
 
