@@ -116,7 +116,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             # the partitions that got an event since the last success (a retraction or a
             # rewrite of the events: every partition; docs/semantics.md)
             since = None
-            if pattern.partition_attributes and last_success is not None \
+            if partition_scoped(pattern) and last_success is not None \
                     and only_appends_since(ctx.lake, pattern.source, last_success):
                 since = as_ns(last_success)
             rng = RunRange(None, rng.high, True, since)
@@ -127,6 +127,17 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
         if first.reopen is not None and rng.low is not None and first.reopen < rng.low:
             rng = RunRange(first.reopen, rng.high, rng.full)  # a late first: its window
     return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first)
+
+
+def partition_scoped(pattern) -> bool:
+    """Whether a night may match such a pattern again in the partitions (values of its X)
+    that got an event, the others kept: it has partition attributes, and each history
+    condition counts events of the anchor's partition or a finer one (its ``same``
+    holds every attribute of X; a coarser ``same`` counts events of other partitions)."""
+    keys = set(pattern.partition_attributes)
+    return bool(keys) and all(keys <= set(h.same or keys)
+                              for alt in pattern.alternatives
+                              for h in getattr(alt, "history", ()))
 
 
 def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:
