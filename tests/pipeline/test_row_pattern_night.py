@@ -161,3 +161,25 @@ def test_a_failed_suite_publishes_nothing(spark, tmp_path, monkeypatch):
     (failed,) = run_all(spark, profile, "2010-08-31", [str(sql)], **quiet)
     assert failed["status"] == "failed" and "nothing was published" in failed["message"]
     assert DeltaTable(lake.matches("chemo_rise")).version() == version
+
+
+def test_a_retraction_takes_every_partition_of_a_row_pattern_again(spark, tmp_path):
+    """A retraction's commit adds no file (it is not an append): the next night matches
+    every partition again, and the table equals the matcher over the events left."""
+    from jobs.pipeline.upkeep.retract import retract
+
+    profile, _ = chemo_profile(tmp_path)
+    sql = tmp_path / "chemo_rise.sql"
+    sql.write_text(RISE)
+    quiet = dict(echo=lambda *_: None)
+    run_all(spark, profile, "2010-08-30", [str(sql)], **quiet)
+    lake = lk.Lake(profile.lake)
+    retract(lake, "chemo_mw", ["e3"], reason="a test")
+    (again,) = run_all(spark, profile, "2010-08-31", [str(sql)], **quiet)
+    assert again["status"] == "success" and again["full_recompute"] and not again.get("idle")
+    pf = load_row_pattern(sql)
+    want = match_table(pf.query, event_rows(events_from_lake(profile, "chemo_mw")),
+                       match_schema(pf.query, {"patient": "bigint", "value": "double"}))
+    table = DeltaTable(lake.matches("chemo_rise")).to_pyarrow_table()
+    assert sorted(table.column("match_id").to_pylist()) == \
+        sorted(want.column("match_id").to_pylist())

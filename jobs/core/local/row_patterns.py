@@ -23,9 +23,9 @@ from jobs.core.language.patternfile.nodes import (
     plain,
     scalar,
 )
-from jobs.core.rowpattern.checks import walk
+from jobs.core.rowpattern.checks import columns_read
 from jobs.core.rowpattern.lexer import RowPatternError, statement_version
-from jobs.core.rowpattern.model import Col, RowPatternQuery
+from jobs.core.rowpattern.model import RowPatternQuery
 from jobs.core.rowpattern.output import event_rows, match_json, matches
 from jobs.core.rowpattern.parser import parse_row_pattern
 from jobs.core.rowpattern.program import compile_row_pattern
@@ -205,13 +205,9 @@ def match_events(query: RowPatternQuery, events: list[Event],
 def unknown_columns(pf: RowPatternFile, columns) -> list[Problem]:
     """A problem, with its line and column, for each column the statement reads that the
     source does not have (``ts`` and ``event_id`` are every source's)."""
-    q = pf.query
     known = {c.lower() for c in columns} | {"ts", "event_id"}
-    exprs = [m.expr for m in q.measures] + [e for _, e in q.defines]
     out, seen = [], set()
-    named = [(c, None) for c in q.partition_by] + [(k.column, None) for k in q.order_by]
-    named += [(n.name, n.pos) for e in exprs for n in walk(e) if isinstance(n, Col)]
-    for name, pos in named:
+    for name, pos in columns_read(pf.query):
         if name.lower() not in known and name.lower() not in seen:
             seen.add(name.lower())
             out.append(Problem(str(pf.path), pos.line if pos else 1,

@@ -58,6 +58,14 @@ def walk(e):
         yield from walk(c)
 
 
+def columns_read(q) -> list[tuple[str, object]]:
+    """(column, position or None) of every column the statement reads, in order: the
+    PARTITION BY and ORDER BY columns, then the columns of MEASURES and DEFINE."""
+    exprs = [m.expr for m in q.measures] + [e for _, e in q.defines]
+    return [(c, None) for c in q.partition_by] + [(k.column, None) for k in q.order_by] + \
+        [(n.name, n.pos) for e in exprs for n in walk(e) if isinstance(n, Col)]
+
+
 def referenced_vars(e) -> set:
     """The variables an expression's column references and classifiers name (None: the
     universal variable of a bare column or ``CLASSIFIER()``)."""

@@ -172,8 +172,7 @@ def possible_starts(query, local: dict[str, list[bool]], n: int) -> list[bool] |
     row fits it. None: any row may (the pattern can match no row, or a first variable's
     condition reads more than its row)."""
     first, empty = first_variables(query.pattern)
-    if empty or not first or any(v in query.define_map and v not in local for v in first) \
-            or any(v not in query.define_map for v in first):
+    if empty or not first or any(v not in local for v in first):  # (an undefined one fits all)
         return None
     vectors = [local[v] for v in first]
     return [any(vec[r] for vec in vectors) for r in range(n)]

@@ -210,13 +210,14 @@ def _arrow_scope(old: pa.Table, version: str, rng: RunRange) -> pa.ChunkedArray:
             start, pa.scalar(to_datetime(rng.low), start.type)))
     if rng.since is not None and rng.touched is not None:  # the night's partitions only
         keys, values = rng.touched
-        mine = pc.and_kleene(mine, pc.is_in(_key_text(old, keys), value_set=pa.array(
+        mine = pc.and_kleene(mine, pc.is_in(key_text(old, keys), value_set=pa.array(
             [SEP.join(str(v) for v in k) for k in values], pa.string())))
     return pc.or_kleene(mine, pc.not_equal(v, version)) if rng.full else mine
 
 
-def _key_text(t: pa.Table, keys) -> pa.ChunkedArray:
-    """The partition attributes of each row as Spark's ``concat_ws`` of their text."""
+def key_text(t: pa.Table, keys) -> pa.ChunkedArray:
+    """The partition attributes of each row as one text, as Spark's ``concat_ws`` of their
+    casts writes it (a publish's scope on Spark and on Arrow, a row pattern's partitions)."""
     parts = [pc.cast(t.column(k), pa.string()) if not pa.types.is_floating(t.column(k).type)
              else _float_text(t.column(k)) for k in keys]
     return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, SEP)

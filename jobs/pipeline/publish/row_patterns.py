@@ -28,16 +28,16 @@ from jobs.config import current_project
 from jobs.core.errors import UserError
 from jobs.core.language.events import events_from_arrow
 from jobs.core.local.row_patterns import RowPatternFile
-from jobs.core.rowpattern.checks import walk
-from jobs.core.rowpattern.model import Col
+from jobs.core.rowpattern.checks import columns_read
 from jobs.core.rowpattern.output import event_rows
 from jobs.core.rowpattern.table import match_schema, match_table
-from jobs.lake.extent import UPKEEP, files_ingested_after
+from jobs.lake.extent import files_ingested_after, only_appends_since
 from jobs.lake.match_commits import RUN_KEY
-from jobs.lake.runs import RunsLog, previous_runs
+from jobs.lake.runs import RunsLog, log_run, previous_runs
 from jobs.lake.views import KIND_KEY, ROW_PER_EVENT, SOURCE_KEY
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.outcome import PatternOutcome
+from jobs.pipeline.publish.matches import key_text
 from jobs.pipeline.publish.steps import log_failure
 from jobs.pipeline.validate.quality import ValidationFailed, validate_row_matches
 from jobs.progress import progress, say
@@ -46,19 +46,14 @@ from jobs.spark.tables import read_spark
 from jobs.status import SUCCESS
 
 ALL = "__all"  # the one partition of a statement without PARTITION BY
-APPENDS = {"WRITE", "CREATE TABLE"}  # commits that only add rows (ingest's appends)
 
 
 def read_columns(pf: RowPatternFile, available: list[str]) -> list[str]:
     """The events' columns the statement reads (by their names in the table), with
     ``event_id`` and ``ts``; a name the source lacks is the pattern's error."""
-    q = pf.query
-    exprs = [m.expr for m in q.measures] + [e for _, e in q.defines]
-    wanted = [*q.partition_by, *(k.column for k in q.order_by),
-              *(n.name for e in exprs for n in walk(e) if isinstance(n, Col))]
     by_lower = {c.lower(): c for c in available}
     out = ["event_id", "ts"]
-    for name in wanted:
+    for name, _ in columns_read(pf.query):
         column = by_lower.get(name.lower())
         if column is None:
             raise UserError(f"{pf.path}: {name} is not a column of source {pf.source!r} "
@@ -92,21 +87,9 @@ def last_success(lake, pf: RowPatternFile) -> RunRecord | None:
 def touched(lake, pf: RowPatternFile, since: RunRecord | None) -> set[str] | None:
     """The data files of the source to read for the partitions they touch; None: take
     every partition (no earlier run, or a commit since that was not an append)."""
-    if since is None:
+    if since is None or not only_appends_since(lake, pf.source, since.started_at):
         return None
-    dt = lake.table(lake.events(pf.source))
-    started = since.started_at if since.started_at.tzinfo else \
-        since.started_at.replace(tzinfo=timezone.utc)
-    for commit in dt.history(100):
-        when = datetime.fromtimestamp(commit["timestamp"] / 1000, tz=timezone.utc)
-        if when <= started:
-            break
-        if commit.get("operation") not in APPENDS | UPKEEP or \
-                (commit.get("operation") == "WRITE" and
-                 str(commit.get("operationParameters", {}).get("mode", "Append")).lower()
-                 != "append"):
-            return None
-    return files_ingested_after(lake, pf.source, started)
+    return files_ingested_after(lake, pf.source, since.started_at)
 
 
 def row_pattern_step(spark, ctx: RunContext, pf: RowPatternFile, log=None) -> PatternOutcome:
@@ -195,8 +178,6 @@ def _log(lake, row: RunRecord, log, hold: bool) -> None:
     if log is not None:
         log.append(row, hold=hold)
     else:
-        from jobs.lake.runs import log_run
-
         log_run(lake, row)
 
 
@@ -236,24 +217,17 @@ def _kept(lake, table_path: str, pf: RowPatternFile, keys: list[tuple] | None
           ) -> tuple[pa.Table | None, int]:
     """The published rows that stay (those of untouched partitions, of this version) and
     how many rows the table held. A full recompute keeps none."""
-    if keys is None or not lake.exists(table_path):
-        old = lake.read_arrow(table_path, columns=["match_id"]) if lake.exists(table_path) \
-            else None
-        return None, 0 if old is None else old.num_rows
-    old = lake.read_arrow(table_path)
-    if old is None:
+    if not lake.exists(table_path):
         return None, 0
+    if keys is None:
+        return None, lake.count_rows(table_path)
+    old = lake.read_arrow(table_path)
     part = list(pf.query.partition_by)
     touched_keys = pa.table({c: pa.array([k[i] for k in keys], old.schema.field(c).type)
                              for i, c in enumerate(part)})
-    stay = pc.invert(pc.is_in(_key_text(old, part), value_set=_key_text(touched_keys, part)))
+    stay = pc.invert(pc.is_in(key_text(old, part), value_set=key_text(touched_keys, part)))
     stay = pc.and_(stay, pc.equal(old.column("pattern_version"), pf.version))
     return old.filter(stay), old.num_rows
-
-
-def _key_text(t: pa.Table, cols: list[str]) -> pa.Array:
-    parts = [pc.fill_null(pc.cast(t.column(c), pa.string()), "") for c in cols]
-    return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, "\x1f")
 
 
 def _typed(found: pa.Table, schema: pa.Schema) -> pa.Table:
