@@ -27,6 +27,7 @@ from jobs.core.local.runner import (
 )
 from jobs.core.plans.planners import ALIASES, PLANNERS, planner
 from jobs.core.plans.planners import DEFAULT as DEFAULT_PLAN
+from jobs.core.rowpattern.evaluate import EvaluationError
 from jobs.landing.files import typed_file
 from jobs.landing.reading import IngestError
 
@@ -109,6 +110,9 @@ def _match_row_pattern(args) -> int:
     try:
         events = _events_file(args, pf).events()
         n = match_events(pf.query, events, write_bytes)
+    except EvaluationError as exc:  # a value SQL refuses: where in the statement
+        print(f"error: {args.pattern}:{exc}", file=sys.stderr)
+        return 2
     except UserError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -126,3 +126,11 @@ def test_explain_shows_how_a_row_pattern_is_matched(folder, capsys):
     assert "conditions evaluated on the match so far: B, C" in out
     assert "measure falls: bigint" in out and "measure top: double" in out
     assert " label A" in out and " done" in out
+
+
+def test_a_value_sql_refuses_names_the_file_line_and_column(folder, capsys):
+    (folder / "v_shape.sql").write_text(V_SHAPE.replace("B.value < PREV(B.value)",
+                                                        "B.value / 0 < PREV(B.value)"))
+    assert main(["match", str(folder / "v_shape.sql"), str(folder / "events.csv")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {folder / 'v_shape.sql'}:8:23: division by zero"

@@ -296,14 +296,14 @@ def _binary(e: Binary, f, at):
             return a * b
         if op == "/":
             if b == 0:
-                raise EvaluationError(f"line {e.pos}: division by zero")
+                raise EvaluationError(f"{e.pos}: division by zero")
             if _integral(a) and _integral(b):
                 q = abs(a) // abs(b)  # SQL truncates toward zero
                 return q if (a < 0) == (b < 0) else -q
             return a / b
         if op == "%":
             if b == 0:
-                raise EvaluationError(f"line {e.pos}: division by zero")
+                raise EvaluationError(f"{e.pos}: division by zero")
             return int(math.fmod(a, b)) if _integral(a) and _integral(b) else math.fmod(a, b)
     except TypeError:
         raise EvaluationError(f"{e.pos}: cannot compute {a!r} {op} {b!r}") from None

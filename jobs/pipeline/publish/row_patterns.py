@@ -113,6 +113,7 @@ def row_pattern_step(spark, ctx: RunContext, pf: RowPatternFile, log=None) -> Pa
         row.seconds = row.match_seconds = round(time.perf_counter() - t0, 3)
         row.finished_at = datetime.now(timezone.utc)
         _log(lake, row, log, hold=True)
+        document(lake, pf)  # (a run killed before its documentation: written now)
         return PatternOutcome.published(row)
     df = read_spark(spark, lake, events_path)
     columns = read_columns(pf, df.columns)
