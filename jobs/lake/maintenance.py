@@ -45,7 +45,8 @@ class TableUpkeep:
 def all_tables(lake: lk.Lake) -> dict[str, str]:
     """Every Delta table of the lake: {name: path} (events/x, matches/y, runs, ...)."""
     out = {}
-    for kind in ("events", "quarantine", "matches", "stats", "models", "changes", "first_ever"):
+    for kind in ("events", "quarantine", "matches", "stats", "models", "changes", "first_ever",
+                 "partition_state"):
         for name in lake.children(lk.join(lake.root, kind)):
             out[f"{kind}/{name}"] = lk.join(lake.root, kind, name)
     for name in lk.SINGLE_TABLES:

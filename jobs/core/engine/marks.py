@@ -83,6 +83,18 @@ def fact_columns(pattern: Pattern, cols: EventColumns) -> list[tuple[str, np.nda
     return list(out.items())
 
 
+def with_given_facts(pattern: Pattern, cols: EventColumns, first_ns: np.ndarray,
+                     last_ns: np.ndarray, count: np.ndarray) -> EventColumns:
+    """``cols`` with the partition facts the pattern reads, given per row (first and last
+    time in ns, count; NaN: none) by a state of the whole history, not computed from
+    the rows (which are then only part of it)."""
+    used = sorted(a for a in pattern.attributes if is_fact(a))
+    values = {PARTITION_FACTS["first_ts"]: (first_ns - cols.time_base) // cols.time_unit,
+              PARTITION_FACTS["last_ts"]: (last_ns - cols.time_base) // cols.time_unit,
+              PARTITION_FACTS["count"]: count}
+    return _with_columns(cols, [(a, np.asarray(values[a], np.float64)) for a in used])
+
+
 def _with_columns(cols: EventColumns, items: list[tuple[str, np.ndarray]]) -> EventColumns:
     """``cols`` with these numeric columns (NaN: missing), replacing those of the same name."""
     if not items:

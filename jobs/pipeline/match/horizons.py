@@ -38,6 +38,18 @@ class RunRange:
     # found (``touched``: (the partition attributes, their values per partition))
     since: int | None = None
     touched: tuple | None = None
+    # a night with a partition state: the partitions whose state changed, matched again
+    # from an earlier start than ``low`` ((the partition attributes, ((values, start ns),
+    # ...))), and, for whole partitions, the start range of every other partition
+    lows: tuple | None = None
+    opened: int | None = None
+
+    @property
+    def read_low(self) -> int | None:
+        """The earliest start any partition of the run may match (None: unbounded)."""
+        if self.low is None:
+            return None
+        return min([self.low, *[low for _, low in (self.lows[1] if self.lows else ())]])
 
     @property
     def empty(self) -> bool:

@@ -26,13 +26,28 @@ from jobs.core.engine.matchers import MATCHER_CLASSES
 from jobs.core.engine.options import MatchOptions
 from jobs.core.language.conditions.expressions import is_fact, stored
 from jobs.core.language.events import to_datetime
-from jobs.core.language.pattern import Disjunction, Pattern, first_ever_attribute
+from jobs.core.language.pattern import (
+    Disjunction,
+    Pattern,
+    first_ever_attribute,
+    history_attribute,
+)
 from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
+from jobs.pipeline.match import partition_state
 from jobs.pipeline.match.first_ever import FirstEverPlan, build_state, mark_events, stage_state
+from jobs.pipeline.match.partition_state import (
+    WHOLE,
+    HistoryPlan,
+    mark_columns,
+    with_lows,
+)
+from jobs.pipeline.match.partition_state import build_state as build_history_state
 from jobs.pipeline.match.phase2 import (
+    LOW,
     NOT_SLICED,
     SLICE,
+    STATE_FACTS,
     Phase2Spec,
     output_columns,
     position_column,
@@ -121,6 +136,9 @@ class MatchJob:
     plan_json: str | None = None
     first_ever: FirstEverPlan | None = None
     since: int | None = None  # whole partitions: only those with an event ingested after
+    opened: int | None = None  # ... or with an event that may start a match in [opened, high)
+    history: HistoryPlan | None = None  # a history or facts pattern's state (None: none)
+    lows: tuple | None = None  # RunRange.lows: partitions matched from before ``low``
 
 
 @dataclass
@@ -129,13 +147,19 @@ class MatchJobResult:
     stats: dict
 
 
-def touched_partitions(df, keys: list[str], since: int):
+def touched_partitions(df, keys: list[str], since: int, opened: int | None = None,
+                       high: int | None = None):
     """The rows of the partitions (values of ``keys``) that hold an event ingested after
     ``since`` (any event: one no variable fits still changes a partition's facts and
-    history), and those partitions' keys (collected: a night's are few)."""
+    history) or an event in [opened, high), where the night's new matches start, and
+    those partitions' keys (collected: a night's are few)."""
     from pyspark.sql import functions as F
 
-    found = (df.where(F.col("ingested_at") > F.lit(to_datetime(since)))
+    hit = F.col("ingested_at") > F.lit(to_datetime(since))
+    if opened is not None and high is not None:
+        hit = hit | ((F.col("ts") >= F.lit(to_datetime(opened)))
+                     & (F.col("ts") < F.lit(to_datetime(high))))
+    found = (df.where(hit)
              .select(*[col(k) for k in keys]).distinct())
     touched = [[v if v is None or isinstance(v, (str, int, float, bool)) else str(v)
                 for v in r] for r in found.collect()]
@@ -153,7 +177,11 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     path = lake.events(pattern.source)
     tau = pattern.tau
     # a leading negated set looks back τ before a match's first event
-    read_low = None if low is None else low - lookback(pattern)
+    first = low
+    if job.lows and low is not None and job.lows[1]:
+        earliest = min(x for _, x in job.lows[1])
+        first = None if earliest <= WHOLE else min(low, earliest)
+    read_low = None if first is None else first - lookback(pattern)
     filters = event_date_filters(read_low, high, tau)
     df = read_range(spark, lake, path, read_low, high, tau)
     keep = filter_column(pattern)
@@ -166,8 +194,21 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     extra = []
     state = None
     if job.since is not None and keys:
-        df, values = touched_partitions(df, keys, job.since)
+        df, values = touched_partitions(df, keys, job.since, job.opened, high)
         stats["touched"] = {"keys": keys, "values": values}
+    history = None
+    if job.history is not None:  # marks and facts from the partition state
+        history = job.history.state if job.history.state is not None \
+            else build_history_state(spark, lake, pattern)
+        df = mark_columns(spark, df, pattern, history)
+        extra += [history_attribute(k) for k in range(len(pattern.history))] \
+            + list(STATE_FACTS.values())
+        stats.update(job.history.counts())
+        if low is not None:
+            df = with_lows(spark, df, pattern, job.lows, low)
+            df = df.where(F.unix_micros(F.col("ts")) * 1000
+                          >= F.col(LOW) - F.lit(lookback(pattern)))
+            extra.append(LOW)
     if pattern.first_ever and not pattern.whole_history:
         # each event: is it its partition's first? (with history conditions, phase 2 marks
         # whole partitions of the whole history itself)
@@ -197,7 +238,9 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
               *extra]
     df = df.select(*[col(c) for c in dict.fromkeys(needed)])
     if keys and not unlinked and low is not None:  # a night: τ read before its start range
-        df = starting_partitions(df, keys, [ts_in(low, high)], scanned)
+        starts = ts_in(low, high) if LOW not in extra else (
+            (F.unix_micros(F.col("ts")) * 1000 >= F.col(LOW)) & ts_in(None, high))
+        df = starting_partitions(df, keys, [starts], scanned)
 
     slicing = None
     # whole partitions, always: episodes, history conditions
@@ -231,7 +274,8 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
                       slice_origin=origin, slice_length=job.slice_length if slicing else None,
                       max_matches_per_window=job.options.max_matches_per_window,
                       memory_budget=job.options.memory_budget, limits=job.options.limits,
-                      plan=job.plan_json, funnel=job.options.funnel)
+                      plan=job.plan_json, funnel=job.options.funnel,
+                      marks_given=history is not None)
     key_fields = [df.schema[k] for k in keys]
     disjunctive = isinstance(pattern, Disjunction)
     valued = window or bool(pattern.measure_names)  # window select values, or measures
@@ -254,6 +298,8 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     stats.update(staged_counters(lake, staging, keys))
     if state is not None:  # published with the matches (publish_steps)
         stage_state(lake, staging, state)
+    if history is not None:
+        partition_state.stage_state(lake, staging, history)
     stats["work_item"] = "tested events" if window else MATCHER_CLASSES[pattern.matcher].work_item
     stats["sliced"] = slicing or "no"
     stats["seconds"] = round(time.perf_counter() - started, 3)

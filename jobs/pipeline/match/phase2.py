@@ -29,11 +29,11 @@ if TYPE_CHECKING:
 from jobs.core.engine.batches import MatchCapExceeded, MatchStats, batch_take
 from jobs.core.engine.columns import EventColumns, from_arrow, processing_order
 from jobs.core.engine.funnel import funnel_counts
-from jobs.core.engine.marks import marked_compiled
+from jobs.core.engine.marks import marked_compiled, with_given_facts
 from jobs.core.engine.measures import measure_columns
 from jobs.core.engine.options import DEFAULT_MAX_MATCHES, DEFAULT_MEMORY_BUDGET, MatchOptions
 from jobs.core.engine.output import bindings_json, bindings_of, match_ids
-from jobs.core.engine.runtime import execute
+from jobs.core.engine.runtime import compile_pattern, execute
 from jobs.core.engine.window_matcher import Evaluator, execute_windows, relevant_rows
 from jobs.core.language.pattern import Disjunction
 from jobs.core.language.patternfile import parse_pattern
@@ -42,6 +42,9 @@ from jobs.core.plans.json_form import plans_from_json
 
 SLICE = "__slice"
 POSITION = "__pos"  # contiguity positions numbered in phase 1 (__pos1, __pos2: per alternative)
+LOW = "__low"  # phase 1's column: the earliest start of its partition's matches tonight
+STATE_FACTS = {"first_ts": "__state_first_ts", "last_ts": "__state_last_ts",
+               "count": "__state_count"}  # phase 1's columns: the partition's facts (ns)
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
 _NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}  # a timestamp unit in nanoseconds
 
@@ -60,22 +63,32 @@ class Phase2Spec:
     limits: str = "match.max_matches_per_window and match.memory_budget in conf/pipeline.yaml"
     plan: str | None = None  # the driver's trees (planning.PlanChoice.to_json), zstream
     funnel: bool = True  # count the funnel of the windows (docs/semantics.md, "Funnels")
+    marks_given: bool = False  # phase 1 marked the events from the partition state
 
 
 @lru_cache(maxsize=16)
-def _pattern(text: str):
-    """The pattern phase 2 runs: a ``first_ever`` pattern's marked form (phase 1 marked
-    its events from the state); a pattern read over the whole history (history
-    conditions, partition facts) as written: ``_compiled`` marks its events."""
+def _pattern(text: str, marks_given: bool = False):
+    """The pattern phase 2 runs: a ``first_ever`` pattern's marked form, and a history or
+    facts pattern's when phase 1 marked its events from a state (``marks_given``);
+    otherwise a pattern read over the whole history (history conditions, partition
+    facts) as written: ``_compiled`` marks its events."""
     pattern = parse_pattern(text, "<phase 2>")
-    if pattern.first_ever and not pattern.whole_history:
+    if pattern.first_ever and not pattern.whole_history or marks_given:
         return pattern.marked()
     return pattern
 
 
-def _compiled(pattern, rows: RowSet):
+def _compiled(pattern, rows: RowSet, marks_given: bool = False):
     """(the pattern to run, it compiled, its columns): a pattern read over the whole
-    history gets its marks here, from the group's events (whole partitions)."""
+    history gets its marks here, from the group's events (whole partitions); with
+    ``marks_given``, its partition facts come from phase 1's state columns."""
+    if marks_given:
+        cols = rows.columns(pattern.stored_attributes)
+        table = rows.table
+        cols = with_given_facts(pattern, cols, *[
+            table.column(STATE_FACTS[f]).to_numpy(zero_copy_only=False).astype(np.float64)
+            for f in ("first_ts", "last_ts", "count")])
+        return pattern, compile_pattern(pattern, cols.names), cols
     return marked_compiled(pattern, rows.columns, pattern.whole_history)
 
 
@@ -86,11 +99,11 @@ def position_column(pattern) -> str:
 
 
 @lru_cache(maxsize=16)
-def _driver_plan(plan: str | None, text: str):
+def _driver_plan(plan: str | None, text: str, marks_given: bool = False):
     if plan is None:
         return None
 
-    return plans_from_json(plan, _pattern(text))
+    return plans_from_json(plan, _pattern(text, marks_given))
 
 
 def output_columns(keys: tuple[str, ...], disjunctive: bool = False, valued: bool = False
@@ -133,7 +146,7 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     ``slice_value`` is a slice, else any number of whole partitions: the engine partitions
     by X itself); yields their match rows batch by batch, then one stats row
     (``_joined`` makes frames of them)."""
-    pattern = _pattern(spec.pattern_text)
+    pattern = _pattern(spec.pattern_text, spec.marks_given)
     t0 = time.perf_counter()
     rows = table if isinstance(table, RowSet) else RowSet(table)
     table = rows.table
@@ -141,10 +154,11 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     if pattern.kind == "window":
         yield from window_rows(spec, pattern, rows, lo, hi, s_lo, s_hi, t0)
         return
-    pattern, compiled, cols = _compiled(pattern, rows)
+    pattern, compiled, cols = _compiled(pattern, rows, spec.marks_given)
+    lows = table.column(LOW).to_numpy() if LOW in table.column_names else None
     options = MatchOptions(max_matches_per_window=spec.max_matches_per_window,
                            memory_budget=spec.memory_budget, limits=spec.limits,
-                           plan=_driver_plan(spec.plan, spec.pattern_text),
+                           plan=_driver_plan(spec.plan, spec.pattern_text, spec.marks_given),
                            describe_plan=False)  # a stats row keeps neither plan nor cost
     st = MatchStats()
     kept = 0
@@ -155,7 +169,7 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     columns = pattern.measure_names
     for batch in execute(compiled, cols, options, st,
                          positions=positions if disjunctive else positions[0]):
-        idx = _inside(batch, lo, hi)
+        idx = _inside(batch, lo, hi, lows)
         if len(idx) < len(batch):
             batch = batch_take(batch, idx)
         if not len(batch):
@@ -319,10 +333,14 @@ def window_rows(spec: Phase2Spec, pattern, rows: RowSet, lo, hi, s_lo, s_hi, t0
     yield _stats_row(spec, st, kept, t0, s_lo, table, valued=True)
 
 
-def _inside(batch, lo, hi) -> np.ndarray:
-    """The matches of a batch whose first event starts in [lo, hi) (None: open)."""
+def _inside(batch, lo, hi, lows: np.ndarray | None = None) -> np.ndarray:
+    """The matches of a batch whose first event starts in [lo, hi) (None: open); with
+    ``lows`` (each row's partition's own start, ns: ``partition_state.LOW``), in [its
+    first event's low, hi) instead."""
     inside = np.ones(len(batch), np.bool_)
-    if lo is not None:
+    if lows is not None:
+        inside &= batch.start_ts >= lows[batch.first]
+    elif lo is not None:
         inside &= batch.start_ts >= lo
     if hi is not None:
         inside &= batch.start_ts < hi
@@ -447,8 +465,10 @@ def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator
                                       None if slices is None else slices[a])
         if whole:
             rows = np.concatenate([np.arange(a, b) for a, b in whole])
+            low = spec.low if LOW not in table.column_names \
+                else table.column(LOW).to_numpy()[rows]
             keep = starting(ts_ns(table)[rows], [b - a for a, b in whole], None,
-                            spec.low, spec.high)
+                            low, spec.high)
             if keep.any():
                 yield from match_rows(spec, table.take(pa.array(rows[keep])))
 

@@ -25,10 +25,13 @@ class StagedRun:
 
     @property
     def rng(self) -> RunRange:
-        touched = self.stats.get("touched")
+        touched, lows = self.stats.get("touched"), self.stats.get("lows")
         return RunRange(self.stats["low"], self.stats["high"], self.stats["full"],
                         self.stats.get("since"), None if touched is None else (
-                            tuple(touched["keys"]), tuple(map(tuple, touched["values"]))))
+                            tuple(touched["keys"]), tuple(map(tuple, touched["values"]))),
+                        None if lows is None else (tuple(lows["keys"]), tuple(
+                            (tuple(v), int(low)) for v, low in lows["values"])),
+                        self.stats.get("opened"))
 
     @property
     def matches(self) -> int:

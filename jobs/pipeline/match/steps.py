@@ -19,6 +19,12 @@ from jobs.lake.runs import planning_runs
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.first_ever import FirstEverPlan, plan_first_ever
 from jobs.pipeline.match.horizons import RunRange, as_ns, plan_range, reopened_low
+from jobs.pipeline.match.partition_state import (
+    HistoryPlan,
+    plan_history_state,
+    state_after,
+    stateful,
+)
 from jobs.pipeline.match.phase1 import MatchJob, run_match_job
 from jobs.pipeline.match.planning import (
     SmallSources,
@@ -48,6 +54,7 @@ class PlannedRun:
     runs: list[RunRecord]  # the pattern's earlier records in the runs table
     idle: bool = False  # nothing can change its matches tonight (``is_idle``): no Spark
     first_ever: FirstEverPlan | None = None  # a first_ever pattern's state tonight
+    history: HistoryPlan | None = None  # a history or facts pattern's state tonight
 
 
 def is_idle(rng: RunRange, last_success: datetime | None, extent: EventsExtent | None) -> bool:
@@ -93,6 +100,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
     if runs is None:
         runs = planning_runs(ctx.lake, {pattern.name}, ctx.logical_date)[pattern.name]
     idle = False
+    history = None
     if rng is None:
         rng = plan_range(ctx.logical_date, pattern.tau, ctx.profile.allowed_lateness,
                          pattern.version, runs)
@@ -110,23 +118,37 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             ctx.lake.check_files(ctx.lake.matches(pattern.name))
         if not rng.full and (pattern.after_match != "all" or pattern.whole_history) \
                 and not idle:
-            # which episodes are taken depends on every earlier one of the partition, and
-            # a history condition on every event of it: a late event may change all that
-            # follow in its partition, so a night matches again, over the whole history,
-            # the partitions that got an event since the last success (a retraction or a
-            # rewrite of the events: every partition; docs/semantics.md)
-            since = None
-            if partition_scoped(pattern) and last_success is not None \
-                    and only_appends_since(ctx.lake, pattern.source, last_success):
-                since = as_ns(last_success)
-            rng = RunRange(None, rng.high, True, since)
+            appends = last_success is not None and \
+                only_appends_since(ctx.lake, pattern.source, last_success)
+            if stateful(pattern) and appends and state_after(ctx.lake, pattern, last_success):
+                # history conditions, partition facts: the state says which partitions
+                # changed and from where (docs/semantics.md)
+                history = plan_history_state(ctx.lake, pattern, False)
+                xs = tuple(pattern.partition_attributes)
+                if history.state is not None and xs:
+                    rng = RunRange(rng.low, rng.high, False, lows=(xs, tuple(
+                        (tuple(history.values[k]), low) for k, low in history.lows.items()
+                        if low < rng.low)))
+                elif history.state is not None:  # no X: one partition, the whole source
+                    rng = RunRange(min([rng.low, *history.lows.values()]), rng.high, False)
+            if history is None or history.state is None:
+                # which episodes are taken depends on every earlier one of the partition,
+                # and a history condition on every event of it: a late event may change
+                # all that follow in its partition, so a night matches again, over the
+                # whole history, the partitions that got an event since the last success
+                # or may start a match in the night's range (a retraction or a rewrite of
+                # the events: every partition; docs/semantics.md)
+                since = as_ns(last_success) if partition_scoped(pattern) and appends else None
+                rng = RunRange(None, rng.high, True, since, opened=rng.low)
     first = None
     if pattern.first_ever and not pattern.whole_history \
             and not idle:
         first = plan_first_ever(ctx.lake, pattern, rng.full)
         if first.reopen is not None and rng.low is not None and first.reopen < rng.low:
             rng = RunRange(first.reopen, rng.high, rng.full)  # a late first: its window
-    return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first)
+    if stateful(pattern) and not idle and history is None:
+        history = HistoryPlan(None)  # the match job builds the state
+    return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first, history)
 
 
 def partition_scoped(pattern) -> bool:
@@ -236,7 +258,8 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
             planned.pattern, planned.text, ctx.run_id, planned.rng.low, planned.rng.high,
             profile.slice_length, profile.max_partition_events, profile.match_options(),
             force_slices=force_slices, plan_json=choice.to_json() if choice else None,
-            first_ever=planned.first_ever, since=planned.rng.since))
+            first_ever=planned.first_ever, since=planned.rng.since,
+            opened=planned.rng.opened, history=planned.history, lows=planned.rng.lows))
         staging, stats = result.staging, result.stats
     if not planned.rng.empty and not planned.idle:
         if choice is not None:
@@ -252,6 +275,10 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
     stats.update(match_seconds=round(time.perf_counter() - t0 + stats.get("pass_seconds", 0), 3),
                  low=planned.rng.low, high=planned.rng.high, full=planned.rng.full,
                  since=planned.rng.since if "touched" in stats else None,
+                 opened=planned.rng.opened,
+                 lows=None if planned.rng.lows is None else {
+                     "keys": list(planned.rng.lows[0]),
+                     "values": [[list(v), low] for v, low in planned.rng.lows[1]]},
                  logical_date=ctx.logical_date, started_at=started.isoformat(),
                  pattern_version=planned.pattern.version)
     return StagedRun(staging, stats)

@@ -134,12 +134,24 @@ class _SparkRows:
         F = self.F
         old = read_spark(self.spark, self.lake, path,
                                    only={lk.file_name(f["path"]) for f in touched})
-        mine = F.coalesce(_scope(F, version, rng), F.lit(False))
+        low_column = None
+        if rng.low is not None and rng.lows and rng.lows[1]:  # partitions' own starts
+            keys, values = rng.lows
+            types = {f.name: f.dataType for f in old.schema.fields}
+            lows = self.spark.createDataFrame(
+                [(*k, to_datetime(low)) for k, low in values], [*keys, "__scope_low"])
+            old = old.join(F.broadcast(lows.select(
+                *[F.col(k).cast(types[k]).alias(k) for k in keys], "__scope_low")),
+                on=list(keys), how="left")
+            low_column = F.col("__scope_low")
+        mine = F.coalesce(_scope(F, version, rng, low_column), F.lit(False))
         marked = old.join(self.staged.select("match_id").distinct()
                           .withColumn("_staged", F.lit(True)), "match_id", "left")
         inserted = self.staged.join(old.select("match_id"), "match_id", "left_anti")
         deleted = marked.where(mine & F.col("_staged").isNull()).count()
         kept = marked.where(~mine | F.col("_staged").isNotNull()).drop("_staged")
+        if low_column is not None:
+            kept = kept.drop("__scope_low")
         return inserted, deleted, kept
 
     def write(self, df, path, prefix, schema, rows, convert=None) -> list[dict]:
@@ -184,14 +196,17 @@ def _counts(meta: dict, inserted: int, deleted: int) -> dict:
     return dict(meta, **dict(zip(COUNTS, (str(inserted), str(deleted)))))
 
 
-def _scope(F, version: str, rng: RunRange):
+def _scope(F, version: str, rng: RunRange, low_column=None):
     """The published rows this run is the truth for, as a Spark condition: its version's
     matches whose first event lies in the range and, on a full recompute, every row of
-    another version."""
+    another version. ``low_column``: each row's partition's own start (``rng.lows``),
+    where it has one."""
     mine = F.col("pattern_version") == F.lit(version)
     mine &= F.col("start_ts") < F.lit(to_datetime(rng.high))
     if rng.low is not None:
-        mine &= F.col("start_ts") >= F.lit(to_datetime(rng.low))
+        bound = F.lit(to_datetime(rng.low))
+        mine &= F.col("start_ts") >= (bound if low_column is None
+                                      else F.coalesce(low_column, bound))
     if rng.since is not None and rng.touched is not None:  # the night's partitions only
         keys, values = rng.touched
         joined = [SEP.join(str(v) for v in k) for k in values]
@@ -205,7 +220,15 @@ def _arrow_scope(old: pa.Table, version: str, rng: RunRange) -> pa.ChunkedArray:
     v, start = old.column("pattern_version"), old.column("start_ts")
     mine = pc.and_kleene(pc.equal(v, version),
                          pc.less(start, pa.scalar(to_datetime(rng.high), start.type)))
-    if rng.low is not None:
+    if rng.low is not None and rng.lows and rng.lows[1]:
+        keys, values = rng.lows
+        at = pc.index_in(key_text(old, keys), value_set=pa.array(
+            [SEP.join(str(x) for x in k) for k, _ in values], pa.string()))
+        lows = pc.fill_null(pc.take(pa.array([low for _, low in values], pa.int64()), at),
+                            rng.low)
+        start_ns = pc.cast(pc.cast(start, pa.timestamp("ns", tz="UTC")), pa.int64())
+        mine = pc.and_kleene(mine, pc.greater_equal(start_ns, lows))
+    elif rng.low is not None:
         mine = pc.and_kleene(mine, pc.greater_equal(
             start, pa.scalar(to_datetime(rng.low), start.type)))
     if rng.since is not None and rng.touched is not None:  # the night's partitions only
@@ -241,7 +264,7 @@ def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | No
     if not lo_v <= version <= hi_v:
         return False
     lo, hi = parse_ts(lo_t), parse_ts(hi_t) + 1_000_000  # hi: strictly above the file's last start
-    spans = [(rng.low if rng.low is not None else -2 ** 63, rng.high)]
+    spans = [(rng.read_low if rng.low is not None else -2 ** 63, rng.high)]
     if staged:
         spans.append((staged[0], staged[1] + 1))
     return any(lo < high and hi > low for low, high in spans)

@@ -20,6 +20,8 @@ from jobs.lake.runs import RunsLog, log_run
 from jobs.lake.table_docs import document_match_table
 from jobs.pipeline.context import RunContext
 from jobs.pipeline.match.first_ever import publish_state
+from jobs.pipeline.match.partition_state import publish_state as publish_history_state
+from jobs.pipeline.match.partition_state import stateful
 from jobs.pipeline.match.staged import StagedRun
 from jobs.pipeline.publish.matches import publish
 from jobs.pipeline.validate.check_frames import StagedMatches
@@ -178,6 +180,8 @@ def publish_step(spark, ctx: RunContext, staged: StagedRun | None = None,
         log_run(lake, row)
     if pattern.first_ever:
         publish_state(lake, pattern, staging)  # after the matches: a kill keeps the old one
+    if stateful(pattern):
+        publish_history_state(lake, pattern, staging)  # the same
     steps = funnel_rows_of(ctx, stats)
     if funnels is not None:
         funnels.extend(steps)

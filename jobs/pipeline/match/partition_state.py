@@ -1,0 +1,437 @@
+"""History conditions and partition facts across nights (docs/semantics.md, "History
+conditions", "Partition facts"): a state that sums up each partition's whole history, so
+that a night reads what its new events can change, not the history.
+
+The table ``partition_state/<pattern>`` holds one row per item and key:
+
+* ``facts`` per partition (values of X): its first and last time and its count;
+* ``h<k>`` per partition of history condition k (values of its ``same``, S ⊇ X): the
+  times and ids of the K earliest (``before``) or latest (``after``) events fitting its
+  ``where``, K = max(at_least, at_most + 1). The count in a range around an anchor,
+  capped at K, is the count of these K in that range, and the bound reads no more.
+
+with the ``watermark`` (the newest ``ingested_at`` it has seen). A full run builds it on
+Spark from the whole history; a night reads only the events ingested after the watermark
+(their files' statistics pick them), merges them in, and gives each partition they touch
+the earliest start it must match again (``HistoryPlan.lows``): τ before its earliest new
+event, τ before the earliest anchor whose mark a changed threshold flips, or the whole
+partition when a fact that a condition or measure reads changed its truth. Phase 1 marks
+the night's events from the new state (``mark_columns``) and phase 2 runs the pattern's
+``marked()`` form, as for an ordinary pattern. A commit of the events that is not an
+append (a retraction, a rewrite) makes the night a full one. The state is written after
+the publish; a run killed in between leaves the old one, whose watermark makes the next
+night read the same events again.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from jobs.core.engine.columns import from_arrow, processing_order
+from jobs.core.engine.compiled import CompiledPattern
+from jobs.core.engine.programs import TRUE, vector_truth
+from jobs.core.language.conditions.expressions import (
+    PARTITION_FACTS,
+    Instant,
+    attributes_of,
+    is_fact,
+    stored,
+)
+from jobs.core.language.pattern import Pattern, history_attribute
+from jobs.lake import store as lk
+from jobs.lake.extent import files_ingested_after
+from jobs.pipeline.match.phase2 import LOW, STATE_FACTS
+from jobs.spark.predicates import col, property_column
+from jobs.spark.tables import read_spark
+
+TS = pa.timestamp("us", tz="UTC")
+WHOLE = -(2 ** 62)  # the earliest start of a partition taken whole (ns)
+STAGED = "_partition_state.parquet"  # the night's new state, beside its staged matches
+FACTS = "facts"
+
+
+def stateful(pattern) -> bool:
+    """Whether a pattern's nights keep a partition state: history conditions or partition
+    facts, each history condition counting events of a partition of X or a finer one
+    (without X, the whole source is one partition), and no ``first_ever`` or ``after_match`` (those nights take the
+    partitions they touch whole)."""
+    if not isinstance(pattern, Pattern) or not pattern.whole_history or pattern.first_ever \
+            or pattern.after_match != "all":
+        return False
+    keys = set(pattern.partition_attributes)
+    return all(keys <= set(h.same or keys) for h in pattern.history)
+
+
+def depth(h) -> int:
+    """K: how many of the earliest (latest) fitting events decide condition ``h``."""
+    return max(h.at_least or 0, (h.at_most + 1) if h.at_most is not None else 0, 1)
+
+
+def _same(pattern: Pattern, k: int) -> tuple[str, ...]:
+    return tuple(pattern.history[k].same or pattern.partition_attributes)
+
+
+def key_attributes(pattern: Pattern) -> list[str]:
+    return list(dict.fromkeys([*pattern.partition_attributes,
+                               *[a for k in range(len(pattern.history))
+                                 for a in _same(pattern, k)]]))
+
+
+def state_schema(pattern: Pattern, types: dict[str, pa.DataType]) -> pa.Schema:
+    return pa.schema([("item", pa.string()), ("key", pa.string()), ("x", pa.string()),
+                      *[(a, types[a]) for a in key_attributes(pattern)],
+                      ("times", pa.list_(pa.int64())), ("ids", pa.list_(pa.string())),
+                      ("first_ts", pa.int64()), ("last_ts", pa.int64()),
+                      ("count", pa.int64()), ("pattern_version", pa.string()),
+                      ("watermark", TS)])
+
+
+def _json(values) -> str:
+    return json.dumps(list(values), default=str)
+
+
+@dataclass
+class HistoryPlan:
+    """A night's state (None: a full run builds it on Spark) and, per partition (the JSON
+    of its X values) whose state changed, the earliest start to match again (ns;
+    ``WHOLE``: all of it); ``values``: those partitions' X values, in the same order."""
+
+    state: pa.Table | None
+    lows: dict[str, int] = field(default_factory=dict)
+    values: dict[str, list] = field(default_factory=dict)
+
+    def counts(self) -> dict:
+        return {"state_reopened": len(self.lows),
+                "state_whole": sum(1 for v in self.lows.values() if v == WHOLE)}
+
+
+def _needed(pattern: Pattern) -> list[str]:
+    return list(dict.fromkeys(["event_id", "ts", "ingested_at", *sorted(
+        {stored(a) for a in pattern.stored_attributes} | set(key_attributes(pattern)))]))
+
+
+def plan_history_state(lake: lk.Lake, pattern: Pattern, full: bool) -> HistoryPlan:
+    """The night's plan: the stored state brought up to date with the events ingested
+    since its watermark, and the partitions to match again (module docstring); a full
+    run, a new version or no state: build it on Spark (``state`` None)."""
+    path = lake.partition_state(pattern.name)
+    old = None if full or not lake.exists(path) else lake.read_arrow(path)
+    if old is None or old.num_rows == 0 or set(
+            old.column("pattern_version").to_pylist()) != {pattern.version}:
+        return HistoryPlan(None)
+    rows = {(r["item"], r["key"]): r for r in old.to_pylist()}
+    watermark = max(r["watermark"] for r in rows.values())
+    files = files_ingested_after(lake, pattern.source, watermark)
+    arrived = lake.read_arrow(lake.events(pattern.source), columns=_needed(pattern),
+                              filter=pc.field("ingested_at") > pa.scalar(watermark, TS),
+                              only=files) if files or files is None else None
+    plan = HistoryPlan(None)
+    if arrived is not None and arrived.num_rows:
+        watermark = max(watermark, pc.max(arrived.column("ingested_at")).as_py())
+        _merge(pattern, rows, arrived, plan)
+    for r in rows.values():
+        r["watermark"] = watermark
+    plan.state = pa.Table.from_pylist(list(rows.values()), old.schema)
+    return plan
+
+
+def _lower(plan: HistoryPlan, x: list, low: int) -> None:
+    k = _json(x)
+    plan.values[k] = x
+    plan.lows[k] = min(plan.lows.get(k, low), low)
+
+
+def _merge(pattern: Pattern, rows: dict, t: pa.Table, plan: HistoryPlan) -> None:
+    """Merge the arrived events ``t`` into ``rows`` (the state by (item, key)) and lower
+    the start of every partition whose matches they can change."""
+    t = t.take(pa.array(processing_order(t)))
+    xs = list(pattern.partition_attributes)
+    values = {a: t.column(a).to_pylist() for a in key_attributes(pattern)}
+    ts = (t.column("ts").cast(pa.timestamp("ns", tz="UTC")).cast(pa.int64())
+          .to_numpy(zero_copy_only=False))
+    ids = t.column("event_id").cast(pa.string()).to_pylist()
+    tau = pattern.tau
+    template = {a: None for a in key_attributes(pattern)}
+
+    def key(r, attrs):
+        v = [values[a][r] for a in attrs]
+        return None if any(x is None or x != x for x in v) else v
+
+    # facts: each arrived event of a partition; its earliest event reopens τ before it
+    old_facts, new_facts = {}, {}
+    for r in range(t.num_rows):
+        x = key(r, xs)
+        if x is None:
+            continue
+        _lower(plan, x, int(ts[r]) - tau)
+        k = _json(x)
+        row = rows.get((FACTS, k))
+        if row is None:
+            row = rows[(FACTS, k)] = {**template, **dict(zip(xs, x)), "item": FACTS, "key": k,
+                                      "x": k, "times": None, "ids": None, "first_ts": None,
+                                      "last_ts": None, "count": 0,
+                                      "pattern_version": pattern.version}
+        if k not in old_facts:
+            old_facts[k] = (row["first_ts"], row["last_ts"], row["count"])
+        row["first_ts"] = int(ts[r]) if row["first_ts"] is None else min(row["first_ts"], int(ts[r]))
+        row["last_ts"] = int(ts[r]) if row["last_ts"] is None else max(row["last_ts"], int(ts[r]))
+        row["count"] += 1
+        new_facts[k] = (row["first_ts"], row["last_ts"], row["count"])
+    for k, old in old_facts.items():
+        if _facts_change(pattern, old, new_facts[k]):
+            _lower(plan, json.loads(k), WHOLE)
+    if not pattern.history:
+        return
+    cols = from_arrow(t, sorted(pattern.stored_attributes), ordered=True)
+    c = CompiledPattern(pattern, tuple(cols.names))
+    for n, h in enumerate(pattern.history):
+        fits = np.ones(t.num_rows, np.bool_)
+        for p in h.where:
+            fits &= vector_truth(p.expr, cols, c.row) == TRUE
+        same, kk = _same(pattern, n), depth(h)
+        item = f"h{n}"
+        found: dict[str, list] = {}
+        for r in np.flatnonzero(fits).tolist():
+            s = key(r, same)
+            if s is not None:
+                found.setdefault(_json(s), [s, []])[1].append((int(ts[r]), ids[r]))
+        for k, (s, events) in found.items():
+            row = rows.get((item, k))
+            if row is None:
+                row = rows[(item, k)] = {**template, **dict(zip(same, s)), "item": item,
+                                         "key": k, "x": _json([s[same.index(a)] for a in xs]),
+                                         "times": [], "ids": [], "first_ts": None,
+                                         "last_ts": None, "count": None,
+                                         "pattern_version": pattern.version}
+            before = list(zip(row["times"] or [], row["ids"] or []))
+            merged = sorted({*before, *events}, reverse=h.direction == "after")[:kk]
+            row["times"], row["ids"] = [m[0] for m in merged], [m[1] for m in merged]
+            changed = _change_point(h, [m[0] for m in before], row["times"], kk)
+            if changed is not None:
+                _lower(plan, json.loads(row["x"]), max(changed - tau, WHOLE))
+
+
+def _change_point(h, old: list[int], new: list[int], kk: int) -> int | None:
+    """The earliest anchor time whose mark may differ between the old and the new K
+    earliest (latest) fitting times (None: no mark changes). A list shorter than K is
+    padded with "none": +∞ before an anchor, -∞ after it (so a count that reaches K
+    after, for the first time, changes every earlier anchor)."""
+    pad = float("inf") if h.direction == "before" else float("-inf")
+    a = list(old) + [pad] * (kk - len(old))
+    b = list(new) + [pad] * (kk - len(new))
+    moved = [min(x, y) for x, y in zip(a, b) if x != y]
+    if not moved:
+        return None
+    low = min(moved)
+    if low == float("-inf"):
+        return WHOLE
+    return int(low + h.by) if h.direction == "before" else int(low - h.by)
+
+
+def _facts_change(pattern: Pattern, old: tuple, new: tuple) -> bool:
+    """Whether a partition's new facts can change a match that its old ones made: a
+    measure reads a fact that changed, or a condition that reads one does not keep its
+    truth (a condition on facts alone is compared; one with event attributes too is
+    taken as changed)."""
+    names = ("first_ts", "last_ts", "count")
+    moved = {PARTITION_FACTS[n] for n, a, b in zip(names, old, new) if a != b}
+    if not moved:
+        return False
+    for m in pattern.measures:
+        if moved & {a.attr for a in attributes_of(m.expr)}:
+            return True
+    env_old, env_new = (_fact_env(v) for v in (old, new))
+    for cond in pattern.conditions:
+        expr = getattr(cond, "expr", None)
+        read = {a.attr for a in attributes_of(expr)} if expr is not None else None
+        if read is None:
+            return True
+        if not moved & read:
+            continue
+        if not all(is_fact(a) for a in read) or not hasattr(cond, "holds"):
+            return True
+        if old[2] == 0 or cond.holds(env_old) != cond.holds(env_new):
+            return True
+    return False
+
+
+def _fact_env(v: tuple) -> dict:
+    first, last, count = v
+    return {PARTITION_FACTS["first_ts"]: None if first is None else Instant(first),
+            PARTITION_FACTS["last_ts"]: None if last is None else Instant(last),
+            PARTITION_FACTS["count"]: count}
+
+
+# ----------------------------------------------------------------------------------------
+# Spark: the full build and the marks of the night's events
+# ----------------------------------------------------------------------------------------
+def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
+    """The state from the whole history (a full run), on Spark."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    df = read_spark(spark, lake, lake.events(pattern.source))
+    xs = list(pattern.partition_attributes)
+    newest = df.agg(F.max("ingested_at")).first()[0]
+    ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
+    types = {a: df.select(col(a)).limit(0).toArrow().schema.field(a).type
+             for a in key_attributes(pattern)}
+    template = {a: None for a in key_attributes(pattern)}
+    common = {"pattern_version": pattern.version, "watermark": newest}
+    rows = []
+    have = reduce_and([col(a).isNotNull() for a in xs])
+    facts = (df.where(have).groupBy(*[col(a) for a in xs])
+             .agg(F.min(ts_ns).alias("first_ts"), F.max(ts_ns).alias("last_ts"),
+                  F.count(F.lit(1)).alias("count")).toArrow())
+    for r in facts.to_pylist():
+        x = [r[a] for a in xs]
+        rows.append({**template, **dict(zip(xs, x)), "item": FACTS, "key": _json(x),
+                     "x": _json(x), "times": None, "ids": None, "first_ts": r["first_ts"],
+                     "last_ts": r["last_ts"], "count": r["count"], **common})
+    for n, h in enumerate(pattern.history):
+        same = list(_same(pattern, n))
+        fit = df.where(reduce_and([col(a).isNotNull() for a in same]))
+        for p in h.where:
+            fit = fit.where(property_column(p))
+        order = [F.col("ts"), F.col("event_id")] if h.direction == "before" \
+            else [F.col("ts").desc(), F.col("event_id").desc()]
+        ranked = (fit.withColumn("__rank", F.row_number().over(
+            Window.partitionBy(*[col(a) for a in same]).orderBy(*order)))
+                  .where(F.col("__rank") <= depth(h))
+                  .select(*[col(a) for a in same], ts_ns.alias("t"),
+                          F.col("event_id").cast("string").alias("id"), "__rank").toArrow())
+        grouped: dict[str, dict] = {}
+        for r in sorted(ranked.to_pylist(), key=lambda r: r["__rank"]):
+            s = [r[a] for a in same]
+            k = _json(s)
+            row = grouped.get(k)
+            if row is None:
+                row = grouped[k] = {**template, **dict(zip(same, s)), "item": f"h{n}",
+                                    "key": k, "x": _json([r[a] for a in xs]), "times": [],
+                                    "ids": [], "first_ts": None, "last_ts": None,
+                                    "count": None, **common}
+            row["times"].append(r["t"])
+            row["ids"].append(r["id"])
+        rows.extend(grouped.values())
+    return pa.Table.from_pylist(rows, state_schema(pattern, types))
+
+
+def reduce_and(terms: list):
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    return reduce(lambda a, b: a & b, terms) if terms else F.lit(True)
+
+
+def _frame(spark, t: pa.Table):
+    return spark.createDataFrame(t.to_pandas())
+
+
+def _nth(times: list, i: int):
+    """The i-th (from 1) of a state's times, None when it has fewer."""
+    return times[i - 1] if i >= 1 and len(times) >= i else None
+
+
+def mark_columns(spark, df, pattern: Pattern, state: pa.Table):
+    """The night's events with their partition's facts (``STATE_FACTS``, ns) and each
+    history condition's mark, from the state (module docstring)."""
+    from pyspark.sql import functions as F
+
+    xs = list(pattern.partition_attributes)
+    ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
+    items = state.column("item")
+    facts = state.filter(pc.equal(items, FACTS)).select(
+        [*xs, "first_ts", "last_ts", "count"]).rename_columns(
+        [*xs, *STATE_FACTS.values()])
+    if facts.num_rows and not xs:  # no X: the whole source is the partition
+        df = df.crossJoin(F.broadcast(_frame(spark, facts)))
+    elif facts.num_rows:
+        df = df.join(F.broadcast(_frame(spark, facts)), on=xs, how="left")
+    else:
+        df = df.select("*", *[F.lit(None).cast("long").alias(c) for c in STATE_FACTS.values()])
+    for n, h in enumerate(pattern.history):
+        same = list(_same(pattern, n))
+        mine = state.filter(pc.equal(items, f"h{n}")).select([*same, "times"]).to_pylist()
+        lo_name, hi_name = f"__t_lo{n}", f"__t_hi{n}"
+        a, b = h.at_least or 0, h.at_most
+        thresholds = pa.Table.from_pylist(
+            [{**{s: r[s] for s in same}, lo_name: _nth(r["times"], a),
+              hi_name: None if b is None else _nth(r["times"], b + 1)} for r in mine],
+            pa.schema([state.schema.field(s) for s in same]
+                      + [(lo_name, pa.int64()), (hi_name, pa.int64())]))
+        if thresholds.num_rows:
+            df = df.join(F.broadcast(_frame(spark, thresholds)), on=same, how="left")
+        else:
+            df = df.select("*", F.lit(None).cast("long").alias(lo_name),
+                           F.lit(None).cast("long").alias(hi_name))
+
+        def in_range(t, h=h):
+            if h.direction == "before":
+                return (t + F.lit(h.by) <= ts_ns) if h.by else (t < ts_ns)
+            return (t >= ts_ns + F.lit(h.by)) if h.by else (t > ts_ns)
+
+        ok = reduce_and([col(s).isNotNull() for s in same])
+        if a:
+            ok = ok & F.col(lo_name).isNotNull() & in_range(F.col(lo_name))
+        if b is not None:
+            ok = ok & ~F.coalesce(in_range(F.col(hi_name)), F.lit(False))
+        df = df.withColumn(history_attribute(n), F.coalesce(ok, F.lit(False))) \
+            .drop(lo_name, hi_name)
+    return df
+
+
+def with_lows(spark, df, pattern: Pattern, lows: tuple | None, low: int):
+    """The events with ``LOW``: their partition's earliest start tonight (``RunRange.lows``
+    for the partitions whose state changed, else the night's ``low``)."""
+    from pyspark.sql import functions as F
+
+    if not lows or not lows[1]:
+        return df.withColumn(LOW, F.lit(low).cast("long"))
+    keys = list(lows[0])
+    types = {f.name: f.dataType for f in df.schema.fields}
+    t = spark.createDataFrame([(*v, x) for v, x in lows[1]], [*keys, LOW])
+    t = t.select(*[F.col(k).cast(types[k]).alias(k) for k in keys],
+                 F.col(LOW).cast("long").alias(LOW))
+    return df.join(F.broadcast(t), on=keys, how="left") \
+        .withColumn(LOW, F.coalesce(F.col(LOW), F.lit(low).cast("long")))
+
+
+def state_after(lake: lk.Lake, pattern: Pattern, since: datetime) -> bool:
+    """Whether the pattern's state was written after ``since`` (the last successful run
+    started): a run killed before writing it leaves an older one, which the next night
+    does not trust (it rebuilds the state)."""
+    dt = lake.read_table(lake.partition_state(pattern.name))
+    if dt is None:
+        return False
+    if since.tzinfo is None:
+        since = since.replace(tzinfo=timezone.utc)
+    last = dt.history(1)
+    return bool(last) and datetime.fromtimestamp(last[0]["timestamp"] / 1000,
+                                                 tz=timezone.utc) >= since
+
+
+def stage_state(lake: lk.Lake, staging: str, state: pa.Table) -> None:
+    fs, folder = lake.filesystem(staging)
+    fs.create_dir(folder, recursive=True)
+    pq.write_table(state, f"{folder}/{STAGED}", filesystem=fs)
+
+
+def publish_state(lake: lk.Lake, pattern: Pattern, staging: str) -> bool:
+    """The staged state as the pattern's ``partition_state`` table (after its publish)."""
+    fs, folder = lake.filesystem(staging)
+    path = f"{folder}/{STAGED}"
+    if fs.get_file_info(path).type.name == "NotFound":
+        return False
+    lake.write(lake.partition_state(pattern.name), pq.read_table(path, filesystem=fs),
+               mode="overwrite", schema_mode="overwrite")
+    return True
+
+
