@@ -55,7 +55,7 @@ FACTS = """\
 EPISODES = """\
     name: courses
     source: chemo_mw
-    within: 4d
+    within: 6d
     sets:
       - [c]
       - [b]
@@ -74,7 +74,7 @@ def _day_rows(rng: random.Random, day: date, serial: list[int]) -> list[str]:
     for _ in range(rng.randint(2, 6)):
         serial[0] += 1
         t = datetime(day.year, day.month, day.day) + timedelta(minutes=rng.randrange(1440))
-        rows.append(f"m{serial[0]},{rng.randint(1, 5)},{rng.choice('PPBBCD')},1,mg,"
+        rows.append(f"m{serial[0]},{rng.randint(1, 4)},{rng.choice('PPBBCCD')},1,mg,"
                     f"{t.isoformat()}")
     return rows
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 
-def kept_episodes(c, cols, batch) -> np.ndarray:
-    """The indices of ``batch``'s matches that ``after_match`` keeps, in the order taken."""
+def kept_episodes(c, cols, batch, begin: np.ndarray | None = None) -> np.ndarray:
+    """The indices of ``batch``'s matches that ``after_match`` keeps, in the order taken.
+    ``begin``: per row, the row its partition's walk starts at (a night resuming from a
+    kept match, ``pipeline.match.episode_seeds``); earlier first events are skipped."""
     rule = c.pattern.after_match
     words = rule.split()
     n = len(batch)
@@ -34,6 +36,8 @@ def kept_episodes(c, cols, batch) -> np.ndarray:
     out = []
     partition, after, at_least = None, -1, -1
     for part, first, _, end, per_var, k in keys:
+        if begin is not None and first < begin[first]:
+            continue
         if part != partition:
             partition, after, at_least = part, -1, -1
         if not (first > after and first >= at_least):

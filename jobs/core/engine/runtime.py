@@ -124,7 +124,8 @@ def scan(c: CompiledPattern, group: GroupData, options: MatchOptions, diagnose: 
 
 def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
             options: MatchOptions = MatchOptions(), stats: MatchStats | None = None,
-            batch_size: int = DEFAULT_BATCH, positions=None) -> Iterator[MatchBatch]:
+            batch_size: int = DEFAULT_BATCH, positions=None, begin=None
+            ) -> Iterator[MatchBatch]:
     """Match ``c`` over ``cols`` (processing order); yields batches of matches ordered by
     their first event, and fills ``stats``. ``positions``: the contiguity positions of
     the events when they were numbered elsewhere (Spark's phase 1; for a disjunction, one
@@ -132,12 +133,13 @@ def execute(c: CompiledPattern | CompiledDisjunction, cols: EventColumns,
     filters the matches of P⁺ against all of ``cols``. A disjunction runs its
     alternatives one after the other; each batch names its alternative. Aggregate
     conditions are tested on each match the other conditions give (docs/semantics.md);
-    ``after_match`` takes episodes among all the call's matches (``engine.episodes``)."""
+    ``after_match`` takes episodes among all the call's matches (``engine.episodes``;
+    ``begin``: per row, where its partition's walk starts)."""
     if c.pattern.after_match != "all":
         found = list(_execute_any(c, cols, options, stats, batch_size, positions))
         if found:
             batch = concat_batches(found)
-            kept = kept_episodes(c, cols, batch)
+            kept = kept_episodes(c, cols, batch, begin)
             if stats is not None:
                 stats.matches -= len(batch) - len(kept)
             batch = batch_take(batch, np.sort(kept))

@@ -49,7 +49,8 @@ class RunRange:
         """The earliest start any partition of the run may match (None: unbounded)."""
         if self.low is None:
             return None
-        return min([self.low, *[low for _, low in (self.lows[1] if self.lows else ())]])
+        low = min([self.low, *[low for _, low in (self.lows[1] if self.lows else ())]])
+        return None if low <= -(2 ** 61) else low  # a partition taken whole
 
     @property
     def empty(self) -> bool:

@@ -35,6 +35,7 @@ from jobs.core.language.pattern import (
 from jobs.core.language.window import can_drop
 from jobs.lake import store as lk
 from jobs.pipeline.match import partition_state
+from jobs.pipeline.match.episode_seeds import EpisodePlan, with_begins
 from jobs.pipeline.match.first_ever import FirstEverPlan, build_state, mark_events, stage_state
 from jobs.pipeline.match.partition_state import (
     WHOLE,
@@ -44,6 +45,7 @@ from jobs.pipeline.match.partition_state import (
 )
 from jobs.pipeline.match.partition_state import build_state as build_history_state
 from jobs.pipeline.match.phase2 import (
+    BEGIN,
     LOW,
     NOT_SLICED,
     SLICE,
@@ -139,6 +141,7 @@ class MatchJob:
     opened: int | None = None  # ... or with an event that may start a match in [opened, high)
     history: HistoryPlan | None = None  # a history or facts pattern's state (None: none)
     lows: tuple | None = None  # RunRange.lows: partitions matched from before ``low``
+    episodes: EpisodePlan | None = None  # episodes: where each partition's walk starts
 
 
 @dataclass
@@ -196,6 +199,10 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     if job.since is not None and keys:
         df, values = touched_partitions(df, keys, job.since, job.opened, high)
         stats["touched"] = {"keys": keys, "values": values}
+    if job.episodes is not None and low is not None:  # episodes resumed per partition
+        df = with_begins(spark, df, pattern, job.episodes, low)
+        df = df.where(F.unix_micros(F.col("ts")) * 1000 >= F.col(LOW) - F.lit(lookback(pattern)))
+        extra += [LOW, BEGIN]
     history = None
     if job.history is not None:  # marks and facts from the partition state
         history = job.history.state if job.history.state is not None \

@@ -45,6 +45,7 @@ POSITION = "__pos"  # contiguity positions numbered in phase 1 (__pos1, __pos2: 
 LOW = "__low"  # phase 1's column: the earliest start of its partition's matches tonight
 STATE_FACTS = {"first_ts": "__state_first_ts", "last_ts": "__state_last_ts",
                "count": "__state_count"}  # phase 1's columns: the partition's facts (ns)
+BEGIN = "__begin"  # phase 1's column: the ids of the kept match an episode walk resumes from
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
 _NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}  # a timestamp unit in nanoseconds
 
@@ -168,7 +169,8 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     disjunctive = isinstance(pattern, Disjunction)
     columns = pattern.measure_names
     for batch in execute(compiled, cols, options, st,
-                         positions=positions if disjunctive else positions[0]):
+                         positions=positions if disjunctive else positions[0],
+                         begin=_begin_rows(table) if BEGIN in table.column_names else None):
         idx = _inside(batch, lo, hi, lows)
         if len(idx) < len(batch):
             batch = batch_take(batch, idx)
@@ -331,6 +333,23 @@ def window_rows(spec: Phase2Spec, pattern, rows: RowSet, lo, hi, s_lo, s_hi, t0
         kept_ts = cols.ts[relevant_rows(pattern, Evaluator(cols))] if cols.n else cols.ts
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
     yield _stats_row(spec, st, kept, t0, s_lo, table, valued=True)
+
+
+def _begin_rows(table: pa.Table) -> np.ndarray:
+    """Per row, the row its partition's episode walk starts at: the first of the kept
+    match's events that ``BEGIN`` names (0: a fresh walk)."""
+    out = np.zeros(table.num_rows, np.int64)
+    ids = table.column("event_id").cast(pa.string()).to_pylist()
+    rows: dict[str, list[int]] = {}
+    for r, v in enumerate(table.column(BEGIN).to_pylist()):
+        if v:
+            rows.setdefault(v, []).append(r)
+    for v, mine in rows.items():
+        want = set(json.loads(v))
+        hit = [r for r in mine if ids[r] in want]
+        if hit:
+            out[mine] = min(hit)
+    return out
 
 
 def _inside(batch, lo, hi, lows: np.ndarray | None = None) -> np.ndarray:

@@ -17,6 +17,7 @@ from jobs.lake.extent import EventsExtent, files_ingested_after, only_appends_si
 from jobs.lake.match_commits import unchanged_since
 from jobs.lake.runs import planning_runs
 from jobs.pipeline.context import RunContext
+from jobs.pipeline.match.episode_seeds import EpisodePlan, plan_episodes
 from jobs.pipeline.match.first_ever import FirstEverPlan, plan_first_ever
 from jobs.pipeline.match.horizons import RunRange, as_ns, plan_range, reopened_low
 from jobs.pipeline.match.partition_state import (
@@ -55,6 +56,7 @@ class PlannedRun:
     idle: bool = False  # nothing can change its matches tonight (``is_idle``): no Spark
     first_ever: FirstEverPlan | None = None  # a first_ever pattern's state tonight
     history: HistoryPlan | None = None  # a history or facts pattern's state tonight
+    episodes: EpisodePlan | None = None  # an after_match pattern's walks tonight
 
 
 def is_idle(rng: RunRange, last_success: datetime | None, extent: EventsExtent | None) -> bool:
@@ -100,7 +102,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
     if runs is None:
         runs = planning_runs(ctx.lake, {pattern.name}, ctx.logical_date)[pattern.name]
     idle = False
-    history = None
+    history = episodes = None
     if rng is None:
         rng = plan_range(ctx.logical_date, pattern.tau, ctx.profile.allowed_lateness,
                          pattern.version, runs)
@@ -131,7 +133,15 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
                         if low < rng.low)))
                 elif history.state is not None:  # no X: one partition, the whole source
                     rng = RunRange(min([rng.low, *history.lows.values()]), rng.high, False)
-            if history is None or history.state is None:
+            if pattern.after_match != "all" and not pattern.marks_needed and appends \
+                    and isinstance(pattern, Pattern):
+                # episodes: each partition's walk resumes from its last kept match
+                episodes = plan_episodes(ctx.lake, pattern, rng.low, last_success)
+                xs = tuple(pattern.partition_attributes)
+                rng = RunRange(rng.low, rng.high, False, lows=(xs, tuple(
+                    (tuple(episodes.values[k]), low) for k, low in episodes.lows.items()))) \
+                    if xs else RunRange(min([rng.low, *episodes.lows.values()]), rng.high, False)
+            elif history is None or history.state is None:
                 # which episodes are taken depends on every earlier one of the partition,
                 # and a history condition on every event of it: a late event may change
                 # all that follow in its partition, so a night matches again, over the
@@ -148,7 +158,7 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
             rng = RunRange(first.reopen, rng.high, rng.full)  # a late first: its window
     if stateful(pattern) and not idle and history is None:
         history = HistoryPlan(None)  # the match job builds the state
-    return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first, history)
+    return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first, history, episodes)
 
 
 def partition_scoped(pattern) -> bool:
@@ -259,7 +269,8 @@ def match_step(spark, ctx: RunContext, planned: PlannedRun, force_slices: bool =
             profile.slice_length, profile.max_partition_events, profile.match_options(),
             force_slices=force_slices, plan_json=choice.to_json() if choice else None,
             first_ever=planned.first_ever, since=planned.rng.since,
-            opened=planned.rng.opened, history=planned.history, lows=planned.rng.lows))
+            opened=planned.rng.opened, history=planned.history, lows=planned.rng.lows,
+            episodes=planned.episodes))
         staging, stats = result.staging, result.stats
     if not planned.rng.empty and not planned.idle:
         if choice is not None:

@@ -264,7 +264,7 @@ def _may_hold(f: dict, version: str, rng: RunRange, staged: tuple[int, int] | No
     if not lo_v <= version <= hi_v:
         return False
     lo, hi = parse_ts(lo_t), parse_ts(hi_t) + 1_000_000  # hi: strictly above the file's last start
-    spans = [(rng.read_low if rng.low is not None else -2 ** 63, rng.high)]
+    spans = [(rng.read_low if rng.read_low is not None else -2 ** 63, rng.high)]
     if staged:
         spans.append((staged[0], staged[1] + 1))
     return any(lo < high and hi > low for low, high in spans)

@@ -66,7 +66,7 @@ def validate_steps(spark, runs: list[tuple[RunContext, StagedRun]]
             verdicts[ctx.pattern.name] = {"success": True, "failed": [], "docs": None,
                                           "summary": "no matches to check"}
         else:
-            checked.append(StagedMatches(ctx.pattern, ctx.run_id, staged.rng.low,
+            checked.append(StagedMatches(ctx.pattern, ctx.run_id, staged.rng.read_low,
                                          staged.rng.high, staged.matches))
     outcomes = validate_staged(spark, runs[0][0].lake, checked) if checked else {}
     for name, o in outcomes.items():
