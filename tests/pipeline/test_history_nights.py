@@ -109,7 +109,8 @@ def test_history_conditions_night_after_night(spark, tmp_path):
     # a D for patient 1 on 1 July arrives late: no blood count of theirs qualifies now
     nights.arrive("late.csv", "late2,1,D,100,mg,2010-07-01T00:00:00\n")
     late = night("2010-08-31")
-    assert late["full_recompute"] and late["deleted"] == 2
+    # the state says what changed: the night is incremental, reopened from τ before it
+    assert not late["full_recompute"] and late["deleted"] == 2
 
 
 FACTS = """\

@@ -91,8 +91,8 @@ def plan_episodes(lake: lk.Lake, pattern: Pattern, low: int, since: datetime) ->
     for r in range(found.num_rows):
         x = [v[r] for v in values]
         k = _json(x)
-        s = parse_ts(starts[r])
-        if s >= plan.lows.get(k, low):
+        s, own = parse_ts(starts[r]), plan.lows.get(k, low)
+        if not own - tau <= s < own:  # an earlier kept match cannot stop one at ``own``
             continue
         ids = [i for _, group in _pairs(bindings[r]) for i in group]
         now = last.get(k)
