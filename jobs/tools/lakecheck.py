@@ -9,6 +9,9 @@ The invariants (``check_lake``; each violation is one line naming the table):
   (source, file, sha256) in the ingest log;
 * for each pattern, the run log's inserted minus deleted equals its match table's rows;
 * every event a published match binds is in its source's events table;
+* a pattern's partition state (history conditions, partition facts) counts, per
+  partition, the events its watermark has seen (unless a retraction since then makes the
+  next run rebuild it);
 * nothing in staging that no run owns (a run row or a run plan names it).
 
 Read-only: run it under the lake lock (no writer between two of its reads).
@@ -78,6 +81,7 @@ def check_lake(lake: lk.Lake) -> list[Finding]:
     runs = data["runs"].to_pylist() if "runs" in data else []
     found += _run_totals(data, runs)
     found += _bound_events(lake, data)
+    found += _partition_states(lake, data)
     found += _staging(lake, runs)
     return found
 
@@ -123,6 +127,39 @@ def _bound_events(lake: lk.Lake, data: dict[str, pa.Table]) -> list[Finding]:
             out.append(Finding(name, f"{len(missing)} bound event(s) are not in events/{source}, "
                                      f"e.g. {missing[0].as_py()} (a retraction the next run "
                                      "re-matches, or a lost events table)"))
+    return out
+
+
+def _partition_states(lake: lk.Lake, data: dict[str, pa.Table]) -> list[Finding]:
+    """A partition state whose facts disagree with the events its watermark has seen."""
+    out = []
+    sources = match_sources(lake, lake_tables(lake))
+    retracted = data.get("retractions")
+    for name, state in data.items():
+        if not name.startswith("partition_state/") or not state.num_rows:
+            continue
+        source = sources.get(name.split("/", 1)[1])
+        events = data.get(f"events/{source}")
+        watermark = pc.max(state.column("watermark")).as_py()
+        if events is None or retracted is not None and any(
+                r["source"] == source and r["retracted_at"] > watermark
+                for r in retracted.to_pylist()):
+            continue  # a retraction since: the next run rebuilds the state
+        facts = state.filter(pc.equal(state.column("item"), "facts"))
+        names = state.column_names
+        attrs = [c for c in names[names.index("x") + 1:names.index("times")]
+                 if facts.num_rows and facts.column(c).null_count == 0]
+        seen = events.filter(pc.less_equal(events.column("ingested_at"), pa.scalar(
+            watermark, events.column("ingested_at").type)))
+        counts = {tuple(r[a] for a in attrs): r["event_id_count"] for r in seen.group_by(
+            attrs).aggregate([("event_id", "count")]).to_pylist()} if attrs else {
+            (): seen.num_rows}
+        wrong = [r for r in facts.select([*attrs, "count"]).to_pylist()
+                 if counts.get(tuple(r[a] for a in attrs), 0) != r["count"]]
+        if wrong:
+            out.append(Finding(name, f"{len(wrong)} partition(s) whose count differs from "
+                                     f"the events it has seen, e.g. {wrong[0]} (delete the "
+                                     "table: the next run rebuilds it)"))
     return out
 
 

@@ -5,6 +5,8 @@ event's retraction (the next one is promoted again); the run log counts both, an
 night reads more than the events ingested since the state's watermark."""
 
 import shutil
+
+import pyarrow.compute as pc
 import textwrap
 from pathlib import Path
 
@@ -12,6 +14,7 @@ from jobs.core.language.patternfile import load_pattern
 from jobs.lake import store as lk
 from jobs.pipeline.run import run_all
 from jobs.pipeline.upkeep.retract import retract
+from jobs.tools.lakecheck import check_lake
 
 from ..conftest import make_profile
 from ..lakes import local_ids, published_ids
@@ -145,6 +148,16 @@ def test_partition_facts_night_after_night(spark, tmp_path):
     assert first["partitions"] == 2 and second["partitions"] == 1
     twos = [r for r in before if r["patient"] == 2]
     assert twos and all(r in table for r in twos)
+    # the state counts what its watermark has seen; `ses check` says when it does not
+    lake = nights.lake
+    state_path = lake.partition_state(nights.pattern.name)
+    assert not [f for f in check_lake(lake) if f.table.startswith("partition_state/")]
+    state = lake.read_arrow(state_path)
+    counts = pc.add(state.column("count"), 1)
+    lake.write(state_path, state.set_column(state.column_names.index("count"), "count",
+                                            counts), mode="overwrite")
+    found = [f for f in check_lake(lake) if f.table.startswith("partition_state/")]
+    assert len(found) == 1 and "count differs" in found[0].problem
 
 
 def test_a_retraction_takes_every_partition_again(spark, tmp_path):
