@@ -5,10 +5,10 @@ event's retraction (the next one is promoted again); the run log counts both, an
 night reads more than the events ingested since the state's watermark."""
 
 import shutil
-
-import pyarrow.compute as pc
 import textwrap
 from pathlib import Path
+
+import pyarrow.compute as pc
 
 from jobs.core.language.patternfile import load_pattern
 from jobs.lake import store as lk
