@@ -148,9 +148,7 @@ class Lake:
         """A ``first_ever`` pattern's state: each partition's first event per variable."""
         return self._p("first_ever", pattern)
 
-    def partition_state(self, pattern: str) -> str:
-        """A pattern's history conditions and partition facts, summed up per partition
-        (``jobs.pipeline.match.partition_state``)."""
+    def partition_state(self, pattern: str) -> str:  # match/partition_state.py
         return self._p("partition_state", pattern)
 
     def funnels(self) -> str:

@@ -27,7 +27,7 @@ from jobs.core.language.events import parse_ts, to_datetime
 from jobs.core.language.pattern import Pattern
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
-from jobs.pipeline.match.phase2 import BEGIN, LOW
+from jobs.pipeline.match.start_ranges import BEGIN, LOW
 
 TS = pa.timestamp("us", tz="UTC")
 

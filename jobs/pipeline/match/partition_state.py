@@ -47,7 +47,7 @@ from jobs.core.language.conditions.expressions import (
 from jobs.core.language.pattern import Pattern, history_attribute
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
-from jobs.pipeline.match.phase2 import LOW, STATE_FACTS
+from jobs.pipeline.match.start_ranges import LOW, STATE_FACTS
 from jobs.spark.predicates import col, property_column
 from jobs.spark.tables import read_spark
 

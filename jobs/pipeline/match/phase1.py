@@ -45,16 +45,14 @@ from jobs.pipeline.match.partition_state import (
 )
 from jobs.pipeline.match.partition_state import build_state as build_history_state
 from jobs.pipeline.match.phase2 import (
-    BEGIN,
-    LOW,
     NOT_SLICED,
     SLICE,
-    STATE_FACTS,
     Phase2Spec,
     output_columns,
     position_column,
     run_partition,
 )
+from jobs.pipeline.match.start_ranges import BEGIN, LOW, STATE_FACTS
 from jobs.runrecord import COUNTERS
 from jobs.spark.predicates import (
     col,

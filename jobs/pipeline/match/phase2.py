@@ -39,15 +39,19 @@ from jobs.core.language.pattern import Disjunction
 from jobs.core.language.patternfile import parse_pattern
 from jobs.core.language.window import BINDINGS
 from jobs.core.plans.json_form import plans_from_json
+from jobs.pipeline.match.start_ranges import (
+    BEGIN,
+    LOW,
+    STATE_FACTS,
+    begin_rows,
+    inside,
+    starting,
+    ts_ns,
+)
 
 SLICE = "__slice"
 POSITION = "__pos"  # contiguity positions numbered in phase 1 (__pos1, __pos2: per alternative)
-LOW = "__low"  # phase 1's column: the earliest start of its partition's matches tonight
-STATE_FACTS = {"first_ts": "__state_first_ts", "last_ts": "__state_last_ts",
-               "count": "__state_count"}  # phase 1's columns: the partition's facts (ns)
-BEGIN = "__begin"  # phase 1's column: the ids of the kept match an episode walk resumes from
 NOT_SLICED = -(1 << 62)  # the slice value of a partition that was not cut into slices
-_NS = {"s": 10**9, "ms": 10**6, "us": 10**3, "ns": 1}  # a timestamp unit in nanoseconds
 
 
 @dataclass(frozen=True)
@@ -170,8 +174,8 @@ def match_rows(spec: Phase2Spec, table: pa.Table | RowSet, slice_value: int | No
     columns = pattern.measure_names
     for batch in execute(compiled, cols, options, st,
                          positions=positions if disjunctive else positions[0],
-                         begin=_begin_rows(table) if BEGIN in table.column_names else None):
-        idx = _inside(batch, lo, hi, lows)
+                         begin=begin_rows(table) if BEGIN in table.column_names else None):
+        idx = inside(batch, lo, hi, lows)
         if len(idx) < len(batch):
             batch = batch_take(batch, idx)
         if not len(batch):
@@ -319,7 +323,7 @@ def window_rows(spec: Phase2Spec, pattern, rows: RowSet, lo, hi, s_lo, s_hi, t0
     kept = 0
     names = [k for k, _ in pattern.select]
     for batch in execute_windows(pattern, cols, MatchOptions(), st):
-        idx = _inside(batch, lo, hi)
+        idx = inside(batch, lo, hi)
         if not len(idx):
             continue
         values = [[v[i] for i in idx.tolist()] for v in batch.values]
@@ -333,37 +337,6 @@ def window_rows(spec: Phase2Spec, pattern, rows: RowSet, lo, hi, s_lo, s_hi, t0
         kept_ts = cols.ts[relevant_rows(pattern, Evaluator(cols))] if cols.n else cols.ts
         st.events_after_filter = int(((kept_ts >= s_lo) & (kept_ts < s_hi)).sum())
     yield _stats_row(spec, st, kept, t0, s_lo, table, valued=True)
-
-
-def _begin_rows(table: pa.Table) -> np.ndarray:
-    """Per row, the row its partition's episode walk starts at: the first of the kept
-    match's events that ``BEGIN`` names (0: a fresh walk)."""
-    out = np.zeros(table.num_rows, np.int64)
-    ids = table.column("event_id").cast(pa.string()).to_pylist()
-    rows: dict[str, list[int]] = {}
-    for r, v in enumerate(table.column(BEGIN).to_pylist()):
-        if v:
-            rows.setdefault(v, []).append(r)
-    for v, mine in rows.items():
-        want = set(json.loads(v))
-        hit = [r for r in mine if ids[r] in want]
-        if hit:
-            out[mine] = min(hit)
-    return out
-
-
-def _inside(batch, lo, hi, lows: np.ndarray | None = None) -> np.ndarray:
-    """The matches of a batch whose first event starts in [lo, hi) (None: open); with
-    ``lows`` (each row's partition's own start, ns: ``partition_state.LOW``), in [its
-    first event's low, hi) instead."""
-    inside = np.ones(len(batch), np.bool_)
-    if lows is not None:
-        inside &= batch.start_ts >= lows[batch.first]
-    elif lo is not None:
-        inside &= batch.start_ts >= lo
-    if hi is not None:
-        inside &= batch.start_ts < hi
-    return np.flatnonzero(inside)
 
 
 def _frame(spec: Phase2Spec, table: pa.Table, cols, batch, version: str, names: list[str],
@@ -428,33 +401,6 @@ def _group_starts(pdf: pd.DataFrame, columns: list[str]) -> np.ndarray:
     key = pdf[columns[0]].astype(str).to_numpy() if len(columns) == 1 else \
         pdf[columns].astype(str).agg("\x1f".join, axis=1).to_numpy()
     return np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-
-
-def ts_ns(table: pa.Table) -> np.ndarray:
-    """The ``ts`` column of ``table`` as int64 nanoseconds."""
-    column = table.column("ts")
-    return column.cast(pa.int64()).to_numpy() * _NS[column.type.unit]
-
-
-def starting(ts: np.ndarray, lengths, mask: np.ndarray | None, low: int | None,
-             high: int | None) -> np.ndarray:
-    """The rows (a mask) of the partitions that hold an event able to start a match of
-    the range: a row of ``mask`` (None: every row) with ``ts`` in [low, high) (None:
-    open). ``lengths``: the partitions' row counts, in order, covering ``ts``. A match
-    starts at one of its partition's events, so the other partitions cannot give one:
-    a night reads τ before its start range, but matches only the partitions that start
-    something in it (docs/pipeline.md, "Incremental nights")."""
-    inside = np.ones(len(ts), np.bool_) if mask is None else mask.copy()
-    if low is not None:
-        inside &= ts >= low
-    if high is not None:
-        inside &= ts < high
-    lengths = np.asarray(lengths, np.int64)
-    if not len(lengths):
-        return inside
-    hit = np.add.reduceat(inside.astype(np.int64), np.r_[0, np.cumsum(lengths)[:-1]]) > 0
-    keep = np.repeat(hit, lengths)
-    return keep if mask is None else keep & mask
 
 
 def run_partition(spec: Phase2Spec, batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
