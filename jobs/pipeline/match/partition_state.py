@@ -184,8 +184,10 @@ def _merge(pattern: Pattern, rows: dict, t: pa.Table, plan: HistoryPlan) -> None
         row["last_ts"] = int(ts[r]) if row["last_ts"] is None else max(row["last_ts"], int(ts[r]))
         row["count"] += 1
         new_facts[k] = (row["first_ts"], row["last_ts"], row["count"])
+    # a partition seen for the first time has only new events, which it reads anyway
+    fresh = {k for k, old in old_facts.items() if not old[2]}
     for k, old in old_facts.items():
-        if _facts_change(pattern, old, new_facts[k]):
+        if k not in fresh and _facts_change(pattern, old, new_facts[k]):
             _lower(plan, json.loads(k), WHOLE)
     if not pattern.history:
         return
@@ -214,7 +216,7 @@ def _merge(pattern: Pattern, rows: dict, t: pa.Table, plan: HistoryPlan) -> None
             merged = sorted({*before, *events}, reverse=h.direction == "after")[:kk]
             row["times"], row["ids"] = [m[0] for m in merged], [m[1] for m in merged]
             changed = _change_point(h, [m[0] for m in before], row["times"], kk)
-            if changed is not None:
+            if changed is not None and row["x"] not in fresh:
                 _lower(plan, json.loads(row["x"]), max(changed - tau, WHOLE))
 
 
@@ -257,7 +259,7 @@ def _facts_change(pattern: Pattern, old: tuple, new: tuple) -> bool:
             continue
         if not all(is_fact(a) for a in read) or not hasattr(cond, "holds"):
             return True
-        if old[2] == 0 or cond.holds(env_old) != cond.holds(env_new):
+        if cond.holds(env_old) != cond.holds(env_new):
             return True
     return False
 
