@@ -125,6 +125,14 @@ def main() -> int:
                  "wall_seconds": round(time.perf_counter() - t0, 1), "patterns": rows_of(rows)}
         nights.append(night)
         print(json.dumps(night, default=str), flush=True)
+    # the driver's plan of a state night, nothing new (outside the match step's seconds)
+    from jobs.core.language.patternfile import load_pattern
+    from jobs.pipeline.match.partition_state import plan_history_state
+
+    history = load_pattern(home / "patterns" / "inc_history.yaml")
+    t0 = time.perf_counter()
+    state_rows = plan_history_state(lake, history, False).state.num_rows
+    plan_seconds = round(time.perf_counter() - t0, 3)
     # one recompute of the whole history: the same tables, match for match
     full_home = project(scratch, "recompute", 0)
     write_patterns(full_home)
@@ -157,7 +165,8 @@ def main() -> int:
             "full_recompute_seconds": full_rows[name]["match_seconds"]}
     out = {"copies": args.copies, "history_events": nights[-1]["history_events"],
            "nights": nights, "summary": summary, "recompute_seconds": full_seconds,
-           "tables_differ": differ}
+           "tables_differ": differ,
+           "state_plan": {"rows": state_rows, "seconds": plan_seconds}}
     (OUT / "incremental_kinds.json").write_text(json.dumps(out, indent=1, default=str))
     plot(summary)
     for name, s in summary.items():

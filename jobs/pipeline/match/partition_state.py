@@ -334,7 +334,8 @@ def reduce_and(terms: list):
 
 
 def _frame(spark, t: pa.Table):
-    return spark.createDataFrame(t.to_pandas())
+    """A small Arrow table as a Spark frame, its types kept (int64 with nulls too)."""
+    return spark.createDataFrame(t)
 
 
 def _nth(times: list, i: int):
@@ -342,38 +343,47 @@ def _nth(times: list, i: int):
     return times[i - 1] if i >= 1 and len(times) >= i else None
 
 
+def _thresholds(pattern: Pattern, state: pa.Table, n: int) -> pa.Table:
+    """Condition n's two thresholds per partition of its ``same``: the ``at_least``-th and
+    the (``at_most`` + 1)-th of its K times (null: fewer)."""
+    h, same = pattern.history[n], list(_same(pattern, n))
+    a, b = h.at_least or 0, h.at_most
+    mine = state.filter(pc.equal(state.column("item"), f"h{n}")).select([*same, "times"])
+    times = mine.column("times").to_pylist()
+    return mine.select(same).append_column(
+        f"__t_lo{n}", pa.array([_nth(t, a) for t in times], pa.int64())).append_column(
+        f"__t_hi{n}", pa.array([None if b is None else _nth(t, b + 1) for t in times],
+                               pa.int64()))
+
+
 def mark_columns(spark, df, pattern: Pattern, state: pa.Table):
     """The night's events with their partition's facts (``STATE_FACTS``, ns) and each
-    history condition's mark, from the state (module docstring)."""
+    history condition's mark, from the state (module docstring): one broadcast join per
+    set of key attributes (the facts and every condition counting in X share one)."""
     from pyspark.sql import functions as F
 
     xs = list(pattern.partition_attributes)
     ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
-    items = state.column("item")
-    facts = state.filter(pc.equal(items, FACTS)).select(
-        [*xs, "first_ts", "last_ts", "count"]).rename_columns(
-        [*xs, *STATE_FACTS.values()])
-    if facts.num_rows and not xs:  # no X: the whole source is the partition
-        df = df.crossJoin(F.broadcast(_frame(spark, facts)))
-    elif facts.num_rows:
-        df = df.join(F.broadcast(_frame(spark, facts)), on=xs, how="left")
-    else:
-        df = df.select("*", *[F.lit(None).cast("long").alias(c) for c in STATE_FACTS.values()])
+    facts = state.filter(pc.equal(state.column("item"), FACTS)).select(
+        [*xs, "first_ts", "last_ts", "count"]).rename_columns([*xs, *STATE_FACTS.values()])
+    groups: dict[tuple, pa.Table] = {tuple(sorted(xs)): facts}
+    for n in range(len(pattern.history)):
+        key = tuple(sorted(_same(pattern, n)))
+        t = _thresholds(pattern, state, n)
+        groups[key] = t if key not in groups else groups[key].join(
+            t, list(key), join_type="full outer")
+    for key, t in groups.items():
+        names = [c for c in t.column_names if c not in key]
+        if not t.num_rows:
+            df = df.select("*", *[F.lit(None).cast("long").alias(c) for c in names])
+        elif not key:  # no X: the whole source is the partition
+            df = df.crossJoin(F.broadcast(_frame(spark, t)))
+        else:
+            df = df.join(F.broadcast(_frame(spark, t)), on=list(key), how="left")
     for n, h in enumerate(pattern.history):
         same = list(_same(pattern, n))
-        mine = state.filter(pc.equal(items, f"h{n}")).select([*same, "times"]).to_pylist()
         lo_name, hi_name = f"__t_lo{n}", f"__t_hi{n}"
         a, b = h.at_least or 0, h.at_most
-        thresholds = pa.Table.from_pylist(
-            [{**{s: r[s] for s in same}, lo_name: _nth(r["times"], a),
-              hi_name: None if b is None else _nth(r["times"], b + 1)} for r in mine],
-            pa.schema([state.schema.field(s) for s in same]
-                      + [(lo_name, pa.int64()), (hi_name, pa.int64())]))
-        if thresholds.num_rows:
-            df = df.join(F.broadcast(_frame(spark, thresholds)), on=same, how="left")
-        else:
-            df = df.select("*", F.lit(None).cast("long").alias(lo_name),
-                           F.lit(None).cast("long").alias(hi_name))
 
         def in_range(t, h=h):
             if h.direction == "before":
