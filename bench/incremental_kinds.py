@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import textwrap
@@ -148,6 +149,8 @@ def main() -> int:
     b = published(Lake.of_profile(full_profile), list(PATTERNS))
     differ = [n for n in PATTERNS if a[n] != b[n]]
     ten, last = nights[10]["patterns"], nights[-1]["patterns"]
+    median = {name: statistics.median(n["patterns"][name]["match_seconds"]
+                                      for n in nights[1:11]) for name in PATTERNS}
     summary = {}
     for name in PATTERNS:
         summary[name] = {
@@ -160,6 +163,9 @@ def main() -> int:
                 last["inc_ordinary"]["events"], 1), 2),
             "night365_vs_night10": round(last[name]["match_seconds"] / max(
                 ten[name]["match_seconds"], 1e-9), 2),
+            "seconds_median_nights1_10": round(median[name], 3),
+            "night365_vs_median_nights1_10": round(last[name]["match_seconds"] / max(
+                median[name], 1e-9), 2),
             "full_recompute_events": full_rows[name]["events"],
             "full_recompute_matches": full_rows[name]["matches"],
             "full_recompute_seconds": full_rows[name]["match_seconds"]}

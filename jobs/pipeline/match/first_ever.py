@@ -30,7 +30,6 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from jobs.core.engine.columns import from_arrow, processing_order
 from jobs.core.engine.marks import first_rows
@@ -39,6 +38,7 @@ from jobs.core.language.events import parse_ts
 from jobs.core.language.pattern import Pattern, first_ever_attribute
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
+from jobs.pipeline.match.staged import publish_table, stage_table
 from jobs.spark.predicates import col, property_column
 from jobs.spark.tables import read_spark
 
@@ -236,17 +236,9 @@ def mark_events(spark, df, pattern: Pattern, state: pa.Table):
 
 
 def stage_state(lake: lk.Lake, staging: str, state: pa.Table) -> None:
-    fs, folder = lake.filesystem(staging)
-    fs.create_dir(folder, recursive=True)
-    pq.write_table(state, f"{folder}/{STAGED}", filesystem=fs)
+    stage_table(lake, staging, STAGED, state)
 
 
 def publish_state(lake: lk.Lake, pattern: Pattern, staging: str) -> bool:
     """The staged state as the pattern's ``first_ever`` table (after its publish)."""
-    fs, folder = lake.filesystem(staging)
-    path = f"{folder}/{STAGED}"
-    if fs.get_file_info(path).type.name == "NotFound":
-        return False
-    lake.write(lake.first_ever(pattern.name), pq.read_table(path, filesystem=fs),
-               mode="overwrite", schema_mode="overwrite")
-    return True
+    return publish_table(lake, staging, STAGED, lake.first_ever(pattern.name))

@@ -32,7 +32,6 @@ from datetime import datetime, timezone
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from jobs.core.engine.columns import from_arrow, processing_order
 from jobs.core.engine.compiled import CompiledPattern
@@ -47,6 +46,7 @@ from jobs.core.language.conditions.expressions import (
 from jobs.core.language.pattern import Pattern, history_attribute
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
+from jobs.pipeline.match.staged import publish_table, stage_table
 from jobs.pipeline.match.start_ranges import LOW, STATE_FACTS
 from jobs.spark.predicates import col, property_column
 from jobs.spark.tables import read_spark
@@ -431,19 +431,11 @@ def state_after(lake: lk.Lake, pattern: Pattern, since: datetime) -> bool:
 
 
 def stage_state(lake: lk.Lake, staging: str, state: pa.Table) -> None:
-    fs, folder = lake.filesystem(staging)
-    fs.create_dir(folder, recursive=True)
-    pq.write_table(state, f"{folder}/{STAGED}", filesystem=fs)
+    stage_table(lake, staging, STAGED, state)
 
 
 def publish_state(lake: lk.Lake, pattern: Pattern, staging: str) -> bool:
     """The staged state as the pattern's ``partition_state`` table (after its publish)."""
-    fs, folder = lake.filesystem(staging)
-    path = f"{folder}/{STAGED}"
-    if fs.get_file_info(path).type.name == "NotFound":
-        return False
-    lake.write(lake.partition_state(pattern.name), pq.read_table(path, filesystem=fs),
-               mode="overwrite", schema_mode="overwrite")
-    return True
+    return publish_table(lake, staging, STAGED, lake.partition_state(pattern.name))
 
 

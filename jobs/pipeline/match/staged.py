@@ -60,3 +60,26 @@ class StagedRun:
         except (FileNotFoundError, OSError):
             verdict = None
         return cls(staging, stats, verdict)
+
+
+def stage_table(lake: lk.Lake, staging: str, name: str, table) -> None:
+    """A night's new state (``first_ever``'s, a partition state) beside its staged
+    matches, as the Parquet file ``name``."""
+    import pyarrow.parquet as pq
+
+    fs, folder = lake.filesystem(staging)
+    fs.create_dir(folder, recursive=True)
+    pq.write_table(table, f"{folder}/{name}", filesystem=fs)
+
+
+def publish_table(lake: lk.Lake, staging: str, name: str, path: str) -> bool:
+    """The staged state ``name`` as the Delta table at ``path`` (after the matches'
+    publish: a run killed before it keeps the old state); False: none staged."""
+    import pyarrow.parquet as pq
+
+    fs, folder = lake.filesystem(staging)
+    if fs.get_file_info(f"{folder}/{name}").type.name == "NotFound":
+        return False
+    lake.write(path, pq.read_table(f"{folder}/{name}", filesystem=fs), mode="overwrite",
+               schema_mode="overwrite")
+    return True
