@@ -78,7 +78,7 @@ def test_state_marks_and_reopening_equal_the_reference(spark, raw, direction, bo
     before: dict[str, bool] = {}
     schema = state_schema(pattern, {"patient": pa.int64()})
     for night in sorted({r["night"] for r in rows}):
-        plan = HistoryPlan(None)
+        plan = HistoryPlan()
         _merge(pattern, state, _table([r for r in rows if r["night"] == night]), plan)
         seen = [r for r in rows if r["night"] <= night]
         reference = {e.id: bool(e.attrs[history_attribute(0)]) for e in mark(pattern, order(

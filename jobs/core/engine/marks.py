@@ -30,15 +30,21 @@ def first_rows(pattern: Pattern, cols: EventColumns, variable: str) -> np.ndarra
     return np.sort(fits[first])
 
 
+def where_fits(h, cols: EventColumns, c: CompiledPattern) -> np.ndarray:
+    """The rows that fit history condition ``h``'s ``where`` (all of them without one)."""
+    fits = np.ones(cols.n, np.bool_)
+    for p in h.where:
+        fits &= vector_truth(p.expr, cols, c.row) == TRUE
+    return fits
+
+
 def history_marks(pattern: Pattern, cols: EventColumns, k: int) -> np.ndarray:
     """1 where history condition ``k`` holds with its anchor bound to the row (the
     columns are the partitions' whole history, in processing order), else 0."""
     h = pattern.history[k]
     c = CompiledPattern(pattern, tuple(cols.names))
     code, present = c.partition_codes(cols, attributes=h.same or None)
-    fits = np.ones(cols.n, np.bool_)
-    for p in h.where:
-        fits &= vector_truth(p.expr, cols, c.row) == TRUE
+    fits = where_fits(h, cols, c)
     out = np.zeros(cols.n)
     for part in np.unique(code[present]):
         rows = np.flatnonzero(present & (code == part))

@@ -27,24 +27,19 @@ from jobs.core.language.events import parse_ts, to_datetime
 from jobs.core.language.pattern import Pattern
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
-from jobs.pipeline.match.start_ranges import BEGIN, LOW
+from jobs.pipeline.match.horizons import PartitionStarts, partition_key
+from jobs.pipeline.match.start_ranges import BEGIN
 
 TS = pa.timestamp("us", tz="UTC")
 
 
 @dataclass
-class EpisodePlan:
-    """Per partition (the JSON of its X values) whose walk starts before the night's
-    ``low``: that start (ns), its X values, and the ids of the kept match it starts at
-    (``begins``, JSON; none: a fresh walk)."""
+class EpisodePlan(PartitionStarts):
+    """The partitions whose walk starts before the night's ``low`` (``PartitionStarts``)
+    and, per key, the ids of the kept match it starts at (``begins``, JSON; none: a fresh
+    walk)."""
 
-    lows: dict[str, int] = field(default_factory=dict)
-    values: dict[str, list] = field(default_factory=dict)
     begins: dict[str, str] = field(default_factory=dict)
-
-
-def _json(values) -> str:
-    return json.dumps(list(values), default=str)
 
 
 def _pairs(bindings) -> list[tuple[str, list[str]]]:
@@ -72,9 +67,8 @@ def plan_episodes(lake: lk.Lake, pattern: Pattern, low: int, since: datetime) ->
             x = [v[r] for v in values]
             if any(v is None or v != v for v in x):
                 continue
-            k = _json(x)
-            if t - tau < plan.lows.get(k, low):
-                plan.lows[k], plan.values[k] = t - tau, x
+            if t - tau < plan.lows.get(partition_key(x), low):
+                plan.lower(x, t - tau)
     floor = min([low, *plan.lows.values()]) - tau
     path = lake.matches(pattern.name)
     found = lake.read_arrow(path, columns=[*xs, "start_ts", "bindings"], filter=(
@@ -90,7 +84,7 @@ def plan_episodes(lake: lk.Lake, pattern: Pattern, low: int, since: datetime) ->
     bindings = found.column("bindings").to_pylist()
     for r in range(found.num_rows):
         x = [v[r] for v in values]
-        k = _json(x)
+        k = partition_key(x)
         s, own = parse_ts(starts[r]), plan.lows.get(k, low)
         if not own - tau <= s < own:  # an earlier kept match cannot stop one at ``own``
             continue
@@ -101,31 +95,22 @@ def plan_episodes(lake: lk.Lake, pattern: Pattern, low: int, since: datetime) ->
         elif s == now[0]:  # kept matches starting together: the walk starts at the first
             now[2].extend(ids)
     for k, (s, x, ids) in last.items():
-        plan.lows[k], plan.values[k] = s, x
+        plan.lower(x, s)
         plan.begins[k] = json.dumps(sorted(set(ids)))
     return plan
 
 
-def with_begins(spark, df, pattern: Pattern, plan: EpisodePlan, low: int):
-    """The events with ``LOW`` (their partition's start tonight) and ``BEGIN`` (the ids of
-    the kept match its walk resumes from, or null)."""
+def with_begins(spark, df, pattern: Pattern, plan: EpisodePlan):
+    """The events with ``BEGIN``: the ids of the kept match their partition's walk resumes
+    from (null: a fresh walk)."""
     from pyspark.sql import functions as F
 
     xs = list(pattern.partition_attributes)
-    if not xs:  # one partition, the whole source
+    if not xs or not plan.begins:  # without X, one partition: the whole source
         begin = next(iter(plan.begins.values()), None)
-        return df.withColumn(LOW, F.lit(min([low, *plan.lows.values()])).cast("long")) \
-            .withColumn(BEGIN, F.lit(begin).cast("string"))
-    if not plan.lows:
-        return df.withColumn(LOW, F.lit(low).cast("long")) \
-            .withColumn(BEGIN, F.lit(None).cast("string"))
+        return df.withColumn(BEGIN, F.lit(begin).cast("string"))
     types = {f.name: f.dataType for f in df.schema.fields}
-    t = spark.createDataFrame([(*plan.values[k], x, plan.begins.get(k))
-                               for k, x in plan.lows.items()], [*xs, LOW, BEGIN]
-                              ) if plan.begins else spark.createDataFrame(
-        [(*plan.values[k], x) for k, x in plan.lows.items()], [*xs, LOW]
-    ).withColumn(BEGIN, F.lit(None).cast("string"))
-    t = t.select(*[F.col(k).cast(types[k]).alias(k) for k in xs],
-                 F.col(LOW).cast("long").alias(LOW), F.col(BEGIN).cast("string").alias(BEGIN))
-    return df.join(F.broadcast(t), on=xs, how="left") \
-        .withColumn(LOW, F.coalesce(F.col(LOW), F.lit(low).cast("long")))
+    t = spark.createDataFrame([(*plan.values[k], b) for k, b in plan.begins.items()],
+                              [*xs, BEGIN])
+    t = t.select(*[F.col(k).cast(types[k]).alias(k) for k in xs], BEGIN)
+    return df.join(F.broadcast(t), on=xs, how="left")

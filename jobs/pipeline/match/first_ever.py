@@ -38,6 +38,7 @@ from jobs.core.language.events import parse_ts
 from jobs.core.language.pattern import Pattern, first_ever_attribute
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
+from jobs.pipeline.match.horizons import partition_key
 from jobs.pipeline.match.staged import publish_table, stage_table
 from jobs.spark.predicates import col, property_column
 from jobs.spark.tables import read_spark
@@ -71,10 +72,6 @@ def state_schema(pattern: Pattern, key_types: dict[str, pa.DataType]) -> pa.Sche
                       ("watermark", TS)])
 
 
-def _key(values: list) -> str:
-    return json.dumps(values, default=str)
-
-
 def _needed(pattern: Pattern) -> list[str]:
     """The columns the state's reads take (the pattern compiles on its attributes)."""
     return list(dict.fromkeys(["event_id", "ts", "ingested_at", *sorted(
@@ -94,7 +91,7 @@ def firsts_of(pattern: Pattern, t: pa.Table) -> dict[tuple[str, str], dict]:
     for v in pattern.first_ever:
         for r in first_rows(pattern, cols, v).tolist():  # events without X are in none
             values = [x[r] for x in xs]
-            out[(v, _key(values))] = {"ts": int(cols.ts[r]), "event_id": ids[r], "x": values}
+            out[(v, partition_key(values))] = {"ts": int(cols.ts[r]), "event_id": ids[r], "x": values}
     return out
 
 
@@ -212,7 +209,7 @@ def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
         ts, ids = t.column("ts").to_pylist(), t.column("event_id").to_pylist()
         for r in range(t.num_rows):
             values = [x[r] for x in xs]
-            parts.append({"variable": v, "key": _key(values), **dict(zip(keys, values)),
+            parts.append({"variable": v, "key": partition_key(values), **dict(zip(keys, values)),
                           "ts": ts[r], "event_id": ids[r], "pattern_version": pattern.version,
                           "watermark": newest})
     types = {k: df.select(col(k)).limit(0).toArrow().schema.field(k).type for k in keys}

@@ -15,7 +15,8 @@ Pure functions: no Spark, no I/O.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from datetime import date, datetime, timezone
 
 from jobs.config import NS_MIN
@@ -26,6 +27,7 @@ from jobs.runrecord import NIGHTLY, RunRecord
 from jobs.status import SUCCESS
 
 DAY = 86400 * 10**9
+WHOLE = -(2 ** 62)  # the start (ns) of a partition matched again from its first event
 
 
 @dataclass(frozen=True)
@@ -47,14 +49,51 @@ class RunRange:
     @property
     def read_low(self) -> int | None:
         """The earliest start any partition of the run may match (None: unbounded)."""
-        if self.low is None:
-            return None
-        low = min([self.low, *[low for _, low in (self.lows[1] if self.lows else ())]])
-        return None if low <= -(2 ** 61) else low  # a partition taken whole
+        return earliest_start(self.low, self.lows)
 
     @property
     def empty(self) -> bool:
         return self.low is not None and self.low >= self.high
+
+
+def earliest_start(low: int | None, lows: tuple | None) -> int | None:
+    """The earliest of a night's ``low`` and its partitions' own starts (``RunRange.lows``);
+    None: unbounded (no low, or a partition taken whole)."""
+    if low is None:
+        return None
+    low = min([low, *[x for _, x in (lows[1] if lows else ())]])
+    return None if low <= WHOLE else low
+
+
+def partition_key(values) -> str:
+    """A partition's values (of X, or of a condition's ``same``) as one text: the key of
+    the per-partition states and of the starts below."""
+    return json.dumps(list(values), default=str)
+
+
+@dataclass
+class PartitionStarts:
+    """The partitions a night matches from before its range's ``low`` (a history-wide
+    pattern's state or episodes say which): per key (``partition_key``), the earliest
+    start (ns; ``WHOLE``: all of it) and the partition's values."""
+
+    lows: dict[str, int] = field(default_factory=dict)
+    values: dict[str, list] = field(default_factory=dict)
+
+    def lower(self, values: list, low: int) -> None:
+        """Start the partition with these values at ``low`` or before."""
+        k = partition_key(values)
+        self.values[k] = values
+        self.lows[k] = min(self.lows.get(k, low), low)
+
+    def range_from(self, rng: RunRange, attributes: tuple[str, ...]) -> RunRange:
+        """The night's range with these starts: per partition of ``attributes`` (X) in
+        ``RunRange.lows``; without X the whole source is one partition, whose start is
+        the range's ``low``."""
+        if not attributes:
+            return RunRange(min([rng.low, *self.lows.values()]), rng.high, False)
+        return RunRange(rng.low, rng.high, False, lows=(tuple(attributes), tuple(
+            (tuple(self.values[k]), x) for k, x in self.lows.items() if x < rng.low)))
 
 
 def day_start(d: date | str) -> int:

@@ -13,7 +13,7 @@ The table ``partition_state/<pattern>`` holds one row per item and key:
 with the ``watermark`` (the newest ``ingested_at`` it has seen). A full run builds it on
 Spark from the whole history; a night reads only the events ingested after the watermark
 (their files' statistics pick them), merges them in, and gives each partition they touch
-the earliest start it must match again (``HistoryPlan.lows``): τ before its earliest new
+the earliest start it must match again (``HistoryPlan``, ``PartitionStarts``): τ before its earliest new
 event, τ before the earliest anchor whose mark a changed threshold flips, or the whole
 partition when a fact that a condition or measure reads changed its truth. Phase 1 marks
 the night's events from the new state (``mark_columns``) and phase 2 runs the pattern's
@@ -25,9 +25,9 @@ night read the same events again.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import reduce
 
 import numpy as np
 import pyarrow as pa
@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from jobs.core.engine.columns import from_arrow, processing_order
 from jobs.core.engine.compiled import CompiledPattern
-from jobs.core.engine.programs import TRUE, vector_truth
+from jobs.core.engine.marks import where_fits
 from jobs.core.language.conditions.expressions import (
     PARTITION_FACTS,
     Instant,
@@ -46,13 +46,13 @@ from jobs.core.language.conditions.expressions import (
 from jobs.core.language.pattern import Pattern, history_attribute
 from jobs.lake import store as lk
 from jobs.lake.extent import files_ingested_after
+from jobs.pipeline.match.horizons import WHOLE, PartitionStarts, partition_key
 from jobs.pipeline.match.staged import publish_table, stage_table
-from jobs.pipeline.match.start_ranges import LOW, STATE_FACTS
+from jobs.pipeline.match.start_ranges import STATE_FACTS
 from jobs.spark.predicates import col, property_column
 from jobs.spark.tables import read_spark
 
 TS = pa.timestamp("us", tz="UTC")
-WHOLE = -(2 ** 62)  # the earliest start of a partition taken whole (ns)
 STAGED = "_partition_state.parquet"  # the night's new state, beside its staged matches
 FACTS = "facts"
 
@@ -62,11 +62,17 @@ def stateful(pattern) -> bool:
     facts, each history condition counting events of a partition of X or a finer one
     (without X, the whole source is one partition), and no ``first_ever`` or ``after_match`` (those nights take the
     partitions they touch whole)."""
-    if not isinstance(pattern, Pattern) or not pattern.whole_history or pattern.first_ever \
-            or pattern.after_match != "all":
-        return False
+    return isinstance(pattern, Pattern) and pattern.whole_history and not pattern.first_ever \
+        and pattern.after_match == "all" and counts_within_partitions(pattern)
+
+
+def counts_within_partitions(pattern) -> bool:
+    """Whether each history condition counts events of the anchor's partition of X or a
+    finer one (its ``same`` holds every attribute of X; a coarser one counts events of
+    other partitions)."""
     keys = set(pattern.partition_attributes)
-    return all(keys <= set(h.same or keys) for h in pattern.history)
+    return all(keys <= set(h.same or keys)
+               for alt in pattern.alternatives for h in getattr(alt, "history", ()))
 
 
 def depth(h) -> int:
@@ -93,23 +99,24 @@ def state_schema(pattern: Pattern, types: dict[str, pa.DataType]) -> pa.Schema:
                       ("watermark", TS)])
 
 
-def _json(values) -> str:
-    return json.dumps(list(values), default=str)
-
-
 @dataclass
-class HistoryPlan:
-    """A night's state (None: a full run builds it on Spark) and, per partition (the JSON
-    of its X values) whose state changed, the earliest start to match again (ns;
-    ``WHOLE``: all of it); ``values``: those partitions' X values, in the same order."""
+class HistoryPlan(PartitionStarts):
+    """A night's state (None: a full run builds it on Spark) and the partitions whose
+    state changed, each with the earliest start to match again (``PartitionStarts``)."""
 
-    state: pa.Table | None
-    lows: dict[str, int] = field(default_factory=dict)
-    values: dict[str, list] = field(default_factory=dict)
+    state: pa.Table | None = None
 
-    def counts(self) -> dict:
-        return {"state_reopened": len(self.lows),
-                "state_whole": sum(1 for v in self.lows.values() if v == WHOLE)}
+
+def _state_row(pattern: Pattern, item: str, attributes, values: list, **fields) -> dict:
+    """A row of the state: ``item`` of the partition with these values of ``attributes``
+    (X for the facts, a condition's ``same`` for its times), the others null."""
+    xs = pattern.partition_attributes
+    row = dict.fromkeys(key_attributes(pattern))
+    row.update(zip(attributes, values))
+    return {**row, "item": item, "key": partition_key(values),
+            "x": partition_key([values[list(attributes).index(a)] for a in xs]),
+            "times": None, "ids": None, "first_ts": None, "last_ts": None, "count": None,
+            "pattern_version": pattern.version, **fields}
 
 
 def _needed(pattern: Pattern) -> list[str]:
@@ -125,14 +132,14 @@ def plan_history_state(lake: lk.Lake, pattern: Pattern, full: bool) -> HistoryPl
     old = None if full or not lake.exists(path) else lake.read_arrow(path)
     if old is None or old.num_rows == 0 or set(
             old.column("pattern_version").to_pylist()) != {pattern.version}:
-        return HistoryPlan(None)
+        return HistoryPlan()
     rows = {(r["item"], r["key"]): r for r in old.to_pylist()}
     watermark = max(r["watermark"] for r in rows.values())
     files = files_ingested_after(lake, pattern.source, watermark)
     arrived = lake.read_arrow(lake.events(pattern.source), columns=_needed(pattern),
                               filter=pc.field("ingested_at") > pa.scalar(watermark, TS),
                               only=files) if files or files is None else None
-    plan = HistoryPlan(None)
+    plan = HistoryPlan()
     if arrived is not None and arrived.num_rows:
         watermark = max(watermark, pc.max(arrived.column("ingested_at")).as_py())
         _merge(pattern, rows, arrived, plan)
@@ -140,12 +147,6 @@ def plan_history_state(lake: lk.Lake, pattern: Pattern, full: bool) -> HistoryPl
         r["watermark"] = watermark
     plan.state = pa.Table.from_pylist(list(rows.values()), old.schema)
     return plan
-
-
-def _lower(plan: HistoryPlan, x: list, low: int) -> None:
-    k = _json(x)
-    plan.values[k] = x
-    plan.lows[k] = min(plan.lows.get(k, low), low)
 
 
 def _merge(pattern: Pattern, rows: dict, t: pa.Table, plan: HistoryPlan) -> None:
@@ -158,7 +159,6 @@ def _merge(pattern: Pattern, rows: dict, t: pa.Table, plan: HistoryPlan) -> None
           .to_numpy(zero_copy_only=False))
     ids = t.column("event_id").cast(pa.string()).to_pylist()
     tau = pattern.tau
-    template = {a: None for a in key_attributes(pattern)}
 
     def key(r, attrs):
         v = [values[a][r] for a in attrs]
@@ -170,14 +170,11 @@ def _merge(pattern: Pattern, rows: dict, t: pa.Table, plan: HistoryPlan) -> None
         x = key(r, xs)
         if x is None:
             continue
-        _lower(plan, x, int(ts[r]) - tau)
-        k = _json(x)
+        plan.lower(x, int(ts[r]) - tau)
+        k = partition_key(x)
         row = rows.get((FACTS, k))
         if row is None:
-            row = rows[(FACTS, k)] = {**template, **dict(zip(xs, x)), "item": FACTS, "key": k,
-                                      "x": k, "times": None, "ids": None, "first_ts": None,
-                                      "last_ts": None, "count": 0,
-                                      "pattern_version": pattern.version}
+            row = rows[(FACTS, k)] = _state_row(pattern, FACTS, xs, x, count=0)
         if k not in old_facts:
             old_facts[k] = (row["first_ts"], row["last_ts"], row["count"])
         row["first_ts"] = int(ts[r]) if row["first_ts"] is None else min(row["first_ts"], int(ts[r]))
@@ -188,36 +185,31 @@ def _merge(pattern: Pattern, rows: dict, t: pa.Table, plan: HistoryPlan) -> None
     fresh = {k for k, old in old_facts.items() if not old[2]}
     for k, old in old_facts.items():
         if k not in fresh and _facts_change(pattern, old, new_facts[k]):
-            _lower(plan, json.loads(k), WHOLE)
+            plan.lower(plan.values[k], WHOLE)
     if not pattern.history:
         return
     cols = from_arrow(t, sorted(pattern.stored_attributes), ordered=True)
     c = CompiledPattern(pattern, tuple(cols.names))
     for n, h in enumerate(pattern.history):
-        fits = np.ones(t.num_rows, np.bool_)
-        for p in h.where:
-            fits &= vector_truth(p.expr, cols, c.row) == TRUE
+        fits = where_fits(h, cols, c)
         same, kk = _same(pattern, n), depth(h)
         item = f"h{n}"
         found: dict[str, list] = {}
         for r in np.flatnonzero(fits).tolist():
             s = key(r, same)
             if s is not None:
-                found.setdefault(_json(s), [s, []])[1].append((int(ts[r]), ids[r]))
+                found.setdefault(partition_key(s), [s, []])[1].append((int(ts[r]), ids[r]))
         for k, (s, events) in found.items():
             row = rows.get((item, k))
             if row is None:
-                row = rows[(item, k)] = {**template, **dict(zip(same, s)), "item": item,
-                                         "key": k, "x": _json([s[same.index(a)] for a in xs]),
-                                         "times": [], "ids": [], "first_ts": None,
-                                         "last_ts": None, "count": None,
-                                         "pattern_version": pattern.version}
+                row = rows[(item, k)] = _state_row(pattern, item, same, s, times=[], ids=[])
             before = list(zip(row["times"] or [], row["ids"] or []))
             merged = sorted({*before, *events}, reverse=h.direction == "after")[:kk]
             row["times"], row["ids"] = [m[0] for m in merged], [m[1] for m in merged]
             changed = _change_point(h, [m[0] for m in before], row["times"], kk)
             if changed is not None and row["x"] not in fresh:
-                _lower(plan, json.loads(row["x"]), max(changed - tau, WHOLE))
+                x = [s[same.index(a)] for a in xs]
+                plan.lower(x, max(changed - tau, WHOLE))
 
 
 def _change_point(h, old: list[int], new: list[int], kk: int) -> int | None:
@@ -285,18 +277,14 @@ def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
     ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
     types = {a: df.select(col(a)).limit(0).toArrow().schema.field(a).type
              for a in key_attributes(pattern)}
-    template = {a: None for a in key_attributes(pattern)}
-    common = {"pattern_version": pattern.version, "watermark": newest}
     rows = []
     have = reduce_and([col(a).isNotNull() for a in xs])
     facts = (df.where(have).groupBy(*[col(a) for a in xs])
              .agg(F.min(ts_ns).alias("first_ts"), F.max(ts_ns).alias("last_ts"),
                   F.count(F.lit(1)).alias("count")).toArrow())
     for r in facts.to_pylist():
-        x = [r[a] for a in xs]
-        rows.append({**template, **dict(zip(xs, x)), "item": FACTS, "key": _json(x),
-                     "x": _json(x), "times": None, "ids": None, "first_ts": r["first_ts"],
-                     "last_ts": r["last_ts"], "count": r["count"], **common})
+        rows.append(_state_row(pattern, FACTS, xs, [r[a] for a in xs], first_ts=r["first_ts"],
+                               last_ts=r["last_ts"], count=r["count"], watermark=newest))
     for n, h in enumerate(pattern.history):
         same = list(_same(pattern, n))
         fit = df.where(reduce_and([col(a).isNotNull() for a in same]))
@@ -312,13 +300,11 @@ def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
         grouped: dict[str, dict] = {}
         for r in sorted(ranked.to_pylist(), key=lambda r: r["__rank"]):
             s = [r[a] for a in same]
-            k = _json(s)
+            k = partition_key(s)
             row = grouped.get(k)
             if row is None:
-                row = grouped[k] = {**template, **dict(zip(same, s)), "item": f"h{n}",
-                                    "key": k, "x": _json([r[a] for a in xs]), "times": [],
-                                    "ids": [], "first_ts": None, "last_ts": None,
-                                    "count": None, **common}
+                row = grouped[k] = _state_row(pattern, f"h{n}", same, s, times=[], ids=[],
+                                              watermark=newest)
             row["times"].append(r["t"])
             row["ids"].append(r["id"])
         rows.extend(grouped.values())
@@ -326,8 +312,6 @@ def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
 
 
 def reduce_and(terms: list):
-    from functools import reduce
-
     from pyspark.sql import functions as F
 
     return reduce(lambda a, b: a & b, terms) if terms else F.lit(True)
@@ -398,22 +382,6 @@ def mark_columns(spark, df, pattern: Pattern, state: pa.Table):
         df = df.withColumn(history_attribute(n), F.coalesce(ok, F.lit(False))) \
             .drop(lo_name, hi_name)
     return df
-
-
-def with_lows(spark, df, pattern: Pattern, lows: tuple | None, low: int):
-    """The events with ``LOW``: their partition's earliest start tonight (``RunRange.lows``
-    for the partitions whose state changed, else the night's ``low``)."""
-    from pyspark.sql import functions as F
-
-    if not lows or not lows[1]:
-        return df.withColumn(LOW, F.lit(low).cast("long"))
-    keys = list(lows[0])
-    types = {f.name: f.dataType for f in df.schema.fields}
-    t = spark.createDataFrame([(*v, x) for v, x in lows[1]], [*keys, LOW])
-    t = t.select(*[F.col(k).cast(types[k]).alias(k) for k in keys],
-                 F.col(LOW).cast("long").alias(LOW))
-    return df.join(F.broadcast(t), on=keys, how="left") \
-        .withColumn(LOW, F.coalesce(F.col(LOW), F.lit(low).cast("long")))
 
 
 def state_after(lake: lk.Lake, pattern: Pattern, since: datetime) -> bool:

@@ -37,12 +37,8 @@ from jobs.lake import store as lk
 from jobs.pipeline.match import partition_state
 from jobs.pipeline.match.episode_seeds import EpisodePlan, with_begins
 from jobs.pipeline.match.first_ever import FirstEverPlan, build_state, mark_events, stage_state
-from jobs.pipeline.match.partition_state import (
-    WHOLE,
-    HistoryPlan,
-    mark_columns,
-    with_lows,
-)
+from jobs.pipeline.match.horizons import earliest_start
+from jobs.pipeline.match.partition_state import HistoryPlan, mark_columns
 from jobs.pipeline.match.partition_state import build_state as build_history_state
 from jobs.pipeline.match.phase2 import (
     NOT_SLICED,
@@ -167,6 +163,22 @@ def touched_partitions(df, keys: list[str], since: int, opened: int | None = Non
     return df.join(found, on=keys, how="left_semi"), touched
 
 
+def with_lows(spark, df, lows: tuple | None, low: int):
+    """The events with ``LOW``: their partition's earliest start tonight (``RunRange.lows``
+    for the partitions matched from before the range, else the night's ``low``)."""
+    from pyspark.sql import functions as F
+
+    if not lows or not lows[1]:
+        return df.withColumn(LOW, F.lit(low).cast("long"))
+    keys = list(lows[0])
+    types = {f.name: f.dataType for f in df.schema.fields}
+    t = spark.createDataFrame([(*v, x) for v, x in lows[1]], [*keys, LOW])
+    t = t.select(*[F.col(k).cast(types[k]).alias(k) for k in keys],
+                 F.col(LOW).cast("long").alias(LOW))
+    return df.join(F.broadcast(t), on=keys, how="left") \
+        .withColumn(LOW, F.coalesce(F.col(LOW), F.lit(low).cast("long")))
+
+
 def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     """Match ``job.pattern`` for first events in [low, high) (None: unbounded) within the
     limits of ``job.options``; ``sink='noop'`` runs phase 1 only (for measuring it)."""
@@ -178,10 +190,7 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     path = lake.events(pattern.source)
     tau = pattern.tau
     # a leading negated set looks back τ before a match's first event
-    first = low
-    if job.lows and low is not None and job.lows[1]:
-        earliest = min(x for _, x in job.lows[1])
-        first = None if earliest <= WHOLE else min(low, earliest)
+    first = earliest_start(low, job.lows)  # partitions matched from before ``low`` too
     read_low = None if first is None else first - lookback(pattern)
     filters = event_date_filters(read_low, high, tau)
     df = read_range(spark, lake, path, read_low, high, tau)
@@ -197,10 +206,14 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
     if job.since is not None and keys:
         df, values = touched_partitions(df, keys, job.since, job.opened, high)
         stats["touched"] = {"keys": keys, "values": values}
-    if job.episodes is not None and low is not None:  # episodes resumed per partition
-        df = with_begins(spark, df, pattern, job.episodes, low)
+    if (job.history is not None or job.episodes is not None) and low is not None:
+        # each partition from its own start tonight (the night's low, or before it)
+        df = with_lows(spark, df, job.lows, low)
         df = df.where(F.unix_micros(F.col("ts")) * 1000 >= F.col(LOW) - F.lit(lookback(pattern)))
-        extra += [LOW, BEGIN]
+        extra.append(LOW)
+    if job.episodes is not None and low is not None:  # episodes resumed per partition
+        df = with_begins(spark, df, pattern, job.episodes)
+        extra.append(BEGIN)
     history = None
     if job.history is not None:  # marks and facts from the partition state
         history = job.history.state if job.history.state is not None \
@@ -208,12 +221,6 @@ def run_match_job(spark, lake: lk.Lake, job: MatchJob) -> MatchJobResult:
         df = mark_columns(spark, df, pattern, history)
         extra += [history_attribute(k) for k in range(len(pattern.history))] \
             + list(STATE_FACTS.values())
-        stats.update(job.history.counts())
-        if low is not None:
-            df = with_lows(spark, df, pattern, job.lows, low)
-            df = df.where(F.unix_micros(F.col("ts")) * 1000
-                          >= F.col(LOW) - F.lit(lookback(pattern)))
-            extra.append(LOW)
     if pattern.first_ever and not pattern.whole_history:
         # each event: is it its partition's first? (with history conditions, phase 2 marks
         # whole partitions of the whole history itself)

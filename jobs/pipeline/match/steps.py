@@ -22,6 +22,7 @@ from jobs.pipeline.match.first_ever import FirstEverPlan, plan_first_ever
 from jobs.pipeline.match.horizons import RunRange, as_ns, plan_range, reopened_low
 from jobs.pipeline.match.partition_state import (
     HistoryPlan,
+    counts_within_partitions,
     plan_history_state,
     state_after,
     stateful,
@@ -126,21 +127,13 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
                 # history conditions, partition facts: the state says which partitions
                 # changed and from where (docs/semantics.md)
                 history = plan_history_state(ctx.lake, pattern, False)
-                xs = tuple(pattern.partition_attributes)
-                if history.state is not None and xs:
-                    rng = RunRange(rng.low, rng.high, False, lows=(xs, tuple(
-                        (tuple(history.values[k]), low) for k, low in history.lows.items()
-                        if low < rng.low)))
-                elif history.state is not None:  # no X: one partition, the whole source
-                    rng = RunRange(min([rng.low, *history.lows.values()]), rng.high, False)
+                if history.state is not None:
+                    rng = history.range_from(rng, pattern.partition_attributes)
             if pattern.after_match != "all" and not pattern.marks_needed and appends \
                     and isinstance(pattern, Pattern):
                 # episodes: each partition's walk resumes from its last kept match
                 episodes = plan_episodes(ctx.lake, pattern, rng.low, last_success)
-                xs = tuple(pattern.partition_attributes)
-                rng = RunRange(rng.low, rng.high, False, lows=(xs, tuple(
-                    (tuple(episodes.values[k]), low) for k, low in episodes.lows.items()))) \
-                    if xs else RunRange(min([rng.low, *episodes.lows.values()]), rng.high, False)
+                rng = episodes.range_from(rng, pattern.partition_attributes)
             elif history is None or history.state is None:
                 # which episodes are taken depends on every earlier one of the partition,
                 # and a history condition on every event of it: a late event may change
@@ -157,19 +150,15 @@ def planned_range(ctx: RunContext, rng: RunRange | None = None,
         if first.reopen is not None and rng.low is not None and first.reopen < rng.low:
             rng = RunRange(first.reopen, rng.high, rng.full)  # a late first: its window
     if stateful(pattern) and not idle and history is None:
-        history = HistoryPlan(None)  # the match job builds the state
+        history = HistoryPlan()  # the match job builds the state
     return PlannedRun(ctx.path, pattern, text, rng, runs, idle, first, history, episodes)
 
 
 def partition_scoped(pattern) -> bool:
     """Whether a night may match such a pattern again in the partitions (values of its X)
     that got an event, the others kept: it has partition attributes, and each history
-    condition counts events of the anchor's partition or a finer one (its ``same``
-    holds every attribute of X; a coarser ``same`` counts events of other partitions)."""
-    keys = set(pattern.partition_attributes)
-    return bool(keys) and all(keys <= set(h.same or keys)
-                              for alt in pattern.alternatives
-                              for h in getattr(alt, "history", ()))
+    condition counts events of the anchor's partition or a finer one."""
+    return bool(pattern.partition_attributes) and counts_within_partitions(pattern)
 
 
 def late_events(spark, ctx: RunContext, planned: PlannedRun) -> int:

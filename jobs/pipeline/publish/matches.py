@@ -209,7 +209,7 @@ def _scope(F, version: str, rng: RunRange, low_column=None):
                                       else F.coalesce(low_column, bound))
     if rng.since is not None and rng.touched is not None:  # the night's partitions only
         keys, values = rng.touched
-        joined = [SEP.join(str(v) for v in k) for k in values]
+        joined = key_texts(values)
         mine &= F.concat_ws(SEP, *[F.col(k).cast("string") for k in keys]).isin(joined) \
             if joined else F.lit(False)
     return mine | (F.col("pattern_version") != F.lit(version)) if rng.full else mine
@@ -223,7 +223,7 @@ def _arrow_scope(old: pa.Table, version: str, rng: RunRange) -> pa.ChunkedArray:
     if rng.low is not None and rng.lows and rng.lows[1]:
         keys, values = rng.lows
         at = pc.index_in(key_text(old, keys), value_set=pa.array(
-            [SEP.join(str(x) for x in k) for k, _ in values], pa.string()))
+            key_texts(k for k, _ in values), pa.string()))
         lows = pc.fill_null(pc.take(pa.array([low for _, low in values], pa.int64()), at),
                             rng.low)
         start_ns = pc.cast(pc.cast(start, pa.timestamp("ns", tz="UTC")), pa.int64())
@@ -234,7 +234,7 @@ def _arrow_scope(old: pa.Table, version: str, rng: RunRange) -> pa.ChunkedArray:
     if rng.since is not None and rng.touched is not None:  # the night's partitions only
         keys, values = rng.touched
         mine = pc.and_kleene(mine, pc.is_in(key_text(old, keys), value_set=pa.array(
-            [SEP.join(str(v) for v in k) for k in values], pa.string())))
+            key_texts(values), pa.string())))
     return pc.or_kleene(mine, pc.not_equal(v, version)) if rng.full else mine
 
 
@@ -244,6 +244,11 @@ def key_text(t: pa.Table, keys) -> pa.ChunkedArray:
     parts = [pc.cast(t.column(k), pa.string()) if not pa.types.is_floating(t.column(k).type)
              else _float_text(t.column(k)) for k in keys]
     return parts[0] if len(parts) == 1 else pc.binary_join_element_wise(*parts, SEP)
+
+
+def key_texts(values) -> list[str]:
+    """Partitions' values (tuples) as the texts ``key_text`` gives their rows."""
+    return [SEP.join(str(v) for v in k) for k in values]
 
 
 def _float_text(column) -> pa.Array:
