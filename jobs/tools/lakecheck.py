@@ -134,16 +134,17 @@ def _partition_states(lake: lk.Lake, data: dict[str, pa.Table]) -> list[Finding]
     """A partition state whose facts disagree with the events its watermark has seen."""
     out = []
     sources = match_sources(lake, lake_tables(lake))
-    retracted = data.get("retractions")
+    retracted: dict[str, list] = {}  # per source, when its retractions were made
+    if "retractions" in data:
+        for r in data["retractions"].select(["source", "retracted_at"]).to_pylist():
+            retracted.setdefault(r["source"], []).append(r["retracted_at"])
     for name, state in data.items():
         if not name.startswith("partition_state/") or not state.num_rows:
             continue
         source = sources.get(name.split("/", 1)[1])
         events = data.get(f"events/{source}")
         watermark = pc.max(state.column("watermark")).as_py()
-        if events is None or retracted is not None and any(
-                r["source"] == source and r["retracted_at"] > watermark
-                for r in retracted.to_pylist()):
+        if events is None or any(t > watermark for t in retracted.get(source, ())):
             continue  # a retraction since: the next run rebuilds the state
         facts = state.filter(pc.equal(state.column("item"), "facts"))
         names = state.column_names

@@ -275,8 +275,8 @@ def build_state(spark, lake: lk.Lake, pattern: Pattern) -> pa.Table:
     xs = list(pattern.partition_attributes)
     newest = df.agg(F.max("ingested_at")).first()[0]
     ts_ns = F.unix_micros(F.col("ts")) * F.lit(1000)
-    types = {a: df.select(col(a)).limit(0).toArrow().schema.field(a).type
-             for a in key_attributes(pattern)}
+    schema = df.select(*[col(a) for a in key_attributes(pattern)]).limit(0).toArrow().schema
+    types = {a: schema.field(a).type for a in key_attributes(pattern)}
     rows = []
     have = reduce_and([col(a).isNotNull() for a in xs])
     facts = (df.where(have).groupBy(*[col(a) for a in xs])
