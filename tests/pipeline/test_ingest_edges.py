@@ -64,8 +64,11 @@ def test_the_columnar_ingest_makes_what_the_row_ingest_made(tmp_path, monkeypatc
 
 
 def test_on_spark_executors_too(tmp_path, monkeypatch, spark):
+    """Splits of ~400 bytes packed into tasks of ~2,000: a task reads several, of several
+    files."""
     monkeypatch.setattr(splits, "SPLIT_BYTES", 400)
     monkeypatch.setattr(splits, "MIN_SPLIT", 1)
+    monkeypatch.setattr(splits, "TASK_BYTES", 2000)
     got = ingest_all(tmp_path, spark, {"default": RANGES["default"]})
     assert got == {k: v for k, v in GOLDEN.items() if k.endswith("/default")}
 
@@ -85,3 +88,31 @@ def test_a_task_killed_mid_ingest_runs_again_and_nothing_is_lost_or_doubled(
                echo=said.append)
     assert any("a task of ingest died" in s for s in said), said
     assert digest(lake, "hospital", r) == GOLDEN["hospital/default"]
+
+
+def test_small_splits_are_packed_into_even_tasks_in_file_order(tmp_path):
+    """Every split in one task; at least two tasks a slot; about ``TASK_BYTES`` each,
+    the heaviest task at most the lightest plus the largest split; each task's splits in
+    file order."""
+    sizes = [50, 3000, 700, 700, 10, 1200, 400, 900, 2500, 60, 1800, 300]
+    made = []
+    for i, size in enumerate(sizes):
+        path = tmp_path / f"f{i:02d}.csv"
+        path.write_bytes(b"x" * size)
+        made.append(splits.Split(i, i, str(path), path.name, "csv"))
+    old = splits.TASK_BYTES
+    try:
+        splits.TASK_BYTES = 2500
+        for slots, expected in ((1, 5), (2, 5), (4, 8), (8, 12)):
+            tasks = splits.packed(made, slots)
+            assert len(tasks) == expected
+            assert sorted(s.index for t in tasks for s in t) == list(range(len(sizes)))
+            assert all([s.index for s in t] == sorted(s.index for s in t) for t in tasks)
+            loads = [sum(sizes[s.index] for s in t) for t in tasks]
+            assert max(loads) <= min(loads) + max(sizes)
+        gz = tmp_path / "g.csv.gz"
+        gz.write_bytes(b"x" * 100)
+        assert splits.split_bytes([splits.Split(0, 0, str(gz), gz.name, "csv")]) == \
+            [100 * splits.GZIP_RATIO]
+    finally:
+        splits.TASK_BYTES = old

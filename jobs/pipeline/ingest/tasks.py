@@ -1,7 +1,8 @@
-"""The executors' part of ingest: one task per split reads it, types it on columns and
-writes the typed events and the quarantined rows as Parquet files of the run's staging
-(``part/<split>.parquet``, ``quarantine/<split>.parquet``; ``info/<split>.parquet.json``:
-its counts, once both are in place), and returns one small row of counts. A file that
+"""The executors' part of ingest: the splits, packed into tasks of about 64 MB
+(``splits.packed``), each read, typed on columns and written as Parquet files of the
+run's staging: the typed events and the quarantined rows (``part/<split>.parquet``,
+``quarantine/<split>.parquet``; ``info/<split>.parquet.json``: its counts, once both are
+in place), and one small row of counts returned per split. A file that
 cannot be read is reported in that row, not raised, so that Spark does not retry what
 cannot succeed; a task that dies is retried by Spark and writes the same files again
 (fixed names, written under a hidden temporary name and moved: what a killed task leaves
@@ -28,7 +29,7 @@ from jobs.lake import store as lk
 from jobs.landing.files import typed_blocks
 from jobs.landing.ids import SplitNumbers
 from jobs.landing.reading import IngestError, NotPlain, QuoteOpen
-from jobs.landing.splits import Split, whole
+from jobs.landing.splits import Split, packed, whole
 from jobs.landing.typing import typed_schema
 from jobs.progress import EVERY
 
@@ -121,18 +122,19 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
     return info
 
 
-def _task(ids: Iterator[pa.RecordBatch], splits: list[Split], source: Source,
+def _task(ids: Iterator[pa.RecordBatch], tasks: list[list[Split]], source: Source,
           ts_range: TimeRange, lake: lk.Lake, folder: str,
           failpoint: str | None = None) -> Iterator[pa.RecordBatch]:
-    """A ``mapInArrow`` function: the splits whose positions the task's rows hold.
-    ``failpoint`` ``ingest:task``: the worker kills itself in the middle of the first split
-    it reads (once per staging: the fault tests' killed task)."""
+    """A ``mapInArrow`` function: the splits of the tasks whose positions the task's rows
+    hold, one after another. ``failpoint`` ``ingest:task``: the worker kills itself in the
+    middle of the first split it reads (once per staging: the fault tests' killed task)."""
     for b in ids:
         for k in b.column(0).to_pylist():
-            if failpoint == "ingest:task":
-                _kill_once(lake, folder)
-            info = run_split(splits[k], source, ts_range, lake, folder)
-            yield pa.RecordBatch.from_pylist([info], schema=INFO)
+            for split in tasks[k]:
+                if failpoint == "ingest:task":
+                    _kill_once(lake, folder)
+                info = run_split(split, source, ts_range, lake, folder)
+                yield pa.RecordBatch.from_pylist([info], schema=INFO)
 
 
 def _kill_once(lake: lk.Lake, folder: str) -> None:
@@ -157,8 +159,9 @@ def finished(lake: lk.Lake, folder: str, split: Split) -> dict | None:
 
 def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
                lake: lk.Lake, folder: str, echo=None) -> list[dict]:
-    """Every split read, typed and written: by Spark's executors, one task per split, or
-    (``spark`` None) one after another here. Returns their ``INFO`` rows in split order."""
+    """Every split read, typed and written: by Spark's executors (the splits packed into
+    tasks), or (``spark`` None) one after another here. Returns their ``INFO`` rows in
+    split order."""
     if not splits:
         return []
     if spark is None:
@@ -190,8 +193,8 @@ def _jobs(spark, splits: list[Split], source: Source, ts_range: TimeRange, lake:
         todo = [k for k, s in enumerate(splits) if s.index not in done]
         if not todo:
             break
-        ids = spark.range(0, len(todo), 1, numPartitions=len(todo))  # a task each
-        chosen = [splits[k] for k in todo]
+        chosen = packed([splits[k] for k in todo], spark.sparkContext.defaultParallelism)
+        ids = spark.range(0, len(chosen), 1, numPartitions=len(chosen))  # a task each
         try:
             rows = ids.mapInArrow(lambda it, chosen=chosen: _task(it, chosen, source, ts_range,
                                                                   lake, folder,
