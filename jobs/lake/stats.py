@@ -48,10 +48,14 @@ def needed_attributes(patterns) -> tuple[set[str], set[str]]:
     return attrs, keys
 
 
-# a source with at most this many events gets its statistics on the driver (Arrow, numpy
-# and DataSketches' HLL, the library Spark's hll_sketch_agg uses), without a Spark job
-DRIVER_EVENTS = 1_000_000
+# dates to compute holding at most this many events get their statistics on the driver
+# (Arrow, numpy and DataSketches' HLL, the library Spark's hll_sketch_agg uses), without a
+# Spark job, in chunks of dates of about ``CHUNK_EVENTS`` events (the memory a chunk's
+# columns take): the year's first 250 days (10.2M events) took 8.9 s there against 14.3 s
+# in a warm Spark session of two cores (24.4 s as its first job)
+DRIVER_EVENTS = 20_000_000
 DRIVER_CELLS = 4_000_000  # or at most this many values of the columns it reads
+CHUNK_EVENTS = 2_000_000
 HLL_LG_K = 12  # Spark's default lgConfigK: the sketches of both engines merge
 
 
@@ -124,11 +128,19 @@ class DriverStats:
         return dict(zip(t.column("event_date").cast(pa.string()).to_pylist(), micros.to_pylist()))
 
     def compute(self, stale: list[str], attrs: set[str], keys: set[str],
-                columns: dict[str, str], computed: str) -> pa.Table:
+                columns: dict[str, str], computed: str,
+                per_date: dict[str, int] | None = None) -> pa.Table:
+        """The rows of the ``stale`` dates, computed a chunk of dates at a time
+        (``per_date``: each date's events, from the Delta log)."""
+        return pa.concat_tables([self._compute(chunk, attrs, keys, columns, computed)
+                                 for chunk in date_chunks(stale, per_date or {})])
+
+    def _compute(self, stale: list[str], attrs: set[str], keys: set[str],
+                 columns: dict[str, str], computed: str) -> pa.Table:
         import pyarrow.compute as pc
 
         t = self.lake.read_arrow(self.path, columns=["event_date", "ts", *sorted(attrs | keys)],
-                                 filter=pc.field("event_date").isin(stale))
+                                 partition_filters=[("event_date", "in", stale)])
         t = t.set_column(0, "event_date", t.column("event_date").cast(pa.string()))
         parts = []
         g = t.group_by("event_date").aggregate([
@@ -155,6 +167,24 @@ class DriverStats:
             parts.append({"event_date": dates, "attribute": "@" + k, "events": counts,
                           "distinct": distinct, "sketch": sketches})
         return pa.concat_tables(_part(p) for p in parts)
+
+
+def date_chunks(dates: list[str], per_date: dict[str, int],
+                most: int | None = None) -> list[list[str]]:
+    """``dates`` in order, cut into chunks of at most about ``most`` (``CHUNK_EVENTS``)
+    events each (a date of unknown count counts as none; a date above ``most`` is a chunk
+    of its own)."""
+    most = CHUNK_EVENTS if most is None else most
+    chunks: list[list[str]] = []
+    held = 0
+    for d in dates:
+        n = int(per_date.get(d) or 0)
+        if not chunks or (chunks[-1] and held + n > most):
+            chunks.append([])
+            held = 0
+        chunks[-1].append(d)
+        held += n
+    return chunks
 
 
 def _part(columns: dict) -> pa.Table:

@@ -35,7 +35,7 @@ from jobs.spark.tables import read_spark
 def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str, str],
                  echo=say, engine: str = "auto") -> dict:
     """Bring ``stats/<source>`` up to date; returns {'dates': recomputed, 'rows': written}.
-    ``engine``: ``driver`` (up to ``DRIVER_EVENTS`` events, ``auto``'s choice) or
+    ``engine``: ``driver`` (up to ``DRIVER_EVENTS`` events to compute, ``auto``'s choice) or
     ``spark``; both give the same rows (tested)."""
     events_path = lake.events(source)
     if not lake.exists(events_path):
@@ -47,9 +47,11 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     files = pa.table(lake.table(events_path).get_add_actions(flatten=True))
     latest = latest_ingested(lake, events_path, files)
     done = computed_dates(lake, source, wanted)
+    per_date = (per_file_date(files, files.column("num_records"), "sum") or {}) \
+        if files.num_rows else {}
     if engine == "auto":
-        engine = choose_engine(spark, lake, events_path, files, latest, done, wanted,
-                         len(attrs | keys))
+        engine = choose_engine(spark, lake, events_path, per_date, latest, done, wanted,
+                               len(attrs | keys))
     rows = DriverStats(lake, events_path) if engine == "driver" else \
         SparkStats(spark, lake, events_path)
     if latest is None:  # a file without statistics: read the column
@@ -58,7 +60,7 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     if not stale:
         return {"dates": 0, "rows": 0}
     echo(f"stats {source}: {len(stale)} date(s) to compute")
-    table = rows.compute(stale, attrs, keys, columns, ",".join(sorted(wanted)))
+    table = rows.compute(stale, attrs, keys, columns, ",".join(sorted(wanted)), per_date)
     now = pa.array([datetime.now(timezone.utc)] * table.num_rows, SCHEMA.field("computed_at").type)
     table = table.append_column("computed_at", now).select(SCHEMA.names).cast(SCHEMA)
     path = lake.stats(source)
@@ -71,19 +73,18 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     return {"dates": len(stale), "rows": table.num_rows}
 
 
-def choose_engine(spark, lake: lk.Lake, path: str, files: pa.Table,
-            latest: dict[str, int] | None, done: dict, wanted: set[str],
-            attributes: int) -> str:
+def choose_engine(spark, lake: lk.Lake, path: str, per_date: dict[str, int],
+                  latest: dict[str, int] | None, done: dict, wanted: set[str],
+                  attributes: int) -> str:
     """``driver`` when the dates to compute hold at most ``DRIVER_EVENTS`` events, or
-    at most ``DRIVER_CELLS`` values of the columns read (the Delta log's record counts:
-    no data read); else ``spark``."""
+    at most ``DRIVER_CELLS`` values of the columns read (``per_date``: the Delta log's
+    record counts: no data read); else ``spark``."""
     if spark is None:
         return "driver"
     if latest is None:
         return "driver" if lake.count_rows(path) <= DRIVER_EVENTS else "spark"
-    if files.num_rows == 0:
+    if not per_date:
         return "driver"
-    per_date = per_file_date(files, files.column("num_records"), "sum") or {}
     events = sum(int(per_date.get(d) or 0) for d in stale_dates(latest, done, wanted))
     return "driver" if events <= DRIVER_EVENTS or events * (2 + attributes) <= DRIVER_CELLS \
         else "spark"
@@ -107,7 +108,9 @@ class SparkStats:
             F.unix_micros(F.max("ingested_at")).alias("ingested")).collect()}
 
     def compute(self, stale: list[str], attrs: set[str], keys: set[str],
-                columns: dict[str, str], computed: str) -> pa.Table:
+                columns: dict[str, str], computed: str,
+                per_date: dict[str, int] | None = None) -> pa.Table:
+        """The rows of the ``stale`` dates (``per_date`` is the driver's: not needed)."""
         from pyspark.sql import functions as F
 
         # the stale dates' columns, cached: every aggregate below reads them once from memory

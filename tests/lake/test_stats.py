@@ -24,15 +24,19 @@ def _stats_rows(lake, source: str) -> list[tuple]:
                         for k, v in r.items()) for r in rows)
 
 
-def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path):
-    """Every source's statistics, computed by Spark and on the driver from the same events:
-    the same rows (counts, values, quantiles, first and last ts, distinct partitions and
-    their sketches' estimates), and the sketches of one engine merge with the other's."""
+def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path, monkeypatch):
+    """Every source's statistics, computed by Spark and on the driver from the same events
+    (the driver's in chunks of a few dates): the same rows (counts, values, quantiles,
+    first and last ts, distinct partitions and their sketches' estimates), and the
+    sketches of one engine merge with the other's."""
     from pyspark.sql import functions as F
 
     from jobs.config import load_sources
+    from jobs.lake import stats
     from jobs.lake.stats import distinct_estimate
     from jobs.spark.stats import update_stats
+
+    monkeypatch.setattr(stats, "CHUNK_EVENTS", 50)
 
     patterns = [load_pattern(p) for p in pattern_paths()]
     lakes = {e: lk.Lake(str(tmp_path / e)) for e in ("spark", "driver")}
@@ -243,3 +247,13 @@ def test_when_each_date_was_last_ingested_comes_from_the_delta_log(tmp_path):
     assert set(got) == set(want) == {"2025-01-01", "2025-01-02"}
     for d in want:
         assert want[d] <= got[d] < want[d] + 1000
+
+
+def test_dates_are_cut_into_chunks_of_about_so_many_events():
+    from jobs.lake.stats import date_chunks
+
+    counts = {"a": 3, "b": 4, "c": 10, "d": 1, "e": 2}
+    assert date_chunks(list(counts), counts, 7) == [["a", "b"], ["c"], ["d", "e"]]
+    assert date_chunks(list(counts), counts, 100) == [list(counts)]
+    assert date_chunks(["x", "y"], {}, 1) == [["x", "y"]]  # counts unknown: one chunk
+    assert date_chunks([], counts, 7) == []
