@@ -136,11 +136,14 @@ def _ms(ts: datetime, up: bool) -> str:
     return f"{base:%Y-%m-%dT%H:%M:%S}.{ms:03d}Z"
 
 
-def add_actions(files: list[dict]):
+def add_actions(files: list[dict], partition: str | None = None):
+    """``add`` actions for ``FILE_INFO`` dicts (``partition``: the column whose value each
+    file's ``date`` holds)."""
     from deltalake.transaction import AddAction
 
     now = int(time.time() * 1000)
-    return [AddAction(f["path"], int(f["size"]), {}, now, True, f["stats"]) for f in files]
+    return [AddAction(f["path"], int(f["size"]), {partition: f["date"]} if partition else {},
+                      now, True, f["stats"]) for f in files]
 
 
 def remove_actions(files: list[dict]):

@@ -18,7 +18,8 @@ from jobs.config import Source, TimeRange
 from jobs.failpoints import reached
 from jobs.lake import store as lk
 from jobs.landing.typing import ARROW, events_schema
-from jobs.pipeline.ingest.staging import Batch, IngestResult, batches, stage
+from jobs.pipeline.ingest import load
+from jobs.pipeline.ingest.staging import Batch, IngestResult, batches, stage, staged_files
 
 INGEST_LOG_SCHEMA = pa.schema([
     ("source", pa.string()), ("file", pa.string()), ("sha256", pa.string()),
@@ -27,10 +28,11 @@ INGEST_LOG_SCHEMA = pa.schema([
 SHOWN_REASONS = 3  # quarantined rows an ingest's lines show
 
 
-def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
+def commit(lake: lk.Lake, batch: Batch, spark=None) -> IngestResult:
     """Load a staged batch: events, then quarantine, then the ingest log (the log comes
     last: a crash before it leaves the files pending, and their rerun adds nothing twice).
-    The events are streamed from the batch's file; its staging is removed after."""
+    The events' data files are written from the staged files by Spark's executors (here
+    without ``spark``) and committed at once (``load``); the staging is removed after."""
     result = batch.result
     quarantine = pa.concat_tables(batch.quarantine) if batch.quarantine else None
     result.quarantined = quarantine.num_rows if quarantine is not None else 0
@@ -40,10 +42,14 @@ def commit(lake: lk.Lake, batch: Batch) -> IngestResult:
                           quarantine.select(["source_file", "line", "reason"]).slice(
                               0, SHOWN_REASONS).to_pylist()]
     if batch.num_events:
-        result.new_events = lake.insert_new_stream(
-            lake.events(batch.source.name), lambda: batches(lake, batch.events_path),
-            events_schema(batch.source), key="event_id", partition_by=["event_date"],
-            same_partition=True)
+        path, schema = lake.events(batch.source.name), events_schema(batch.source)
+        if load.loadable(lake, path, schema):  # data files by the executors, one commit
+            result.new_events = load.load(spark, lake, path,
+                                          staged_files(lake, batch.events_path), schema)
+        else:  # a source whose columns changed: delta-rs merges the schemas
+            result.new_events = lake.insert_new_stream(
+                path, lambda: batches(lake, batch.events_path), schema, key="event_id",
+                partition_by=["event_date"], same_partition=True)
     reached("ingest:after-events")
     if quarantine is not None:
         lake.insert_new(lake.quarantine(batch.source.name), quarantine,
@@ -74,7 +80,7 @@ def ingest(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         if gate is not None and batch.num_events:
             gate(source, batch)
         t1 = time.perf_counter()
-        result = commit(lake, batch)
+        result = commit(lake, batch, spark)
         result.seconds.update(suite=t1 - t0, commit=time.perf_counter() - t1)
         return result
     finally:

@@ -96,21 +96,27 @@ def read_parquet(lake: lk.Lake, uri: str, columns=None, filter=None) -> pa.Table
         columns=columns, filter=filter)
 
 
-def batches(lake: lk.Lake, uri: str, columns=None):
-    """The record batches of a Parquet file, or of a folder's files in name order (not
-    the hidden ones, ``.``/``_``: a killed task's temporary file, as Spark skips them)."""
+def staged_files(lake: lk.Lake, uri: str) -> list[str]:
+    """A Parquet file, or a folder's files in name order (not the hidden ones, ``.``/``_``:
+    a killed task's temporary file, as Spark skips them), as URIs of the lake."""
     import pyarrow.fs as pafs
-    import pyarrow.parquet as pq
 
     fs, where = lake.filesystem(uri)
-    if fs.get_file_info(where).type == pafs.FileType.Directory:
-        found = fs.get_file_info(pafs.FileSelector(where))
-        files = sorted(f.path for f in found if f.type == pafs.FileType.File
-                       and not f.base_name.startswith((".", "_")))
-    else:
-        files = [where]
-    for path in files:
-        with fs.open_input_file(path) as f:
+    if fs.get_file_info(where).type != pafs.FileType.Directory:
+        return [uri]
+    found = fs.get_file_info(pafs.FileSelector(where))
+    return [lk.join(uri, name) for name in sorted(
+        f.base_name for f in found if f.type == pafs.FileType.File
+        and not f.base_name.startswith((".", "_")))]
+
+
+def batches(lake: lk.Lake, uri: str, columns=None):
+    """The record batches of ``staged_files``."""
+    import pyarrow.parquet as pq
+
+    for path in staged_files(lake, uri):
+        fs, where = lake.filesystem(path)
+        with fs.open_input_file(where) as f:
             yield from pq.ParquetFile(f).iter_batches(batch_size=CHUNK_ROWS, columns=columns)
 
 

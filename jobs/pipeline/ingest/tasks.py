@@ -201,7 +201,7 @@ def _jobs(spark, splits: list[Split], source: Source, ts_range: TimeRange, lake:
                                                                   failpoint),
                                   from_arrow_schema(INFO)).collect()
         except Exception as exc:  # noqa: BLE001 - a task that died: its splits run again
-            if attempt + 1 == JOB_ATTEMPTS or not _died(exc):
+            if attempt + 1 == JOB_ATTEMPTS or not died(exc):
                 raise
             for k in todo:  # what the failed job's other tasks finished is kept
                 info = finished(lake, folder, splits[k])
@@ -258,7 +258,7 @@ class FilesRead(threading.Thread):
 JOB_ATTEMPTS = 3  # a Spark job of ingest tasks, run again for the splits a dead task left
 
 
-def _died(exc: BaseException) -> bool:
+def died(exc: BaseException) -> bool:
     """A task lost to a dead Python worker or executor (not an error of the code)."""
     text = str(exc)
     return any(m in text for m in ("Python worker exited unexpectedly", "crashed",

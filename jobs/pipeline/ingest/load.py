@@ -1,0 +1,157 @@
+"""A checked batch's events into ``events/<source>``: the Delta data files are written by
+Spark's executors, straight into the table's ``event_date=<date>/`` folders, and the
+driver commits their ``add`` actions through delta-rs in one commit (as publish commits
+the match files), so the rows never pass through the driver.
+
+One task per staged file (a split's typed events, or the one file of the kept rows when
+the batch dropped some): its rows cast to the events schema, grouped by ``event_date``,
+one data file per date. A file written by a task whose commit never happens (a failed
+job, a killed driver) is part of no snapshot; ``vacuum`` removes it. Without Spark the
+same task runs here, file after file.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from jobs.lake import store as lk
+from jobs.lake.delta_files import FileStats, add_actions
+from jobs.pipeline.ingest.staging import read_parquet
+from jobs.pipeline.ingest.tasks import died
+
+PARTITION = "event_date"
+LOADED = "path string, size long, rows long, stats string, date string"  # a file each
+JOB_ATTEMPTS = 2  # the load job, run again once when a task was lost to a dead worker
+
+
+def data_schema(schema: pa.Schema) -> pa.Schema:
+    """The columns a data file holds: the table's, without the partition column (its
+    value is the file's folder and its ``add`` action's)."""
+    return pa.schema([f for f in schema if f.name != PARTITION])
+
+
+def write_dates(table: pa.Table, lake: lk.Lake, path: str, schema: pa.Schema
+                ) -> list[dict]:
+    """The rows of ``table`` (the events schema) as data files of the table ``path``,
+    one per ``event_date``; returns one ``LOADED`` dict per file (its path relative to
+    the table)."""
+    import pyarrow.parquet as pq
+
+    if table.num_rows == 0:
+        return []
+    table = table.select(schema.names).cast(schema)
+    table = table.take(pc.sort_indices(table, [(PARTITION, "ascending")]))
+    dates = table.column(PARTITION).combine_chunks()
+    if dates.null_count:  # the events suite refuses them before any load
+        raise ValueError("an event without its event_date reached the load")
+    cuts = np.flatnonzero(pc.not_equal(dates[1:], dates[:-1]).to_numpy(zero_copy_only=False))
+    starts = np.r_[0, cuts + 1]
+    ends = np.r_[cuts + 1, len(dates)]
+    data = table.drop_columns([PARTITION])
+    written = data_schema(schema)
+    out = []
+    for a, b in zip(starts.tolist(), ends.tolist()):
+        date = dates[a].as_py()
+        rows = data.slice(a, b - a)
+        name = f"{PARTITION}={date}/part-{uuid.uuid4().hex}.parquet"
+        fs, where = lake.filesystem(lk.join(path, name))
+        fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
+        pq.write_table(rows, where, filesystem=fs, compression="snappy")
+        stats = FileStats(written)
+        stats.update(rows)
+        out.append({"path": name, "size": fs.get_file_info(where).size,
+                    "rows": rows.num_rows, "stats": stats.to_json(), "date": date})
+    return out
+
+
+def _load_task(ids: Iterator[pa.RecordBatch], files: list[str], lake: lk.Lake, path: str,
+               schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """A ``mapInArrow`` function: the staged files whose positions the task's rows hold."""
+    for b in ids:
+        for k in b.column(0).to_pylist():
+            got = write_dates(read_parquet(lake, files[k], columns=schema.names), lake, path,
+                              schema)
+            if got:
+                yield pa.RecordBatch.from_pylist(got, schema=_LOADED_ARROW)
+
+
+_LOADED_ARROW = pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
+                           ("stats", pa.string()), ("date", pa.string())])
+
+
+def write_files(spark, lake: lk.Lake, files: list[str], path: str, schema: pa.Schema
+                ) -> list[dict]:
+    """Every staged file's rows as data files of ``path`` (by Spark's executors, a task
+    per file; without Spark here); returns the ``LOADED`` dicts."""
+    if not files:
+        return []
+    if spark is None:
+        return [info for f in files
+                for info in write_dates(read_parquet(lake, f, columns=schema.names), lake,
+                                        path, schema)]
+    for attempt in range(JOB_ATTEMPTS):
+        ids = spark.range(0, len(files), 1, numPartitions=len(files))
+        try:
+            rows = ids.mapInArrow(lambda it: _load_task(it, files, lake, path, schema),
+                                  LOADED).collect()
+        except Exception as exc:  # noqa: BLE001 - a dead worker: the job runs again
+            if attempt + 1 == JOB_ATTEMPTS or not died(exc):
+                raise
+            continue
+        return [r.asDict() for r in rows]
+    return []
+
+
+def commit_files(lake: lk.Lake, path: str, schema: pa.Schema, loaded: list[dict]) -> None:
+    """One commit of the ``loaded`` files into ``path`` (created, partitioned by
+    ``event_date``, when there is none)."""
+    from deltalake import Schema
+    from deltalake.transaction import create_table_with_add_actions
+
+    actions = add_actions(loaded, PARTITION)
+    if not lake.exists(path):
+        create_table_with_add_actions(path, Schema.from_arrow(schema), actions, mode="error",
+                                      partition_by=[PARTITION],
+                                      storage_options=lake.storage_options)
+        return
+    lake.table(path).create_write_transaction(actions, mode="append", schema=schema,
+                                              partition_by=[PARTITION])
+
+
+def discard_files(lake: lk.Lake, path: str, loaded: list[dict]) -> None:
+    """Delete written data files that were not committed."""
+    for f in loaded:
+        fs, where = lake.filesystem(lk.join(path, f["path"]))
+        if fs.get_file_info(where).type != 0:
+            fs.delete_file(where)
+
+
+def loadable(lake: lk.Lake, path: str, schema: pa.Schema) -> bool:
+    """Whether the batch can be loaded as files: a new table, or one partitioned by
+    ``event_date`` whose schema is the batch's (a source whose columns changed is
+    appended by delta-rs, which merges the schemas)."""
+    if not lake.exists(path):
+        return True
+    dt = lake.table(path)
+    if dt.metadata().partition_columns != [PARTITION]:
+        return False
+    have = pa.schema(dt.schema().to_arrow())
+    return [(f.name, str(f.type)) for f in have] == [(f.name, str(f.type)) for f in schema]
+
+
+def load(spark, lake: lk.Lake, path: str, files: list[str], schema: pa.Schema) -> int:
+    """The staged ``files`` (the events schema and extra columns) committed into ``path``:
+    written as data files (by the executors), then one commit; returns the rows."""
+    loaded = write_files(spark, lake, files, path, schema)
+    try:
+        if loaded:
+            commit_files(lake, path, schema, loaded)
+    except BaseException:
+        discard_files(lake, path, loaded)
+        raise
+    return sum(f["rows"] for f in loaded)
