@@ -231,23 +231,27 @@ def split_bytes(splits: list[Split]) -> list[int]:
 
 
 def packed(splits: list[Split], slots: int) -> list[list[Split]]:
-    """The splits packed into tasks of about ``TASK_BYTES`` each, at least two per task
-    slot while there are splits enough (each Spark task costs about 60 ms of its own: the
-    year's 250 small daily files as 250 tasks spent 7 s on that alone). Largest first
-    into the lightest task, so the tasks take about the same time; each task's splits in
-    file order."""
-    if not splits:
+    """The splits packed into tasks of about ``TASK_BYTES`` each (``balanced``): each
+    Spark task costs about 60 ms of its own, and the year's 250 small daily files as 250
+    tasks spent 7 s on that alone."""
+    return [[splits[k] for k in task] for task in balanced(split_bytes(splits), slots)]
+
+
+def balanced(sizes: list[int], slots: int) -> list[list[int]]:
+    """The positions of ``sizes`` packed into tasks of about ``TASK_BYTES`` each, at least
+    two per task slot while there are items enough: largest first into the lightest task,
+    so the tasks take about the same time; each task's positions in order, the tasks in
+    the order of their first."""
+    if not sizes:
         return []
-    sizes = split_bytes(splits)
-    count = min(len(splits), max(2 * slots, -(-sum(sizes) // TASK_BYTES)))
+    count = min(len(sizes), max(2 * slots, -(-sum(sizes) // TASK_BYTES)))
     tasks: list[list[int]] = [[] for _ in range(count)]
     load = [(0, t) for t in range(count)]  # a heap: the lightest task first
-    for k in sorted(range(len(splits)), key=lambda k: -sizes[k]):
+    for k in sorted(range(len(sizes)), key=lambda k: -sizes[k]):
         size, lightest = heapq.heappop(load)
         tasks[lightest].append(k)
         heapq.heappush(load, (size + sizes[k], lightest))
-    return sorted(([splits[k] for k in sorted(t)] for t in tasks if t),
-                  key=lambda t: t[0].index)
+    return sorted((sorted(t) for t in tasks if t), key=lambda t: t[0])
 
 
 def whole(split: Split, index: int) -> Split:

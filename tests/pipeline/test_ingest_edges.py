@@ -13,6 +13,7 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
 
@@ -116,3 +117,43 @@ def test_small_splits_are_packed_into_even_tasks_in_file_order(tmp_path):
             [100 * splits.GZIP_RATIO]
     finally:
         splits.TASK_BYTES = old
+
+
+def test_the_events_are_the_tasks_data_files_in_one_commit(tmp_path):
+    """The events' data files are written from the staged files into their dates'
+    folders and committed at once: one commit, each file's ``add`` action with its date,
+    row count and time bounds; a failed commit leaves no data file of the batch."""
+    from jobs.pipeline.ingest import load
+
+    lake = Lake.of(str(tmp_path / "lake"))
+    source = load_sources()["hospital"]
+    r = ingest(source, str(LANDING), lake, "edge", now=NOW)
+    dt = DeltaTable(lake.events("hospital"))
+    assert dt.version() == 0 and dt.metadata().partition_columns == ["event_date"]
+    files = pa.table(dt.get_add_actions(flatten=True)).to_pylist()
+    assert sum(f["num_records"] for f in files) == r.new_events > 0
+    for f in files:
+        assert f["path"].startswith(f"event_date={f['partition.event_date']}/")
+        assert f["min.ts"] <= f["max.ts"] and f["null_count.event_id"] == 0
+    events = dt.to_pyarrow_table()
+    assert sorted(events.column("event_id").to_pylist()) == sorted(
+        set(events.column("event_id").to_pylist()))
+    table = events.slice(0, 3)
+    before = set(Path(lake.events("hospital")).rglob("*.parquet"))
+    schema = events.schema
+
+    def refused(*args, **kw):
+        raise RuntimeError("commit refused")
+
+    original = load.commit_files
+    load.commit_files = refused
+    try:
+        staged = tmp_path / "staged.parquet"
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, staged)
+        with pytest.raises(RuntimeError, match="commit refused"):
+            load.load(None, lake, lake.events("hospital"), [str(staged)], schema)
+    finally:
+        load.commit_files = original
+    assert set(Path(lake.events("hospital")).rglob("*.parquet")) == before

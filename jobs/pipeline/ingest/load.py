@@ -3,9 +3,9 @@ Spark's executors, straight into the table's ``event_date=<date>/`` folders, and
 driver commits their ``add`` actions through delta-rs in one commit (as publish commits
 the match files), so the rows never pass through the driver.
 
-One task per staged file (a split's typed events, or the one file of the kept rows when
-the batch dropped some): its rows cast to the events schema, grouped by ``event_date``,
-one data file per date. A file written by a task whose commit never happens (a failed
+The staged files (each split's typed events, or the one file of the kept rows when the
+batch dropped some) are packed into tasks by their sizes; each file's rows are cast to
+the events schema and grouped by ``event_date``, one data file per date. A file written by a task whose commit never happens (a failed
 job, a killed driver) is part of no snapshot; ``vacuum`` removes it. Without Spark the
 same task runs here, file after file.
 """
@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from jobs.lake import store as lk
 from jobs.lake.delta_files import FileStats, add_actions
+from jobs.landing.splits import balanced
 from jobs.pipeline.ingest.staging import read_parquet
 from jobs.pipeline.ingest.tasks import died
 
@@ -69,15 +70,17 @@ def write_dates(table: pa.Table, lake: lk.Lake, path: str, schema: pa.Schema
     return out
 
 
-def _load_task(ids: Iterator[pa.RecordBatch], files: list[str], lake: lk.Lake, path: str,
-               schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """A ``mapInArrow`` function: the staged files whose positions the task's rows hold."""
+def _load_task(ids: Iterator[pa.RecordBatch], tasks: list[list[str]], lake: lk.Lake,
+               path: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """A ``mapInArrow`` function: the staged files of the tasks whose positions the task's
+    rows hold, one after another."""
     for b in ids:
         for k in b.column(0).to_pylist():
-            got = write_dates(read_parquet(lake, files[k], columns=schema.names), lake, path,
-                              schema)
-            if got:
-                yield pa.RecordBatch.from_pylist(got, schema=_LOADED_ARROW)
+            for f in tasks[k]:
+                got = write_dates(read_parquet(lake, f, columns=schema.names), lake, path,
+                                  schema)
+                if got:
+                    yield pa.RecordBatch.from_pylist(got, schema=_LOADED_ARROW)
 
 
 _LOADED_ARROW = pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
@@ -86,18 +89,24 @@ _LOADED_ARROW = pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows",
 
 def write_files(spark, lake: lk.Lake, files: list[str], path: str, schema: pa.Schema
                 ) -> list[dict]:
-    """Every staged file's rows as data files of ``path`` (by Spark's executors, a task
-    per file; without Spark here); returns the ``LOADED`` dicts."""
+    """Every staged file's rows as data files of ``path`` (by Spark's executors, the
+    files packed into tasks by their sizes; without Spark here); returns the ``LOADED``
+    dicts."""
     if not files:
         return []
     if spark is None:
         return [info for f in files
                 for info in write_dates(read_parquet(lake, f, columns=schema.names), lake,
                                         path, schema)]
+    sizes = []
+    for f in files:
+        fs, where = lake.filesystem(f)
+        sizes.append(fs.get_file_info(where).size or 0)
+    tasks = [[files[k] for k in t] for t in balanced(sizes, spark.sparkContext.defaultParallelism)]
     for attempt in range(JOB_ATTEMPTS):
-        ids = spark.range(0, len(files), 1, numPartitions=len(files))
+        ids = spark.range(0, len(tasks), 1, numPartitions=len(tasks))
         try:
-            rows = ids.mapInArrow(lambda it: _load_task(it, files, lake, path, schema),
+            rows = ids.mapInArrow(lambda it: _load_task(it, tasks, lake, path, schema),
                                   LOADED).collect()
         except Exception as exc:  # noqa: BLE001 - a dead worker: the job runs again
             if attempt + 1 == JOB_ATTEMPTS or not died(exc):
