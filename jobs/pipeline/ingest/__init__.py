@@ -5,8 +5,9 @@ The driver lists the landing folder, finds the pending files (``listing``) and p
 their splits (``jobs.landing.splits``); Spark's executors read and type each split on
 columns as the landing format says (``jobs.landing``: ``reading``, ``typing``, ``ids``)
 and write it to the staging (``tasks``); the driver settles what needs the whole batch
-on integer columns (``staging``), runs the events suite on the batch, and commits events,
-quarantine and ingest log, in that order (``commit``).
+on integer columns (``staging``), runs the events suite on the batch, and commits events
+(data files the executors write, ``load``), quarantine and ingest log, in that order
+(``commit``).
 """
 
 from __future__ import annotations
