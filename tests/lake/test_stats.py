@@ -36,7 +36,7 @@ def test_statistics_on_the_driver_equal_sparks(spark, nightly, tmp_path, monkeyp
     from jobs.lake.stats import distinct_estimate
     from jobs.spark.stats import update_stats
 
-    monkeypatch.setattr(stats, "CHUNK_EVENTS", 50)
+    monkeypatch.setattr(stats, "CHUNK_EVENTS", 20_000)  # a few chunks a source
 
     patterns = [load_pattern(p) for p in pattern_paths()]
     lakes = {e: lk.Lake(str(tmp_path / e)) for e in ("spark", "driver")}
