@@ -5,14 +5,13 @@ the match files), so the rows never pass through the driver.
 
 The staged files (each split's typed events, or the one file of the kept rows when the
 batch dropped some) are packed into tasks by their sizes; each file's rows are cast to
-the events schema and grouped by ``event_date``, one data file per date. A file written by a task whose commit never happens (a failed
-job, a killed driver) is part of no snapshot; ``vacuum`` removes it. Without Spark the
-same task runs here, file after file.
+the events schema and grouped by ``event_date``, one data file per date. A file written
+by a task whose commit never happens (a failed job, a killed driver) is part of no
+snapshot; ``vacuum`` removes it. Without Spark the same task runs here, file after file.
 """
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import numpy as np
@@ -20,13 +19,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.lake import store as lk
-from jobs.lake.delta_files import FileStats, add_actions
+from jobs.lake.delta_files import add_actions, discard, write_task
 from jobs.landing.splits import balanced
 from jobs.pipeline.ingest.staging import read_parquet
 from jobs.pipeline.ingest.tasks import died
 
 PARTITION = "event_date"
-LOADED = "path string, size long, rows long, stats string, date string"  # a file each
+LOADED = pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
+                    ("stats", pa.string()), ("date", pa.string())])  # a file each
 JOB_ATTEMPTS = 2  # the load job, run again once when a task was lost to a dead worker
 
 
@@ -39,10 +39,8 @@ def data_schema(schema: pa.Schema) -> pa.Schema:
 def write_dates(table: pa.Table, lake: lk.Lake, path: str, schema: pa.Schema
                 ) -> list[dict]:
     """The rows of ``table`` (the events schema) as data files of the table ``path``,
-    one per ``event_date``; returns one ``LOADED`` dict per file (its path relative to
-    the table)."""
-    import pyarrow.parquet as pq
-
+    one per ``event_date`` (``delta_files.write_task``); returns one ``LOADED`` dict per
+    file (its path relative to the table)."""
     if table.num_rows == 0:
         return []
     table = table.select(schema.names).cast(schema)
@@ -58,16 +56,17 @@ def write_dates(table: pa.Table, lake: lk.Lake, path: str, schema: pa.Schema
     out = []
     for a, b in zip(starts.tolist(), ends.tolist()):
         date = dates[a].as_py()
-        rows = data.slice(a, b - a)
-        name = f"{PARTITION}={date}/part-{uuid.uuid4().hex}.parquet"
-        fs, where = lake.filesystem(lk.join(path, name))
-        fs.create_dir(where.rsplit("/", 1)[0], recursive=True)
-        pq.write_table(rows, where, filesystem=fs, compression="snappy")
-        stats = FileStats(written)
-        stats.update(rows)
-        out.append({"path": name, "size": fs.get_file_info(where).size,
-                    "rows": rows.num_rows, "stats": stats.to_json(), "date": date})
+        folder = f"{PARTITION}={date}"
+        for batch in write_task(iter(data.slice(a, b - a).to_batches()), lake,
+                                lk.join(path, folder), "part", written):
+            out += [{**info, "path": f"{folder}/{info['path']}", "date": date}
+                    for info in batch.to_pylist()]
     return out
+
+
+def write_staged(uri: str, lake: lk.Lake, path: str, schema: pa.Schema) -> list[dict]:
+    """One staged file's rows as data files of ``path`` (``write_dates``)."""
+    return write_dates(read_parquet(lake, uri, columns=schema.names), lake, path, schema)
 
 
 def _load_task(ids: Iterator[pa.RecordBatch], tasks: list[list[str]], lake: lk.Lake,
@@ -77,14 +76,9 @@ def _load_task(ids: Iterator[pa.RecordBatch], tasks: list[list[str]], lake: lk.L
     for b in ids:
         for k in b.column(0).to_pylist():
             for f in tasks[k]:
-                got = write_dates(read_parquet(lake, f, columns=schema.names), lake, path,
-                                  schema)
+                got = write_staged(f, lake, path, schema)
                 if got:
-                    yield pa.RecordBatch.from_pylist(got, schema=_LOADED_ARROW)
-
-
-_LOADED_ARROW = pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
-                           ("stats", pa.string()), ("date", pa.string())])
+                    yield pa.RecordBatch.from_pylist(got, schema=LOADED)
 
 
 def write_files(spark, lake: lk.Lake, files: list[str], path: str, schema: pa.Schema
@@ -95,9 +89,9 @@ def write_files(spark, lake: lk.Lake, files: list[str], path: str, schema: pa.Sc
     if not files:
         return []
     if spark is None:
-        return [info for f in files
-                for info in write_dates(read_parquet(lake, f, columns=schema.names), lake,
-                                        path, schema)]
+        return [info for f in files for info in write_staged(f, lake, path, schema)]
+    from pyspark.sql.pandas.types import from_arrow_schema
+
     sizes = []
     for f in files:
         fs, where = lake.filesystem(f)
@@ -107,7 +101,7 @@ def write_files(spark, lake: lk.Lake, files: list[str], path: str, schema: pa.Sc
         ids = spark.range(0, len(tasks), 1, numPartitions=len(tasks))
         try:
             rows = ids.mapInArrow(lambda it: _load_task(it, tasks, lake, path, schema),
-                                  LOADED).collect()
+                                  from_arrow_schema(LOADED)).collect()
         except Exception as exc:  # noqa: BLE001 - a dead worker: the job runs again
             if attempt + 1 == JOB_ATTEMPTS or not died(exc):
                 raise
@@ -132,14 +126,6 @@ def commit_files(lake: lk.Lake, path: str, schema: pa.Schema, loaded: list[dict]
                                               partition_by=[PARTITION])
 
 
-def discard_files(lake: lk.Lake, path: str, loaded: list[dict]) -> None:
-    """Delete written data files that were not committed."""
-    for f in loaded:
-        fs, where = lake.filesystem(lk.join(path, f["path"]))
-        if fs.get_file_info(where).type != 0:
-            fs.delete_file(where)
-
-
 def loadable(lake: lk.Lake, path: str, schema: pa.Schema) -> bool:
     """Whether the batch can be loaded as files: a new table, or one partitioned by
     ``event_date`` whose schema is the batch's (a source whose columns changed is
@@ -161,6 +147,6 @@ def load(spark, lake: lk.Lake, path: str, files: list[str], schema: pa.Schema) -
         if loaded:
             commit_files(lake, path, schema, loaded)
     except BaseException:
-        discard_files(lake, path, loaded)
+        discard(lake, path, loaded)
         raise
     return sum(f["rows"] for f in loaded)
