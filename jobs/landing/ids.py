@@ -5,9 +5,9 @@ numbers as Python writes them, times as nanoseconds), and ``n`` the row's occurr
 identical rows of its whole file, in line order, however the file is split. These are the
 ids every lake already holds; ``tests/pipeline/test_ingest_ids.py`` keeps them.
 
-Here the JSON text is built on columns (text without a character to escape, integers and
-times by Arrow; numbers as ``repr`` of each distinct value), and the digests per row by
-``hashlib``.
+Here the JSON text is built on columns in one join (text without a character to escape,
+integers and times by Arrow; numbers as ``repr`` of each distinct value), the digests per
+row by ``hashlib``, and the ids' texts in one buffer.
 """
 
 from __future__ import annotations
@@ -65,17 +65,44 @@ def json_texts(arr: pa.Array, kind: str) -> pa.Array:
     return quoted.fill_null("null")
 
 
-def hex20(digests: list[bytes]) -> tuple[pa.Array, np.ndarray]:
-    """(the first 20 hex digits of each digest, its first 8 bytes as a signed key)."""
-    if not digests:
-        return pa.array([], pa.string()), np.zeros(0, np.int64)
-    m = np.frombuffer(b"".join(digests), np.uint8).reshape(-1, 32)
+def hex20(digests: bytes, suffix: bytes = b"") -> tuple[pa.Array, np.ndarray]:
+    """(the first 20 hex digits of each 32-byte digest of ``digests`` (their bytes one after
+    another) followed by ``suffix``, its first 8 bytes as a signed key): the texts are
+    written into one buffer of fixed-width rows, not made one by one."""
+    m = np.frombuffer(digests, np.uint8).reshape(-1, 32)
+    rows, width = len(m), 20 + len(suffix)
     key = m[:, :8].copy().view(">i8").reshape(-1).astype(np.int64)
-    digits = np.empty((len(m), 20), np.uint8)
-    digits[:, 0::2] = _HEX[m[:, :10] >> 4]
-    digits[:, 1::2] = _HEX[m[:, :10] & 15]
-    texts = digits.view("S20").reshape(-1)
-    return pa.array(texts, pa.binary(20)).cast(pa.string()), key
+    text = np.empty((rows, width), np.uint8)
+    text[:, 0:20:2] = _HEX[m[:, :10] >> 4]
+    text[:, 1:20:2] = _HEX[m[:, :10] & 15]
+    text[:, 20:] = np.frombuffer(suffix, np.uint8)
+    offsets = np.arange(0, width * (rows + 1), width, dtype=np.int32)
+    return pa.StringArray.from_buffers(rows, pa.py_buffer(offsets), pa.py_buffer(text)), key
+
+
+def _pieces(source, typed: dict[str, pa.Array], texts: dict[str, pa.Array]) -> list:
+    """The JSON list of a row as the pieces of one ``binary_join_element_wise``: literal
+    text (adjacent literals merged) and columns. A text column without nulls whose values
+    JSON writes as they are goes in as it is, its quotes among the literals."""
+    pieces: list = ["[" + json.dumps(source.name)]
+
+    def add(*parts) -> None:
+        for part in parts:
+            if isinstance(part, str) and isinstance(pieces[-1], str):
+                pieces[-1] += part
+            else:
+                pieces.append(part)
+
+    for c, kind in source.columns.items():
+        arr = typed[c]
+        if c in texts:
+            add(", ", texts[c].fill_null("null"))
+        elif kind == "string" and arr.null_count == 0 and _all_plain(arr):
+            add(', "', arr, '"')
+        else:
+            add(", ", json_texts(arr, kind))
+    add("]")
+    return pieces
 
 
 def content_ids(source, typed: dict[str, pa.Array], texts: dict[str, pa.Array] | None = None
@@ -86,16 +113,12 @@ def content_ids(source, typed: dict[str, pa.Array], texts: dict[str, pa.Array] |
     n = len(next(iter(typed.values()))) if typed else 0
     if n == 0:
         return pa.array([], pa.string()), np.zeros(0, np.int64)
-    texts = texts or {}
-    parts = [texts[c].fill_null("null") if c in texts else json_texts(typed[c], kind)
-             for c, kind in source.columns.items()]
-    head = "[" + json.dumps(source.name)
-    text = pc.binary_join_element_wise(head, *parts, ", ")
-    text = pc.binary_join_element_wise(text, "]", "")
+    pieces = _pieces(source, typed, texts or {})
+    text = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else \
+        pa.array([pieces[0]] * n, pa.string())
     sha = hashlib.sha256
-    digests = [sha(t).digest() for t in text.cast(pa.binary()).to_pylist()]
-    hexes, key = hex20(digests)
-    return pc.binary_join_element_wise(hexes, "1", "-"), key
+    digests = b"".join([sha(t).digest() for t in text.cast(pa.binary()).to_pylist()])
+    return hex20(digests, b"-1")
 
 
 def id_keys(ids: pa.Array) -> np.ndarray:

@@ -501,35 +501,85 @@ EMPTY = "^[" + "".join(f"\\x{{{ord(c):x}}}" for c in SPACE) + "]*$"
 _NAME = re.compile(r"^[A-Za-z0-9_ .-]+$")
 
 
+_SPACE_BYTES = np.zeros(256, bool)  # RE2's ``\s``: what may stand between a key and its colon
+_SPACE_BYTES[[0x09, 0x0A, 0x0C, 0x0D, 0x20]] = True
+_HEX_HIGH = np.zeros(256, bool)  # the third hex digit of an escaped surrogate (``\uD8..``)
+_HEX_HIGH[list(b"89abcdefABCDEF")] = True
+
+
+def _line_bytes(lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(the bytes of a string array's values one after another, each value's start in
+    them and, last, their end)."""
+    n = len(lines)
+    offsets = np.frombuffer(lines.buffers()[1], np.int32, n + 1, lines.offset * 4)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    data = np.frombuffer(lines.buffers()[2], np.uint8, hi - lo, lo) if hi > lo else \
+        np.zeros(0, np.uint8)
+    return data, (offsets - lo).astype(np.int64)
+
+
 def _plain_json(lines: pa.Array, kinds: dict[str, str]) -> np.ndarray:
     """The JSON lines Arrow's reader parses exactly as ``json_record`` does (given it
-    parses them at all): each names every column once and nothing else, within the line
-    limit, without a number of 16 digits or more (Python keeps those as integers) or an
-    escaped surrogate (Python keeps a lone one)."""
+    parses them at all): each names every column once and nothing else (as many keys,
+    ``"\\s*:``, as names, and each name's key there), within the line limit, without a
+    number of 16 digits or more (Python keeps those as integers) or an escaped surrogate
+    (Python keeps a lone one). Found on the lines' bytes at once, not line by line: the
+    quotes, the first byte after each that is not white space, the digit runs and the
+    backslashes, each placed in its line by its position."""
+    n = len(lines)
     ok = np.asarray(pc.less(pc.binary_length(lines), MAX_LINE).to_numpy(
         zero_copy_only=False), bool)
-    # Each name once as a key: a line with as many keys (``"\s*:``) as names, each name
-    # written as a key at least once, has each name once (distinct names end at distinct
-    # quotes, none holding one). On a line with no white space after a quote, a key is
-    # ``":`` and a name's key ``"name":``, found without a regular expression
-    def has(text: str) -> np.ndarray:
-        return np.asarray(pc.match_substring(lines, text).to_numpy(zero_copy_only=False), bool)
+    if n == 0:
+        return ok
+    data, starts = _line_bytes(lines)
+    ends = starts[1:]
 
-    spaced = has('" ') | has('"\t') | has('"\r') | has('"\f')
-    keys = np.asarray(pc.count_substring(lines, '":').to_numpy(zero_copy_only=False), np.int64)
-    at = np.flatnonzero(spaced)
-    some = lines.take(pa.array(at, pa.int64())) if len(at) else None
-    if len(at):
-        keys[at] = pc.count_substring_regex(some, r'"\s*:').to_numpy(zero_copy_only=False)
-    ok &= keys == len(kinds)
+    def line_of(pos: np.ndarray) -> np.ndarray:
+        return np.searchsorted(ends, pos, side="right")
+
+    quotes = np.flatnonzero(data == 0x22)
+    boundary = np.zeros(len(data) + 1, bool)  # where a line ends (and the next begins)
+    boundary[ends] = True
+    # a key ends at a quote whose next byte other than white space, in its line, is ":"
+    nxt = quotes + 1
+    space = np.flatnonzero(~boundary[nxt])
+    space = space[_SPACE_BYTES[data[nxt[space]]]]
+    while len(space):  # white space after a quote: rare, and short
+        nxt[space] += 1
+        space = space[~boundary[nxt[space]]]
+        space = space[_SPACE_BYTES[data[nxt[space]]]]
+    key = ~boundary[nxt]
+    key[key] = data[nxt[key]] == 0x3A
+    key_at = np.flatnonzero(key)
+    close = quotes[key_at]
+    k_line = line_of(close)
+    ok &= np.bincount(k_line, minlength=n) == len(kinds)
+    # a name's key: the quote before a key's end quote, in its line, just before the name
+    prior = np.where(key_at > 0, quotes[np.maximum(key_at - 1, 0)], -1)
+    prior_ok = prior >= starts[k_line]
     for name in kinds:
-        written = has(f'"{name}":')
-        if len(at):
-            written[at] = np.asarray(pc.match_substring_regex(
-                some, '"' + re.escape(name) + r'"\s*:').to_numpy(zero_copy_only=False), bool)
+        word = np.frombuffer(name.encode(), np.uint8)
+        at = close[prior_ok & (close - prior - 1 == len(word))]
+        for k, byte in enumerate(word):
+            at = at[data[at - len(word) + k] == byte]
+        written = np.zeros(n, bool)
+        written[k_line[np.searchsorted(close, at)]] = True
         ok &= written
-    odd = pc.match_substring_regex(lines, r"[0-9]{16}|\\u[dD][89a-fA-F]")
-    return ok & ~np.asarray(odd.to_numpy(zero_copy_only=False), bool)
+    # 16 digits in a row, or an escaped surrogate: the regular expression runs only on the
+    # lines with a backslash or with 8 digits in a row at a multiple of 8 bytes (a run of
+    # 16 holds one)
+    words = np.frombuffer(data, np.uint64, len(data) // 8) if len(data) >= 8 else \
+        np.zeros(0, np.uint64)
+    high = np.uint64(0xF0F0F0F0F0F0F0F0)
+    threes = np.uint64(0x3030303030303030)
+    digits = ((words & high) == threes) & (((words + np.uint64(0x0606060606060606)) & high)
+                                             == threes)
+    odd = np.union1d(line_of(np.flatnonzero(digits) * 8), line_of(np.flatnonzero(data == 0x5C)))
+    if len(odd):
+        found = pc.match_substring_regex(lines.take(pa.array(odd, pa.int64())),
+                                         r"[0-9]{16}|\\u[dD][89a-fA-F]")
+        ok[odd[np.asarray(found.to_numpy(zero_copy_only=False), bool)]] = False
+    return ok
 
 
 def _arrow_json(lines: pa.Array, kinds: dict[str, str]) -> pa.Table | None:

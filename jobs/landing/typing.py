@@ -416,9 +416,9 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
         clock["ids"] = clock.get("ids", 0.0) + time.perf_counter() - started
     events.update(event_id=ids, ts=ts_us,
                   event_date=_dates(ts_us),
-                  source_file=pa.array([label] * len(ids), pa.string()),
-                  ingest_run=pa.array([run_id] * len(ids), pa.string()),
-                  ingested_at=pa.array([now] * len(ids), ARROW["timestamp"]),
+                  source_file=pa.repeat(pa.scalar(label, pa.string()), len(ids)),
+                  ingest_run=pa.repeat(pa.scalar(run_id, pa.string()), len(ids)),
+                  ingested_at=pa.repeat(pa.scalar(now, ARROW["timestamp"]), len(ids)),
                   _line=lines, _k=pa.array(keys, pa.int64()), _ck=pa.array(content, pa.int64()),
                   _fi=pa.array(np.full(len(ids), file_index, np.int32)),
                   _n=pa.array(np.ones(len(ids), np.int64)))

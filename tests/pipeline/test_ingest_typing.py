@@ -176,6 +176,20 @@ def test_json_lines_for_arrow_are_found_as_by_a_regular_expression_per_name(line
     assert got == _plain_by_regex(arr, kinds).tolist()
 
 
+@settings(deadline=None)
+@given(lines=st.lists(st.text(alphabet='"\\ :\t\r\fpatienvlgu0123456789dD8a{},', max_size=60),
+                      min_size=1, max_size=8), skip=st.integers(0, 1))
+def test_json_lines_for_arrow_on_any_text_of_quotes_spaces_and_digits(lines, skip):
+    """The lines' bytes read at once (quotes, white space, digit runs, backslashes placed
+    in their lines by position) pick the lines the regular expressions pick, on text made
+    of the characters that matter, in an array that starts anywhere."""
+    from jobs.landing.reading import _plain_json
+
+    kinds = dict.fromkeys(KEYS, "string")
+    arr = pa.array(lines, pa.string()).slice(min(skip, len(lines) - 1))
+    assert _plain_json(arr, kinds).tolist() == _plain_by_regex(arr, kinds).tolist()
+
+
 def test_json_lines_for_arrow_by_example():
     from jobs.landing.reading import _plain_json
 
