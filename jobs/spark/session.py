@@ -18,6 +18,7 @@ from jobs import environment
 from jobs.config import ConfigError, Profile, current_project
 from jobs.core.errors import UserError
 from jobs.lake.paths import OBJECT_STORES, s3_settings
+from jobs.spark import cds
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 SECRETS = {"access_key": "spark.hadoop.fs.s3a.access.key",  # lake.s3_settings -> s3a
@@ -57,10 +58,21 @@ def check_java() -> str:
 def spark_environment(profile: Profile, env=os.environ) -> dict:
     """What the Spark JVM and its Python workers need from the environment, set where the
     caller has not: the venv's interpreter, the project's log settings (``conf/spark``:
-    warnings and errors only) and, for a local master, the loopback address."""
+    warnings and errors only), the archive of Spark's classes when the venv has one
+    (``cds``: the driver's JVM starts 2 s sooner) and, for a local master, the loopback
+    address."""
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    env.setdefault("SPARK_CONF_DIR", str(current_project().conf / "spark"))
+    if "SPARK_CONF_DIR" not in env:
+        conf = current_project().conf / "spark"
+        shared = cds.java_options(conf / "log4j2.properties")
+        if shared is not None and (not cds.EMPTY_CONF.is_dir() or any(cds.EMPTY_CONF.iterdir())):
+            shared = None  # the archive maps only with no file on the class path
+        if shared is None:
+            env["SPARK_CONF_DIR"] = str(conf)
+        else:
+            env["SPARK_CONF_DIR"] = str(cds.EMPTY_CONF)
+            env["SPARK_SUBMIT_OPTS"] = f"{env.get('SPARK_SUBMIT_OPTS', '')} {shared}".strip()
     if profile.spark_master.startswith("local"):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return env

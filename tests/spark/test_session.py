@@ -1,4 +1,7 @@
-"""The one SparkSession's preconditions: a missing Java is explained in one line."""
+"""The one SparkSession: a missing Java is explained in one line; the archive of Spark's classes
+is mapped by its JVM."""
+
+import sys
 
 import pytest
 
@@ -57,3 +60,71 @@ def test_a_session_started_soon_is_built_once_on_its_own_thread(monkeypatch):
     first = lazy.get()
     lazy.start_soon()
     assert lazy.get() is first and built == ["spark-start"] and lazy.started
+
+
+def test_the_environment_maps_the_archive_of_sparks_classes(monkeypatch, tmp_path):
+    """With an archive in the venv, a session's JVM gets it, an empty SPARK_CONF_DIR (a
+    class path folder with files in it would stop the JVM from mapping it) and the
+    project's log settings by name; without one, or with SPARK_CONF_DIR set by the
+    caller, the environment is as before."""
+    from jobs.config import current_project, load_profile
+    from jobs.spark import cds
+    from jobs.spark.session import spark_environment
+
+    archive, empty = tmp_path / "spark-classes.jsa", tmp_path / "spark-conf"
+    monkeypatch.setattr(cds, "ARCHIVE", archive)
+    monkeypatch.setattr(cds, "EMPTY_CONF", empty)
+    log = (current_project().conf / "spark" / "log4j2.properties").resolve().as_uri()
+    profile = load_profile()
+
+    env = spark_environment(profile, {"SPARK_SUBMIT_OPTS": "-XX:+UseParallelGC"})
+    assert env["SPARK_CONF_DIR"] == str(current_project().conf / "spark")
+    assert env["SPARK_SUBMIT_OPTS"] == "-XX:+UseParallelGC"
+
+    archive.write_bytes(b"x")
+    empty.mkdir()
+    env = spark_environment(profile, {"SPARK_SUBMIT_OPTS": "-XX:+UseParallelGC"})
+    assert env["SPARK_CONF_DIR"] == str(empty)
+    assert env["SPARK_SUBMIT_OPTS"].split() == [
+        "-XX:+UseParallelGC", f"-XX:SharedArchiveFile={archive}", "-Xshare:auto",
+        "-Xlog:cds=off", "-Xlog:cds+dynamic=off", f"-Dlog4j2.configurationFile={log}"]
+
+    (empty / "spark-defaults.conf").write_text("")  # not empty: the archive cannot map
+    assert spark_environment(profile, {})["SPARK_CONF_DIR"] == str(current_project().conf / "spark")
+    (empty / "spark-defaults.conf").unlink()
+    assert spark_environment(profile, {"SPARK_CONF_DIR": "/mine"}) == {
+        "SPARK_CONF_DIR": "/mine", "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+SESSION = """
+from jobs.config import load_profile
+from jobs.spark.session import build_session
+spark = build_session(load_profile())
+spark.range(3).count()
+spark.stop()
+"""
+
+
+@pytest.mark.spark
+def test_a_session_loads_sparks_classes_from_the_archive(tmp_path):
+    """A fresh ``build_session`` in this venv maps the archive ``make`` built: its JVM
+    loads Spark's classes from the shared archive, not from the jars, and still takes its
+    log settings from conf/spark (its log file is made where SES_SPARK_LOG says)."""
+    import os
+    import subprocess
+
+    from jobs.spark import cds
+
+    if not cds.ARCHIVE.is_file():
+        pytest.skip(f"no archive of Spark's classes in this venv: {cds.MANIFEST.read_text()}"
+                    if cds.MANIFEST.is_file() else "make has not built the archive")
+    loaded, log = tmp_path / "classes.txt", tmp_path / "spark.log"
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_CONF_DIR"}
+    env.update(SPARK_SUBMIT_OPTS=f"-Xlog:class+load=info:file={loaded}", SES_SPARK_LOG=str(log))
+    subprocess.run([sys.executable, "-c", SESSION], env=env, check=True, capture_output=True,
+                   timeout=300)
+    lines = [line for line in loaded.read_text().splitlines()
+             if "org.apache.spark.SparkContext " in line]
+    assert lines and "shared objects file (top)" in lines[0], lines
+    assert log.is_file()
