@@ -18,12 +18,12 @@ import pyarrow as pa
 
 from jobs.config import Source, TimeRange
 from jobs.landing.ids import numbered_in_files
+from jobs.landing.jsonlines import jsonl_blocks
 from jobs.landing.reading import (
     NotPlain,
     RawBlock,
     block_of_records,
     csv_blocks,
-    jsonl_blocks,
     parquet_batches,
     raw_text,
     row_blocks,

@@ -493,21 +493,12 @@ def _csv_block(lines: pa.Array, numbers: np.ndarray, records: list, names: list[
     return RawBlock(numbers, values, raw, refused)
 
 
-JSON_TYPES = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
-              "number": pa.float64(), "timestamp": pa.string()}
 # the characters str.strip() removes: a value (or a JSON line) of only these is empty
 SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 EMPTY = "^[" + "".join(f"\\x{{{ord(c):x}}}" for c in SPACE) + "]*$"
-_NAME = re.compile(r"^[A-Za-z0-9_ .-]+$")
 
 
-_SPACE_BYTES = np.zeros(256, bool)  # RE2's ``\s``: what may stand between a key and its colon
-_SPACE_BYTES[[0x09, 0x0A, 0x0C, 0x0D, 0x20]] = True
-_HEX_HIGH = np.zeros(256, bool)  # the third hex digit of an escaped surrogate (``\uD8..``)
-_HEX_HIGH[list(b"89abcdefABCDEF")] = True
-
-
-def _line_bytes(lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def value_bytes(lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(the bytes of a string array's values one after another, each value's start in
     them and, last, their end)."""
     n = len(lines)
@@ -516,124 +507,3 @@ def _line_bytes(lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     data = np.frombuffer(lines.buffers()[2], np.uint8, hi - lo, lo) if hi > lo else \
         np.zeros(0, np.uint8)
     return data, (offsets - lo).astype(np.int64)
-
-
-def _plain_json(lines: pa.Array, kinds: dict[str, str]) -> np.ndarray:
-    """The JSON lines Arrow's reader parses exactly as ``json_record`` does (given it
-    parses them at all): each names every column once and nothing else (as many keys,
-    ``"\\s*:``, as names, and each name's key there), within the line limit, without a
-    number of 16 digits or more (Python keeps those as integers) or an escaped surrogate
-    (Python keeps a lone one). Found on the lines' bytes at once, not line by line: the
-    quotes, the first byte after each that is not white space, the digit runs and the
-    backslashes, each placed in its line by its position."""
-    n = len(lines)
-    ok = np.asarray(pc.less(pc.binary_length(lines), MAX_LINE).to_numpy(
-        zero_copy_only=False), bool)
-    if n == 0:
-        return ok
-    data, starts = _line_bytes(lines)
-    ends = starts[1:]
-
-    def line_of(pos: np.ndarray) -> np.ndarray:
-        return np.searchsorted(ends, pos, side="right")
-
-    quotes = np.flatnonzero(data == 0x22)
-    boundary = np.zeros(len(data) + 1, bool)  # where a line ends (and the next begins)
-    boundary[ends] = True
-    # a key ends at a quote whose next byte other than white space, in its line, is ":"
-    nxt = quotes + 1
-    space = np.flatnonzero(~boundary[nxt])
-    space = space[_SPACE_BYTES[data[nxt[space]]]]
-    while len(space):  # white space after a quote: rare, and short
-        nxt[space] += 1
-        space = space[~boundary[nxt[space]]]
-        space = space[_SPACE_BYTES[data[nxt[space]]]]
-    key = ~boundary[nxt]
-    key[key] = data[nxt[key]] == 0x3A
-    key_at = np.flatnonzero(key)
-    close = quotes[key_at]
-    k_line = line_of(close)
-    ok &= np.bincount(k_line, minlength=n) == len(kinds)
-    # a name's key: the quote before a key's end quote, in its line, just before the name
-    prior = np.where(key_at > 0, quotes[np.maximum(key_at - 1, 0)], -1)
-    prior_ok = prior >= starts[k_line]
-    for name in kinds:
-        word = np.frombuffer(name.encode(), np.uint8)
-        at = close[prior_ok & (close - prior - 1 == len(word))]
-        for k, byte in enumerate(word):
-            at = at[data[at - len(word) + k] == byte]
-        written = np.zeros(n, bool)
-        written[k_line[np.searchsorted(close, at)]] = True
-        ok &= written
-    # 16 digits in a row, or an escaped surrogate: the regular expression runs only on the
-    # lines with a backslash or with 8 digits in a row at a multiple of 8 bytes (a run of
-    # 16 holds one)
-    words = np.frombuffer(data, np.uint64, len(data) // 8) if len(data) >= 8 else \
-        np.zeros(0, np.uint64)
-    high = np.uint64(0xF0F0F0F0F0F0F0F0)
-    threes = np.uint64(0x3030303030303030)
-    digits = ((words & high) == threes) & (((words + np.uint64(0x0606060606060606)) & high)
-                                             == threes)
-    odd = np.union1d(line_of(np.flatnonzero(digits) * 8), line_of(np.flatnonzero(data == 0x5C)))
-    if len(odd):
-        found = pc.match_substring_regex(lines.take(pa.array(odd, pa.int64())),
-                                         r"[0-9]{16}|\\u[dD][89a-fA-F]")
-        ok[odd[np.asarray(found.to_numpy(zero_copy_only=False), bool)]] = False
-    return ok
-
-
-def _arrow_json(lines: pa.Array, kinds: dict[str, str]) -> pa.Table | None:
-    """Lines parsed by Arrow's JSON reader with the columns' JSON types, or None when it
-    refuses any of them (Python's reader then reads them one by one)."""
-    import pyarrow.json as pj
-
-    schema = pa.schema([(c, JSON_TYPES[k]) for c, k in kinds.items()])
-    text = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()),
-                                                   lines.cast(pa.binary())), b"\n")
-    try:
-        return pj.read_json(io.BytesIO(text[0].as_buffer()), parse_options=pj.ParseOptions(
-            explicit_schema=schema, unexpected_field_behavior="error"))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-
-
-def jsonl_blocks(path: Path, start: int, end: int, first_line: int, columns: list[str],
-                 kinds: dict[str, str] | None = None) -> Iterator[RawBlock]:
-    """A JSONL split without a lone carriage return, cut into lines on columns. Lines that
-    name exactly the columns (``kinds``: their kinds) are parsed by Arrow's JSON reader
-    when it takes them all; every other line, and all of them when it refuses one, as
-    ``json_record`` parses it."""
-    kinds = {c: (kinds or {}).get(c, "string") for c in columns}
-    arrow = all(_NAME.match(c) for c in columns)
-    for piece, before in byte_blocks(path, start, end):
-        lines = split_lines(piece, path, "jsonl")
-        last_ended = piece.endswith(b"\n")
-        count = len(lines)
-        base = first_line + before
-        numbers = np.arange(1, count + 1, dtype=np.int64) + base
-        blank = np.asarray(pc.match_substring_regex(lines, EMPTY).to_numpy(
-            zero_copy_only=False), bool)
-        blank &= np.asarray(pc.less(pc.utf8_length(lines), MAX_LINE - 1).to_numpy(
-            zero_copy_only=False), bool)  # a longer blank line is refused as over-long
-        fast = ~blank & _plain_json(lines, kinds) if arrow else np.zeros(count, bool)
-        if fast.any():
-            chosen = lines.filter(pa.array(fast))
-            table = _arrow_json(chosen, kinds)
-            if table is None:
-                fast[:] = False
-            else:
-                def raw(i: int, chosen=chosen) -> str:
-                    return raw_text(json.loads(chosen[i].as_py()))
-
-                yield RawBlock(numbers[fast], {c: table.column(c).combine_chunks()
-                                               for c in columns}, raw)
-        slow = np.flatnonzero(~blank & ~fast)
-        if len(slow):
-            records = []
-            for i in slow:
-                text = lines[int(i)].as_py()
-                line = text + ("\n" if int(i) < count - 1 or last_ended else "")
-                if not line.strip() and len(line) <= MAX_LINE:
-                    continue  # blank
-                records.append((int(numbers[i]), json_record(line)))
-            yield block_of_records(records, columns)

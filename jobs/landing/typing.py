@@ -23,7 +23,7 @@ from jobs.config import Source, TimeRange
 from jobs.core.language.events import parse_ts
 from jobs.landing.ids import content_ids, id_key, id_keys
 from jobs.landing.reading import EMPTY as _EMPTY
-from jobs.landing.reading import MAX_FIELD, MISSING, RawBlock, raw_text
+from jobs.landing.reading import MAX_FIELD, MISSING, RawBlock, raw_text, value_bytes
 
 ARROW = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
          "number": pa.float64(), "timestamp": pa.timestamp("us", tz="UTC")}
@@ -123,34 +123,61 @@ def _each(values: list, kind: str) -> Column:
     return Column(pa.array(out, _target(kind)), problem, big)
 
 
-_DATE = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
-_DATE_TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}:[0-9]{2}$"
+
+
+# the two forms nearly every file writes, byte by byte: a digit ("0"), or that byte itself
+_FORMS = {10: b"0000-00-00", 19: b"0000-00-00T00:00:00"}
+
+
+def _fixed(text: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the rows of ``text`` in the form ``_FORMS[width]``, their bytes as a (rows, width)
+    array): a length and a byte-by-byte look at the values' bytes, no regular expression
+    (the form's bytes are ASCII, so a value of ``width`` bytes in it is ``width``
+    characters)."""
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    data, starts = value_bytes(text)
+    lengths = np.diff(starts)
+    rows = np.flatnonzero(lengths == width)
+    if text.null_count:
+        rows = rows[np.asarray(text.is_valid().to_numpy(zero_copy_only=False), bool)[rows]]
+    if not len(rows):
+        return rows, np.zeros((0, width), np.uint8)
+    b = data[starts[rows][:, None] + np.arange(width)]
+    form = np.frombuffer(_FORMS[width], np.uint8)
+    digit = form == 0x30
+    ok = ((b[:, digit] >= 0x30) & (b[:, digit] <= 0x39)).all(axis=1)
+    ok &= (b[:, ~digit] == form[~digit]).all(axis=1) if width == 10 else \
+        (b[:, [4, 7, 13, 16]] == form[[4, 7, 13, 16]]).all(axis=1) & \
+        ((b[:, 10] == 0x54) | (b[:, 10] == 0x20))  # "T" or " " between date and time
+    return rows[ok], b[ok]
 
 
 def _times(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(ns, certain) of ISO-8601 texts: ``certain`` where the text is in a common form,
     a real date and time, and a year that fits 64-bit nanoseconds. The two forms nearly
-    every file uses (a date; a date and a time to the second) are cut by position, the
-    others by a regular expression."""
+    every file uses (a date; a date and a time to the second) are read from the values'
+    bytes by position, the others by a regular expression."""
     n = len(text)
     ns, ok = np.zeros(n, np.int64), np.zeros(n, bool)
     rest = np.ones(n, bool)
-    for pattern, width in ((_DATE, 10), (_DATE_TIME, 19)):
-        at = np.asarray(pc.match_substring_regex(text, pattern).fill_null(False)
-                        .to_numpy(zero_copy_only=False), bool) & rest
-        if not at.any():
+    for width in (10, 19):
+        at, b = _fixed(text, width)
+        if not len(at):
             continue
-        sub = text.filter(pa.array(at))
+        d = b.astype(np.int64) - 0x30
 
-        def cut(lo: int, hi: int, sub=sub) -> np.ndarray:
-            return np.asarray(pc.cast(pc.utf8_slice_codeunits(sub, lo, hi), pa.int64())
-                              .to_numpy(zero_copy_only=False), np.int64)
-        zero = np.zeros(len(sub), np.int64)
-        clock = (cut(11, 13), cut(14, 16), cut(17, 19)) if width == 19 else (zero,) * 3
-        got, good = _instants(cut(0, 4), cut(5, 7), cut(8, 10), *clock, zero, zero, zero,
-                              np.ones(len(sub), np.int64))
+        def num(lo: int, hi: int, d=d) -> np.ndarray:
+            out = d[:, lo]
+            for k in range(lo + 1, hi):
+                out = out * 10 + d[:, k]
+            return out
+        zero = np.zeros(len(at), np.int64)
+        clock = (num(11, 13), num(14, 16), num(17, 19)) if width == 19 else (zero,) * 3
+        got, good = _instants(num(0, 4), num(5, 7), num(8, 10), *clock, zero, zero, zero,
+                              np.ones(len(at), np.int64))
         ns[at], ok[at] = got, good
-        rest &= ~at
+        rest[at] = False
     if rest.any():
         at = np.flatnonzero(rest)
         got, good = _times_by_pattern(text.take(pa.array(at)))
@@ -211,13 +238,44 @@ def _instants(y, m, d, hh, mm, ss, ns_frac, zh, zm, sign) -> tuple[np.ndarray, n
     return ns, ok
 
 
+# the first bytes a value of only white space (``EMPTY``) can begin with: ASCII white space,
+# and any byte of a character beyond ASCII
+_MAY_BE_SPACE = np.zeros(256, bool)
+_MAY_BE_SPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = True
+_MAY_BE_SPACE[0x80:] = True
+
+
+def _long_and_empty(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(longer than ``MAX_FIELD`` characters, null or only white space) per value: the
+    characters are counted only where the bytes are more than the limit, and the
+    regular expression of white space runs only on the values that are empty or begin
+    with a byte such a value can begin with."""
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
+    n = len(text)
+    data, starts = value_bytes(text)
+    lengths = np.diff(starts)
+    valid = np.asarray(text.is_valid().to_numpy(zero_copy_only=False), bool)
+    long_ = np.zeros(n, bool)
+    at = np.flatnonzero(valid & (lengths > MAX_FIELD))
+    if len(at):
+        chars = pc.utf8_length(text.take(pa.array(at, pa.int64())))
+        long_[at] = np.asarray(chars.to_numpy(zero_copy_only=False)) > MAX_FIELD
+    empty = ~valid
+    first = np.zeros(n, np.uint8)
+    some = np.flatnonzero(lengths > 0)
+    first[some] = data[starts[some]]
+    at = np.flatnonzero(valid & ((lengths == 0) | _MAY_BE_SPACE[first]))
+    if len(at):
+        blank = pc.match_substring_regex(text.take(pa.array(at, pa.int64())), _EMPTY)
+        empty[at] = np.asarray(blank.to_numpy(zero_copy_only=False), bool)
+    return long_, empty
+
+
 def _strings(text: pa.Array, kind: str) -> Column:
     """A column of raw texts (nulls: JSON nulls) as ``kind``."""
     n = len(text)
-    long_ = np.asarray(pc.greater(pc.utf8_length(text), MAX_FIELD).fill_null(False)
-                       .to_numpy(zero_copy_only=False), bool)
-    empty = np.asarray(pc.or_kleene(pc.is_null(text), pc.match_substring_regex(text, _EMPTY))
-                       .fill_null(True).to_numpy(zero_copy_only=False), bool)
+    long_, empty = _long_and_empty(text)
     problem = np.where(long_, TOO_LONG, OK).astype(np.int8)
     if kind == "string":
         return Column(pc.if_else(pa.array(empty | long_), pa.scalar(None, pa.string()), text),

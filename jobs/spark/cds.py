@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from jobs.config import current_project
+
 ARCHIVE = Path(sys.prefix) / "spark-classes.jsa"
 MANIFEST = Path(sys.prefix) / "spark-classes.json"  # make's target: what was built, or why not
 EMPTY_CONF = Path(sys.prefix) / "spark-conf"  # SPARK_CONF_DIR of a session that maps it
@@ -79,8 +81,6 @@ def build(archive: Path = ARCHIVE, manifest: Path = MANIFEST, echo=print) -> dic
     """Make ``archive`` from a session running ``WORKLOAD`` (about 30 s); the manifest
     says what was built, or why it was not. A failure leaves no archive (sessions then
     start without one) and is not an error."""
-    from jobs.config import current_project
-
     EMPTY_CONF.mkdir(parents=True, exist_ok=True)
     log_config = current_project().conf / "spark" / "log4j2.properties"
     temp = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")

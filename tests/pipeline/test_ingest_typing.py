@@ -92,6 +92,23 @@ def test_times_are_typed_as_convert_types_each(values):
           "timestamp")
 
 
+near_times = st.builds(
+    lambda base, at, char: base[:at] + char + base[at + 1:],
+    st.sampled_from(["2024-02-29T23:59:59", "1999-12-31 00:00:00", "2023-02-29", "1677-01-01",
+                     "2262-04-11T23:47:16"]),
+    st.integers(0, 18), st.sampled_from(list("09-: Tx/\u0661") + ["é", "\x00"]))
+
+
+@settings(deadline=None)
+@given(values=st.lists(near_times, min_size=1, max_size=30))
+def test_times_one_byte_from_a_common_form_are_typed_as_convert_types_each(values):
+    """The two common forms are read by position from the values' bytes: a value one
+    character away from one (a letter, a non-ASCII digit, a separator moved) is typed as
+    ``convert`` types it."""
+    arr = pa.array([None, *values], pa.string()).slice(1)
+    check(type_column(arr, "timestamp", len(values)), values, "timestamp")
+
+
 @settings(deadline=None)
 @given(values=st.lists(json_values, min_size=1, max_size=30), kind=st.sampled_from(KINDS))
 def test_json_values_are_typed_as_convert_types_each(values, kind):
@@ -168,11 +185,11 @@ def test_json_lines_for_arrow_are_found_as_by_a_regular_expression_per_name(line
     """Which JSON lines go to Arrow's reader (each name once as a key, nothing else) is
     decided with substring searches and a regular expression only on lines with white
     space after a quote; the same lines as a regular expression per name picks."""
-    from jobs.landing.reading import _plain_json
+    from jobs.landing.jsonlines import plain_json
 
     kinds = dict.fromkeys(KEYS, "string")
     arr = pa.array(lines, pa.string())
-    got = _plain_json(arr, kinds).tolist()
+    got = plain_json(arr, kinds).tolist()
     assert got == _plain_by_regex(arr, kinds).tolist()
 
 
@@ -183,19 +200,19 @@ def test_json_lines_for_arrow_on_any_text_of_quotes_spaces_and_digits(lines, ski
     """The lines' bytes read at once (quotes, white space, digit runs, backslashes placed
     in their lines by position) pick the lines the regular expressions pick, on text made
     of the characters that matter, in an array that starts anywhere."""
-    from jobs.landing.reading import _plain_json
+    from jobs.landing.jsonlines import plain_json
 
     kinds = dict.fromkeys(KEYS, "string")
     arr = pa.array(lines, pa.string()).slice(min(skip, len(lines) - 1))
-    assert _plain_json(arr, kinds).tolist() == _plain_by_regex(arr, kinds).tolist()
+    assert plain_json(arr, kinds).tolist() == _plain_by_regex(arr, kinds).tolist()
 
 
 def test_json_lines_for_arrow_by_example():
-    from jobs.landing.reading import _plain_json
+    from jobs.landing.jsonlines import plain_json
 
     kinds = dict.fromkeys(KEYS, "string")
     lines = pa.array(['{"patient": 1, "value": 2, "age": 3, "e": 4}',
                       '{"patient" : 1, "value": 2, "age": 3, "e": 4}',
                       '{"patient": 1, "patient": 2, "age": 3, "e": 4}',
                       '{"patient": 1, "value": 2, "age": 3, "page": 4}'])
-    assert _plain_json(lines, kinds).tolist() == [True, True, False, False]
+    assert plain_json(lines, kinds).tolist() == [True, True, False, False]
