@@ -58,30 +58,34 @@ def plain_json(lines: pa.Array, kinds: dict[str, str]) -> np.ndarray:
     quotes = np.flatnonzero(data == 0x22)
     boundary = np.zeros(len(data) + 1, bool)  # where a line ends (and the next begins)
     boundary[ends] = True
+    padded = np.append(data, np.uint8(0))  # the byte after the last quote: none
     # a key ends at a quote whose next byte other than white space, in its line, is ":"
     nxt = quotes + 1
-    space = np.flatnonzero(~boundary[nxt])
-    space = space[_SPACE_BYTES[data[nxt[space]]]]
+    inside = ~boundary[nxt]
+    after = padded[nxt]
+    space = np.flatnonzero(inside & _SPACE_BYTES[after])
     while len(space):  # white space after a quote: rare, and short
         nxt[space] += 1
-        space = space[~boundary[nxt[space]]]
-        space = space[_SPACE_BYTES[data[nxt[space]]]]
-    key = ~boundary[nxt]
-    key[key] = data[nxt[key]] == 0x3A
-    key_at = np.flatnonzero(key)
+        inside[space] = ~boundary[nxt[space]]
+        after[space] = padded[nxt[space]]
+        space = space[inside[space] & _SPACE_BYTES[after[space]]]
+    key_at = np.flatnonzero(inside & (after == 0x3A))
     close = quotes[key_at]
     k_line = line_of(close)
     ok &= np.bincount(k_line, minlength=n) == len(kinds)
-    # a name's key: the quote before a key's end quote, in its line, just before the name
+    # a name's key: the quote before a key's end quote, in its line, just before the name;
+    # the keys of each name's length compared with it as rows of bytes
     prior = np.where(key_at > 0, quotes[np.maximum(key_at - 1, 0)], -1)
-    prior_ok = prior >= starts[k_line]
+    width = np.where(prior >= starts[k_line], close - prior - 1, -1)
+    by_width: dict[int, tuple[np.ndarray, np.ndarray]] = {}
     for name in kinds:
         word = np.frombuffer(name.encode(), np.uint8)
-        at = close[prior_ok & (close - prior - 1 == len(word))]
-        for k, byte in enumerate(word):
-            at = at[data[at - len(word) + k] == byte]
+        if len(word) not in by_width:
+            at = np.flatnonzero(width == len(word))
+            by_width[len(word)] = at, data[close[at][:, None] - len(word) + np.arange(len(word))]
+        at, text = by_width[len(word)]
         written = np.zeros(n, bool)
-        written[k_line[np.searchsorted(close, at)]] = True
+        written[k_line[at[(text == word).all(axis=1)]]] = True
         ok &= written
     # 16 digits in a row, or an escaped surrogate: the regular expression runs only on the
     # lines with a backslash or with 8 digits in a row at a multiple of 8 bytes (a run of
