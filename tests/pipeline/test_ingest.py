@@ -146,6 +146,49 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
     assert not lake.exists(lake.events("chemo_mw")) and not lake.exists(lake.ingest_log())
 
 
+def test_the_spark_suites_verdict_on_hashed_ids_is_the_ids_verdict(spark, tmp_path):
+    """On Spark, the events suite first sees each ``event_id`` as its 64-bit hash (unique
+    hashes mean unique ids; sorting numbers is half the time of sorting texts): a batch of
+    unique ids passes in that one run; a repeated id fails, counted on the ids
+    themselves; hashes that meet for distinct ids (made here by hand) fail only the first
+    run, and the ids' own run passes the batch."""
+    from pyspark.sql import functions as F
+
+    from jobs.config import TimeRange
+    from jobs.pipeline.validate import gx, quality
+    from jobs.pipeline.validate.quality import validate_events_frame
+
+    source = SOURCE
+    lake = Lake(str(tmp_path / "lake"))
+    at = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    schema = quality.events_schema(source)
+    rows = [{"pid": "p", "kind": "k", "dose": 1.0, "event_id": f"id{i}", "ts": at,
+             "event_date": "2020-01-01", "source_file": "f", "ingest_run": "r", "ingested_at": at}
+            for i in range(4)]
+    unique = pa.Table.from_pylist(rows, schema=schema)
+    repeated = pa.Table.from_pylist(rows + rows[:1], schema=schema)
+    seen, validated = [], gx.validated
+
+    def spy(lake_, name, expectations, df, *args, **kwargs):
+        seen.append(dict(df.dtypes)["event_id"])
+        return validated(lake_, name, expectations, df, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(quality, "DRIVER_ROWS", 0)
+        mp.setattr(gx, "validated", spy)
+        assert validate_events_frame(spark, lake, source, unique, TimeRange()).success
+        assert seen == ["bigint"]
+        seen.clear()
+        failed = validate_events_frame(spark, lake, source, repeated, TimeRange())
+        assert failed.failed == ["expect_column_values_to_be_unique(event_id): 2 row(s)"]
+        assert seen == ["bigint", "string"]
+        seen.clear()
+        exact = spark.createDataFrame(unique).select(*schema.names)
+        met = quality._events_suite(lake, source, exact.withColumn("event_id", F.lit(7)),
+                                    TimeRange(), exact=exact)
+        assert met.success and seen == ["int", "string"]
+
+
 def test_the_spark_suite_is_warmed_without_a_trace(spark, tmp_path):
     """While the tasks of a batch too large for the driver run, the events suite runs once
     on Spark over one row: it succeeds (``warm_up`` would swallow an error, and the batch's

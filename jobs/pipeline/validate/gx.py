@@ -118,7 +118,7 @@ def validated(lake: lk.Lake, name: str, expectations: list[dict], df, parameters
 
 def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
               parameters: dict, run_name: str | None = None, docs: bool = True,
-              scan: bool = False) -> Outcome:
+              scan: bool = False, exact=None) -> Outcome:
     """Validate ``df`` (a Spark or a pandas frame: GX's Spark or pandas engine) with the
     suite ``name``; the result is kept in the GX project's validation results store (and
     shown in the catalogue and the Data Docs) under ``run_name``: the pipeline's run id,
@@ -130,7 +130,9 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
     first run for its verdict alone (GX's ``BOOLEAN_ONLY``: on Spark, each expectation's
     sample of unexpected rows is one more scan of every file, about half the suite's time
     on a batch of millions of rows), then, only when it fails, again for the counts and
-    samples that say why."""
+    samples that say why. ``exact``: the frame ``df`` stands for, when a failure on ``df``
+    may be ``df``'s own (``quality.keyed_ids``): the second run is on ``exact``, and its
+    result is the suite's."""
     from great_expectations.core.run_identifier import RunIdentifier
     from great_expectations.data_context.types.resource_identifiers import (
         ExpectationSuiteIdentifier,
@@ -140,8 +142,9 @@ def run_suite(lake: lk.Lake, name: str, expectations: list[dict], df,
     ctx = context(lake)
     result, validator = validated(lake, name, expectations, df, parameters, scan,
                                   "BOOLEAN_ONLY" if scan else "BASIC")
-    if scan and not result.success:
-        result, validator = validated(lake, name, expectations, df, parameters, scan)
+    if (scan or exact is not None) and not result.success:
+        result, validator = validated(lake, name, expectations,
+                                      df if exact is None else exact, parameters, scan)
     run_id = RunIdentifier(run_name=run_name or new_run_id(),
                            run_time=datetime.now(timezone.utc))
     result.meta.update(run_id=run_id, validation_time=run_id.run_time,
