@@ -205,17 +205,31 @@ def _part(columns: dict) -> pa.Table:
     return pa.table(out)
 
 
-def _by_date(dates: pa.ChunkedArray, values) -> tuple[list[str], list]:
-    """The rows' dates and values, grouped by date (dates sorted)."""
+def _date_order(dates: pa.ChunkedArray):
+    """(the dates in order, each one's rows' count, the rows' positions by date, stably):
+    the dates' texts ranked once (a dictionary of them), the rows sorted by rank."""
     import numpy as np
 
-    d = np.asarray(dates.to_numpy(zero_copy_only=False), dtype=object)
-    order = np.argsort(d, kind="stable")
-    d = d[order]
-    starts = np.flatnonzero(np.r_[True, d[1:] != d[:-1]]) if len(d) else np.array([], int)
-    ends = np.r_[starts[1:], len(d)]
+    enc = dates.combine_chunks().dictionary_encode()
+    names = enc.dictionary.to_pylist()
+    sorted_names = sorted(names)
+    place = {d: i for i, d in enumerate(sorted_names)}
+    rank = np.array([place[d] for d in names], np.int64)[
+        enc.indices.to_numpy(zero_copy_only=False)]
+    return sorted_names, np.bincount(rank, minlength=len(names)), np.argsort(rank, kind="stable")
+
+
+def _by_date(dates: pa.ChunkedArray, values) -> tuple[list[str], list]:
+    """The rows' dates and values (numpy), grouped by date (dates sorted, each date's
+    values in row order)."""
+    import numpy as np
+
+    if not len(dates):
+        return [], []
+    days, counts, order = _date_order(dates)
+    bounds = np.concatenate([[0], np.cumsum(counts)])
     vals = values[order]
-    return list(d[starts]), [vals[a:b] for a, b in zip(starts, ends)]
+    return days, [vals[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _quantiles(dates: pa.ChunkedArray, column: pa.ChunkedArray):
@@ -230,26 +244,32 @@ def _quantiles(dates: pa.ChunkedArray, column: pa.ChunkedArray):
 
 def _sketches(dates: pa.ChunkedArray, column: pa.ChunkedArray):
     """Per date: all events, the distinct non-null values and their HLL sketch (the bytes
-    ``hll_sketch_agg`` gives)."""
+    ``hll_sketch_agg`` gives). A sketch is given each distinct value once, in the order
+    the rows first hold it: a value seen again leaves it as it is, so its bytes are
+    those of every row in the rows' order, as Spark adds them."""
     import datasketches
     import numpy as np
+    import pyarrow.compute as pc
 
+    if not len(dates):
+        return [], [], [], []
     if pa.types.is_floating(column.type):  # as Spark casts a double: 1.0, not Arrow's 1
-        values = np.asarray([None if v is None else str(v) for v in column.to_pylist()],
-                            dtype=object)
+        values = pa.array([None if v is None else str(v) for v in column.to_pylist()],
+                          pa.string())
     else:
-        values = np.asarray(column.cast(pa.string()).to_pylist(), dtype=object)
-    days, groups = _by_date(dates, values)
-    counts, distinct, sketches = [], [], []
-    for g in groups:
+        values = column.cast(pa.string()).combine_chunks()
+    days, counts, order = _date_order(dates)
+    values = values.take(pa.array(order))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    distinct, sketches = [], []
+    for a, b in zip(bounds[:-1], bounds[1:]):
         sketch = datasketches.hll_sketch(HLL_LG_K, datasketches.tgt_hll_type.HLL_8)
-        present = [v for v in g if v is not None]
-        for v in present:  # in the rows' order, as Spark adds them
+        present = pc.unique(values.slice(int(a), int(b - a))).drop_null().to_pylist()
+        for v in present:
             sketch.update(v)
-        counts.append(len(g))
-        distinct.append(len(set(present)))
+        distinct.append(len(present))
         sketches.append(sketch.serialize_updatable())
-    return days, counts, distinct, sketches
+    return days, [int(c) for c in counts], distinct, sketches
 
 
 def distinct_estimate(sketches) -> int | None:

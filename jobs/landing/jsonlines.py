@@ -15,9 +15,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.landing import reading
 from jobs.landing.reading import (
     EMPTY,
-    MAX_LINE,
     RawBlock,
     block_of_records,
     byte_blocks,
@@ -45,7 +45,7 @@ def plain_json(lines: pa.Array, kinds: dict[str, str]) -> np.ndarray:
     quotes, the first byte after each that is not white space, the digit runs and the
     backslashes, each placed in its line by its position."""
     n = len(lines)
-    ok = np.asarray(pc.less(pc.binary_length(lines), MAX_LINE).to_numpy(
+    ok = np.asarray(pc.less(pc.binary_length(lines), reading.MAX_LINE).to_numpy(
         zero_copy_only=False), bool)
     if n == 0:
         return ok
@@ -135,7 +135,7 @@ def jsonl_blocks(path: Path, start: int, end: int, first_line: int, columns: lis
         numbers = np.arange(1, count + 1, dtype=np.int64) + base
         blank = np.asarray(pc.match_substring_regex(lines, EMPTY).to_numpy(
             zero_copy_only=False), bool)
-        blank &= np.asarray(pc.less(pc.utf8_length(lines), MAX_LINE - 1).to_numpy(
+        blank &= np.asarray(pc.less(pc.utf8_length(lines), reading.MAX_LINE - 1).to_numpy(
             zero_copy_only=False), bool)  # a longer blank line is refused as over-long
         fast = ~blank & plain_json(lines, kinds) if arrow else np.zeros(count, bool)
         if fast.any():
@@ -155,7 +155,7 @@ def jsonl_blocks(path: Path, start: int, end: int, first_line: int, columns: lis
             for i in slow:
                 text = lines[int(i)].as_py()
                 line = text + ("\n" if int(i) < count - 1 or last_ended else "")
-                if not line.strip() and len(line) <= MAX_LINE:
+                if not line.strip() and len(line) <= reading.MAX_LINE:
                     continue  # blank
                 records.append((int(numbers[i]), json_record(line)))
             yield block_of_records(records, columns)
