@@ -79,7 +79,8 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
                             ev = numbers.number(ev)
                         if ev.num_rows:
                             if writer is None:
-                                writer = pq.ParquetWriter(temp["part"], schema, filesystem=fs)
+                                writer = pq.ParquetWriter(temp["part"], schema, filesystem=fs,
+                                                          **staged_options(schema))
                             writer.write_table(ev)
                             events += ev.num_rows
                         if q.num_rows:
@@ -120,6 +121,15 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
             "seconds": time.perf_counter() - t0, **clock, "error": None}
     lake.write_text(part(folder, "info", split.index) + ".json", json.dumps(info))
     return info
+
+
+def staged_options(schema: pa.Schema) -> dict:
+    """Parquet options of a split's typed events: dictionaries only for the columns whose
+    values repeat (text but the id, the file and occurrence numbers; not the ids, keys,
+    lines and times, where a dictionary is built and dropped), and no column statistics
+    (nothing prunes a staged part by them): half the time of the defaults."""
+    repeat = [f.name for f in schema if pa.types.is_string(f.type) and f.name != "event_id"]
+    return {"use_dictionary": repeat + ["_fi", "_n"], "write_statistics": False}
 
 
 def _task(ids: Iterator[pa.RecordBatch], tasks: list[list[Split]], source: Source,
