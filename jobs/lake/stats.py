@@ -51,8 +51,8 @@ def needed_attributes(patterns) -> tuple[set[str], set[str]]:
 # dates to compute holding at most this many events get their statistics on the driver
 # (Arrow, numpy and DataSketches' HLL, the library Spark's hll_sketch_agg uses), without a
 # Spark job, in chunks of dates of about ``CHUNK_EVENTS`` events (the memory a chunk's
-# columns take): the year's first 250 days (10.2M events) took 6.9 s there (0.9 GB at
-# peak; 3.4 GB in one piece) against 14.3 s in a warm Spark session of two cores
+# columns take): the year's first 250 days (10.2M events) take about 3.5 s there (0.9 GB
+# at peak; 3.4 GB in one piece) against 14.3 s in a warm Spark session of two cores
 DRIVER_EVENTS = 20_000_000
 DRIVER_CELLS = 4_000_000  # or at most this many values of the columns it reads
 CHUNK_EVENTS = 2_000_000
