@@ -46,8 +46,8 @@ def java_options(log_config: Path, archive: Path | None = None) -> str | None:
 
 # What the archive is made from: a session that does what ingest, the match jobs and the
 # suites do (Arrow to and from Python workers, Parquet, shuffles, a window, SQL
-# functions), so that their classes are in it. Run in a process of its own: the archive is
-# written when its JVM exits.
+# functions), so that their classes are in it. Run in a process of its own that waits for
+# its JVM to exit: the archive is written then, and only a whole one is moved in place.
 WORKLOAD = r"""
 import sys
 from jobs.config import load_profile
@@ -73,7 +73,10 @@ back.select(F.count(F.lit(1)).over(Window.partitionBy("s")).alias("n")).where("n
 back.mapInArrow(task, from_arrow_schema(schema)).toArrow()
 spark.createDataFrame(back.limit(10).toPandas()).selectExpr("count(*)").collect()
 spark.sql("SELECT 1 AS x").collect()
+jvm = spark.sparkContext._gateway.proc  # the JVM writes the archive as it exits: wait for it
 spark.stop()
+jvm.stdin.close()
+jvm.wait(timeout=300)
 """
 
 
