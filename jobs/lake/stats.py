@@ -206,8 +206,9 @@ def _part(columns: dict) -> pa.Table:
 
 
 def _date_order(dates: pa.ChunkedArray):
-    """(the dates in order, each one's rows' count, the rows' positions by date, stably):
-    the dates' texts ranked once (a dictionary of them), the rows sorted by rank."""
+    """(the dates in order, where each one's rows begin among the rows ordered by date and,
+    last, their end, the rows' positions so ordered, stably): the dates' texts ranked once
+    (a dictionary of them), the rows sorted by rank."""
     import numpy as np
 
     enc = dates.combine_chunks().dictionary_encode()
@@ -216,18 +217,16 @@ def _date_order(dates: pa.ChunkedArray):
     place = {d: i for i, d in enumerate(sorted_names)}
     rank = np.array([place[d] for d in names], np.int64)[
         enc.indices.to_numpy(zero_copy_only=False)]
-    return sorted_names, np.bincount(rank, minlength=len(names)), np.argsort(rank, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(rank, minlength=len(names)))])
+    return sorted_names, bounds, np.argsort(rank, kind="stable")
 
 
 def _by_date(dates: pa.ChunkedArray, values) -> tuple[list[str], list]:
     """The rows' dates and values (numpy), grouped by date (dates sorted, each date's
     values in row order)."""
-    import numpy as np
-
     if not len(dates):
         return [], []
-    days, counts, order = _date_order(dates)
-    bounds = np.concatenate([[0], np.cumsum(counts)])
+    days, bounds, order = _date_order(dates)
     vals = values[order]
     return days, [vals[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -258,9 +257,8 @@ def _sketches(dates: pa.ChunkedArray, column: pa.ChunkedArray):
                           pa.string())
     else:
         values = column.cast(pa.string()).combine_chunks()
-    days, counts, order = _date_order(dates)
+    days, bounds, order = _date_order(dates)
     values = values.take(pa.array(order))
-    bounds = np.concatenate([[0], np.cumsum(counts)])
     distinct, sketches = [], []
     for a, b in zip(bounds[:-1], bounds[1:]):
         sketch = datasketches.hll_sketch(HLL_LG_K, datasketches.tgt_hll_type.HLL_8)
@@ -269,7 +267,7 @@ def _sketches(dates: pa.ChunkedArray, column: pa.ChunkedArray):
             sketch.update(v)
         distinct.append(len(present))
         sketches.append(sketch.serialize_updatable())
-    return days, [int(c) for c in counts], distinct, sketches
+    return days, np.diff(bounds).tolist(), distinct, sketches
 
 
 def distinct_estimate(sketches) -> int | None:

@@ -20,6 +20,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jobs.landing.reading import value_bytes
+
 _PLAIN = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"  # text that JSON writes as it is
 # the bytes of such text (UTF-8 bytes above 0x7f are of escaped characters)
 _PLAIN_BYTES = np.array([re.fullmatch(_PLAIN, chr(b)) is not None for b in range(256)])
@@ -43,10 +45,7 @@ def _all_plain(arr: pa.Array) -> bool:
             continue
         if chunk.type != pa.string():
             return False
-        offsets = np.frombuffer(chunk.buffers()[1], np.int32)
-        lo, hi = int(offsets[chunk.offset]), int(offsets[chunk.offset + len(chunk)])
-        data = np.frombuffer(chunk.buffers()[2], np.uint8, hi - lo, lo) if hi > lo else None
-        if data is not None and not _PLAIN_BYTES[data].all():
+        if not _PLAIN_BYTES[value_bytes(chunk)[0]].all():
             return False
     return True
 
@@ -113,9 +112,7 @@ def content_ids(source, typed: dict[str, pa.Array], texts: dict[str, pa.Array] |
     n = len(next(iter(typed.values()))) if typed else 0
     if n == 0:
         return pa.array([], pa.string()), np.zeros(0, np.int64)
-    pieces = _pieces(source, typed, texts or {})
-    text = pc.binary_join_element_wise(*pieces, "") if len(pieces) > 1 else \
-        pa.array([pieces[0]] * n, pa.string())
+    text = pc.binary_join_element_wise(*_pieces(source, typed, texts or {}), "")
     sha = hashlib.sha256
     digests = b"".join([sha(t).digest() for t in text.cast(pa.binary()).to_pylist()])
     return hex20(digests, b"-1")

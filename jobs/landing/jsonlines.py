@@ -17,11 +17,11 @@ import pyarrow.compute as pc
 
 from jobs.landing import reading
 from jobs.landing.reading import (
-    EMPTY,
     RawBlock,
     block_of_records,
     byte_blocks,
     json_record,
+    only_space,
     raw_text,
     split_lines,
     value_bytes,
@@ -133,10 +133,11 @@ def jsonl_blocks(path: Path, start: int, end: int, first_line: int, columns: lis
         count = len(lines)
         base = first_line + before
         numbers = np.arange(1, count + 1, dtype=np.int64) + base
-        blank = np.asarray(pc.match_substring_regex(lines, EMPTY).to_numpy(
-            zero_copy_only=False), bool)
-        blank &= np.asarray(pc.less(pc.utf8_length(lines), reading.MAX_LINE - 1).to_numpy(
-            zero_copy_only=False), bool)  # a longer blank line is refused as over-long
+        blank = only_space(lines)
+        at = np.flatnonzero(blank)  # a blank line too long is refused as over-long
+        if len(at):
+            chars = pc.utf8_length(lines.take(pa.array(at, pa.int64())))
+            blank[at] = np.asarray(chars.to_numpy(zero_copy_only=False)) < reading.MAX_LINE - 1
         fast = ~blank & plain_json(lines, kinds) if arrow else np.zeros(count, bool)
         if fast.any():
             chosen = lines.filter(pa.array(fast))

@@ -498,12 +498,39 @@ SPACE = "".join(c for c in map(chr, range(0x3001)) if c.isspace())
 EMPTY = "^[" + "".join(f"\\x{{{ord(c):x}}}" for c in SPACE) + "]*$"
 
 
-def value_bytes(lines: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def value_bytes(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(the bytes of a string array's values one after another, each value's start in
     them and, last, their end)."""
-    n = len(lines)
-    offsets = np.frombuffer(lines.buffers()[1], np.int32, n + 1, lines.offset * 4)
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], np.int32, n + 1, arr.offset * 4)
     lo, hi = int(offsets[0]), int(offsets[-1])
-    data = np.frombuffer(lines.buffers()[2], np.uint8, hi - lo, lo) if hi > lo else \
+    data = np.frombuffer(arr.buffers()[2], np.uint8, hi - lo, lo) if hi > lo else \
         np.zeros(0, np.uint8)
     return data, (offsets - lo).astype(np.int64)
+
+
+# the first bytes a text of only white space (``EMPTY``) can begin with: ASCII white
+# space, and any byte of a character beyond ASCII
+_MAY_BE_SPACE = np.zeros(256, bool)
+_MAY_BE_SPACE[[ord(c) for c in SPACE if ord(c) < 0x80]] = True
+_MAY_BE_SPACE[0x80:] = True
+
+
+def only_space(arr: pa.Array) -> np.ndarray:
+    """Per value of a string array: not null, and empty or only white space (``EMPTY``).
+    The regular expression runs only on the values that are empty or begin with a byte
+    such a value can begin with (a value that begins with a letter is not blank)."""
+    data, starts = value_bytes(arr)
+    lengths = np.diff(starts)
+    first = np.zeros(len(arr), np.uint8)
+    some = np.flatnonzero(lengths > 0)
+    first[some] = data[starts[some]]
+    maybe = (lengths == 0) | _MAY_BE_SPACE[first]
+    if arr.null_count:
+        maybe &= np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), bool)
+    out = np.zeros(len(arr), bool)
+    at = np.flatnonzero(maybe)
+    if len(at):
+        blank = pc.match_substring_regex(arr.take(pa.array(at, pa.int64())), EMPTY)
+        out[at] = np.asarray(blank.to_numpy(zero_copy_only=False), bool)
+    return out

@@ -22,8 +22,7 @@ import pyarrow.compute as pc
 from jobs.config import Source, TimeRange
 from jobs.core.language.events import parse_ts
 from jobs.landing.ids import content_ids, id_key, id_keys
-from jobs.landing.reading import EMPTY as _EMPTY
-from jobs.landing.reading import MAX_FIELD, MISSING, RawBlock, raw_text, value_bytes
+from jobs.landing.reading import MAX_FIELD, MISSING, RawBlock, only_space, raw_text, value_bytes
 
 ARROW = {"string": pa.string(), "integer": pa.int64(), "double": pa.float64(),
          "number": pa.float64(), "timestamp": pa.timestamp("us", tz="UTC")}
@@ -123,8 +122,6 @@ def _each(values: list, kind: str) -> Column:
     return Column(pa.array(out, _target(kind)), problem, big)
 
 
-
-
 # the two forms nearly every file writes, byte by byte: a digit ("0"), or that byte itself
 _FORMS = {10: b"0000-00-00", 19: b"0000-00-00T00:00:00"}
 
@@ -133,23 +130,19 @@ def _fixed(text: pa.Array, width: int) -> tuple[np.ndarray, np.ndarray]:
     """(the rows of ``text`` in the form ``_FORMS[width]``, their bytes as a (rows, width)
     array): a length and a byte-by-byte look at the values' bytes, no regular expression
     (the form's bytes are ASCII, so a value of ``width`` bytes in it is ``width``
-    characters)."""
-    if isinstance(text, pa.ChunkedArray):
-        text = text.combine_chunks()
+    characters). Between a date and a time stands "T" or " "."""
     data, starts = value_bytes(text)
-    lengths = np.diff(starts)
-    rows = np.flatnonzero(lengths == width)
+    rows = np.flatnonzero(np.diff(starts) == width)
     if text.null_count:
         rows = rows[np.asarray(text.is_valid().to_numpy(zero_copy_only=False), bool)[rows]]
-    if not len(rows):
-        return rows, np.zeros((0, width), np.uint8)
     b = data[starts[rows][:, None] + np.arange(width)]
     form = np.frombuffer(_FORMS[width], np.uint8)
-    digit = form == 0x30
+    digit, same = form == 0x30, form != 0x30
+    same[10:11] = False  # the date's and the time's separator
     ok = ((b[:, digit] >= 0x30) & (b[:, digit] <= 0x39)).all(axis=1)
-    ok &= (b[:, ~digit] == form[~digit]).all(axis=1) if width == 10 else \
-        (b[:, [4, 7, 13, 16]] == form[[4, 7, 13, 16]]).all(axis=1) & \
-        ((b[:, 10] == 0x54) | (b[:, 10] == 0x20))  # "T" or " " between date and time
+    ok &= (b[:, same] == form[same]).all(axis=1)
+    if width > 10:
+        ok &= (b[:, 10] == 0x54) | (b[:, 10] == 0x20)
     return rows[ok], b[ok]
 
 
@@ -238,42 +231,32 @@ def _instants(y, m, d, hh, mm, ss, ns_frac, zh, zm, sign) -> tuple[np.ndarray, n
     return ns, ok
 
 
-# the first bytes a value of only white space (``EMPTY``) can begin with: ASCII white space,
-# and any byte of a character beyond ASCII
-_MAY_BE_SPACE = np.zeros(256, bool)
-_MAY_BE_SPACE[[0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1C, 0x1D, 0x1E, 0x1F, 0x20]] = True
-_MAY_BE_SPACE[0x80:] = True
-
-
 def _long_and_empty(text: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(longer than ``MAX_FIELD`` characters, null or only white space) per value: the
-    characters are counted only where the bytes are more than the limit, and the
-    regular expression of white space runs only on the values that are empty or begin
-    with a byte such a value can begin with."""
+    characters are counted only where the bytes are more than the limit."""
+    _, starts = value_bytes(text)
+    long_ = np.zeros(len(text), bool)
+    at = np.flatnonzero(np.diff(starts) > MAX_FIELD)
+    if len(at):
+        chars = pc.utf8_length(text.take(pa.array(at, pa.int64()))).fill_null(0)
+        long_[at] = np.asarray(chars.to_numpy(zero_copy_only=False)) > MAX_FIELD
+    return long_, _blank(text)
+
+
+def _blank(text: pa.Array) -> np.ndarray:
+    """Per value: null, or empty or only white space."""
     if isinstance(text, pa.ChunkedArray):
         text = text.combine_chunks()
-    n = len(text)
-    data, starts = value_bytes(text)
-    lengths = np.diff(starts)
-    valid = np.asarray(text.is_valid().to_numpy(zero_copy_only=False), bool)
-    long_ = np.zeros(n, bool)
-    at = np.flatnonzero(valid & (lengths > MAX_FIELD))
-    if len(at):
-        chars = pc.utf8_length(text.take(pa.array(at, pa.int64())))
-        long_[at] = np.asarray(chars.to_numpy(zero_copy_only=False)) > MAX_FIELD
-    empty = ~valid
-    first = np.zeros(n, np.uint8)
-    some = np.flatnonzero(lengths > 0)
-    first[some] = data[starts[some]]
-    at = np.flatnonzero(valid & ((lengths == 0) | _MAY_BE_SPACE[first]))
-    if len(at):
-        blank = pc.match_substring_regex(text.take(pa.array(at, pa.int64())), _EMPTY)
-        empty[at] = np.asarray(blank.to_numpy(zero_copy_only=False), bool)
-    return long_, empty
+    blank = only_space(text)
+    if text.null_count:
+        blank |= np.asarray(text.is_null().to_numpy(zero_copy_only=False), bool)
+    return blank
 
 
 def _strings(text: pa.Array, kind: str) -> Column:
     """A column of raw texts (nulls: JSON nulls) as ``kind``."""
+    if isinstance(text, pa.ChunkedArray):
+        text = text.combine_chunks()
     n = len(text)
     long_, empty = _long_and_empty(text)
     problem = np.where(long_, TOO_LONG, OK).astype(np.int8)
@@ -446,8 +429,7 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
     raw_ids = None
     if source.id_column:
         raw_ids = _id_texts(block.columns.get(source.id_column), n)
-        bad_id = np.asarray(pc.or_kleene(pc.is_null(raw_ids), pc.match_substring_regex(
-            raw_ids, _EMPTY)).fill_null(True).to_numpy(zero_copy_only=False), bool)
+        bad_id = _blank(raw_ids)
     bad = any_problem | ts_null | outside | bad_id
     quarantined = list(block.refused)
     for i in np.flatnonzero(bad):

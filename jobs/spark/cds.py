@@ -35,13 +35,18 @@ QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
 def java_options(log_config: Path, archive: Path | None = None) -> str | None:
-    """The driver JVM's options that map ``archive`` (default ``ARCHIVE``; None when there
-    is none), with the log settings Spark would otherwise find in ``SPARK_CONF_DIR``."""
+    """The driver JVM's options that map ``archive`` (default ``ARCHIVE``), with the log
+    settings Spark would otherwise find in ``SPARK_CONF_DIR``; None when there is no
+    archive, or ``EMPTY_CONF`` is not an empty folder (the archive maps only with no file
+    on the class path)."""
     archive = archive or ARCHIVE
-    if not archive.is_file():
+    if not archive.is_file() or not EMPTY_CONF.is_dir() or any(EMPTY_CONF.iterdir()):
         return None
-    return (f"-XX:SharedArchiveFile={archive} {QUIET} "
-            f"-Dlog4j2.configurationFile={log_config.resolve().as_uri()}")
+    return f"-XX:SharedArchiveFile={archive} {QUIET} {_log_option(log_config)}"
+
+
+def _log_option(log_config: Path) -> str:
+    return f"-Dlog4j2.configurationFile={log_config.resolve().as_uri()}"
 
 
 # What the archive is made from: a session that does what ingest, the match jobs and the
@@ -89,7 +94,7 @@ def build(archive: Path = ARCHIVE, manifest: Path = MANIFEST, echo=print) -> dic
     temp = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
     env = dict(os.environ, SPARK_CONF_DIR=str(EMPTY_CONF),
                SPARK_SUBMIT_OPTS=f"-XX:ArchiveClassesAtExit={temp} {QUIET} "
-                                 f"-Dlog4j2.configurationFile={log_config.resolve().as_uri()}")
+                                 f"{_log_option(log_config)}")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         run = subprocess.run([sys.executable, "-c", WORKLOAD, str(Path(scratch) / "out")],

@@ -66,8 +66,6 @@ def spark_environment(profile: Profile, env=os.environ) -> dict:
     if "SPARK_CONF_DIR" not in env:
         conf = current_project().conf / "spark"
         shared = cds.java_options(conf / "log4j2.properties")
-        if shared is not None and (not cds.EMPTY_CONF.is_dir() or any(cds.EMPTY_CONF.iterdir())):
-            shared = None  # the archive maps only with no file on the class path
         if shared is None:
             env["SPARK_CONF_DIR"] = str(conf)
         else:
