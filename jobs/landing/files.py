@@ -20,6 +20,7 @@ from jobs.config import Source, TimeRange
 from jobs.landing.ids import numbered_in_files
 from jobs.landing.jsonlines import jsonl_blocks
 from jobs.landing.reading import (
+    NOT_READ,
     NotPlain,
     RawBlock,
     block_of_records,
@@ -86,7 +87,7 @@ def typed_blocks(split: Split, source: Source, ts_range: TimeRange, clock: dict 
             clock["type"] = clock.get("type", 0.0) + t2 - t1 - (clock["ids"] - ids)
             yield len(block) + len(block.refused), events, quarantine
             t0 = time.perf_counter()
-    except (OSError, EOFError, UnicodeDecodeError, csv.Error, pa.ArrowInvalid) as exc:
+    except (*NOT_READ, csv.Error, pa.ArrowInvalid) as exc:
         raise unreadable(split.path, split.fmt, exc) from None
 
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 
 from jobs.config import Source
 from jobs.core.inputs import refusal
-from jobs.landing.reading import IngestError, csv_header, unreadable
+from jobs.landing.reading import NOT_READ, IngestError, csv_header, unreadable
 
 SUFFIXES = {"csv": (".csv", ".csv.gz"), "jsonl": (".jsonl", ".jsonl.gz", ".json", ".json.gz"),
             "parquet": (".parquet",)}
@@ -198,7 +198,7 @@ def splits_of(path: Path, fmt: str, time_column: str, file_index: int, label: st
     if fmt == "csv" and plain:
         try:
             header = tuple(csv_header(path, time_column))
-        except (OSError, EOFError, UnicodeDecodeError) as exc:
+        except NOT_READ as exc:
             raise unreadable(path, fmt, exc) from None
         if not header:
             return [Split(first, **common)]

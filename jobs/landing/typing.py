@@ -459,12 +459,20 @@ def type_block(source: Source, block: RawBlock, label: str, run_id: str, now: da
                   source_file=pa.repeat(pa.scalar(label, pa.string()), len(ids)),
                   ingest_run=pa.repeat(pa.scalar(run_id, pa.string()), len(ids)),
                   ingested_at=pa.repeat(pa.scalar(now, ARROW["timestamp"]), len(ids)),
-                  _line=lines, _k=pa.array(keys, pa.int64()), _ck=pa.array(content, pa.int64()),
+                  _line=lines, _k=_keys_of(keys, ids), _ck=pa.array(content, pa.int64()),
                   _fi=pa.array(np.full(len(ids), file_index, np.int32)),
                   _n=pa.array(np.ones(len(ids), np.int64)))
     schema = typed_schema(source)
     table = pa.table({f.name: events[f.name] for f in schema}, schema=schema)
     return table, quarantine_table(quarantined, label, run_id, now)
+
+
+def _keys_of(keys: np.ndarray, ids: pa.Array) -> pa.Array:
+    """The 64-bit key of each id (``_k``), null where the id is: a staged part's keys
+    stand for its ids in the events suite's verdict (``quality.keyed_ids``), nulls too."""
+    if not ids.null_count:
+        return pa.array(keys, pa.int64())
+    return pa.array(keys, pa.int64(), mask=ids.is_null().to_numpy(zero_copy_only=False))
 
 
 def _dates(us: pa.Array) -> pa.Array:

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from jobs.config import current_project
+from jobs.config.project import CHECKOUT
 
 ARCHIVE = Path(sys.prefix) / "spark-classes.jsa"
 MANIFEST = Path(sys.prefix) / "spark-classes.json"  # make's target: what was built, or why not
@@ -34,7 +35,16 @@ EMPTY_CONF = Path(sys.prefix) / "spark-conf"  # SPARK_CONF_DIR of a session that
 QUIET = "-Xshare:auto -Xlog:cds=off -Xlog:cds+dynamic=off"
 
 
-def java_options(log_config: Path, archive: Path | None = None) -> str | None:
+def log_settings() -> Path | None:
+    """Spark's log settings: the project's ``conf/spark/log4j2.properties``, else those of
+    this checkout (a project made without them), else none (Spark's defaults)."""
+    for conf in (current_project().conf, CHECKOUT / "conf"):
+        if (conf / "spark" / "log4j2.properties").is_file():
+            return conf / "spark" / "log4j2.properties"
+    return None
+
+
+def java_options(log_config: Path | None, archive: Path | None = None) -> str | None:
     """The driver JVM's options that map ``archive`` (default ``ARCHIVE``), with the log
     settings Spark would otherwise find in ``SPARK_CONF_DIR``; None when there is no
     archive, or ``EMPTY_CONF`` is not an empty folder (the archive maps only with no file
@@ -42,11 +52,11 @@ def java_options(log_config: Path, archive: Path | None = None) -> str | None:
     archive = archive or ARCHIVE
     if not archive.is_file() or not EMPTY_CONF.is_dir() or any(EMPTY_CONF.iterdir()):
         return None
-    return f"-XX:SharedArchiveFile={archive} {QUIET} {_log_option(log_config)}"
+    return f"-XX:SharedArchiveFile={archive} {QUIET} {_log_option(log_config)}".strip()
 
 
-def _log_option(log_config: Path) -> str:
-    return f"-Dlog4j2.configurationFile={log_config.resolve().as_uri()}"
+def _log_option(log_config: Path | None) -> str:
+    return f"-Dlog4j2.configurationFile={log_config.resolve().as_uri()}" if log_config else ""
 
 
 # What the archive is made from: a session that does what ingest, the match jobs and the
@@ -90,11 +100,11 @@ def build(archive: Path = ARCHIVE, manifest: Path = MANIFEST, echo=print) -> dic
     says what was built, or why it was not. A failure leaves no archive (sessions then
     start without one) and is not an error."""
     EMPTY_CONF.mkdir(parents=True, exist_ok=True)
-    log_config = current_project().conf / "spark" / "log4j2.properties"
+    log_config = log_settings()
     temp = archive.with_name(f".{archive.name}.{os.getpid()}.tmp")
     env = dict(os.environ, SPARK_CONF_DIR=str(EMPTY_CONF),
                SPARK_SUBMIT_OPTS=f"-XX:ArchiveClassesAtExit={temp} {QUIET} "
-                                 f"{_log_option(log_config)}")
+                                 f"{_log_option(log_config)}".strip())
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
         run = subprocess.run([sys.executable, "-c", WORKLOAD, str(Path(scratch) / "out")],

@@ -64,10 +64,11 @@ def spark_environment(profile: Profile, env=os.environ) -> dict:
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if "SPARK_CONF_DIR" not in env:
-        conf = current_project().conf / "spark"
-        shared = cds.java_options(conf / "log4j2.properties")
+        settings = cds.log_settings()
+        shared = cds.java_options(settings)
         if shared is None:
-            env["SPARK_CONF_DIR"] = str(conf)
+            env["SPARK_CONF_DIR"] = str(settings.parent if settings
+                                        else current_project().conf / "spark")
         else:
             env["SPARK_CONF_DIR"] = str(cds.EMPTY_CONF)
             env["SPARK_SUBMIT_OPTS"] = f"{env.get('SPARK_SUBMIT_OPTS', '')} {shared}".strip()

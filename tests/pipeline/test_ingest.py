@@ -2,11 +2,14 @@
 file writes nothing, events outside the time range never reach matching, and the events
 suite runs before the commit."""
 
+import gzip
 import shutil
 from datetime import datetime, timezone
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
@@ -60,10 +63,14 @@ def test_unreadable_file_fails_and_writes_nothing(tmp_path):
     ingest(SOURCE, str(tmp_path / "landing"), lake, "run1")
     version = DeltaTable(lake.events("toy")).version()
     (landing / "b.csv").write_text("pid,kind,dose,at\n2,C,1,2020-02-01T00:00:00\n")
-    (landing / "c.csv.gz").write_bytes(b"this is not gzip")
-    with pytest.raises(IngestError, match=r"c\.csv\.gz: cannot be read as csv"):
-        ingest(SOURCE, str(tmp_path / "landing"), lake, "run2")
-    assert DeltaTable(lake.events("toy")).version() == version  # b.csv not written either
+    good = gzip.compress(b"pid,kind,dose,at\n" + b"3,C,1,2020-02-01T00:00:00\n" * 500)
+    corrupt = bytearray(good)
+    corrupt[20:60] = bytes(range(200, 240))  # a deflate block that cannot be decoded
+    for bad in (b"this is not gzip", bytes(corrupt), good[:len(good) // 2]):
+        (landing / "c.csv.gz").write_bytes(bad)
+        with pytest.raises(IngestError, match=r"c\.csv\.gz: cannot be read as csv"):
+            ingest(SOURCE, str(tmp_path / "landing"), lake, "run2")
+        assert DeltaTable(lake.events("toy")).version() == version  # b.csv not written either
     log = DeltaTable(lake.ingest_log()).to_pyarrow_table().to_pylist()
     assert [r["file"] for r in log] == ["toy/a.csv"]
 
@@ -146,12 +153,13 @@ def test_events_suite_runs_before_commit(spark, tmp_path):
     assert not lake.exists(lake.events("chemo_mw")) and not lake.exists(lake.ingest_log())
 
 
-def test_the_spark_suites_verdict_on_hashed_ids_is_the_ids_verdict(spark, tmp_path):
-    """On Spark, the events suite first sees each ``event_id`` as its 64-bit hash (unique
-    hashes mean unique ids; sorting numbers is half the time of sorting texts): a batch of
-    unique ids passes in that one run; a repeated id fails, counted on the ids
-    themselves; hashes that meet for distinct ids (made here by hand) fail only the first
-    run, and the ids' own run passes the batch."""
+def test_the_spark_suites_verdict_on_id_keys_is_the_ids_verdict(spark, tmp_path):
+    """On Spark, the events suite first sees each ``event_id`` as a 64-bit key: the
+    staged parts' own (``_k``), else its hash (unique keys mean unique ids; sorting
+    numbers is half the time of sorting texts): a batch of unique ids passes in that one
+    run; a repeated id fails, counted on the ids themselves; keys that meet for distinct
+    ids (made here by hand) fail only the first run, and the ids' own run passes the
+    batch."""
     from pyspark.sql import functions as F
 
     from jobs.config import TimeRange
@@ -187,6 +195,17 @@ def test_the_spark_suites_verdict_on_hashed_ids_is_the_ids_verdict(spark, tmp_pa
         met = quality._events_suite(lake, source, exact.withColumn("event_id", F.lit(7)),
                                     TimeRange(), exact=exact)
         assert met.success and seen == ["int", "string"]
+        # a staged batch: the parts' own key of each id (``_k``) stands for it, and the
+        # keys are what the verdict sorts (two distinct ids given one key here by hand)
+        for keys, runs in (([1, 2, 3, 4], ["bigint"]), ([1, 1, 3, 4], ["bigint", "string"])):
+            seen.clear()
+            folder = tmp_path / f"staged{keys[1]}"
+            folder.mkdir()
+            pq.write_table(unique.append_column("_k", pa.array(keys, pa.int64())),
+                           folder / "part-0.parquet")
+            staged = SimpleNamespace(events_path=str(folder), num_events=4)
+            assert validate_events_frame(spark, lake, source, staged, TimeRange()).success
+            assert seen == runs
 
 
 def test_the_spark_suite_is_warmed_without_a_trace(spark, tmp_path):

@@ -97,6 +97,21 @@ def test_the_environment_maps_the_archive_of_sparks_classes(monkeypatch, tmp_pat
         "PYSPARK_DRIVER_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
 
 
+def test_a_project_without_log_settings_gets_the_checkouts(monkeypatch, tmp_path):
+    """A project made without ``conf/spark`` (a copy of conf/pipeline.yaml and the
+    sources) logs as this checkout's settings say, not with log4j's complaint that the
+    named file is missing."""
+    from jobs.config.project import CHECKOUT, Project
+    from jobs.spark import cds
+
+    monkeypatch.setattr(cds, "current_project", lambda: Project(tmp_path))
+    assert cds.log_settings() == CHECKOUT / "conf" / "spark" / "log4j2.properties"
+    assert cds.log_settings().is_file()
+    (tmp_path / "conf" / "spark").mkdir(parents=True)
+    (tmp_path / "conf" / "spark" / "log4j2.properties").write_text("rootLogger.level = warn\n")
+    assert cds.log_settings() == tmp_path / "conf" / "spark" / "log4j2.properties"
+
+
 SESSION = """
 from jobs.config import load_profile
 from jobs.spark.session import build_session

@@ -355,19 +355,24 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
     if rows <= DRIVER_ROWS:
         table = events.events if spooled else events
         return _events_suite(lake, source, driver_frame(table), ts_range, PANDAS_TYPES, docs)
-    df = (read_parquet_spark(spark, lake, events.events_path) if spooled
-          else spark.createDataFrame(events)).select(*events_schema(source).names)
-    keyed = keyed_ids(df, events_expectations(source))
+    whole = (read_parquet_spark(spark, lake, events.events_path) if spooled
+             else spark.createDataFrame(events))
+    names = events_schema(source).names
+    df = whole.select(*names)
+    keyed = keyed_ids(whole, events_expectations(source), names)
     return _events_suite(lake, source, df if keyed is None else keyed, ts_range, docs=docs,
                          exact=None if keyed is None else df)
 
 
-def keyed_ids(df, expectations: list[dict]):
-    """``df`` with each ``event_id`` replaced by its 64-bit hash (``xxhash64``; a null stays
-    null), for the suite's verdict: equal ids have equal hashes, so unique hashes mean
-    unique ids, and GX's uniqueness check (a window over every id, most of the suite's
-    time) sorts 8-byte numbers instead of texts: half the time. Two ids whose hashes
-    meet fail the verdict, and the suite runs again on the ids themselves (``run_suite``'s
+def keyed_ids(df, expectations: list[dict], names: list[str]):
+    """``df``'s columns ``names`` with each ``event_id`` replaced by a 64-bit key of it (a
+    null stays null), for the suite's verdict: the staged parts' own key of each id
+    (``_k``: made with the id, from its digest and number or from a source's own id,
+    null where the id is) when ``df`` has it, so that the suite reads no id text; else
+    the id's hash (``xxhash64``). Equal ids have equal keys, so unique keys mean unique
+    ids, and GX's uniqueness check (a window over every id, most of the suite's time)
+    sorts 8-byte numbers instead of texts: half the time. Two ids whose keys meet fail
+    the verdict, and the suite runs again on the ids themselves (``run_suite``'s
     ``exact``): its result is the ids'. None when an expectation reads ``event_id`` for
     more than being there and unique (a source whose own id column is ``event_id``: its
     type is checked)."""
@@ -377,7 +382,9 @@ def keyed_ids(df, expectations: list[dict]):
     if not kinds <= {"expect_column_values_to_not_be_null", "expect_column_values_to_be_unique"}:
         return None
     ids = F.col("event_id")
-    return df.withColumn("event_id", F.when(ids.isNull(), F.lit(None)).otherwise(F.xxhash64(ids)))
+    keyed = (F.col("_k") if "_k" in df.columns
+             else F.when(ids.isNull(), F.lit(None)).otherwise(F.xxhash64(ids))).alias("event_id")
+    return df.select(*[keyed if n == "event_id" else n for n in names])
 
 
 def _events_suite(lake: lk.Lake, source: Source, df, ts_range,
