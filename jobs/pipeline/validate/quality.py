@@ -28,7 +28,7 @@ from jobs.config.suites import load_suite
 from jobs.core.errors import UserError
 from jobs.core.language.pattern import Disjunction, Pattern
 from jobs.lake import store as lk
-from jobs.landing.typing import events_schema
+from jobs.landing.typing import events_schema, typed_schema
 from jobs.pipeline.validate.check_frames import (
     DriverFrames,
     StagedMatches,
@@ -317,16 +317,20 @@ def _warm_spark_suite(spark, lake: lk.Lake, source: Source, ts_range) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    schema = events_schema(source)
+    schema = typed_schema(source)  # a staged part's columns: the batch's suite reads them
     folder = lk.join(lake.staging("_warm"), new_run_id())
     fs, where = lake.filesystem(folder)
     try:
         fs.create_dir(where, recursive=True)
         one = pa.table([pa.nulls(1, f.type) for f in schema], schema=schema.remove_metadata())
         pq.write_table(one, f"{where}/0.parquet", filesystem=fs)
-        df = read_parquet_spark(spark, lake, folder).select(*schema.names)
-        validated(lake, f"events_{source.name}", events_expectations(source), df,
-                   _range_parameters(ts_range), scan=True, result_format="BOOLEAN_ONLY")
+        whole = read_parquet_spark(spark, lake, folder)
+        names = events_schema(source).names
+        expectations = events_expectations(source)
+        keyed = keyed_ids(whole, expectations, names)
+        validated(lake, f"events_{source.name}", expectations,
+                  whole.select(*names) if keyed is None else keyed,
+                  _range_parameters(ts_range), scan=True, result_format="BOOLEAN_ONLY")
     finally:
         lake.remove(folder)
 
