@@ -374,6 +374,15 @@ def events_schema(source: Source) -> pa.Schema:
     return pa.schema(fields)
 
 
+PARTITION = "event_date"  # an events table's partition column
+
+
+def data_schema(schema: pa.Schema) -> pa.Schema:
+    """The columns of an events table's data file: the table's (``schema``), without the
+    partition column (its value is the file's folder and its ``add`` action's)."""
+    return pa.schema([f for f in schema if f.name != PARTITION])
+
+
 QUARANTINE_SCHEMA = pa.schema([
     ("source_file", pa.string()), ("line", pa.int64()), ("reason", pa.string()),
     ("raw", pa.string()), ("ingest_run", pa.string()),

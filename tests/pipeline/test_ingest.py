@@ -55,6 +55,62 @@ def test_quarantine_and_idempotent_ingest(tmp_path):
     assert DeltaTable(lake.events("toy")).count() == 3
 
 
+def test_a_files_events_of_one_date_are_written_once(tmp_path, monkeypatch):
+    """A split whose events hold one ``event_date`` (a daily file, gzipped or not) gives
+    its data file in the task and the commit moves it into the table; a file of several
+    dates is written again by the load. The table, its files' statistics included, is the
+    one the load alone gives."""
+    from jobs.pipeline.ingest import load, tasks
+
+    landing = tmp_path / "landing" / "toy"
+    landing.mkdir(parents=True)
+    (landing / "day1.csv").write_text("pid,kind,dose,at\n1,C,10,2020-01-01T00:00:00\n"
+                                      "2,P,,2020-01-01T10:00:00\n2,P,,2020-01-01T10:00:00\n")
+    (landing / "day2.csv.gz").write_bytes(gzip.compress(
+        b"pid,kind,dose,at\n3,C,1,2020-01-02T01:00:00\nx,C,1,never\n"))
+    (landing / "both.csv").write_text("pid,kind,dose,at\n4,C,1,2020-01-03T00:00:00\n"
+                                      "5,C,1,2020-01-04T00:00:00\n")
+    written, write_files = [], load.write_files
+
+    def spy(spark, lake, files, path, schema):
+        written.extend(f.rsplit("/", 1)[1] for f in files)
+        return write_files(spark, lake, files, path, schema)
+
+    monkeypatch.setattr(load, "write_files", spy)
+    tables, one_date_only = [], tasks.DataFile.add
+    for name, one_date in (("direct", one_date_only), ("loaded", lambda *_: False)):
+        monkeypatch.setattr(tasks.DataFile, "add", one_date)
+        written.clear()
+        lake = lk.Lake(str(tmp_path / name))
+        r = ingest(SOURCE, str(tmp_path / "landing"), lake, "run1")
+        assert (r.new_events, r.quarantined) == (6, 1)
+        assert len(written) == (1 if name == "direct" else 3)  # both.csv's part alone
+        table = DeltaTable(lake.events("toy"))
+        files = pa.table(table.get_add_actions(flatten=True)).drop_columns(
+            ["path", "size_bytes", "modification_time", "min.ingested_at", "max.ingested_at"]
+        ).sort_by("partition.event_date")
+        rows = table.to_pyarrow_table().sort_by("event_id")
+        tables.append((files, rows.drop_columns(["ingested_at"])))
+    assert tables[0][0].column("partition.event_date").to_pylist() == [
+        "2020-01-01", "2020-01-02", "2020-01-03", "2020-01-04"]
+    assert tables[0][0].equals(tables[1][0]) and tables[0][1].equals(tables[1][1])
+    assert not any((tmp_path / "direct" / "staging").rglob("*.parquet"))
+    # a commit that fails leaves none of the moved files in the table
+    monkeypatch.setattr(tasks.DataFile, "add", one_date_only)
+    written.clear()
+    (landing / "day5.csv").write_text("pid,kind,dose,at\n6,C,1,2020-01-05T00:00:00\n")
+    lake = lk.Lake(str(tmp_path / "direct"))
+    before = set((tmp_path / "direct" / "events").rglob("*.parquet"))
+
+    def refused(*_):
+        raise RuntimeError("commit refused")
+
+    monkeypatch.setattr(load, "commit_files", refused)
+    with pytest.raises(RuntimeError, match="commit refused"):
+        ingest(SOURCE, str(tmp_path / "landing"), lake, "run2")
+    assert written == [] and set((tmp_path / "direct" / "events").rglob("*.parquet")) == before
+
+
 def test_unreadable_file_fails_and_writes_nothing(tmp_path):
     landing = tmp_path / "landing" / "toy"
     landing.mkdir(parents=True)

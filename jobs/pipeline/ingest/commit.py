@@ -32,7 +32,8 @@ def commit(lake: lk.Lake, batch: Batch, spark=None) -> IngestResult:
     """Load a staged batch: events, then quarantine, then the ingest log (the log comes
     last: a crash before it leaves the files pending, and their rerun adds nothing twice).
     The events' data files are written from the staged files by Spark's executors (here
-    without ``spark``) and committed at once (``load``); the staging is removed after."""
+    without ``spark``), or were written by the tasks (``Batch.direct``: moved in place),
+    and committed at once (``load``); the staging is removed after."""
     result = batch.result
     quarantine = pa.concat_tables(batch.quarantine) if batch.quarantine else None
     result.quarantined = quarantine.num_rows if quarantine is not None else 0
@@ -44,8 +45,9 @@ def commit(lake: lk.Lake, batch: Batch, spark=None) -> IngestResult:
     if batch.num_events:
         path, schema = lake.events(batch.source.name), events_schema(batch.source)
         if load.loadable(lake, path, schema):  # data files by the executors, one commit
-            result.new_events = load.load(spark, lake, path,
-                                          staged_files(lake, batch.events_path), schema)
+            files = batch.load_files if batch.load_files is not None \
+                else staged_files(lake, batch.events_path)
+            result.new_events = load.load(spark, lake, path, files, schema, batch.direct)
         else:  # a source whose columns changed: delta-rs merges the schemas
             result.new_events = lake.insert_new_stream(
                 path, lambda: batches(lake, batch.events_path), schema, key="event_id",

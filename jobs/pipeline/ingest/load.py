@@ -5,13 +5,17 @@ the match files), so the rows never pass through the driver.
 
 The staged files (each split's typed events, or the one file of the kept rows when the
 batch dropped some) are packed into tasks by their sizes; each file's rows are cast to
-the events schema and grouped by ``event_date``, one data file per date. A file written
-by a task whose commit never happens (a failed job, a killed driver) is part of no
-snapshot; ``vacuum`` removes it. Without Spark the same task runs here, file after file.
+the events schema and grouped by ``event_date``, one data file per date. A split whose
+events hold one date was written as its data file by the ingest task itself
+(``tasks.DataFile``): that file is moved into its folder, not written again. A file
+written or moved for a commit that never happens (a failed job, a killed driver) is part
+of no snapshot; ``vacuum`` removes it. Without Spark the same task runs here, file after
+file.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import numpy as np
@@ -21,19 +25,13 @@ import pyarrow.compute as pc
 from jobs.lake import store as lk
 from jobs.lake.delta_files import add_actions, discard, write_task
 from jobs.landing.splits import balanced
+from jobs.landing.typing import PARTITION, data_schema
 from jobs.pipeline.ingest.staging import read_parquet
 from jobs.pipeline.ingest.tasks import died
 
-PARTITION = "event_date"
 LOADED = pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
                     ("stats", pa.string()), ("date", pa.string())])  # a file each
 JOB_ATTEMPTS = 2  # the load job, run again once when a task was lost to a dead worker
-
-
-def data_schema(schema: pa.Schema) -> pa.Schema:
-    """The columns a data file holds: the table's, without the partition column (its
-    value is the file's folder and its ``add`` action's)."""
-    return pa.schema([f for f in schema if f.name != PARTITION])
 
 
 def write_dates(table: pa.Table, lake: lk.Lake, path: str, schema: pa.Schema
@@ -142,11 +140,27 @@ def loadable(lake: lk.Lake, path: str, schema: pa.Schema) -> bool:
     return [(f.name, str(f.type)) for f in have] == [(f.name, str(f.type)) for f in schema]
 
 
-def load(spark, lake: lk.Lake, path: str, files: list[str], schema: pa.Schema) -> int:
-    """The staged ``files`` (the events schema and extra columns) committed into ``path``:
-    written as data files (by the executors), then one commit; returns the rows."""
+def move_files(lake: lk.Lake, path: str, direct: list[dict], moved: list[dict]) -> None:
+    """The tasks' data files (``Batch.direct``) moved into their ``event_date`` folders of
+    ``path`` under new names; each one's ``LOADED`` dict goes to ``moved`` as it lands."""
+    fs, root = lake.filesystem(path)
+    for d in direct:
+        folder = f"{PARTITION}={d['date']}"
+        name = f"{folder}/part-{uuid.uuid4().hex}.parquet"
+        fs.create_dir(f"{root}/{folder}", recursive=True)
+        fs.move(lake.filesystem(d["staged"])[1], f"{root}/{name}")
+        moved.append({"path": name, "size": d["size"], "rows": d["rows"],
+                      "stats": d["stats"], "date": d["date"]})
+
+
+def load(spark, lake: lk.Lake, path: str, files: list[str], schema: pa.Schema,
+         direct: list[dict] = ()) -> int:
+    """The staged ``files`` (the events schema and extra columns) and the tasks' data files
+    (``direct``) committed into ``path``: the files written as data files (by the
+    executors), the data files moved in place, then one commit; returns the rows."""
     loaded = write_files(spark, lake, files, path, schema)
     try:
+        move_files(lake, path, list(direct), loaded)
         if loaded:
             commit_files(lake, path, schema, loaded)
     except BaseException:

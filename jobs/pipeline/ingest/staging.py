@@ -76,6 +76,11 @@ class Batch:
     quarantine: list[pa.Table]
     log: list[dict]
     result: IngestResult
+    # when every typed event is new: the splits' data files (``tasks.DataFile``: the
+    # ``load.LOADED`` fields and ``staged``, where it is) and the staged files of the
+    # others (None: every file of ``events_path``)
+    direct: list[dict] = field(default_factory=list)
+    load_files: list[str] | None = None
 
     @property
     def events(self) -> pa.Table:
@@ -202,7 +207,12 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     t0 = time.perf_counter()
     if splits and before_tasks is not None:
         before_tasks(estimated_rows([p for p, *_ in pending]))
-    infos = run_splits(spark, splits, source, ts_range, lake, staged, echo)
+    # a split that is its file's whole may give a data file (content-hash ids are numbered
+    # over the whole file: a split of several may change them)
+    per_file = Counter(s.file_index for s in splits)
+    direct = frozenset(s.index for s in splits
+                       if source.id_column or per_file[s.file_index] == 1)
+    infos = run_splits(spark, splits, source, ts_range, lake, staged, echo, direct)
     splits, infos = _reread(spark, splits, infos, source, ts_range, lake, staged, echo)
     result.seconds["tasks"] = time.perf_counter() - t0
     for k in ("read", "type", "ids"):
@@ -243,6 +253,10 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         else:  # every typed event is new: the parts are the batch's events
             batch.events_path = lk.join(staged, "part")
             batch.num_events = sum(i["events"] for i in infos)
+            batch.direct = [{**json.loads(i["data"]), "staged": part(staged, "data", i["split"])}
+                            for i in exists if i.get("data")]
+            batch.load_files = [part(staged, "part", i["split"]) for i in exists
+                                if not i.get("data")]
     lake.remove(lk.join(staged, "quarantine"))
     result.seconds["settle"] = time.perf_counter() - t0
     return batch
@@ -259,11 +273,12 @@ def _reread(spark, splits: list[Split], infos: list[dict], source: Source,
         return splits, infos
     for s in splits:
         if s.file_index in files:
-            for kind in ("part", "quarantine"):
+            for kind in ("part", "quarantine", "data"):
                 lake.remove(part(staged, kind, s.index))
     again = [whole(next(s for s in splits if s.file_index == f), len(splits) + k)
              for k, f in enumerate(sorted(files))]
-    more = run_splits(spark, again, source, ts_range, lake, staged, echo)
+    more = run_splits(spark, again, source, ts_range, lake, staged, echo,
+                      frozenset(s.index for s in again))  # each its file's whole
     kept = [(s, i) for s, i in zip(splits, infos) if s.file_index not in files]
     kept += list(zip(again, more))
     kept.sort(key=lambda p: (p[0].file_index, p[0].start))

@@ -2,7 +2,8 @@
 (``splits.packed``), each read, typed on columns and written as Parquet files of the
 run's staging: the typed events and the quarantined rows (``part/<split>.parquet``,
 ``quarantine/<split>.parquet``; ``info/<split>.parquet.json``: its counts, once both are
-in place), and one small row of counts returned per split. A file that
+in place; ``data/<split>.parquet``: the events as a data file of the table, when they
+hold one date, ``DataFile``), and one small row of counts returned per split. A file that
 cannot be read is reported in that row, not raised, so that Spark does not retry what
 cannot succeed; a task that dies is retried by Spark and writes the same files again
 (fixed names, written under a hidden temporary name and moved: what a killed task leaves
@@ -26,17 +27,18 @@ import pyarrow as pa
 from jobs import environment
 from jobs.config import Source, TimeRange
 from jobs.lake import store as lk
+from jobs.lake.delta_files import FileStats
 from jobs.landing.files import typed_blocks
 from jobs.landing.ids import SplitNumbers
 from jobs.landing.reading import IngestError, NotPlain, QuoteOpen
 from jobs.landing.splits import Split, packed, whole
-from jobs.landing.typing import typed_schema
+from jobs.landing.typing import data_schema, events_schema, typed_schema
 from jobs.progress import EVERY
 
 INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
                   ("quarantined", pa.int64()), ("seconds", pa.float64()),
                   ("read", pa.float64()), ("type", pa.float64()), ("ids", pa.float64()),
-                  ("error", pa.string())])
+                  ("error", pa.string()), ("data", pa.string())])
 REREAD = "reread: "  # a split cut inside a quoted field: its file is read again, whole
 
 
@@ -53,25 +55,29 @@ def _hidden_temp(path: str) -> str:
 
 
 def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
-              folder: str) -> dict:
-    """Read, type and write one split; returns its ``INFO`` row (as a dict)."""
+              folder: str, direct: bool = False) -> dict:
+    """Read, type and write one split; returns its ``INFO`` row (as a dict). ``direct``:
+    its events also go into a data file of the events table while they hold one
+    ``event_date`` (``DataFile``)."""
     import pyarrow.parquet as pq
 
     t0 = time.perf_counter()
     fs, _ = lake.filesystem(folder)
     schema = typed_schema(source)
-    targets = {k: lake.filesystem(part(folder, k, split.index))[1] for k in ("part", "quarantine")}
+    targets = {k: lake.filesystem(part(folder, k, split.index))[1]
+               for k in ("part", "quarantine", "data")}
     temp = {k: _hidden_temp(v) for k, v in targets.items()}
-    for k in ("part", "quarantine"):
+    for k in ("part", "quarantine", "data"):
         fs.create_dir(lake.filesystem(lk.join(folder, k))[1], recursive=True)
     rows = events = 0
     quarantined: list[pa.Table] = []
-    writer = None
+    writer = data = None
     clock = {"read": 0.0, "type": 0.0, "ids": 0.0}
     try:
         try:
             for reader in (split, whole(split, split.index)):
                 numbers = SplitNumbers() if not source.id_column else None
+                data = DataFile(fs, temp["data"], source) if direct else None
                 try:
                     for n, ev, q in typed_blocks(reader, source, ts_range, clock):
                         rows += n
@@ -83,6 +89,8 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
                                                           **staged_options(schema))
                             writer.write_table(ev)
                             events += ev.num_rows
+                            if data is not None and not data.add(ev):
+                                data = None
                         if q.num_rows:
                             quarantined.append(q)
                     break
@@ -90,24 +98,33 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
                     if writer is not None:
                         writer.close()
                         fs.delete_file(temp["part"])
+                    if data is not None:
+                        data.drop()
                     writer, rows, events = None, 0, 0
                     quarantined.clear()
         except (IngestError, QuoteOpen) as exc:
             mark = REREAD if isinstance(exc, QuoteOpen) else ""
             return {"split": split.index, "rows": rows, "events": 0, "quarantined": 0,
-                    "seconds": time.perf_counter() - t0, **clock, "error": mark + str(exc)}
+                    "seconds": time.perf_counter() - t0, **clock, "error": mark + str(exc),
+                    "data": None}
         except MemoryError:
             quarantined.clear()
             return {"split": split.index, "rows": rows, "events": 0, "quarantined": 0,
                     "seconds": time.perf_counter() - t0, **clock,
                     "error": f"{split.path}: the ingest of source {source.name!r} ran out of "
                              "memory (a block of its typed rows did not fit); give the "
-                             "executors more memory or lower ingest's split size"}
+                             "executors more memory or lower ingest's split size",
+                    "data": None}
         finally:
             if writer is not None:
                 writer.close()
+            if data is not None:
+                data.close()
         if writer is not None:
             fs.move(temp["part"], targets["part"])
+        written = data.info() if data is not None and data.rows else None
+        if written is not None:  # the driver finds it at ``part(folder, "data", split)``
+            fs.move(temp["data"], targets["data"])
         q = pa.concat_tables(quarantined) if quarantined else None
         if q is not None:
             pq.write_table(q, temp["quarantine"], filesystem=fs)
@@ -118,9 +135,60 @@ def run_split(split: Split, source: Source, ts_range: TimeRange, lake: lk.Lake,
                 fs.delete_file(t)
     info = {"split": split.index, "rows": rows, "events": events,
             "quarantined": q.num_rows if q is not None else 0,
-            "seconds": time.perf_counter() - t0, **clock, "error": None}
+            "seconds": time.perf_counter() - t0, **clock, "error": None,
+            "data": json.dumps(written) if written is not None else None}
     lake.write_text(part(folder, "info", split.index) + ".json", json.dumps(info))
     return info
+
+
+class DataFile:
+    """A split's events as one data file of the events table, written beside its staged
+    part while every row holds the same ``event_date`` (the table's partition: a daily
+    landing file's rows): when the batch keeps every row (``staging``), the commit moves
+    it into the table's ``event_date=<date>/`` folder instead of writing the rows again.
+    A second date, or no date, drops it (``add`` returns False)."""
+
+    def __init__(self, fs, where: str, source: Source):
+        self.fs, self.where = fs, where
+        self.schema = data_schema(events_schema(source))
+        self.stats = FileStats(self.schema)
+        self.writer, self.date, self.rows = None, None, 0
+
+    def add(self, ev: pa.Table) -> bool:
+        import pyarrow.compute as pc
+        import pyarrow.parquet as pq
+
+        dates = ev.column("event_date")
+        first = dates[0].as_py()
+        if first is None or dates.null_count or (self.date is not None and first != self.date) \
+                or pc.count_distinct(dates).as_py() != 1:
+            self.drop()
+            return False
+        t = ev.select(self.schema.names).cast(self.schema)
+        if self.writer is None:
+            self.writer, self.date = pq.ParquetWriter(self.where, self.schema,
+                                                      filesystem=self.fs), first
+        self.writer.write_table(t)
+        self.stats.update(t)
+        self.rows += t.num_rows
+        return True
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+    def drop(self) -> None:
+        """No data file after all: the temporary file is deleted."""
+        self.close()
+        if self.fs.get_file_info(self.where).type != 0:
+            self.fs.delete_file(self.where)
+        self.rows = 0
+
+    def info(self) -> dict:
+        """The file's ``load.LOADED`` fields (its ``path`` is the caller's)."""
+        return {"size": self.fs.get_file_info(self.where).size, "rows": self.rows,
+                "stats": self.stats.to_json(), "date": self.date}
 
 
 def staged_options(schema: pa.Schema) -> dict:
@@ -134,16 +202,18 @@ def staged_options(schema: pa.Schema) -> dict:
 
 def _task(ids: Iterator[pa.RecordBatch], tasks: list[list[Split]], source: Source,
           ts_range: TimeRange, lake: lk.Lake, folder: str,
-          failpoint: str | None = None) -> Iterator[pa.RecordBatch]:
+          failpoint: str | None = None, direct: frozenset[int] = frozenset()
+          ) -> Iterator[pa.RecordBatch]:
     """A ``mapInArrow`` function: the splits of the tasks whose positions the task's rows
-    hold, one after another. ``failpoint`` ``ingest:task``: the worker kills itself in the
-    middle of the first split it reads (once per staging: the fault tests' killed task)."""
+    hold, one after another (``direct``: the splits that may give a data file). ``failpoint``
+    ``ingest:task``: the worker kills itself in the middle of the first split it reads
+    (once per staging: the fault tests' killed task)."""
     for b in ids:
         for k in b.column(0).to_pylist():
             for split in tasks[k]:
                 if failpoint == "ingest:task":
                     _kill_once(lake, folder)
-                info = run_split(split, source, ts_range, lake, folder)
+                info = run_split(split, source, ts_range, lake, folder, split.index in direct)
                 yield pa.RecordBatch.from_pylist([info], schema=INFO)
 
 
@@ -168,16 +238,17 @@ def finished(lake: lk.Lake, folder: str, split: Split) -> dict | None:
 
 
 def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
-               lake: lk.Lake, folder: str, echo=None) -> list[dict]:
+               lake: lk.Lake, folder: str, echo=None,
+               direct: frozenset[int] = frozenset()) -> list[dict]:
     """Every split read, typed and written: by Spark's executors (the splits packed into
-    tasks), or (``spark`` None) one after another here. Returns their ``INFO`` rows in
-    split order."""
+    tasks), or (``spark`` None) one after another here (``direct``: the splits that may
+    give a data file, ``DataFile``). Returns their ``INFO`` rows in split order."""
     if not splits:
         return []
     if spark is None:
         out = []
         for k, s in enumerate(splits):
-            out.append(run_split(s, source, ts_range, lake, folder))
+            out.append(run_split(s, source, ts_range, lake, folder, s.index in direct))
             if echo is not None and (k + 1 == len(splits)
                                      or splits[k + 1].file_index != s.file_index):
                 echo(f"  read {s.label}")
@@ -186,7 +257,7 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
     done: dict[int, dict] = {}
     watch = FilesRead(lake, folder, splits, echo) if echo is not None else None
     try:
-        _jobs(spark, splits, source, ts_range, lake, folder, echo, failpoint, done)
+        _jobs(spark, splits, source, ts_range, lake, folder, echo, failpoint, done, direct)
     finally:
         if watch is not None:
             watch.stop()
@@ -194,7 +265,8 @@ def run_splits(spark, splits: list[Split], source: Source, ts_range: TimeRange,
 
 
 def _jobs(spark, splits: list[Split], source: Source, ts_range: TimeRange, lake: lk.Lake,
-          folder: str, echo, failpoint: str | None, done: dict[int, dict]) -> None:
+          folder: str, echo, failpoint: str | None, done: dict[int, dict],
+          direct: frozenset[int]) -> None:
     """The Spark jobs of ``run_splits``: one, and one more for the splits of a task that
     died (up to ``JOB_ATTEMPTS``); each split's ``INFO`` row goes to ``done``."""
     from pyspark.sql.pandas.types import from_arrow_schema
@@ -207,8 +279,8 @@ def _jobs(spark, splits: list[Split], source: Source, ts_range: TimeRange, lake:
         ids = spark.range(0, len(chosen), 1, numPartitions=len(chosen))  # a task each
         try:
             rows = ids.mapInArrow(lambda it, chosen=chosen: _task(it, chosen, source, ts_range,
-                                                                  lake, folder,
-                                                                  failpoint),
+                                                                  lake, folder, failpoint,
+                                                                  direct),
                                   from_arrow_schema(INFO)).collect()
         except Exception as exc:  # noqa: BLE001 - a task that died: its splits run again
             if attempt + 1 == JOB_ATTEMPTS or not died(exc):
