@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 import numpy as np
 import pyarrow as pa
@@ -23,8 +22,6 @@ import pyarrow.compute as pc
 from jobs.landing.reading import value_bytes
 
 _PLAIN = r"^[\x20\x21\x23-\x5b\x5d-\x7e]*$"  # text that JSON writes as it is
-# the bytes of such text (UTF-8 bytes above 0x7f are of escaped characters)
-_PLAIN_BYTES = np.array([re.fullmatch(_PLAIN, chr(b)) is not None for b in range(256)])
 _HEX = np.frombuffer(b"0123456789abcdef", np.uint8)
 MIX = 1_000_003  # the id key of a content-hash id: content key * MIX + its number (wraps)
 
@@ -36,6 +33,13 @@ def _per_distinct(arr: pa.Array, fn) -> pa.Array:
     return mapped.take(pc.index_in(arr, uniq))
 
 
+def _plain_bytes(data: np.ndarray) -> bool:
+    """Whether every byte is one of ``_PLAIN``'s (printable ASCII but ``"`` and ``\\``):
+    four vectorised passes, a tenth of the time of a table look-up per byte."""
+    return bool(data.min() >= 0x20 and data.max() <= 0x7E and not (data == 0x22).any()
+                and not (data == 0x5C).any())
+
+
 def _all_plain(arr: pa.Array) -> bool:
     """Whether every value of a string array is text JSON writes as it is: one look at
     the bytes of its values (no regular expression per value)."""
@@ -45,7 +49,8 @@ def _all_plain(arr: pa.Array) -> bool:
             continue
         if chunk.type != pa.string():
             return False
-        if not _PLAIN_BYTES[value_bytes(chunk)[0]].all():
+        data = value_bytes(chunk)[0]
+        if len(data) and not _plain_bytes(data):
             return False
     return True
 

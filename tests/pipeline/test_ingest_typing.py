@@ -137,6 +137,20 @@ def test_the_digested_json_is_json_dumps(values, numbers, ints, cut):
         assert pa.chunked_array([json_texts(c, kind) for c in chunked.chunks]).to_pylist() == got
 
 
+@given(data=st.binary(min_size=1, max_size=40))
+def test_plain_bytes_are_the_bytes_json_writes_as_they_are(data):
+    """The vectorised test of text JSON writes as it is (``ids._plain_bytes``) says what
+    the regular expression says of the same bytes."""
+    import re
+
+    import numpy as np
+
+    from jobs.landing.ids import _PLAIN, _plain_bytes
+
+    assert _plain_bytes(np.frombuffer(data, np.uint8)) == \
+        (re.fullmatch(_PLAIN, data.decode("latin-1")) is not None)
+
+
 def test_a_time_in_every_common_form_is_exact():
     texts_ = ["2005-01-03", "2005-01-03T10:00:00Z", "2005-01-03 10:00:00.1234567+01:00",
               "1970-01-01T00:00:00.000000001", "1969-12-31T23:59:59.5", "2261-12-31T23:59:59",
