@@ -133,8 +133,16 @@ class Parts:
     uris: list[str]
 
     def read(self, columns=None, filter=None) -> pa.Table | None:
-        tables = [read_parquet(self.lake, u, columns, filter) for u in self.uris]
-        return pa.concat_tables(tables) if tables else None
+        """The parts' rows (``columns``, ``filter``) in part order: one scan of them all
+        (a dataset per part cost 3 ms each)."""
+        import pyarrow.dataset as pads
+
+        if not self.uris:
+            return None
+        fs = self.lake.filesystem(self.uris[0])[0]
+        where = [self.lake.filesystem(u)[1] for u in self.uris]
+        return pads.dataset(where, filesystem=fs, format="parquet").to_table(
+            columns=columns, filter=filter)
 
     def batches(self):
         for u in self.uris:
