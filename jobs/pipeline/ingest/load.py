@@ -160,7 +160,7 @@ def load(spark, lake: lk.Lake, path: str, files: list[str], schema: pa.Schema,
     executors), the data files moved in place, then one commit; returns the rows."""
     loaded = write_files(spark, lake, files, path, schema)
     try:
-        move_files(lake, path, list(direct), loaded)
+        move_files(lake, path, direct, loaded)
         if loaded:
             commit_files(lake, path, schema, loaded)
     except BaseException:

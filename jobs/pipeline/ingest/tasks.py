@@ -160,7 +160,7 @@ class DataFile:
 
         dates = ev.column("event_date")
         first = dates[0].as_py()
-        if first is None or dates.null_count or (self.date is not None and first != self.date) \
+        if dates.null_count or (self.date is not None and first != self.date) \
                 or pc.count_distinct(dates).as_py() != 1:
             self.drop()
             return False

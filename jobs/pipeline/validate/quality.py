@@ -324,13 +324,10 @@ def _warm_spark_suite(spark, lake: lk.Lake, source: Source, ts_range) -> None:
         fs.create_dir(where, recursive=True)
         one = pa.table([pa.nulls(1, f.type) for f in schema], schema=schema.remove_metadata())
         pq.write_table(one, f"{where}/0.parquet", filesystem=fs)
-        whole = read_parquet_spark(spark, lake, folder)
-        names = events_schema(source).names
-        expectations = events_expectations(source)
-        keyed = keyed_ids(whole, expectations, names)
-        validated(lake, f"events_{source.name}", expectations,
-                  whole.select(*names) if keyed is None else keyed,
-                  _range_parameters(ts_range), scan=True, result_format="BOOLEAN_ONLY")
+        df, keyed = _suite_frames(read_parquet_spark(spark, lake, folder), source)
+        validated(lake, f"events_{source.name}", events_expectations(source),
+                  df if keyed is None else keyed, _range_parameters(ts_range), scan=True,
+                  result_format="BOOLEAN_ONLY")
     finally:
         lake.remove(folder)
 
@@ -359,13 +356,17 @@ def validate_events_frame(spark, lake: lk.Lake, source: Source, events, ts_range
     if rows <= DRIVER_ROWS:
         table = events.events if spooled else events
         return _events_suite(lake, source, driver_frame(table), ts_range, PANDAS_TYPES, docs)
-    whole = (read_parquet_spark(spark, lake, events.events_path) if spooled
-             else spark.createDataFrame(events))
-    names = events_schema(source).names
-    df = whole.select(*names)
-    keyed = keyed_ids(whole, events_expectations(source), names)
+    df, keyed = _suite_frames(read_parquet_spark(spark, lake, events.events_path) if spooled
+                             else spark.createDataFrame(events), source)
     return _events_suite(lake, source, df if keyed is None else keyed, ts_range, docs=docs,
                          exact=None if keyed is None else df)
+
+
+def _suite_frames(whole, source: Source):
+    """(the events columns of a Spark frame of typed events, the same with keyed ids for
+    the suite's verdict, ``keyed_ids``, or None)."""
+    names = events_schema(source).names
+    return whole.select(*names), keyed_ids(whole, events_expectations(source), names)
 
 
 def keyed_ids(df, expectations: list[dict], names: list[str]):
