@@ -73,7 +73,7 @@ WORKERS ?= 2
 # keeps Python from writing it): every test worker, subprocess and Spark Python worker
 # would compile the modules it imports again
 PYC = $(PY) -m compileall -q -j 0 jobs dags tests spark_entry.py >/dev/null || true
-XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile)
+XDIST = $(if $(filter 0,$(WORKERS)),,-n $(WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: $(SELF) browser
 	@$(PYC)

@@ -13,6 +13,10 @@ file, one after another on this machine:
   row numbers; no typing rules, no quarantine): what the hardware gives without rules;
 * ``duckdb``: DuckDB's reader -> Parquet partitioned by day with a sha256 id of the row.
 
+Before these, ``ses ingest`` of a file of a hundred rows of the same shape: the command's
+fixed cost (JVM start, the events suite, the statistics, the commit), which no work per
+row can lower.
+
 For ``ses ingest`` and ``spark``, the peak resident memory of the driver, the JVM and
 Spark's Python workers (polled from /proc), and ``ses ingest``'s own account of where its
 time went (its ``time`` line).
@@ -202,21 +206,34 @@ def arrow_delta(fmt: str, path: Path, out: Path, time_column: str) -> tuple[int,
     return table.num_rows, time.perf_counter() - t0
 
 
-def measure(fmt: str, mb: float) -> dict:
-    source, time_column = ("hospital", "timestamp") if fmt == "csv" else ("sepsis", "timestamp")
-    home = OUT / fmt
+def ses_ingest(fmt: str, mb: float, home: Path, memory: dict | None = None
+               ) -> tuple[int, float, str, Path, Path]:
+    """A file of about ``mb`` MB of ``fmt``'s shape, in a fresh project under ``home``,
+    through the whole ``ses ingest``: (rows, seconds, its time line, the landed file, the
+    project)."""
+    source = "hospital" if fmt == "csv" else "sepsis"
     shutil.rmtree(home, ignore_errors=True)
     file = home / f"{source}.{fmt}"
     rows = make_csv(file, mb) if fmt == "csv" else make_jsonl(file, mb)
-    size = file.stat().st_size / 1e6
     proj = project(home, source, file)
     landed = proj / "data" / "landing" / source / file.name
-    print(f"{fmt}: {size:.0f} MB, {rows:,} rows", flush=True)
-    memory: dict[str, dict] = {"ses ingest": {}, "spark": {}}
+    print(f"{fmt}: {landed.stat().st_size / 1e6:.1f} MB, {rows:,} rows", flush=True)
     ses, said = timed([sys.executable, "-m", "jobs", "--project-dir", str(proj), "ingest",
-                       "--source", source], proj, memory["ses ingest"])
+                       "--source", source], proj, memory)
     steps = time_line(said)
     print(f"  ses ingest {ses:.1f} s ({steps})", flush=True)
+    return rows, ses, steps, landed, proj
+
+
+def measure(fmt: str, mb: float) -> dict:
+    time_column = "timestamp"
+    home = OUT / fmt
+    # the fixed cost: the same command on a file of a hundred rows (the JVM's start, the
+    # events suite's, the statistics' and the commit's own costs)
+    _, fixed, fixed_steps, _, _ = ses_ingest(fmt, 1e-4, home)
+    memory: dict[str, dict] = {"ses ingest": {}, "spark": {}}
+    rows, ses, steps, landed, proj = ses_ingest(fmt, mb, home, memory["ses ingest"])
+    size = landed.stat().st_size / 1e6
     job = SPARK_JOB.format(root=str(ROOT), fmt=fmt, path=str(landed), out=str(home / "parquet"),
                            time_column=time_column)
     spark, printed = timed([sys.executable, "-c", job], proj, memory["spark"])
@@ -233,7 +250,9 @@ def measure(fmt: str, mb: float) -> dict:
             "rows_per_second": {k: round(rows / v) for k, v in seconds.items()},
             "rows_per_second_per_core": {k: round(rows / v / (1 if k == "arrow" else cores))
                                          for k, v in seconds.items()},
-            "ratio": {"ses / spark": round(ses / spark, 2), "ses / arrow": round(ses / arrow, 2)},
+            "ratio": {"ses / spark": round(ses / spark, 2), "ses / arrow": round(ses / arrow, 2),
+                      "fixed / arrow": round(fixed / arrow, 2)},
+            "fixed": {"seconds": round(fixed, 1), "steps": fixed_steps},
             "peak_mb": memory, "ses ingest steps": steps}
 
 

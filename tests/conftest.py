@@ -1,4 +1,5 @@
 import fcntl
+import json
 import logging
 import os
 import pickle
@@ -54,6 +55,34 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.airflow)
         if item.path.name in SLOW_MODULES:
             item.add_marker(pytest.mark.slow)
+    items[:] = longest_first(items)
+
+
+# Each module's seconds in a whole run (tests/module_seconds.json, written by
+# tests/module_seconds.py from `pytest --durations=0`): the modules go to the two xdist
+# workers longest first (the Makefile turns off xdist's own order, most tests first), so
+# that no long module is left to run alone at the end
+MODULE_SECONDS = Path(__file__).with_name("module_seconds.json")
+
+
+def longest_first(items: list) -> list:
+    """``items`` with their modules in decreasing order of their recorded seconds (a
+    module not recorded: a tenth of a second a test), a module's own tests in their order. The
+    second module is the longest that does not use the ``nightly`` fixture: the first
+    builds it, and the other worker would wait for it."""
+    seconds = json.loads(MODULE_SECONDS.read_text()) if MODULE_SECONDS.exists() else {}
+    modules: dict[str, list] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    order = sorted(modules, key=lambda m: -seconds.get(m, 0.1 * len(modules[m])))
+    nightly = {m for m, its in modules.items()
+               if any("nightly" in getattr(i, "fixturenames", ()) for i in its)}
+    if len(order) > 2 and order[0] in nightly and order[1] in nightly:
+        free = next((m for m in order if m not in nightly), None)
+        if free is not None:
+            order.remove(free)
+            order.insert(1, free)
+    return [item for m in order for item in modules[m]]
 
 
 @pytest.fixture(scope="session")

@@ -122,11 +122,16 @@ def test_match_bruteforce_jsonl_and_stats(capsys):
 
 def test_match_stats_report_the_start_up_apart(capsys):
     """``--stats`` of the compiled matchers: which kernels, their load, reading the input and
-    the start-up, apart from the matching's own seconds."""
+    the start-up, apart from the matching's own seconds. The fallback calls are counted
+    per process (a test before this one in the same worker may have made one on purpose):
+    this command adds none."""
+    from jobs.core.engine import aot
+
+    before = aot.load().loaded.fallback_calls
     code, out, err = run_cli(capsys, "match", P1, MW, "--stats")
     assert code == 0 and len(out.splitlines()) == 3
     stats = json.loads(err)
-    assert stats["kernels"] == "aot" and stats["kernel_fallback_calls"] == 0
+    assert stats["kernels"] == "aot" and stats["kernel_fallback_calls"] == before
     assert stats["kernel_load_seconds"] >= 0
     assert stats["read_seconds"] >= 0 and stats["startup_seconds"] > 0
     assert stats["matches"] == 3 and stats["seconds"] >= 0
