@@ -311,8 +311,10 @@ def test_a_night_hashes_only_new_or_changed_landing_files(tmp_path, monkeypatch)
 
 
 def test_repeated_ids_are_found_alike_by_a_sort_and_by_spark(spark, tmp_path, monkeypatch):
-    """The keys more than one staged row holds, across parts: the driver's sort and the
-    executors' count (above ``SORT_ROWS``) give the same keys as a plain count does."""
+    """The keys more than one staged row holds, across parts: the driver's sort (in one
+    range of the 64-bit space or in many, its two ends included) and the executors' sorts
+    (above ``SORT_ROWS``) give the same keys as a plain count does (a null key is no
+    key)."""
     import random
     from collections import Counter
 
@@ -324,20 +326,39 @@ def test_repeated_ids_are_found_alike_by_a_sort_and_by_spark(spark, tmp_path, mo
     folder = tmp_path / "lake" / "part"
     folder.mkdir(parents=True)
     rng = random.Random(7)
-    keys = [rng.randrange(-2**63, 2**63) for _ in range(400)]
-    keys += rng.sample(keys, 30) + [keys[0]] * 3 + [-1, -1]
+    keys = [rng.randrange(-2**63, 2**63) for _ in range(400)] + [-2**63, 2**63 - 1]
+    keys += rng.sample(keys, 30) + [keys[0]] * 3 + [-1, -1, -2**63, 2**63 - 1]
     rng.shuffle(keys)
     uris = []
-    for k, chunk in enumerate((keys[:150], keys[150:151], keys[151:])):
+    for k, chunk in enumerate((keys[:150], keys[150:151], keys[151:] + [None, None])):
         uri = str(folder / f"{k:06d}.parquet")
         pq.write_table(pa.table({"_k": pa.array(chunk, pa.int64())}), uri)
         uris.append(uri)
     parts = staging.Parts(lake, uris)
     expected = sorted(k for k, n in Counter(keys).items() if n > 1)
-    assert sum(parts.row_counts()) == len(keys)
+    assert sum(parts.row_counts()) == len(keys) + 2
+    assert staging.repeated_keys(parts).to_pylist() == expected
+    monkeypatch.setattr(staging, "CHUNK_KEYS", 7)  # the driver's sort in many ranges
+    assert len(staging.key_ranges(len(keys))) > 50
     assert staging.repeated_keys(parts).to_pylist() == expected
     monkeypatch.setattr(staging, "SORT_ROWS", 0)
-    assert sorted(staging.repeated_keys(parts, spark, str(folder)).to_pylist()) == expected
+    monkeypatch.setattr(staging, "TASK_KEYS", 50)  # tasks of several keys each
+    assert staging.repeated_keys(parts, spark, str(folder)).to_pylist() == expected
+
+
+def test_key_ranges_cover_every_key_once(monkeypatch):
+    """The driver's ranges of the 64-bit key space: every non-null key, the space's ends
+    and the keys at and beside each range's edge included, falls in exactly one."""
+    from jobs.pipeline.ingest import staging
+
+    monkeypatch.setattr(staging, "CHUNK_KEYS", 10)
+    for n in (1, 2, 3, 7, 64):
+        near = [-(2**63) + (2**64 * i) // n + d for i in range(1, n) for d in (-1, 0, 1)]
+        keys = pa.table({"_k": pa.array([-2**63, 2**63 - 1, 0, -1, None, *near], pa.int64())})
+        ranges = staging.key_ranges(10 * n)
+        assert len(ranges) == n
+        hits = sorted(k for where in ranges for k in keys.filter(where).column("_k").to_pylist())
+        assert hits == sorted(k for k in keys.column("_k").to_pylist() if k is not None)
 
 
 def test_a_killed_task_s_temporary_file_is_read_by_no_one(tmp_path):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,7 +41,8 @@ from jobs.spark.tables import read_parquet_spark
 
 INGEST_FOLDER = "_ingest"  # staging/_ingest/<run>/<source>: a batch's typed events
 CHUNK_ROWS = 100_000  # rows the driver streams from a staged part at a time
-SORT_ROWS = 20_000_000  # a batch's repeated ids are found on the driver up to this many rows
+SORT_ROWS = 200_000_000  # a batch's repeated ids are found on the driver up to this many rows
+CHUNK_KEYS = 10_000_000  # id keys the driver sorts at once (``repeated_keys``)
 
 
 @dataclass
@@ -132,9 +134,9 @@ class Parts:
     lake: lk.Lake
     uris: list[str]
 
-    def read(self, columns=None, filter=None) -> pa.Table | None:
+    def read(self, columns=None, filter=None, **scan) -> pa.Table | None:
         """The parts' rows (``columns``, ``filter``) in part order: one scan of them all
-        (a dataset per part cost 3 ms each)."""
+        (a dataset per part cost 3 ms each); ``scan``: the scanner's options."""
         import pyarrow.dataset as pads
 
         if not self.uris:
@@ -142,7 +144,7 @@ class Parts:
         fs = self.lake.filesystem(self.uris[0])[0]
         where = [self.lake.filesystem(u)[1] for u in self.uris]
         return pads.dataset(where, filesystem=fs, format="parquet").to_table(
-            columns=columns, filter=filter)
+            columns=columns, filter=filter, **scan)
 
     def batches(self):
         for u in self.uris:
@@ -350,18 +352,69 @@ def _quarantined(batch: Batch, row: dict, reason: str, columns) -> None:
 
 
 def repeated_keys(parts: Parts, spark=None, folder: str | None = None) -> pa.Array:
-    """The 64-bit id keys (``_k``) that more than one staged row holds: the key column
-    sorted on the driver (about twice the column's 8 bytes a row; a hash count of distinct
-    keys takes twenty times that), or, above ``SORT_ROWS`` rows with Spark, counted by key
-    on the executors over the staged parts in ``folder``."""
-    if spark is not None and folder is not None and sum(parts.row_counts()) > SORT_ROWS:
-        df = read_parquet_spark(spark, parts.lake, folder)
-        found = df.groupBy("_k").count().where("count > 1").select("_k").toArrow()
-        return found.column("_k").combine_chunks().cast(pa.int64())
-    keys = np.sort(parts.read(columns=["_k"]).column("_k").to_numpy())
-    twice = keys[1:][keys[1:] == keys[:-1]]
-    del keys
-    return pa.array(np.unique(twice), pa.int64())
+    """The 64-bit id keys (``_k``) that more than one staged row holds, sorted. Up to
+    ``SORT_ROWS`` rows, the key column sorted on the driver one range of the 64-bit space
+    at a time (``key_ranges``: about ``CHUNK_KEYS`` keys each, one read of the column
+    each, two ranges at once), so that the driver holds a few ranges' keys whatever the
+    batch's size (a hash count of distinct keys takes twenty times a sort's memory);
+    above, with Spark, on the executors over the staged parts in ``folder``
+    (``_repeated_on_executors``)."""
+    rows = sum(parts.row_counts())
+    if spark is not None and folder is not None and rows > SORT_ROWS:
+        return _repeated_on_executors(spark, parts.lake, folder, rows)
+
+    def twice(where) -> np.ndarray:
+        t = parts.read(columns=["_k"], filter=where, fragment_readahead=1, batch_readahead=2)
+        return _twice(t.column("_k").combine_chunks().to_numpy()) if t is not None \
+            else np.zeros(0, np.int64)
+
+    with ThreadPoolExecutor(2) as pool:  # numpy's sort and Arrow's reads let go of the GIL
+        found = list(pool.map(twice, key_ranges(rows)))
+    return pa.array(np.concatenate(found), pa.int64())
+
+
+def key_ranges(keys: int) -> list:
+    """Filters that split the non-null 64-bit keys into consecutive ranges of equal width,
+    as many as hold about ``CHUNK_KEYS`` of ``keys`` keys each: the keys are hashes,
+    spread evenly over the space."""
+    n = max(1, -(-keys // CHUNK_KEYS))
+    edges = [-(2**63) + (2**64 * i) // n for i in range(1, n)]
+    k = pc.field("_k")
+    out = []
+    for i in range(n):
+        where = k.is_valid()
+        if i > 0:
+            where = where & (k >= edges[i - 1])
+        if i < n - 1:
+            where = where & (k < edges[i])
+        out.append(where)
+    return out
+
+
+def _twice(keys: np.ndarray) -> np.ndarray:
+    """The values ``keys`` holds more than once, sorted."""
+    keys = np.sort(keys)
+    return np.unique(keys[1:][keys[1:] == keys[:-1]])
+
+
+TASK_KEYS = 4_000_000  # keys a task sorts when the executors look for repeated ids
+
+
+def _repeated_on_executors(spark, lake: lk.Lake, folder: str, rows: int) -> pa.Array:
+    """``repeated_keys`` by Spark: the keys hash-partitioned into tasks of about
+    ``TASK_KEYS`` keys, each task's keys sorted by numpy (Spark's count by key, a hash
+    aggregation of as many groups as keys, took a minute for 100M keys on two cores)."""
+    tasks = max(spark.sparkContext.defaultParallelism, -(-rows // TASK_KEYS))
+    keys = read_parquet_spark(spark, lake, folder).select("_k").where("_k IS NOT NULL")
+    found = keys.repartition(tasks, "_k").mapInArrow(_task_twice, "_k long").toArrow()
+    return pa.array(np.sort(found.column("_k").to_numpy()), pa.int64())
+
+
+def _task_twice(batches):
+    """A ``mapInArrow`` function: the keys of a task's batches that occur more than once."""
+    keys = [b.column(0).to_numpy() for b in batches]
+    twice = _twice(np.concatenate(keys)) if keys else np.zeros(0, np.int64)
+    yield pa.RecordBatch.from_arrays([pa.array(twice, pa.int64())], ["_k"])
 
 
 def _repeated(batch: Batch, parts: Parts, columns: list[str], spark=None,
