@@ -100,3 +100,37 @@ def test_a_nights_data_docs_are_built_once_also_when_the_night_fails(tmp_path, m
     gx.run_suite(lake, "suite_e", expectations, frame, {})  # outside: built at once
     assert len(builds) == 3
     gx._CONTEXTS.pop(str(lake.local_home()), None)
+
+
+def test_data_docs_pages_from_compiled_templates_equal_the_first_build(tmp_path):
+    """GX's page templates are compiled once per process (``gx._compile_templates_once``):
+    a second build renders every page from the compiled templates, byte for byte as the
+    build that compiled them did (but for the time GX stamps on a picture's address)."""
+    import re
+    import shutil
+
+    import pandas as pd
+    from great_expectations.render.view.view import DefaultJinjaView
+
+    from jobs.lake.store import Lake
+    from jobs.pipeline.validate import gx
+
+    lake = Lake(str(tmp_path / "lake"))
+    frame = pd.DataFrame({"x": [1, 2, None]})
+    expectations = [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "x"}}]
+    result = gx.run_suite(lake, "s", expectations, frame, {}, docs=False).result_id
+    site = lake.local_home() / "gx" / "uncommitted" / "data_docs" / "local_site"
+    cache = DefaultJinjaView._ses_cache
+    cache.code.clear()  # the first build compiles every template it uses
+
+    def build() -> dict[str, str]:
+        shutil.rmtree(site, ignore_errors=True)
+        gx.build_docs(lake, [result])
+        return {str(p.relative_to(site)): re.sub(r"\?d=\d{8}T\d{6}\.\d+Z", "?d=", p.read_text())
+                for p in site.rglob("*.html")}
+
+    first = build()
+    compiled = dict(cache.code)
+    assert len(compiled) > 5 and len(first) == 2
+    assert build() == first
+    assert cache.code == compiled  # nothing compiled again
