@@ -129,10 +129,12 @@ def batches(lake: lk.Lake, uri: str, columns=None):
 
 @dataclass
 class Parts:
-    """The typed parts of a batch, in split order."""
+    """The typed parts of a batch, in split order; ``counts``: each part's rows, when the
+    tasks that wrote them said (their ``INFO`` rows), else read from the footers."""
 
     lake: lk.Lake
     uris: list[str]
+    counts: list[int] | None = None
 
     def read(self, columns=None, filter=None, **scan) -> pa.Table | None:
         """The parts' rows (``columns``, ``filter``) in part order: one scan of them all
@@ -151,9 +153,11 @@ class Parts:
             yield from batches(self.lake, u)
 
     def row_counts(self) -> list[int]:
-        """Each part's rows, from its footer."""
+        """Each part's rows (``counts``, or from its footer)."""
         import pyarrow.parquet as pq
 
+        if self.counts is not None:
+            return list(self.counts)
         counts = []
         for u in self.uris:
             fs, where = self.lake.filesystem(u)
@@ -243,7 +247,8 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     result.rows = sum(e["rows"] for e in entries)
     digests.save()
     exists = [i for i in infos if i["events"]]
-    parts = Parts(lake, [part(staged, "part", i["split"]) for i in exists])
+    parts = Parts(lake, [part(staged, "part", i["split"]) for i in exists],
+                  [i["events"] for i in exists])
     quarantine = [read_parquet(lake, part(staged, "quarantine", i["split"]))
                   for i in infos if i["quarantined"]]
     batch = Batch(source, run_id, now, lake, folder, lk.join(folder, "events.parquet"), 0,
@@ -251,9 +256,10 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     if parts.uris:
         if not source.id_column:  # a file read by one task was numbered by it
             split_files = Counter(s.file_index for s in splits)
-            renumber(Parts(lake, [part(staged, "part", i["split"]) for s, i in
-                                  zip(splits, infos) if i["events"]
-                                  and split_files[s.file_index] > 1]))
+            shared = [i for s, i in zip(splits, infos)
+                      if i["events"] and split_files[s.file_index] > 1]
+            renumber(Parts(lake, [part(staged, "part", i["split"]) for i in shared],
+                           [i["events"] for i in shared]))
         columns = [c for c in source.columns if c not in LINEAGE]
         drop = _repeated(batch, parts, columns, spark, lk.join(staged, "part")) \
             | _corrections(batch, parts, columns)
@@ -310,8 +316,12 @@ def renumber(parts: Parts) -> None:
                          t.column("_line").to_numpy())
     local = t.column("_n").to_numpy()
     del t
+    counts = parts.row_counts()
+    if sum(counts) != len(number):  # the tasks' counts are not the parts': number nothing
+        raise IngestError(f"the staged parts hold {len(number)} rows, their tasks counted "
+                          f"{sum(counts)}: rerun the ingest")
     offset = 0
-    for uri, rows in zip(parts.uris, parts.row_counts()):
+    for uri, rows in zip(parts.uris, counts):
         n, was = number[offset:offset + rows], local[offset:offset + rows]
         offset += rows
         if np.array_equal(n, was):
