@@ -24,8 +24,11 @@ if getattr(_main, "__spec__", None) is None and not hasattr(_main, "__file__"):
 # collects with the parallel collector: the tests' JVMs live for seconds to minutes on a
 # few megabytes, where C2's compiler threads compete with the work for two cores. A night
 # took 81-85 s against 100-101 s (docs/testing.md). The product's own JVMs keep the
-# defaults, which pay off on a night of real size.
-TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC"
+# defaults, which pay off on a night of real size. C1 alone reserves 48 MB for compiled
+# code, and one session serves hundreds of tests' query shapes: a session filled it
+# (JIT off, then "out of space in CodeCache for adapters" ended the JVM and every later
+# Spark test of its worker), so the tests' JVMs reserve what a tiered JVM does.
+TEST_JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseParallelGC -XX:ReservedCodeCacheSize=240m"
 os.environ.setdefault("SPARK_SUBMIT_OPTS", TEST_JVM_OPTS)
 
 # CI runs a fixed, reproducible set of examples; locally each run explores new ones.
