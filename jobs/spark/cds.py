@@ -61,7 +61,7 @@ def _log_option(log_config: Path | None) -> str:
 
 # What the archive is made from: a session that does what ingest, the match jobs and the
 # suites do (Arrow to and from Python workers, Parquet, shuffles, a window, SQL
-# functions), so that their classes are in it. Run in a process of its own that waits for
+# functions, Python partition functions of an RDD), so that their classes are in it. Run in a process of its own that waits for
 # its JVM to exit: the archive is written then, and only a whole one is moved in place.
 WORKLOAD = r"""
 import sys
@@ -86,6 +86,7 @@ back = spark.read.parquet(out)
 back.groupBy("d").agg(F.count("*"), F.countDistinct("s"), F.min("id"), F.max("id")).collect()
 back.select(F.count(F.lit(1)).over(Window.partitionBy("s")).alias("n")).where("n > 1").count()
 back.mapInArrow(task, from_arrow_schema(schema)).toArrow()
+spark.sparkContext.parallelize(range(2), 2).mapPartitions(lambda it: [sum(it)]).collect()
 spark.createDataFrame(back.limit(10).toPandas()).selectExpr("count(*)").collect()
 spark.sql("SELECT 1 AS x").collect()
 jvm = spark.sparkContext._gateway.proc  # the JVM writes the archive as it exits: wait for it

@@ -21,6 +21,7 @@ from jobs.lake.paths import OBJECT_STORES, s3_settings
 from jobs.spark import cds
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+DAEMON = "spark.python.daemon.module"
 SECRETS = {"access_key": "spark.hadoop.fs.s3a.access.key",  # lake.s3_settings -> s3a
            "secret_key": "spark.hadoop.fs.s3a.secret.key",
            "session_token": "spark.hadoop.fs.s3a.session.token"}
@@ -203,12 +204,15 @@ def _pass_lines(read: int, target: int, prefixes: tuple[bytes, ...]) -> None:
 
 
 def session_conf(profile: Profile) -> dict[str, str]:
-    """The profile's Spark settings and, for a lake on an object store, Hadoop's ``s3a``
-    settings for the same store as its delta-rs ``storage_options`` (endpoint, path-style
-    access, plain HTTP, region, credentials); a setting in the profile wins."""
+    """The profile's Spark settings; for a local master, the project's Python daemon
+    (``jobs.spark.daemon``: PySpark from its installed package, not its zip); for a lake on
+    an object store, Hadoop's ``s3a`` settings for the same store as its delta-rs
+    ``storage_options`` (endpoint, path-style access, plain HTTP, region, credentials). A
+    setting in the profile wins."""
 
+    local = {DAEMON: "jobs.spark.daemon"} if profile.spark_master.startswith("local") else {}
     if not profile.lake.startswith(OBJECT_STORES):
-        return dict(profile.spark_conf)
+        return {**local, **profile.spark_conf}
     s = s3_settings(profile.storage_options)
     conf = {"spark.hadoop.fs.s3.impl": S3A}  # delta-rs lists its files as s3://
     if s["endpoint"]:
@@ -219,7 +223,7 @@ def session_conf(profile: Profile) -> dict[str, str]:
     if s["region"]:
         conf["spark.hadoop.fs.s3a.endpoint.region"] = s["region"]
     conf.update({key: s[name] for name, key in SECRETS.items() if s[name]})
-    return {**conf, **profile.spark_conf}
+    return {**local, **conf, **profile.spark_conf}
 
 
 def require_object_store(spark, profile: Profile) -> None:

@@ -134,3 +134,32 @@ def test_data_docs_pages_from_compiled_templates_equal_the_first_build(tmp_path)
     assert len(compiled) > 5 and len(first) == 2
     assert build() == first
     assert cache.code == compiled  # nothing compiled again
+
+
+def test_a_deferred_module_runs_on_its_first_use(monkeypatch):
+    """``gx.defer_imports``: a module GX imports but the suites never use is registered
+    without running its code; its first attribute runs it, and it then works as usual."""
+    import sys
+
+    from jobs.pipeline.validate.gx import DEFERRED, defer_imports
+
+    name = "email.mime.audio"  # a module nothing here imports
+    for n in (name, "email.mime"):
+        monkeypatch.delitem(sys.modules, n, raising=False)
+    defer_imports((name,))
+    module = sys.modules[name]
+
+    def ran() -> bool:  # its own namespace, read without running it
+        return "MIMEAudio" in object.__getattribute__(module, "__dict__")
+
+    assert not ran()  # registered, not run
+    from email.mime.audio import MIMEAudio  # the first use runs it
+
+    assert ran() and MIMEAudio.__name__ == "MIMEAudio"
+    assert all(importlib_spec(n) for n in DEFERRED)  # GX's deferred modules exist
+
+
+def importlib_spec(name: str):
+    import importlib.util
+
+    return importlib.util.find_spec(name)

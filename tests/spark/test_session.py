@@ -143,3 +143,31 @@ def test_a_session_loads_sparks_classes_from_the_archive(tmp_path):
              if "org.apache.spark.SparkContext " in line]
     assert lines and "shared objects file (top)" in lines[0], lines
     assert log.is_file()
+
+
+def test_the_daemon_puts_sparks_zips_last():
+    from jobs.spark.daemon import without_zips
+
+    lib = "/venv/site-packages/pyspark/python/lib"
+    path = [f"{lib}/pyspark.zip", f"{lib}/py4j-0.10.9.9-src.zip", "/venv/site-packages",
+            "/app/data.zip"]
+    assert without_zips(path) == ["/venv/site-packages", "/app/data.zip",
+                                  f"{lib}/pyspark.zip", f"{lib}/py4j-0.10.9.9-src.zip"]
+
+
+def _pyspark_file(_):
+    import pyspark
+
+    yield pyspark.__file__
+
+
+@pytest.mark.spark
+def test_a_local_sessions_workers_import_the_installed_pyspark(spark):
+    """The Python workers of a local session import PySpark from its installed package
+    (compiled bytecode), not from the zip Spark puts first on their path (every module
+    compiled from source in every worker)."""
+    from jobs.spark.session import DAEMON
+
+    assert spark.sparkContext.getConf().get(DAEMON) == "jobs.spark.daemon"
+    files = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_pyspark_file).collect()
+    assert files and all(".zip" not in f and f.endswith("pyspark/__init__.py") for f in files)

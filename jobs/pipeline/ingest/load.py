@@ -70,16 +70,13 @@ def write_staged(uri: str, lake: lk.Lake, path: str, schema: pa.Schema) -> list[
     return write_dates(read_parquet(lake, uri, columns=schema.names), lake, path, schema)
 
 
-def _load_task(ids: Iterator[pa.RecordBatch], tasks: list[list[str]], lake: lk.Lake,
-               path: str, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    """A ``mapInArrow`` function: the staged files of the tasks whose positions the task's
-    rows hold, one after another."""
-    for b in ids:
-        for k in b.column(0).to_pylist():
-            for f in tasks[k]:
-                got = write_staged(f, lake, path, schema)
-                if got:
-                    yield pa.RecordBatch.from_pylist(got, schema=LOADED)
+def _load_task(positions: Iterator[int], tasks: list[list[str]], lake: lk.Lake,
+               path: str, schema: pa.Schema) -> Iterator[dict]:
+    """A partition function of the load job: the staged files of the tasks at
+    ``positions``, one after another; yields a ``LOADED`` dict per data file."""
+    for k in positions:
+        for f in tasks[k]:
+            yield from write_staged(f, lake, path, schema)
 
 
 def write_files(spark, lake: lk.Lake, files: list[str], path: str, schema: pa.Schema
@@ -91,23 +88,20 @@ def write_files(spark, lake: lk.Lake, files: list[str], path: str, schema: pa.Sc
         return []
     if spark is None:
         return [info for f in files for info in write_staged(f, lake, path, schema)]
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     sizes = []
     for f in files:
         fs, where = lake.filesystem(f)
         sizes.append(fs.get_file_info(where).size or 0)
-    tasks = [[files[k] for k in t] for t in balanced(sizes, spark.sparkContext.defaultParallelism)]
+    sc = spark.sparkContext
+    tasks = [[files[k] for k in t] for t in balanced(sizes, sc.defaultParallelism)]
     for attempt in range(JOB_ATTEMPTS):
-        ids = spark.range(0, len(tasks), 1, numPartitions=len(tasks))
+        positions = sc.parallelize(range(len(tasks)), len(tasks))  # a task each, no plan
         try:
-            rows = ids.mapInArrow(lambda it: _load_task(it, tasks, lake, path, schema),
-                                  from_arrow_schema(LOADED)).collect()
+            return positions.mapPartitions(
+                lambda it: _load_task(it, tasks, lake, path, schema)).collect()
         except Exception as exc:  # noqa: BLE001 - a dead worker: the job runs again
             if attempt + 1 == JOB_ATTEMPTS or not died(exc):
                 raise
-            continue
-        return [r.asDict() for r in rows]
     return []
 
 

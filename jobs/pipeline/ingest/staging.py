@@ -210,6 +210,8 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
         entries.append({"source": source.name, "file": label, "sha256": digest, "rows": 0,
                         "events": 0, "quarantined": 0, "ingest_run": run_id,
                         "ingested_at": now})
+    if pending and before_tasks is not None:  # while the JVM starts (GX loads meanwhile)
+        before_tasks(estimated_rows([p for p, *_ in pending]))
     # the task slots (a night with nothing new starts no Spark)
     slots = spark.sparkContext.defaultParallelism if spark is not None and pending else 1
     splits = []
@@ -219,8 +221,6 @@ def stage(source: Source, landing_root: str, lake: lk.Lake, run_id: str,
     staged = lk.join(folder, "typed")
     result.seconds["plan"] = time.perf_counter() - t0
     t0 = time.perf_counter()
-    if splits and before_tasks is not None:
-        before_tasks(estimated_rows([p for p, *_ in pending]))
     # a split that is its file's whole may give a data file (content-hash ids are numbered
     # over the whole file: a split of several may change them)
     per_file = Counter(s.file_index for s in splits)

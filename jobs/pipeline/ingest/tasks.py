@@ -200,21 +200,19 @@ def staged_options(schema: pa.Schema) -> dict:
     return {"use_dictionary": repeat + ["_fi", "_n"], "write_statistics": False}
 
 
-def _task(ids: Iterator[pa.RecordBatch], tasks: list[list[Split]], source: Source,
+def _task(positions: Iterator[int], tasks: list[list[Split]], source: Source,
           ts_range: TimeRange, lake: lk.Lake, folder: str,
           failpoint: str | None = None, direct: frozenset[int] = frozenset()
-          ) -> Iterator[pa.RecordBatch]:
-    """A ``mapInArrow`` function: the splits of the tasks whose positions the task's rows
-    hold, one after another (``direct``: the splits that may give a data file). ``failpoint``
-    ``ingest:task``: the worker kills itself in the middle of the first split it reads
-    (once per staging: the fault tests' killed task)."""
-    for b in ids:
-        for k in b.column(0).to_pylist():
-            for split in tasks[k]:
-                if failpoint == "ingest:task":
-                    _kill_once(lake, folder)
-                info = run_split(split, source, ts_range, lake, folder, split.index in direct)
-                yield pa.RecordBatch.from_pylist([info], schema=INFO)
+          ) -> Iterator[dict]:
+    """A partition function of the tasks' job: the splits of the tasks at ``positions``,
+    one after another (``direct``: the splits that may give a data file); yields each
+    split's ``INFO`` row. ``failpoint`` ``ingest:task``: the worker kills itself in the
+    middle of the first split it reads (once per staging: the fault tests' killed task)."""
+    for k in positions:
+        for split in tasks[k]:
+            if failpoint == "ingest:task":
+                _kill_once(lake, folder)
+            yield run_split(split, source, ts_range, lake, folder, split.index in direct)
 
 
 def _kill_once(lake: lk.Lake, folder: str) -> None:
@@ -269,19 +267,19 @@ def _jobs(spark, splits: list[Split], source: Source, ts_range: TimeRange, lake:
           direct: frozenset[int]) -> None:
     """The Spark jobs of ``run_splits``: one, and one more for the splits of a task that
     died (up to ``JOB_ATTEMPTS``); each split's ``INFO`` row goes to ``done``."""
-    from pyspark.sql.pandas.types import from_arrow_schema
-
+    sc = spark.sparkContext
     for attempt in range(JOB_ATTEMPTS):
         todo = [k for k, s in enumerate(splits) if s.index not in done]
         if not todo:
             break
-        chosen = packed([splits[k] for k in todo], spark.sparkContext.defaultParallelism)
-        ids = spark.range(0, len(chosen), 1, numPartitions=len(chosen))  # a task each
+        chosen = packed([splits[k] for k in todo], sc.defaultParallelism)
+        # an RDD job, a task per position: no query for Spark SQL to plan (its first
+        # plan in a new JVM costs about 2 s, a fixed cost of every ingest)
+        positions = sc.parallelize(range(len(chosen)), len(chosen))
         try:
-            rows = ids.mapInArrow(lambda it, chosen=chosen: _task(it, chosen, source, ts_range,
-                                                                  lake, folder, failpoint,
-                                                                  direct),
-                                  from_arrow_schema(INFO)).collect()
+            rows = positions.mapPartitions(
+                lambda it, chosen=chosen: _task(it, chosen, source, ts_range, lake, folder,
+                                                failpoint, direct)).collect()
         except Exception as exc:  # noqa: BLE001 - a task that died: its splits run again
             if attempt + 1 == JOB_ATTEMPTS or not died(exc):
                 raise
@@ -294,7 +292,7 @@ def _jobs(spark, splits: list[Split], source: Source, ts_range: TimeRange, lake:
                      f"{len(todo) - sum(splits[k].index in done for k in todo)} split(s) "
                      "run again")
             continue
-        done.update((r["split"], r.asDict()) for r in rows)
+        done.update((r["split"], r) for r in rows)
 
 
 class FilesRead(threading.Thread):

@@ -6,7 +6,9 @@ result kept in the context's store, and the Data Docs built once for a batch of 
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import threading
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -53,8 +55,33 @@ def context(lake: lk.Lake):
 _CONTEXT_LOCK = threading.RLock()  # the warm-up thread and the suites
 
 
+# modules GX imports for expectations this project never runs (the KL divergence and the
+# KS tests import scipy.stats: about 1 s of GX's 3 s import), loaded on first use instead
+DEFERRED = ("scipy.stats",)
+
+
+def defer_imports(names: tuple[str, ...] = DEFERRED) -> None:
+    """Each module of ``names`` not yet imported becomes a lazy module (``importlib``'s
+    ``LazyLoader``): importing it costs nothing, and its code runs on the first use of one
+    of its attributes."""
+    for name in names:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            continue
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, module)
+
+
 def _context(root: str):
     if root not in _CONTEXTS:
+        defer_imports()
         import great_expectations as gx
         from great_expectations.data_context.types.base import ProgressBarsConfig
 
