@@ -63,10 +63,14 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
     gate = events_gate(spark, ctx, checked, warming) if spark is not None else None
 
     def warm(source, rows: int) -> None:
-        """GX loaded once; Spark's suite warmed for a batch the driver will not check."""
+        """GX loaded once; Spark's suite warmed for a batch the driver will not check.
+        Called as soon as files are pending: a small batch's tasks are short, so GX loads
+        while the JVM starts; a large batch's tasks are long enough to hide it, and its
+        JVM starts sooner alone (the thread first waits for the session)."""
         if gate is not None and (not warming or rows > DRIVER_ROWS):
-            warming.append(warm_up(ctx.lake, spark if rows > DRIVER_ROWS else None, source,
-                                   ts_range))
+            large = rows > DRIVER_ROWS
+            warming.append(warm_up(ctx.lake, spark if large else None, source, ts_range,
+                                   after=getattr(spark, "get", None) if large else None))
     results, failed = [], {}
     ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics
