@@ -61,8 +61,9 @@ def _log_option(log_config: Path | None) -> str:
 
 # What the archive is made from: a session that does what ingest, the match jobs and the
 # suites do (Arrow to and from Python workers, Parquet, shuffles, a window, SQL
-# functions, Python partition functions of an RDD), so that their classes are in it. Run in a process of its own that waits for
-# its JVM to exit: the archive is written then, and only a whole one is moved in place.
+# functions, Python partition functions of an RDD), so that their classes are in it. Run
+# in a process of its own that waits for its JVM to exit: the archive is written then,
+# and only a whole one is moved in place.
 WORKLOAD = r"""
 import sys
 from jobs.config import load_profile

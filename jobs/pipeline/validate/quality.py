@@ -295,12 +295,11 @@ def warm_up(lake: lk.Lake, spark=None, source: Source | None = None,
     """GX loaded and the lake's context made in a background thread (seconds of imports
     and file reads): the ingest starts it as soon as it sees a new file, while the JVM
     starts and the executors type the files; the events suite waits for it (``join``)
-    before it validates. With ``spark`` and a ``source``
-    (a batch too large for the driver, ``DRIVER_ROWS``), the thread also runs the
-    source's events suite once on Spark over a Parquet file of one row, stored nowhere:
-    the batch's suite then finds GX's Spark engine and Spark's query code ready (seconds
-    on a fresh session). ``after``: called first in the thread (waits for what GX's
-    imports should not slow down)."""
+    before it validates. With ``spark`` and a ``source`` (a batch too large for the
+    driver, ``DRIVER_ROWS``), the thread also runs the source's events suite once on Spark
+    over a Parquet file of one row, stored nowhere: the batch's suite then finds GX's
+    Spark engine and Spark's query code ready (seconds on a fresh session). ``after``:
+    called first in the thread (waits for what GX's imports should not slow down)."""
     def load() -> None:
         try:
             if after is not None:
