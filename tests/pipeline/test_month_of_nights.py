@@ -1,6 +1,7 @@
-"""Thirty nights of one source, a day at a time, with a late event and a retraction among
-them: after every night, each history-wide pattern's published matches equal the
-reference over the whole history up to that night's horizon (one recompute). One
+"""Twenty nights of one source, a day at a time, with a late event, a retraction and a
+lost state among them, each after a few ordinary nights: after every night, each
+history-wide pattern's published matches equal the reference over the whole history up
+to that night's horizon (one recompute). One
 pattern of each kind: history conditions, partition facts, ``after_match`` episodes;
 the first two keep a partition state, so their nights read only what changed."""
 
@@ -68,6 +69,9 @@ EPISODES = """\
 """
 
 START = date(2010, 8, 1)
+NIGHTS = 20
+LATE, RETRACTION, LOST = 10, 14, 17  # the nights of the late events, the retraction and
+# the lost state: each has ordinary nights before and after it
 
 
 def _day_rows(rng: random.Random, day: date, serial: list[int]) -> list[str]:
@@ -80,7 +84,7 @@ def _day_rows(rng: random.Random, day: date, serial: list[int]) -> list[str]:
     return rows
 
 
-def test_thirty_nights_equal_one_recompute(spark, tmp_path):
+def test_twenty_nights_equal_one_recompute(spark, tmp_path):
     landing = tmp_path / "landing" / "chemo_mw"
     landing.mkdir(parents=True)
     src = Path(__file__).resolve().parents[2] / "data" / "landing" / "chemo_mw"
@@ -95,17 +99,17 @@ def test_thirty_nights_equal_one_recompute(spark, tmp_path):
     lake = lk.Lake(profile.lake)
     rng, serial = random.Random(7), [0]
     reads = {p.name: [] for p in patterns}
-    for n in range(30):
+    for n in range(NIGHTS):
         day = START + timedelta(days=n)
         rows = _day_rows(rng, day, serial)
-        if n == 12:  # a late dose, a week back
+        if n == LATE:  # a late dose, a week back
             rows.append(f"late,2,P,1,mg,{(day - timedelta(days=7)).isoformat()}T08:00:00")
             rows.append(f"late2,3,C,1,mg,{(day - timedelta(days=9)).isoformat()}T08:00:00")
         (landing / f"day{n:02}.csv").write_text(
             "event_id,patient,type,value,unit,ts\n" + "\n".join(rows) + "\n")
-        if n == 20:  # a retraction: an event of the first days
+        if n == RETRACTION:  # a retraction: an event of the first days
             retract(lake, "chemo_mw", ["m3", "m5"], reason="a test")
-        if n == 25:  # a state lost (as a run killed before writing it leaves it old)
+        if n == LOST:  # a state lost (as a run killed before writing it leaves it old)
             shutil.rmtree(lake.partition_state(patterns[0].name))
         out = {r["pattern"]: r for r in run_all(spark, profile, day.isoformat(),
                                                 [str(p) for p in paths], echo=lambda *_: None)
@@ -121,5 +125,6 @@ def test_thirty_nights_equal_one_recompute(spark, tmp_path):
     # (and, without its state, a night that takes its touched partitions whole)
     for name in ("dose_with_history", "dose_of_a_busy_patient"):
         full = [n for n, (f, _) in enumerate(reads[name]) if f]
-        assert full == ([0, 20, 25] if name == "dose_with_history" else [0, 20]), (name, full)
+        assert full == ([0, RETRACTION, LOST] if name == "dose_with_history"
+                        else [0, RETRACTION]), (name, full)
     assert not [f for f in check_lake(lake) if f.table.startswith("partition_state/")]
