@@ -29,8 +29,8 @@ from jobs.landing.typing import PARTITION, data_schema
 from jobs.pipeline.ingest.staging import read_parquet
 from jobs.pipeline.ingest.tasks import died
 
-LOADED = pa.schema([("path", pa.string()), ("size", pa.int64()), ("rows", pa.int64()),
-                    ("stats", pa.string()), ("date", pa.string())])  # a file each
+# a ``LOADED`` dict, one per data file written: path (relative to the table), size,
+# rows, stats (Delta's JSON statistics) and date (its ``event_date``)
 JOB_ATTEMPTS = 2  # the load job, run again once when a task was lost to a dead worker
 
 

@@ -22,6 +22,7 @@ from jobs.pipeline.validate.quality import (
 )
 from jobs.progress import progress, say
 from jobs.project.patterns import PatternCatalog, load_catalog
+from jobs.spark.session import LazySession
 from jobs.spark.stats import update_stats
 
 
@@ -69,8 +70,9 @@ def ingest_sources(spark, ctx: RunContext, names: list[str] | None = None,
         JVM starts sooner alone (the thread first waits for the session)."""
         if gate is not None and (not warming or rows > DRIVER_ROWS):
             large = rows > DRIVER_ROWS
+            wait = spark.get if large and isinstance(spark, LazySession) else None
             warming.append(warm_up(ctx.lake, spark if large else None, source, ts_range,
-                                   after=getattr(spark, "get", None) if large else None))
+                                   after=wait))
     results, failed = [], {}
     ts_range = ctx.profile.ts_range()
     patterns = None  # the catalogue, loaded once for the statistics

@@ -35,10 +35,9 @@ from jobs.landing.splits import Split, packed, whole
 from jobs.landing.typing import data_schema, events_schema, typed_schema
 from jobs.progress import EVERY
 
-INFO = pa.schema([("split", pa.int64()), ("rows", pa.int64()), ("events", pa.int64()),
-                  ("quarantined", pa.int64()), ("seconds", pa.float64()),
-                  ("read", pa.float64()), ("type", pa.float64()), ("ids", pa.float64()),
-                  ("error", pa.string()), ("data", pa.string())])
+# a split's ``INFO`` row, the dict its task returns: split, rows, events, quarantined,
+# seconds, read, type, ids (seconds), error (None, or why the file cannot be read) and
+# data (its data file's ``load.LOADED`` fields as JSON, or None)
 REREAD = "reread: "  # a split cut inside a quoted field: its file is read again, whole
 
 
