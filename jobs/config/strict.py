@@ -24,10 +24,19 @@ def read(path: Path, shape: dict) -> tuple[dict, dict[tuple, int]]:
     """The document of ``path`` and the line of each key (by its path of keys), after
     checking its keys against ``shape`` (a dict of key -> shape, ``ANY``, or a set of
     leaf keys; ``{EACH: shape}`` for a mapping of names)."""
+    return parse(path, read_text(path), shape)
+
+
+def read_text(path: Path) -> str:
+    """The text of a conf/ file, or a ``ConfigError`` naming the missing file."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+
+
+def parse(path: Path, text: str, shape: dict) -> tuple[dict, dict[tuple, int]]:
+    """``read`` of a file's ``text`` (``path``: for the messages)."""
     try:
         node, doc = document(text)
     except yaml.YAMLError as exc:

@@ -31,6 +31,28 @@ def test_the_committed_configuration_loads_every_profile():
     assert set(load_sources(ROOT / "conf" / "sources.yaml")) >= {"hospital", "sepsis"}
 
 
+def test_sources_are_parsed_once_and_read_again_when_edited(tmp_path):
+    """The same text gives the same sources without a second parse; an edited file is
+    read again, a broken edit is refused every time, and a caller's changes to the
+    returned dict reach no other caller."""
+    path = tmp_path / "sources.yaml"
+    text = (ROOT / "conf" / "sources.yaml").read_text(encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
+    first = load_sources(path)
+    first.pop("hospital")
+    again = load_sources(path)
+    assert "hospital" in again and again["sepsis"] is first["sepsis"]  # parsed once
+    path.write_text(text.replace("time_column: timestamp", "time_column: ts", 1),
+                    encoding="utf-8")
+    with pytest.raises(ConfigError, match="time column 'ts'"):
+        load_sources(path)
+    with pytest.raises(ConfigError, match="time column 'ts'"):
+        load_sources(path)
+    path.write_text(text.replace("landing: sepsis", "landing: sepsis_v2", 1),
+                    encoding="utf-8")
+    assert load_sources(path)["sepsis"].landing == "sepsis_v2"
+
+
 def test_an_unknown_key_is_refused_with_its_line_and_the_nearest_known_one(tmp_path):
     text = PIPELINE.replace("      max_matches_per_window: 1000000  # live",
                             "      max_matches_per_windw: 1000000  # live", 1)

@@ -158,3 +158,31 @@ def test_a_deferred_module_runs_on_its_first_use(monkeypatch):
 
     assert ran() and MIMEAudio.__name__ == "MIMEAudio"
     assert all(importlib.util.find_spec(n) for n in DEFERRED)  # GX's deferred modules exist
+
+
+def test_a_suite_is_stored_again_only_when_it_changes(tmp_path, monkeypatch):
+    """Validating the same suite again does not write it to GX's store again; changed
+    expectations, or a suite file that is gone, are stored, and validated as they are."""
+    import pandas as pd
+    from great_expectations.core.factory.suite_factory import SuiteFactory
+
+    from jobs.lake.store import Lake
+    from jobs.pipeline.validate import gx
+
+    lake = Lake(str(tmp_path / "lake"))
+    stored = []
+    original = SuiteFactory.add_or_update
+    monkeypatch.setattr(SuiteFactory, "add_or_update",
+                        lambda self, suite: stored.append(suite.name) or original(self, suite))
+    frame = pd.DataFrame({"x": [1, 2, None]})
+    not_null = [{"type": "expect_column_values_to_not_be_null", "kwargs": {"column": "x"}}]
+    exists = [{"type": "expect_column_to_exist", "kwargs": {"column": "x"}}]
+    runs = [gx.run_suite(lake, "memo", e, frame, {}, docs=False)
+            for e in (exists, exists, not_null, not_null)]
+    assert [r.success for r in runs] == [True, True, False, False]
+    assert stored == ["memo", "memo"]  # the first run and the change
+    file = lake.local_home() / "gx" / "expectations" / "memo.json"
+    assert file.is_file()
+    file.unlink()
+    assert not gx.run_suite(lake, "memo", not_null, frame, {}, docs=False).success
+    assert stored == ["memo"] * 3 and file.is_file()

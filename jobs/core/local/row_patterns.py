@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 
 from jobs.core.language.events import Event, order, parse_ts
@@ -95,7 +96,10 @@ def load_row_pattern(path: str | Path) -> RowPatternFile:
     return RowPatternFile(path, replace(query, description=description), examples, text)
 
 
+@lru_cache(maxsize=1024)
 def _sidecar(side: Path, text: str) -> tuple[str, tuple[Example, ...]]:
+    """(description, examples) of a sidecar's text; raises ``PatternError``. The same
+    text is parsed once per process, as ``parse_pattern`` parses a pattern file."""
     root = compose(text, str(side), ", ".join(SIDECAR_KEYS))
     problems: list[Problem] = []
     parts = {scalar(k): (k, v) for k, v in root.value}

@@ -7,6 +7,7 @@ result kept in the context's store, and the Data Docs built once for a batch of 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import sys
 import threading
@@ -158,6 +159,18 @@ def _batch_definition_of(lake: lk.Lake, key: tuple[str, str], engine: str):
     return _BATCHES[key]
 
 
+# (GX project, suite name) -> (its expectations as JSON, the stored suite): a suite is
+# stored again only when its expectations change (GX's store writes and reads it back:
+# about 40 ms of each validation)
+_SUITES: dict[tuple[str, str], tuple[str, object]] = {}
+
+
+def _suite_file(root: str, name: str) -> str:
+    """Where GX's file context keeps a suite (a suite whose file is gone, or kept
+    elsewhere by another GX, is stored again)."""
+    return os.path.join(root, "gx", "expectations", f"{name}.json")
+
+
 def validated(lake: lk.Lake, name: str, expectations: list[dict], df, parameters: dict,
                scan: bool = False, result_format: str = "BASIC"):
     """GX's validator run over ``df`` (a Spark or a pandas frame; ``scan``: a Spark frame
@@ -171,8 +184,16 @@ def validated(lake: lk.Lake, name: str, expectations: list[dict], df, parameters
 
     ctx = context(lake)
     engine = ("scan" if scan else "spark") if hasattr(df, "sparkSession") else "driver"
-    suite = ctx.suites.add_or_update(ExpectationSuite(name=name, expectations=[
-        ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"]) for e in expectations]))
+    root = str(lake.local_home())
+    spec = json.dumps(expectations, sort_keys=True, default=str)
+    with _CONTEXT_LOCK:
+        held = _SUITES.get((root, name))
+        if held is None or held[0] != spec or not os.path.exists(_suite_file(root, name)):
+            suite = ctx.suites.add_or_update(ExpectationSuite(name=name, expectations=[
+                ExpectationConfiguration(type=e["type"], kwargs=e["kwargs"])
+                for e in expectations]))
+            held = _SUITES[(root, name)] = (spec, suite)
+    suite = held[1]
     validator = Validator(batch_definition=_batch_definition(lake, engine),
                           batch_parameters={"dataframe": df}, result_format=result_format)
     return validator.validate_expectation_suite(suite, parameters), validator
