@@ -41,7 +41,7 @@ def _ns(column: pa.ChunkedArray) -> np.ndarray:
 
 def events_extent(lake: Lake, source: str) -> EventsExtent | None:
     """The extent of ``events/<source>`` (None: no such table)."""
-    dt = lake.read_table(lake.events(source))
+    dt = lake.snapshot(lake.events(source))
     if dt is None:
         return None
     history = dt.history(10)  # newest first
@@ -76,7 +76,8 @@ def files_ingested_after(lake: Lake, source: str, since: datetime) -> set[str] |
     ``since`` (naive: UTC), by their ``ingested_at`` statistics (``ingested_bounds``): a
     night's late-event count then reads what arrived since the last run, not the history.
     None: a file without statistics (every file must be read)."""
-    files = pa.table(lake.table(lake.events(source)).get_add_actions(flatten=True))
+    files = pa.table(lake.snapshot(lake.events(source), required=True)
+                     .get_add_actions(flatten=True))
     if files.num_rows == 0:
         return set()
     bounds = ingested_bounds(files)
@@ -97,7 +98,7 @@ def only_appends_since(lake: Lake, source: str, since: datetime) -> bool:
     """Whether every commit of ``events/<source>`` after ``since`` only added rows (no
     retraction, whose commit carries ``RETRACTION_KEY``, no rewrite or overwrite), as far
     as its last 100 commits tell."""
-    dt = lake.read_table(lake.events(source))
+    dt = lake.snapshot(lake.events(source))
     if dt is None:
         return False
     if since.tzinfo is None:

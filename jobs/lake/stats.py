@@ -90,7 +90,7 @@ def latest_ingested(lake: lk.Lake, path: str, files: pa.Table | None = None
     when it is not (at worst one is recomputed). None: a file without the statistics.
     ``files``: the table's add actions, when the caller has them."""
     if files is None:
-        files = pa.table(lake.table(path).get_add_actions(flatten=True))
+        files = pa.table(lake.snapshot(path, required=True).get_add_actions(flatten=True))
     if files.num_rows == 0:
         return {}
     bounds = ingested_bounds(files)
@@ -290,7 +290,7 @@ def computed_dates(lake: lk.Lake, source: str, wanted: set[str] | None = None
     alone (``_computed_from_log``: opening every day file grew with the history); else
     from the table's ``*`` rows."""
     if wanted is not None:
-        fast = _computed_from_log(lake.read_table(lake.stats(source)), wanted)
+        fast = _computed_from_log(lake.snapshot(lake.stats(source)), wanted)
         if fast is not None:
             return fast
     done: dict[str, tuple] = {}

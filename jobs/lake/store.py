@@ -75,6 +75,9 @@ HELD_BYTES = 32 * 2**20
 # makes an expression per data file (about 0.4 ms each: a day-partitioned events table
 # has hundreds), and a night reads the same snapshot of a source's events several times
 DATASETS = Bounded(32)
+# The latest snapshot of local tables, by path: (the DeltaTable, its version, its commit
+# file's signature), kept while no later commit exists (``Lake.snapshot``)
+SNAPSHOTS = Bounded(64)
 # rows per commit of a streamed insert: delta-rs holds each open partition file's bytes
 # until its commit, so a batch of a million rows over a thousand dates would be held whole
 COMMIT_ROWS = 250_000
@@ -213,6 +216,25 @@ class Lake:
                     raise BrokenTable(self.name_of(path), f"data file {file_name(uri)}: "
                                       f"{_first_line(exc)[:160]}") from None
 
+    def snapshot(self, path: str, required: bool = False) -> DeltaTable | None:
+        """The table's latest snapshot, to read and never to write through (the object is
+        shared by the process's readers): on a local lake opened once and kept while its
+        log gains no commit (``SNAPSHOTS``; a night reads its small tables dozens of
+        times, and each open replays the log: about 5 ms); else ``read_table``. None when
+        there is no table; ``required``: the error of ``table`` instead."""
+        if not self.local:
+            return self.table(path) if required else self.read_table(path)
+        held = SNAPSHOTS.get(path)
+        if held is not None and _still_latest(path, held[1], held[2]):
+            return held[0]
+        dt = self.table(path) if required else self.read_table(path)
+        if dt is not None:
+            version = dt.version()
+            signature = _commit_signature(path, version)
+            if signature is not None:
+                SNAPSHOTS.put(path, (dt, version, signature))
+        return dt
+
     def table(self, path: str) -> DeltaTable:
         dt = self.read_table(path)
         if dt is None:
@@ -230,7 +252,7 @@ class Lake:
         in ``jobs.spark.tables.read_spark``)."""
         import pyarrow.dataset as pads
 
-        dt = self.read_table(path)
+        dt = self.snapshot(path)
         if dt is None:
             return None
         try:
@@ -407,6 +429,28 @@ def _key_text(t: pa.Table, keys: tuple[str, ...]) -> pa.Array:
     if len(cols) == 1:
         return cols[0]
     return pc.binary_join_element_wise(*[pc.fill_null(c, "\x00") for c in cols], "\x1f")
+
+
+def _commit(path: str, version: int) -> str:
+    return os.path.join(path, "_delta_log", f"{version:020d}.json")
+
+
+def _commit_signature(path: str, version: int) -> tuple | None:
+    """What tells a local table's commit file of ``version`` from any other written at
+    that name later (a table deleted and made again): its inode, time and size."""
+    try:
+        st = os.stat(_commit(path, version))
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _still_latest(path: str, version: int, signature: tuple) -> bool:
+    """Whether a local table's latest version is still ``version``, committed by the file
+    of ``signature``: Delta's versions follow one another, so no commit after it means
+    no file of the next version (two ``stat`` calls, not a replay of the log)."""
+    return _commit_signature(path, version) == signature \
+        and not os.path.exists(_commit(path, version + 1))
 
 
 def snapshot_key(dt: DeltaTable) -> tuple:

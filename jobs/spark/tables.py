@@ -47,7 +47,7 @@ def read_spark(spark, lake: Lake, path: str, partition_filters=None,
     "2006-01-01")], and, with ``only``, only the data files of these names). Spark
     reads an object-store lake through Hadoop's ``s3a`` filesystem
     (``jobs.spark.session.require_object_store``)."""
-    dt = lake.table(path)
+    dt = lake.snapshot(path, required=True)
     files = data_files(dt, partition_filters)
     if only is not None:
         files = [f for f in files if file_name(f) in only]

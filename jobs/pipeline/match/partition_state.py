@@ -388,7 +388,7 @@ def state_after(lake: lk.Lake, pattern: Pattern, since: datetime) -> bool:
     """Whether the pattern's state was written after ``since`` (the last successful run
     started): a run killed before writing it leaves an older one, which the next night
     does not trust (it rebuilds the state)."""
-    dt = lake.read_table(lake.partition_state(pattern.name))
+    dt = lake.snapshot(lake.partition_state(pattern.name))
     if dt is None:
         return False
     if since.tzinfo is None:

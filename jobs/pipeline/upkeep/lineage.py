@@ -63,7 +63,7 @@ def _version(lake: Lake, path: str, seen: dict | None = None) -> str | None:
     events: each table's log is read once)."""
     if seen is not None and path in seen:
         return seen[path]
-    dt = lake.read_table(path)
+    dt = lake.snapshot(path)
     version = None if dt is None else str(dt.version())
     if seen is not None:
         seen[path] = version

@@ -128,7 +128,7 @@ def reconcile(lake: lk.Lake, echo=say) -> list[str]:
     # 1. published, not logged
     for name in lake.children(lake.matches()):
         try:
-            table = lake.read_table(lake.matches(name))
+            table = lake.snapshot(lake.matches(name))
         except lk.BrokenTable as exc:
             notes.append(f"warning: {exc}")  # its pattern fails alone, saying the same
             continue

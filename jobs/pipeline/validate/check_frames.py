@@ -165,7 +165,8 @@ class DriverFrames:
         import pyarrow.dataset as pads
 
         path = self.lake.events(source)
-        kind = pa.schema(self.lake.table(path).schema().to_arrow()).field("event_id").type
+        kind = pa.schema(self.lake.snapshot(path, required=True).schema().to_arrow()).field(
+            "event_id").type
         only = None
         if ids is not None and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
             only = pads.field("event_id").isin(ids.cast(kind))
