@@ -84,9 +84,10 @@ def compact_logs(lake: lk.Lake, most: int = LOG_FILES) -> list[str]:
     the tables compacted."""
     done = []
     for name in LOGS:
-        dt = lake.read_table(lk.join(lake.root, name))
+        path = lk.join(lake.root, name)
+        dt = lake.snapshot(path)  # counted on the kept snapshot, compacted on a fresh open
         if dt is not None and len(dt.file_uris()) > most:
-            dt.optimize.compact(target_size=SMALL)
+            lake.table(path).optimize.compact(target_size=SMALL)
             done.append(name)
     return done
 

@@ -67,25 +67,27 @@ def documented_schema(pattern, schema: pa.Schema) -> pa.Schema:
 
 def document_match_table(lake: Lake, pattern) -> bool:
     """Write the pattern's description, file, version and the columns' meanings into the
-    table's metadata where they differ (no commit when nothing changed); True if written."""
-    dt = lake.table(lake.matches(pattern.name))
-    meta = dt.metadata()
-    changed = False
+    table's metadata where they differ (no commit when nothing changed); True if written.
+    What differs is read from the kept snapshot (``Lake.snapshot``: most nights nothing
+    does); the changes go through a table opened for them."""
+    path = lake.matches(pattern.name)
+    meta = lake.snapshot(path, required=True).metadata()
+    schema = pa.schema(lake.snapshot(path, required=True).schema().to_arrow())
     description = description_of(pattern)
-    if meta.name != pattern.name:
-        dt.alter.set_table_name(pattern.name)
-        changed = True
-    if meta.description != description:
-        dt.alter.set_table_description(description)
-        changed = True
     props = table_properties(pattern)
-    if any(meta.configuration.get(k) != v for k, v in props.items()):
+    comments = {name: meaning for name, meaning in column_meanings(pattern, schema.names).items()
+                if (schema.field(name).metadata or {}).get(b"comment", b"").decode() != meaning}
+    alter = [meta.name != pattern.name, meta.description != description,
+             any(meta.configuration.get(k) != v for k, v in props.items())]
+    if not any(alter) and not comments:
+        return False
+    dt = lake.table(path)
+    if alter[0]:
+        dt.alter.set_table_name(pattern.name)
+    if alter[1]:
+        dt.alter.set_table_description(description)
+    if alter[2]:
         dt.alter.set_table_properties(props, raise_if_not_exists=False)
-        changed = True
-    schema = pa.schema(dt.schema().to_arrow())
-    for name, meaning in column_meanings(pattern, schema.names).items():
-        current = schema.field(name).metadata or {}
-        if current.get(b"comment", b"").decode() != meaning:
-            dt.alter.set_column_metadata(name, {"comment": meaning})
-            changed = True
-    return changed
+    for name, meaning in comments.items():
+        dt.alter.set_column_metadata(name, {"comment": meaning})
+    return True

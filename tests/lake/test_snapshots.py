@@ -86,3 +86,29 @@ def test_threads_read_one_kept_snapshot_while_another_commits(tmp_path):
     assert not errors, errors[:3]
     assert all(counts == sorted(counts) for counts in seen)  # never an older snapshot
     assert lake.read_arrow(path).num_rows == 6
+
+
+def test_a_match_table_is_documented_again_only_where_it_differs(tmp_path):
+    """The pattern's metadata is compared on the kept snapshot: nothing changed, no
+    commit; a changed description is written, and read back by the next snapshot."""
+    from dataclasses import replace
+
+    from jobs.core.language.patternfile import load_pattern
+    from jobs.lake.table_docs import document_match_table
+
+    from ..conftest import ROOT
+
+    pattern = load_pattern(ROOT / "patterns" / "sepsis_rising_crp_then_icu.yaml")
+    lake = lk.Lake(str(tmp_path / "lake"))
+    path = lake.matches(pattern.name)
+    lake.write(path, pa.table({"match_id": ["m1"], "pattern": [pattern.name]}))
+    assert document_match_table(lake, pattern)
+    version = lake.snapshot(path).version()
+    assert not document_match_table(lake, pattern)
+    assert lake.snapshot(path).version() == version  # no commit
+    other = replace(pattern, description="Rising CRP, then the ICU: said otherwise.")
+    assert document_match_table(lake, other)
+    meta = lake.snapshot(path).metadata()
+    assert lake.snapshot(path).version() > version
+    assert "said otherwise" in meta.description
+    assert not document_match_table(lake, other)
