@@ -21,8 +21,8 @@ import pyarrow.fs as pafs
 from deltalake import CommitProperties, DeltaTable, write_deltalake
 
 from jobs.core.errors import UserError
-from jobs.lake.cache import Bounded
 from jobs.lake.paths import file_name, filesystem, join
+from jobs.lake.snapshots import data_files, held_table, latest, scan, snapshot_dataset
 
 BROKEN_HELP = ("docs/operations.md, 'A table that cannot be read': restore the file, or move "
                "the table's folder away and run `ses run` to rebuild it")
@@ -66,18 +66,6 @@ def broken_in(text: str) -> BrokenTable | None:
 LOCAL_HOME = "~/.cache/ses-lakehouse"  # this machine's side of a lake on an object store
 
 
-# A small table's whole snapshot as Arrow on the driver (by table URI: its latest snapshot
-# read), at most ``HELD_BYTES`` of Parquet, a few at a time: a night's reads of a source's
-# events open each of its files once
-HELD_ARROW = Bounded(4)
-HELD_BYTES = 32 * 2**20
-# Arrow datasets of table snapshots, by table, snapshot and partition filter: delta-rs
-# makes an expression per data file (about 0.4 ms each: a day-partitioned events table
-# has hundreds), and a night reads the same snapshot of a source's events several times
-DATASETS = Bounded(32)
-# The latest snapshot of local tables, by path: (the DeltaTable, its version, its commit
-# file's signature), kept while no later commit exists (``Lake.snapshot``)
-SNAPSHOTS = Bounded(64)
 # rows per commit of a streamed insert: delta-rs holds each open partition file's bytes
 # until its commit, so a batch of a million rows over a thousand dates would be held whole
 COMMIT_ROWS = 250_000
@@ -218,22 +206,11 @@ class Lake:
 
     def snapshot(self, path: str, required: bool = False) -> DeltaTable | None:
         """The table's latest snapshot, to read and never to write through (the object is
-        shared by the process's readers): on a local lake opened once and kept while its
-        log gains no commit (``SNAPSHOTS``; a night reads its small tables dozens of
-        times, and each open replays the log: about 5 ms); else ``read_table``. None when
-        there is no table; ``required``: the error of ``table`` instead."""
-        if not self.local:
-            return self.table(path) if required else self.read_table(path)
-        held = SNAPSHOTS.get(path)
-        if held is not None and _still_latest(path, held[1], held[2]):
-            return held[0]
-        dt = self.table(path) if required else self.read_table(path)
-        if dt is not None:
-            version = dt.version()
-            signature = _commit_signature(path, version)
-            if signature is not None:
-                SNAPSHOTS.put(path, (dt, version, signature))
-        return dt
+        shared by the process's readers): on a local lake kept while its log gains no
+        commit (``snapshots.latest``); else ``read_table``. None when there is no table;
+        ``required``: the error of ``table`` instead."""
+        opener = self.table if required else self.read_table
+        return latest(path, opener) if self.local else opener(path)
 
     def table(self, path: str) -> DeltaTable:
         dt = self.read_table(path)
@@ -257,7 +234,7 @@ class Lake:
             return None
         try:
             if self.local and only is None and not _special(columns, filter):
-                held = _held_table(dt)
+                held = held_table(dt)
                 if held is not None:
                     try:
                         return _filtered(held, columns, filter, partition_filters)
@@ -431,58 +408,9 @@ def _key_text(t: pa.Table, keys: tuple[str, ...]) -> pa.Array:
     return pc.binary_join_element_wise(*[pc.fill_null(c, "\x00") for c in cols], "\x1f")
 
 
-def _commit(path: str, version: int) -> str:
-    return os.path.join(path, "_delta_log", f"{version:020d}.json")
-
-
-def _commit_signature(path: str, version: int) -> tuple | None:
-    """What tells a local table's commit file of ``version`` from any other written at
-    that name later (a table deleted and made again): its inode, time and size."""
-    try:
-        st = os.stat(_commit(path, version))
-    except OSError:
-        return None
-    return st.st_ino, st.st_mtime_ns, st.st_size
-
-
-def _still_latest(path: str, version: int, signature: tuple) -> bool:
-    """Whether a local table's latest version is still ``version``, committed by the file
-    of ``signature``: Delta's versions follow one another, so no commit after it means
-    no file of the next version (two ``stat`` calls, not a replay of the log)."""
-    return _commit_signature(path, version) == signature \
-        and not os.path.exists(_commit(path, version + 1))
-
-
-def snapshot_key(dt: DeltaTable) -> tuple:
-    """What names a snapshot's files, which never change: the table, its id and version."""
-    return (dt.table_uri, dt.metadata().id, dt.version())
-
-
-def holdable(dt: DeltaTable) -> bool:
-    """Whether the snapshot's data files add up to at most ``HELD_BYTES``."""
-    actions = pa.table(dt.get_add_actions(flatten=True))
-    return sum(actions.column("size_bytes").to_pylist()) <= HELD_BYTES
-
-
 def _special(columns, filter) -> bool:
     """A read that asks for a column only the files have (``__filename``)."""
     return any(c.startswith("__") for c in columns or ()) or "__" in str(filter)
-
-
-def _held_table(dt: DeltaTable) -> pa.Table | None:
-    """A small table's whole snapshot as Arrow, read once per process (``HELD_ARROW``):
-    the driver's reads of a source's events, as Spark's (``jobs.spark.tables``), open each
-    of its files once. None when the table is larger than ``HELD_BYTES`` of Parquet."""
-    key = snapshot_key(dt)
-    hit = HELD_ARROW.get(dt.table_uri)
-    if hit is not None and hit[0] == key and all(os.path.exists(f) for f in hit[2]):
-        return hit[1]
-    if not holdable(dt):
-        return None
-    files = dt.file_uris()
-    table = scan(snapshot_dataset(dt))
-    HELD_ARROW.put(dt.table_uri, (key, table, files))
-    return table
 
 
 def _filtered(table: pa.Table, columns, filter, partition_filters) -> pa.Table:
@@ -491,49 +419,6 @@ def _filtered(table: pa.Table, columns, filter, partition_filters) -> pa.Table:
 
     if partition_filters:
         table = table.filter(pq.filters_to_expression(partition_filters))
-    if filter is not None:
-        table = table.filter(filter)
-    return table.select(columns) if columns else table
-
-
-def data_files(dt: DeltaTable, partition_filters=None) -> list[str]:
-    """The URIs of the snapshot's data files (of the partitions ``partition_filters``
-    keeps)."""
-    if partition_filters:
-        return dt.file_uris(file_pruning_predicate=partition_filters)
-    return dt.file_uris()
-
-
-def snapshot_dataset(dt: DeltaTable, partition_filters=None):
-    """The Arrow dataset of ``dt``'s snapshot (only the files of the partitions that pass
-    ``partition_filters``), made once per process: a table's id and version name its
-    files, which never change."""
-    key = (*snapshot_key(dt), repr(partition_filters or None))
-    dataset = DATASETS.get(key)
-    if dataset is None:
-        dataset = dt.to_pyarrow_dataset(file_pruning_predicate=partition_filters or None)
-        DATASETS.put(key, dataset)
-    return dataset
-
-
-def scan(dataset, columns: list[str] | None = None, filter=None) -> pa.Table:
-    """``dataset.to_table`` of a Delta table's Arrow dataset, also when its files mix
-    string types (``_read_mixed``)."""
-    try:
-        return dataset.to_table(columns=columns, filter=filter)
-    except pa.ArrowNotImplementedError as exc:
-        if "_view" not in str(exc):
-            raise
-        return _read_mixed(dataset, columns, filter)
-
-
-def _read_mixed(dataset, columns, filter) -> pa.Table:
-    """A filtered read of a table whose files mix ``string`` and ``string_view`` (written by
-    delta-rs's MERGE or DELETE before the lake stopped calling them; the next writer
-    repairs them, ``jobs.lake.rewrite.retype``): pyarrow cannot prune such files by their
-    statistics, so the files are read whole (cast to the table's types) and then filtered.
-    Slower, never wrong."""
-    table = dataset.to_table()
     if filter is not None:
         table = table.filter(filter)
     return table.select(columns) if columns else table

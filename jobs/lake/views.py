@@ -57,7 +57,7 @@ def match_sources(lake: lk.Lake, tables: dict[str, str],
     for view, path in tables.items():
         if view.startswith("matches_") and (only is None or view[len("matches_"):] in only):
             try:
-                conf = lake.table(path).metadata().configuration
+                conf = lake.snapshot(path, required=True).metadata().configuration
                 if conf.get(KIND_KEY) == ROW_PER_EVENT:  # a row per event already
                     continue
                 found[view[len("matches_"):]] = conf.get(SOURCE_KEY)
@@ -209,7 +209,7 @@ def inputs_of(lake: lk.Lake, sql: str) -> dict[str, str]:
     out = {}
     for view in sorted(wanted):
         if view in tables:
-            dt = lake.read_table(tables[view])
+            dt = lake.snapshot(tables[view])
             out[lake.name_of(tables[view])] = str(dt.version()) if dt is not None else "missing"
         elif view in refs:
             out[f"reference/{refs[view].name}"] = str(refs[view].stat().st_mtime_ns)

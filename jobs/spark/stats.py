@@ -44,7 +44,7 @@ def update_stats(spark, lake: lk.Lake, source: str, patterns, columns: dict[str,
     attrs = {a for a in attrs if a in columns}
     keys = {k for k in keys if k in columns}
     wanted = {"*"} | attrs | {"@" + k for k in keys}
-    files = pa.table(lake.table(events_path).get_add_actions(flatten=True))
+    files = pa.table(lake.snapshot(events_path, required=True).get_add_actions(flatten=True))
     latest = latest_ingested(lake, events_path, files)
     done = computed_dates(lake, source, wanted)
     per_date = (per_file_date(files, files.column("num_records"), "sum") or {}) \

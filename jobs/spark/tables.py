@@ -15,7 +15,8 @@ from deltalake import DeltaTable
 
 from jobs.lake.cache import Bounded
 from jobs.lake.paths import file_name
-from jobs.lake.store import Lake, data_files, holdable, snapshot_key
+from jobs.lake.snapshots import data_files, holdable, snapshot_key
+from jobs.lake.store import Lake
 
 # Spark frames over the same data files, kept per session: Spark lists every file of a
 # new frame (0.3-0.5 s for the 1,096 date partitions of the hospital's events), and a

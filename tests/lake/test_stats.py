@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 import pytest
 
 from jobs.core.language.patternfile import load_pattern
+from jobs.lake import snapshots
 from jobs.lake import store as lk
 from jobs.project.patterns import pattern_paths
 from jobs.spark import tables
@@ -102,7 +103,7 @@ def test_a_small_tables_frame_is_held_in_memory_and_filtered_as_its_files_are(
 
     held = [rows(f) for f in filters]
     assert path in tables.HELD and tables.HELD.get(path)[2].is_cached
-    monkeypatch.setattr(lk, "HELD_BYTES", 0)
+    monkeypatch.setattr(snapshots, "HELD_BYTES", 0)
     tables.HELD.pop(path)[2].unpersist()
     assert held == [rows(f) for f in filters] and held[1] == [2, 3, 4]
     assert path not in tables.HELD
@@ -127,9 +128,9 @@ def test_a_small_tables_arrow_snapshot_is_held_and_filtered_as_its_files_are(
         return sorted(lake.read_arrow(path, **kw).to_pylist(), key=repr)
 
     held = [rows(kw) for kw in reads]
-    assert [t.num_rows for _, t, _ in lk.HELD_ARROW.values()][-1] == 4
-    monkeypatch.setattr(lk, "HELD_BYTES", 0)
-    lk.HELD_ARROW.clear()
+    assert [t.num_rows for _, t, _ in snapshots.HELD_ARROW.values()][-1] == 4
+    monkeypatch.setattr(snapshots, "HELD_BYTES", 0)
+    snapshots.HELD_ARROW.clear()
     assert held == [rows(kw) for kw in reads] and held[4] == [{"x": 1, "event_date": "2020-01-01"}]
     monkeypatch.undo()
     rows({})

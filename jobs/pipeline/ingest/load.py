@@ -127,7 +127,7 @@ def loadable(lake: lk.Lake, path: str, schema: pa.Schema) -> bool:
     appended by delta-rs, which merges the schemas)."""
     if not lake.exists(path):
         return True
-    dt = lake.table(path)
+    dt = lake.snapshot(path, required=True)
     if dt.metadata().partition_columns != [PARTITION]:
         return False
     have = pa.schema(dt.schema().to_arrow())

@@ -49,6 +49,7 @@ from jobs.core.plans.json_form import tree_to_json
 from jobs.core.plans.planners import DEFAULT, PLANNERS, plan_cost, planner
 from jobs.core.plans.trees import TreePlan
 from jobs.lake import store as lk
+from jobs.lake.snapshots import scan, snapshot_dataset
 from jobs.lake.stats import distinct_estimate
 from jobs.spark.predicates import any_of, col, filter_column, has_tag, read_range, tag_column
 from jobs.status import SUCCESS
@@ -302,7 +303,7 @@ class SmallSources:
             path = self.lake.events(source)
             dt = self.lake.read_table(path)
             small = dt is not None and self.lake.count_rows(path, table=dt) <= SAMPLE_EVENTS
-            self.tables[source] = lk.scan(lk.snapshot_dataset(dt)) if small else None
+            self.tables[source] = scan(snapshot_dataset(dt)) if small else None
         return self.tables[source]
 
 

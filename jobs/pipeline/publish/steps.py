@@ -120,7 +120,7 @@ def held_change(ctx: RunContext, stats: dict) -> str | None:
     pattern, lake = ctx.pattern, ctx.lake
     if pattern.name in ctx.accept_changes or not stats.get("full"):
         return None
-    table = lake.read_table(lake.matches(pattern.name))
+    table = lake.snapshot(lake.matches(pattern.name))
     if table is None:
         return None
     files = pa.table(table.get_add_actions(flatten=True)).to_pydict()

@@ -103,7 +103,7 @@ def logged_retractions(lake: lk.Lake) -> list[str]:
     notes = []
     for source in lake.children(lk.join(lake.root, "events")):
         try:
-            table = lake.read_table(lake.events(source))
+            table = lake.snapshot(lake.events(source))
         except lk.BrokenTable:
             continue  # its source fails alone, saying so
         for h in table.history(HISTORY) if table is not None else []:
