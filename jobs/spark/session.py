@@ -22,6 +22,11 @@ from jobs.spark import cds
 
 S3A = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 DAEMON = "spark.python.daemon.module"
+# PySpark's DataFrame debugging (on by default) records the Python call site of every
+# DataFrame and Column call, with five calls to the JVM each (the session, its settings,
+# the origin set and cleared) and a walk of the stack: thousands of calls a night on the
+# driver. Off, an error in a query still names the query and its plan.
+DEBUG_FRAMES = "spark.python.sql.dataFrameDebugging.enabled"
 SECRETS = {"access_key": "spark.hadoop.fs.s3a.access.key",  # lake.s3_settings -> s3a
            "secret_key": "spark.hadoop.fs.s3a.secret.key",
            "session_token": "spark.hadoop.fs.s3a.session.token"}
@@ -204,13 +209,15 @@ def _pass_lines(read: int, target: int, prefixes: tuple[bytes, ...]) -> None:
 
 
 def session_conf(profile: Profile) -> dict[str, str]:
-    """The profile's Spark settings; for a local master, the project's Python daemon
+    """The profile's Spark settings; PySpark's DataFrame debugging off (``DEBUG_FRAMES``);
+    for a local master, the project's Python daemon
     (``jobs.spark.daemon``: PySpark from its installed package, not its zip); for a lake on
     an object store, Hadoop's ``s3a`` settings for the same store as its delta-rs
     ``storage_options`` (endpoint, path-style access, plain HTTP, region, credentials). A
     setting in the profile wins."""
 
     local = {DAEMON: "jobs.spark.daemon"} if profile.spark_master.startswith("local") else {}
+    local = {DEBUG_FRAMES: "false", **local}
     if not profile.lake.startswith(OBJECT_STORES):
         return {**local, **profile.spark_conf}
     s = s3_settings(profile.storage_options)

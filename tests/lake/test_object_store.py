@@ -25,7 +25,7 @@ from jobs.lake import store as lk
 from jobs.lake.store import Lake
 from jobs.pipeline.ingest import ingest
 from jobs.pipeline.match.horizons import RunRange
-from jobs.spark.session import DAEMON
+from jobs.spark.session import DAEMON, DEBUG_FRAMES
 
 from ..conftest import ROOT, make_profile
 
@@ -278,7 +278,8 @@ def test_spark_without_s3a_fails_fast_and_names_the_jars_and_settings(spark, s3,
     assert "fs.s3a.endpoint=" in command and "secret.key" not in command
     local = make_profile(tmp_path)
     require_object_store(spark, local)  # a local lake needs nothing
-    assert session_conf(local) == {DAEMON: "jobs.spark.daemon", **local.spark_conf}
+    assert session_conf(local) == {DEBUG_FRAMES: "false", DAEMON: "jobs.spark.daemon",
+                                   **local.spark_conf}
 
 
 def test_object_store_paths_never_touch_the_local_disk(s3_lake, tmp_path, monkeypatch):

@@ -171,3 +171,22 @@ def test_a_local_sessions_workers_import_the_installed_pyspark(spark):
     assert spark.sparkContext.getConf().get(DAEMON) == "jobs.spark.daemon"
     files = spark.sparkContext.parallelize(range(2), 2).mapPartitions(_pyspark_file).collect()
     assert files and all(".zip" not in f and f.endswith("pyspark/__init__.py") for f in files)
+
+
+@pytest.mark.spark
+def test_dataframe_calls_record_no_call_site_and_errors_still_say_what(spark):
+    """PySpark's DataFrame debugging is off (``DEBUG_FRAMES``): a Column or DataFrame call
+    records no Python call site in the JVM (five JVM calls and a walk of the stack each);
+    a query's error still names what is wrong."""
+    from pyspark.errors import AnalysisException
+    from pyspark.errors import utils as error_utils
+    from pyspark.sql import functions as F
+
+    from jobs.spark.session import DEBUG_FRAMES
+
+    assert spark.conf.get(DEBUG_FRAMES) == "false"
+    df = spark.range(3)
+    assert df.where(F.col("id") > 0).count() == 2
+    assert error_utils.is_debugging_enabled() is False
+    with pytest.raises(AnalysisException, match="no_such_column"):
+        df.select(F.col("no_such_column")).collect()
