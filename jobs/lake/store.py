@@ -349,7 +349,7 @@ class Lake:
     def count_rows(self, path: str, partition_filters=None, table=None) -> int:
         """Rows in the files a read with ``partition_filters`` scans, from the Delta log's
         per-file statistics (no data is read); ``table``: the table, when it is open."""
-        dt = table if table is not None else self.table(path)
+        dt = table if table is not None else self.snapshot(path, required=True)
         files = data_files(dt, partition_filters)
         actions = pa.table(dt.get_add_actions(flatten=True))
         records = dict(zip(actions.column("path").to_pylist(),

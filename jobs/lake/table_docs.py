@@ -71,8 +71,8 @@ def document_match_table(lake: Lake, pattern) -> bool:
     What differs is read from the kept snapshot (``Lake.snapshot``: most nights nothing
     does); the changes go through a table opened for them."""
     path = lake.matches(pattern.name)
-    meta = lake.snapshot(path, required=True).metadata()
-    schema = pa.schema(lake.snapshot(path, required=True).schema().to_arrow())
+    kept = lake.snapshot(path, required=True)
+    meta, schema = kept.metadata(), pa.schema(kept.schema().to_arrow())
     description = description_of(pattern)
     props = table_properties(pattern)
     comments = {name: meaning for name, meaning in column_meanings(pattern, schema.names).items()

@@ -216,10 +216,11 @@ def session_conf(profile: Profile) -> dict[str, str]:
     ``storage_options`` (endpoint, path-style access, plain HTTP, region, credentials). A
     setting in the profile wins."""
 
-    local = {DAEMON: "jobs.spark.daemon"} if profile.spark_master.startswith("local") else {}
-    local = {DEBUG_FRAMES: "false", **local}
+    own = {DEBUG_FRAMES: "false"}
+    if profile.spark_master.startswith("local"):
+        own[DAEMON] = "jobs.spark.daemon"
     if not profile.lake.startswith(OBJECT_STORES):
-        return {**local, **profile.spark_conf}
+        return {**own, **profile.spark_conf}
     s = s3_settings(profile.storage_options)
     conf = {"spark.hadoop.fs.s3.impl": S3A}  # delta-rs lists its files as s3://
     if s["endpoint"]:
@@ -230,7 +231,7 @@ def session_conf(profile: Profile) -> dict[str, str]:
     if s["region"]:
         conf["spark.hadoop.fs.s3a.endpoint.region"] = s["region"]
     conf.update({key: s[name] for name, key in SECRETS.items() if s[name]})
-    return {**local, **conf, **profile.spark_conf}
+    return {**own, **conf, **profile.spark_conf}
 
 
 def require_object_store(spark, profile: Profile) -> None:

@@ -301,7 +301,7 @@ class SmallSources:
     def events(self, source: str) -> pa.Table | None:
         if source not in self.tables:
             path = self.lake.events(source)
-            dt = self.lake.read_table(path)
+            dt = self.lake.snapshot(path)
             small = dt is not None and self.lake.count_rows(path, table=dt) <= SAMPLE_EVENTS
             self.tables[source] = scan(snapshot_dataset(dt)) if small else None
         return self.tables[source]
