@@ -2,10 +2,11 @@
 numbers, and the records the reader already refuses (a ragged CSV row, a JSON line that is
 not an object, a key written twice, an over-long line).
 
-Two readers give the same blocks. The columnar one cuts the split's bytes into lines and
-fields with Arrow, and hands Python's ``csv`` reader only the CSV records whose quoted
-fields hold a comma, a quote or a line end, and ``json.loads`` only the JSON lines Arrow's
-reader cannot take exactly. The row reader (``read_raw``: Python's ``csv`` and ``json``
+Two readers give the same blocks. The columnar one reads a CSV piece whose every line is a
+well-formed record with Arrow's CSV reader (``plain_csv``); it cuts any other piece's
+bytes into lines and fields with Arrow, and hands Python's ``csv`` reader only the CSV
+records whose quoted fields hold a comma, a quote or a line end, and ``json.loads`` only
+the JSON lines Arrow's reader cannot take exactly. The row reader (``read_raw``: Python's ``csv`` and ``json``
 modules) reads a file with a lone carriage return or a NUL byte, whole. Whatever the
 reader, a record's values, its line number and the reason it is refused are the same
 (``tests/pipeline/test_ingest_edges.py`` holds them to the row-by-row ingest's).
@@ -29,6 +30,7 @@ from isal import igzip, igzip_lib
 
 from jobs.core.errors import UserError
 from jobs.core.inputs import json_keys_twice, repeated
+from jobs.landing.plain_csv import line_fields, plain_body, read_plain
 
 CHUNK = 10_000  # records of the row reader typed at a time
 BLOCK_BYTES = 16 << 20  # bytes of a split the columnar reader cuts into lines at a time
@@ -265,16 +267,18 @@ def line_ends(piece: bytes) -> int:
     return int(np.count_nonzero(np.frombuffer(piece, np.uint8) == 10))
 
 
-def byte_blocks(path: Path, start: int, end: int) -> Iterator[tuple[bytes, int]]:
+def byte_blocks(path: Path, start: int, end: int, count: bool = True
+                ) -> Iterator[tuple[bytes, int]]:
     """The bytes [start, end) of a file in pieces of about ``BLOCK_BYTES`` that end at a
-    line end (the last piece: at ``end``), with the number of line ends before each; a
-    byte-order mark at the file's start is left out, as ``utf-8-sig`` leaves it. A gzip
+    line end (the last piece: at ``end``), with the number of line ends before each (0
+    without ``count``); a byte-order mark at the file's start is left out, as
+    ``utf-8-sig`` leaves it. A gzip
     file: all its bytes, decompressed as they are read, ``NotPlain`` raised at a piece
     with a lone carriage return or a NUL byte. A file shorter than ``end`` (changed since
     it was listed) raises ``OSError``."""
     gz = path.name.endswith(".gz")
     left = None if gz else end - start  # bytes still to read (None: to the end)
-    newlines, rest = 0, b""
+    newlines, rest, first = 0, b"", True
     with open_raw(path) as f:
         f.seek(start)
         while left is None or left > 0:
@@ -286,8 +290,9 @@ def byte_blocks(path: Path, start: int, end: int) -> Iterator[tuple[bytes, int]]
                               "ended when it was listed: it changed while being ingested")
             if left is not None:
                 left -= len(chunk)
-            if start == 0 and newlines == 0 and not rest and chunk.startswith(_BOM):
+            if first and start == 0 and chunk.startswith(_BOM):
                 chunk = chunk[len(_BOM):]
+            first = False
             data = rest + chunk
             cut = len(data) if left == 0 else data.rfind(b"\n") + 1
             if cut == 0:
@@ -297,7 +302,8 @@ def byte_blocks(path: Path, start: int, end: int) -> Iterator[tuple[bytes, int]]
             if gz:
                 _plain(piece, path)
             yield piece, newlines
-            newlines += line_ends(piece)
+            if count:
+                newlines += line_ends(piece)
     if rest:
         if gz:
             _plain(rest + b"\n", path)
@@ -359,21 +365,30 @@ class QuoteOpen(Exception):
 def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[str],
                columns: list[str], last_split: bool = True) -> Iterator[RawBlock]:
     """A CSV split read on columns (``names``: the file's header; ``start`` 0: the split
-    holds the header line itself). A line without a quote character, or whose quoted
-    fields hold no quote, is a record of its own, cut into fields by Arrow (split on
-    commas, or by ``_fields`` when a quoted field holds a comma); any other record that
-    begins on a line with one is read by Python's ``csv`` reader, which takes as many
-    lines as its quoted fields hold. Raises
-    ``QuoteOpen`` when the split (not the file's last) ends inside a quoted field."""
+    holds the header line itself). A piece (``BLOCK_BYTES``) whose every line is a
+    well-formed record of its own (``plain_csv``) is read by Arrow's CSV reader whole.
+    In any other piece, a line without a quote character, or whose quoted fields hold no
+    quote, is a record of its own, cut into fields by Arrow (split on commas, or by
+    ``_fields`` when a quoted field holds a comma); any other record that begins on a line
+    with one is read by Python's ``csv`` reader, which takes as many lines as its quoted
+    fields hold. Raises ``QuoteOpen`` when the split (not the file's last) ends inside a
+    quoted field."""
     width = len(names)
     index = {n: i for i, n in enumerate(names)}
+    wanted = [c for c in columns if c in index]
     carry, base = b"", first_line
     pieces = list_pieces(path, start, end)
     for piece, last in pieces:
         data = carry + piece
+        header = start == 0 and base == 0
+        block = _plain_block(data, header, base, names, columns, wanted)
+        if block is not None:  # every line a well-formed record: Arrow's CSV reader
+            base += len(block) + header
+            carry = b""
+            yield block
+            continue
         lines = split_lines(data, path, "csv")
         count = len(lines)
-        header = start == 0 and base == 0
         quoted = np.asarray(pc.match_substring(lines, '"').to_numpy(zero_copy_only=False), bool)
         simple = quoted & np.asarray(pc.match_substring_regex(lines, _SIMPLE).fill_null(False)
                                      .to_numpy(zero_copy_only=False), bool)
@@ -433,10 +448,28 @@ def csv_blocks(path: Path, start: int, end: int, first_line: int, names: list[st
                          cut_fields, numbers[cut])
 
 
+def _plain_block(data: bytes, header: bool, base: int, names: list[str],
+                 columns: list[str], wanted: list[str]) -> RawBlock | None:
+    """The records of a piece whose every line is a well-formed record (``plain_csv``),
+    read by Arrow's CSV reader; None for any other piece."""
+    body = plain_body(data, header)
+    values = read_plain(body, names, wanted) if body is not None else None
+    if values is None:
+        return None
+    fields = line_fields(body)
+
+    def raw(i: int) -> str:
+        return raw_text(dict(zip(names, fields(i))))
+
+    rows = len(next(iter(values.values())))
+    numbers = np.arange(rows, dtype=np.int64) + base + 1 + header
+    return RawBlock(numbers, {c: values.get(c) for c in columns}, raw)
+
+
 def list_pieces(path: Path, start: int, end: int) -> Iterator[tuple[bytes, bool]]:
     """``byte_blocks`` with a flag on the last piece."""
     previous = None
-    for piece, _ in byte_blocks(path, start, end):
+    for piece, _ in byte_blocks(path, start, end, count=False):
         if previous is not None:
             yield previous, False
         previous = piece

@@ -5,6 +5,7 @@ on, and the records of another width refused as ragged, whether it reads the fil
 piece or in pieces of a few bytes."""
 
 import csv
+import json
 import io
 
 import pytest
@@ -90,3 +91,69 @@ def test_a_record_open_at_a_piece_end_carries_the_lines_cut_by_arrow_after_it(tm
         for size in range(4, 48):
             mp.setattr(reading, "BLOCK_BYTES", size)
             assert columnar_records(path, NAMES) == want, size
+
+
+# well-formed records (``plain_csv``): plain fields, quoted ones with commas and quotes
+# written twice inside, no line end inside a field
+well_quoted = st.builds(lambda s: '"' + s.replace('"', '""') + '"', st.text('xy,"1 é', max_size=5))
+well_field = st.one_of(plain, well_quoted)
+well_rows = st.lists(st.lists(well_field, min_size=3, max_size=3).map(",".join), min_size=1,
+                     max_size=14)
+
+
+@settings(deadline=None, max_examples=150)
+@given(rows=well_rows, crlf=st.booleans(), final=st.booleans())
+def test_well_formed_pieces_are_read_by_arrow_as_pythons_reader_reads_them(
+        tmp_path_factory, rows, crlf, final):
+    """A piece of well-formed lines goes to Arrow's CSV reader whole (it is not read line
+    by line), with the values and line numbers Python's reader gives, LF or CRLF."""
+    end = "\r\n" if crlf else "\n"
+    text = ",".join(NAMES) + end + end.join(rows) + (end if final else "")
+    path = tmp_path_factory.mktemp("csv") / "f.csv"
+    path.write_text(text, encoding="utf-8", newline="")
+    calls = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reading, "split_lines", lambda *a: calls.append(a) or split_lines(*a))
+        got = columnar_records(path, NAMES)
+    assert got == python_records(text)[1:]
+    assert not calls  # no piece was cut into lines: Arrow's CSV reader read them all
+
+
+split_lines = reading.split_lines
+# fields with quotes anywhere: inside a bare field, text after a closing quote
+loose = st.text('xy,"1', max_size=4)
+
+
+@settings(deadline=None, max_examples=200)
+@given(rows=st.lists(st.lists(st.one_of(plain, well_quoted, loose), min_size=1, max_size=4)
+                     .map(",".join), max_size=10))
+def test_pieces_with_ill_formed_quotes_are_read_as_pythons_reader_reads_them(
+        tmp_path_factory, rows):
+    """Lines on which Arrow's reader and Python's might differ (a quote inside a bare
+    field, text after a closing quote, an empty line, another width) are read as Python's
+    reader reads them, whole pieces or pieces of a few bytes."""
+    text = ",".join(NAMES) + "\n" + "\n".join(rows) + ("\n" if rows else "")
+    path = tmp_path_factory.mktemp("csv") / "f.csv"
+    path.write_text(text, encoding="utf-8", newline="")
+    want = python_records(text)[1:]
+    if want and want[-1][0] > text.count("\n") + 1:
+        return  # a quoted field open at the end (tested elsewhere)
+    expected = sorted((n, f if len(f) == len(NAMES) else ["<ragged>"]) for n, f in want)
+    assert columnar_records(path, NAMES) == expected
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(reading, "BLOCK_BYTES", 16)
+        assert columnar_records(path, NAMES) == expected
+
+
+def test_a_quarantined_row_of_a_well_formed_piece_keeps_its_fields_as_python_reads_them(
+        tmp_path):
+    """The raw text of a record read by Arrow's CSV reader is the record's fields as
+    Python's reader gives them (a quoted comma and a quote written twice kept)."""
+    path = tmp_path / "f.csv"
+    path.write_text('a,b,c\r\nx,"1, 2","say ""hi"""\r\ny,2,3\r\n', encoding="utf-8",
+                    newline="")
+    (block,) = reading.csv_blocks(path, 0, path.stat().st_size, 0, NAMES, NAMES)
+    assert block.lines.tolist() == [2, 3]
+    assert block.columns["c"].to_pylist() == ['say "hi"', "3"]
+    assert json.loads(block.raw(0)) == {"a": "x", "b": "1, 2", "c": 'say "hi"'}
+    assert json.loads(block.raw(1)) == {"a": "y", "b": "2", "c": "3"}
