@@ -5,8 +5,8 @@ on, and the records of another width refused as ragged, whether it reads the fil
 piece or in pieces of a few bytes."""
 
 import csv
-import json
 import io
+import json
 
 import pytest
 from hypothesis import given, settings
