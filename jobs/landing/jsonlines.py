@@ -5,7 +5,7 @@ every other line by ``json_record``, one by one (``reading`` holds the rules bot
 
 from __future__ import annotations
 
-import io
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -16,11 +16,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.landing import reading
+from jobs.landing.lines import line_at
 from jobs.landing.reading import (
     RawBlock,
     block_of_records,
     byte_blocks,
     json_record,
+    one_value,
     only_space,
     raw_text,
     split_lines,
@@ -107,31 +109,87 @@ def plain_json(lines: pa.Array, kinds: dict[str, str]) -> np.ndarray:
 def arrow_json(lines: pa.Array, kinds: dict[str, str]) -> pa.Table | None:
     """Lines parsed by Arrow's JSON reader with the columns' JSON types, or None when it
     refuses any of them (Python's reader then reads them one by one)."""
+    text = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()),
+                                                   lines.cast(pa.binary())), b"\n")
+    return _read_json(text[0].as_buffer(), kinds)
+
+
+def _read_json(data, kinds: dict[str, str]) -> pa.Table | None:
     import pyarrow.json as pj
 
     schema = pa.schema([(c, JSON_TYPES[k]) for c, k in kinds.items()])
-    text = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, len(lines)], pa.int32()),
-                                                   lines.cast(pa.binary())), b"\n")
     try:
-        return pj.read_json(io.BytesIO(text[0].as_buffer()), parse_options=pj.ParseOptions(
+        return pj.read_json(pa.BufferReader(data), parse_options=pj.ParseOptions(
             explicit_schema=schema, unexpected_field_behavior="error"))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
 
 
+# a piece every line of which is one object that names the columns in one order, each
+# value a string (no control character, no escaped surrogate), a number of at most 15
+# digits in a row, true, false or null: one regular expression (RE2: linear) over the piece
+_WS = r"[ \t]*"
+_STRING = (r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]'
+           r'|\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}|[dD][0-7][0-9a-fA-F]{2}))*"')
+_NUMBER = r"-?(?:0|[1-9][0-9]{0,14})(?:\.[0-9]{1,15})?(?:[eE][+-]?[0-9]{1,15})?"
+_VALUE = f"(?:{_STRING}|{_NUMBER}|true|false|null)"
+
+
+@functools.lru_cache(maxsize=64)
+def piece_pattern(order: tuple[str, ...]) -> str:
+    """The regular expression of a piece of lines that each name the columns ``order``, in
+    that order, once (``_NAME``s: written as they are)."""
+    keys = ["".join(c if c.isalnum() or c == "_" else f"[{c}]" for c in k) for k in order]
+    pairs = ",".join(f'{_WS}"{k}"{_WS}:{_WS}{_VALUE}{_WS}' for k in keys)
+    line = f"{_WS}\\{{{pairs}\\}}{_WS}"
+    return rf"\A(?:{line}\r?\n)*(?:{line}\r?)?\z"
+
+
+def whole_piece(piece: bytes, kinds: dict[str, str]) -> pa.Table | None:
+    """A piece's lines parsed by Arrow's JSON reader at once when every one is a plain
+    object (``piece_pattern``, in the first line's order of keys) shorter than the line
+    limit: Arrow's values are then those ``json_record`` gives. None for any other piece
+    (and for one Arrow refuses)."""
+    first = piece.find(b"\n")
+    try:
+        head = json.loads(piece[:first if first >= 0 else len(piece)])
+    except ValueError:
+        return None
+    if not isinstance(head, dict) or sorted(head) != sorted(kinds) or len(head) != len(kinds):
+        return None
+    half = reading.MAX_LINE // 2  # a line of MAX_LINE bytes holds an aligned half without \n
+    if any(piece.find(b"\n", k, k + half) < 0 for k in range(0, len(piece) - half + 1, half)):
+        return None
+    try:
+        text = one_value(piece).cast(pa.string())
+    except pa.ArrowInvalid:
+        return None  # not UTF-8: the line reader names the error
+    if not pc.match_substring_regex(text, piece_pattern(tuple(head)))[0].as_py():
+        return None
+    return _read_json(piece, kinds)
+
+
 def jsonl_blocks(path: Path, start: int, end: int, first_line: int, columns: list[str],
                  kinds: dict[str, str] | None = None) -> Iterator[RawBlock]:
-    """A JSONL split without a lone carriage return, cut into lines on columns. Lines that
-    name exactly the columns (``kinds``: their kinds) are parsed by Arrow's JSON reader
-    when it takes them all; every other line, and all of them when it refuses one, as
-    ``json_record`` parses it."""
+    """A JSONL split without a lone carriage return, on columns. A piece whose every line
+    is a plain object of the columns (``whole_piece``) is parsed by Arrow's JSON reader
+    whole; any other piece is cut into lines: those that name exactly the columns
+    (``kinds``: their kinds) are parsed by Arrow's JSON reader when it takes them all;
+    every other line, and all of them when it refuses one, as ``json_record`` parses it."""
     kinds = {c: (kinds or {}).get(c, "string") for c in columns}
     arrow = all(_NAME.match(c) for c in columns)
     for piece, before in byte_blocks(path, start, end):
+        base = first_line + before
+        table = whole_piece(piece, kinds) if arrow and piece else None
+        if table is not None:
+            text = line_at(piece)
+            yield RawBlock(np.arange(1, table.num_rows + 1, dtype=np.int64) + base,
+                           {c: table.column(c).combine_chunks() for c in columns},
+                           lambda i, text=text: raw_text(json.loads(text(i))))
+            continue
         lines = split_lines(piece, path, "jsonl")
         last_ended = piece.endswith(b"\n")
         count = len(lines)
-        base = first_line + before
         numbers = np.arange(1, count + 1, dtype=np.int64) + base
         blank = only_space(lines)
         at = np.flatnonzero(blank)  # a blank line too long is refused as over-long

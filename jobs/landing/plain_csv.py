@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import csv
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from jobs.landing.lines import line_at
 
 _QUOTED = r'"(?:[^"\r\n\x00]|"")*"'
 _BARE = r'[^",\r\n\x00]*'
@@ -74,15 +75,6 @@ def read_plain(body: memoryview, names: list[str], wanted: list[str]
 
 def line_fields(body: memoryview):
     """``fields(i)``: the fields of the body's line ``i`` as Python's reader gives them (for
-    the quarantine's raw text; the line ends are found on the first call)."""
-    ends: list[np.ndarray] = []
-
-    def fields(i: int) -> list[str]:
-        if not ends:
-            ends.append(np.flatnonzero(np.frombuffer(body, np.uint8) == 10))
-        at = ends[0]
-        lo = int(at[i - 1]) + 1 if i else 0
-        hi = int(at[i]) if i < len(at) else len(body)
-        return next(csv.reader([bytes(body[lo:hi]).decode("utf-8").rstrip("\r")]))
-
-    return fields
+    the quarantine's raw text)."""
+    text = line_at(body)
+    return lambda i: next(csv.reader([text(i)]))
