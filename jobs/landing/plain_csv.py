@@ -1,15 +1,16 @@
 """CSV pieces whose every line is one well-formed record, read by Arrow's CSV reader.
 
-A line is well formed (``_LINES``) when it is two or more fields separated by commas, each
-either without a quote, comma, carriage return, line end or NUL, or quoted as a whole: a
-quote, any characters but a quote, a carriage return, a line end or a NUL, or a quote
-written twice, and a closing quote; a carriage return may end it. On such lines Python's
-``csv`` reader (the definition, ``reading.csv_blocks``) and Arrow's reader (quotes written
-twice stand for one) give the same fields, and each line is one record. Whether a whole
-piece is made of them is one pass of a regular expression over its text (RE2: linear);
-a piece with any other line (an empty one, a quote inside an unquoted field, text after a
-closing quote, a quoted line end) is read line by line instead. Arrow also refuses rows of
-another width than the header's (then the line-by-line reader refuses them as ragged).
+A line is well formed (``_LINES``) when it holds two fields or more, separated by commas,
+each of them either bare (no quote, comma, carriage return, line end or NUL) or quoted as
+a whole: an opening quote; characters other than a quote, a carriage return, a line end
+and a NUL, or a quote written twice; a closing quote. The line may end with a carriage
+return before its line end. On such lines Python's ``csv`` reader (the definition,
+``reading.csv_blocks``) and Arrow's reader (a quote written twice stands for one) give the
+same fields, and each line is one record. Whether a whole piece is made of them is one
+pass of a regular expression over its text (RE2: linear time); a piece with any other
+line (an empty one, a quote inside a bare field, text after a closing quote, a quoted line
+end) is read line by line instead, and so is a piece with a row of another width than the
+header's, which Arrow refuses (the line-by-line reader refuses it as ragged).
 """
 
 from __future__ import annotations

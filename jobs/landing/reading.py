@@ -6,10 +6,11 @@ Two readers give the same blocks. The columnar one reads a CSV piece whose every
 well-formed record with Arrow's CSV reader (``plain_csv``); it cuts any other piece's
 bytes into lines and fields with Arrow, and hands Python's ``csv`` reader only the CSV
 records whose quoted fields hold a comma, a quote or a line end, and ``json.loads`` only
-the JSON lines Arrow's reader cannot take exactly. The row reader (``read_raw``: Python's ``csv`` and ``json``
-modules) reads a file with a lone carriage return or a NUL byte, whole. Whatever the
-reader, a record's values, its line number and the reason it is refused are the same
-(``tests/pipeline/test_ingest_edges.py`` holds them to the row-by-row ingest's).
+the JSON lines Arrow's reader cannot take exactly. The row reader (``read_raw``: Python's
+``csv`` and ``json`` modules) reads a file with a lone carriage return or a NUL byte,
+whole. Whatever the reader, a record's values, its line number and the reason it is
+refused are the same (``tests/pipeline/test_ingest_edges.py`` holds them to the
+row-by-row ingest's).
 """
 
 from __future__ import annotations
@@ -272,10 +273,9 @@ def byte_blocks(path: Path, start: int, end: int, count: bool = True
     """The bytes [start, end) of a file in pieces of about ``BLOCK_BYTES`` that end at a
     line end (the last piece: at ``end``), with the number of line ends before each (0
     without ``count``); a byte-order mark at the file's start is left out, as
-    ``utf-8-sig`` leaves it. A gzip
-    file: all its bytes, decompressed as they are read, ``NotPlain`` raised at a piece
-    with a lone carriage return or a NUL byte. A file shorter than ``end`` (changed since
-    it was listed) raises ``OSError``."""
+    ``utf-8-sig`` leaves it. A gzip file: all its bytes, decompressed as they are read,
+    ``NotPlain`` raised at a piece with a lone carriage return or a NUL byte. A file
+    shorter than ``end`` (changed since it was listed) raises ``OSError``."""
     gz = path.name.endswith(".gz")
     left = None if gz else end - start  # bytes still to read (None: to the end)
     newlines, rest, first = 0, b"", True
