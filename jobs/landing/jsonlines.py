@@ -1,6 +1,9 @@
-"""JSON lines on columns: a JSONL split cut into lines, the lines Arrow's JSON reader parses
-exactly as ``json_record`` does found on their bytes, those parsed by Arrow's reader, and
-every other line by ``json_record``, one by one (``reading`` holds the rules both follow).
+"""JSON lines on columns. A piece of a JSONL split whose every line is a plain object of
+the columns in one key order (``whole_piece``: one regular expression over the piece) is
+parsed by Arrow's JSON reader whole. Any other piece is cut into lines: the lines Arrow's
+JSON reader parses exactly as ``json_record`` does are found on their bytes and parsed by
+Arrow's reader, every other line by ``json_record``, one by one (``reading`` holds the
+rules both follow).
 """
 
 from __future__ import annotations
