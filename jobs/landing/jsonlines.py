@@ -19,13 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jobs.landing import reading
-from jobs.landing.lines import line_at
+from jobs.landing.lines import line_at, one_value
 from jobs.landing.reading import (
     RawBlock,
     block_of_records,
     byte_blocks,
     json_record,
-    one_value,
     only_space,
     raw_text,
     split_lines,
@@ -158,7 +157,7 @@ def whole_piece(piece: bytes, kinds: dict[str, str]) -> pa.Table | None:
         head = json.loads(piece[:first if first >= 0 else len(piece)])
     except ValueError:
         return None
-    if not isinstance(head, dict) or sorted(head) != sorted(kinds) or len(head) != len(kinds):
+    if not isinstance(head, dict) or sorted(head) != sorted(kinds):
         return None
     half = reading.MAX_LINE // 2  # a line of MAX_LINE bytes holds an aligned half without \n
     if any(piece.find(b"\n", k, k + half) < 0 for k in range(0, len(piece) - half + 1, half)):

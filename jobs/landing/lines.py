@@ -1,11 +1,13 @@
-"""The text of one line of a piece of a landing file, found when a record is quarantined
-(the line ends are found on the first call, not for every piece)."""
+"""A piece of a landing file as text: the piece as one Arrow value without a copy, and the
+text of one of its lines, found when a record is quarantined (the line ends are found on
+the first call, not for every piece)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import numpy as np
+import pyarrow as pa
 
 
 def line_at(body) -> Callable[[int], str]:
@@ -22,3 +24,11 @@ def line_at(body) -> Callable[[int], str]:
         return bytes(body[lo:hi]).decode("utf-8").rstrip("\r")
 
     return text
+
+
+def one_value(piece: bytes) -> pa.Array:
+    """``piece`` as a binary array of one value over the bytes themselves (``pa.array``
+    copies them through a builder: 2.5 ns a byte)."""
+    offsets = np.array([0, len(piece)], np.int32)
+    return pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(offsets),
+                                                  pa.py_buffer(piece)])

@@ -20,7 +20,7 @@ import csv
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jobs.landing.lines import line_at
+from jobs.landing.lines import line_at, one_value
 
 _QUOTED = r'"(?:[^"\r\n\x00]|"")*"'
 _BARE = r'[^",\r\n\x00]*'
@@ -43,7 +43,7 @@ def plain_body(data: bytes, header: bool) -> memoryview | None:
     if not len(body):
         return None
     try:
-        text = pa.array([body], pa.binary()).cast(pa.string())
+        text = one_value(body).cast(pa.string())
     except pa.ArrowInvalid:
         return None
     return body if pc.match_substring_regex(text, _LINES)[0].as_py() else None

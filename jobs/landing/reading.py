@@ -31,6 +31,7 @@ from isal import igzip, igzip_lib
 
 from jobs.core.errors import UserError
 from jobs.core.inputs import json_keys_twice, repeated
+from jobs.landing.lines import one_value
 from jobs.landing.plain_csv import line_fields, plain_body, read_plain
 
 CHUNK = 10_000  # records of the row reader typed at a time
@@ -311,14 +312,6 @@ def byte_blocks(path: Path, start: int, end: int, count: bool = True
 
 
 _BOM = b"\xef\xbb\xbf"
-
-
-def one_value(piece: bytes) -> pa.Array:
-    """``piece`` as a binary array of one value over the bytes themselves (``pa.array``
-    copies them through a builder: 2.5 ns a byte)."""
-    offsets = np.array([0, len(piece)], np.int32)
-    return pa.Array.from_buffers(pa.binary(), 1, [None, pa.py_buffer(offsets),
-                                                  pa.py_buffer(piece)])
 
 
 def split_lines(piece: bytes, path: Path, fmt: str) -> pa.Array:
